@@ -1,0 +1,221 @@
+//! [`kernel_struct!`](crate::kernel_struct): structs passed by value to kernels, with a
+//! compile-time proof that the host layout is the device layout.
+
+/// Declares a `#[repr(C)]` struct that can be passed to a kernel by value, and implements
+/// [`DeviceRepr`](crate::args::DeviceRepr) for it without `unsafe` on the user's side.
+///
+/// The macro adds `#[repr(C)]` and `#[derive(Clone, Copy)]` (do not derive those
+/// yourself); other attributes, doc comments and visibilities are kept. Every field type
+/// must implement `DeviceRepr`; generic structs and tuple structs are not supported, and
+/// a struct needs at least one field.
+///
+/// At compile time, the macro lays the struct out as the device does (each field at the
+/// next multiple of its `DEVICE_ALIGN`, the struct aligned to its most-aligned field, its
+/// size rounded up to that alignment) and fails the build, naming the field, when the
+/// host `repr(C)` layout differs. Padding bytes are never copied into a parameter buffer.
+///
+/// ```
+/// use cuda_core::args::{DeviceRepr, Float4};
+///
+/// cuda_core::kernel_struct! {
+///     /// `struct Pair { float a; float4 b; };` on the device.
+///     #[derive(Debug)]
+///     pub struct Pair {
+///         pub a: f32,
+///         pub b: Float4,
+///     }
+/// }
+///
+/// assert_eq!(core::mem::offset_of!(Pair, b), 16); // 12 bytes of padding after `a`
+/// assert_eq!((Pair::DEVICE_SIZE, Pair::DEVICE_ALIGN), (32, 16));
+/// ```
+///
+/// A field whose host alignment is not its device alignment is rejected:
+///
+/// ```compile_fail
+/// use cuda_core::args::DeviceRepr;
+///
+/// /// Eight bytes that the device aligns to 8 but the host to 1.
+/// #[derive(Clone, Copy)]
+/// #[repr(C)]
+/// struct Bytes8([u8; 8]);
+/// // SAFETY: no padding; the device type is 8-aligned.
+/// unsafe impl DeviceRepr for Bytes8 {
+///     const DEVICE_SIZE: usize = 8;
+///     const DEVICE_ALIGN: usize = 8;
+/// }
+///
+/// cuda_core::kernel_struct! {
+///     struct Bad { a: u8, b: Bytes8 } // host offset of `b` is 1, device offset 8
+/// }
+/// ```
+#[macro_export]
+macro_rules! kernel_struct {
+    (
+        $(#[$meta:meta])*
+        $vis:vis struct $name:ident {
+            $(
+                $(#[$fmeta:meta])*
+                $fvis:vis $field:ident : $fty:ty
+            ),+ $(,)?
+        }
+    ) => {
+        $(#[$meta])*
+        #[repr(C)]
+        #[derive(Clone, Copy)]
+        $vis struct $name {
+            $(
+                $(#[$fmeta])*
+                $fvis $field: $fty,
+            )+
+        }
+
+        // SAFETY: the `const` item below fails compilation unless every field's host
+        // offset, and the struct's host size and alignment, equal the device layout
+        // computed from the fields' `DeviceRepr` layouts; so the host bytes are the device
+        // bytes. `write_device_bytes` writes each field through its own `DeviceRepr`
+        // implementation at its offset, skipping padding.
+        unsafe impl $crate::args::DeviceRepr for $name {
+            const DEVICE_SIZE: usize = ::core::mem::size_of::<$name>();
+            const DEVICE_ALIGN: usize = ::core::mem::align_of::<$name>();
+
+            unsafe fn write_device_bytes(&self, dst: *mut u8) {
+                $(
+                    // SAFETY: the field lies inside the struct, at its host offset, and
+                    // the caller guarantees `dst` is valid for `size_of::<Self>()` bytes.
+                    unsafe {
+                        $crate::args::DeviceRepr::write_device_bytes(
+                            &self.$field,
+                            dst.add(::core::mem::offset_of!($name, $field)),
+                        )
+                    };
+                )+
+            }
+        }
+
+        const _: () = {
+            let mut end: usize = 0;
+            let mut align: usize = 1;
+            $(
+                let field_align = <$fty as $crate::args::DeviceRepr>::DEVICE_ALIGN;
+                let offset = $crate::args::align_up(end, field_align);
+                ::core::assert!(
+                    ::core::mem::offset_of!($name, $field) == offset,
+                    ::core::concat!(
+                        "kernel_struct!: the host offset of `", ::core::stringify!($name),
+                        "::", ::core::stringify!($field), "` differs from its device offset ",
+                        "(a field type's host alignment differs from its DEVICE_ALIGN)"
+                    ),
+                );
+                if field_align > align {
+                    align = field_align;
+                }
+                end = offset.saturating_add(<$fty as $crate::args::DeviceRepr>::DEVICE_SIZE);
+            )+
+            ::core::assert!(
+                ::core::mem::align_of::<$name>() == align,
+                ::core::concat!(
+                    "kernel_struct!: the host alignment of `", ::core::stringify!($name),
+                    "` differs from its device alignment (the largest field DEVICE_ALIGN)"
+                ),
+            );
+            ::core::assert!(
+                ::core::mem::size_of::<$name>() == $crate::args::align_up(end, align),
+                ::core::concat!(
+                    "kernel_struct!: the host size of `", ::core::stringify!($name),
+                    "` differs from its device size (a field's DEVICE_SIZE differs from its ",
+                    "host size)"
+                ),
+            );
+        };
+    };
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::args::{DeviceRepr, Float2, Float4, LayoutRule, PackedArgs, ParamSpec};
+    use core::mem::{align_of, offset_of, size_of};
+
+    crate::kernel_struct! {
+        /// `{float; float4}`: 12 bytes of padding after `a`.
+        #[derive(Debug, PartialEq)]
+        pub struct Pair {
+            /// First.
+            pub a: f32,
+            /// Second, 16-aligned.
+            pub b: Float4,
+        }
+    }
+
+    crate::kernel_struct! {
+        struct Mixed { flag: bool, v: Float2, n: u64, tail: [u8; 3], }
+    }
+
+    #[test]
+    fn pair_has_device_padding() {
+        assert_eq!(offset_of!(Pair, b), 16);
+        assert_eq!((size_of::<Pair>(), align_of::<Pair>()), (32, 16));
+        assert_eq!((Pair::DEVICE_SIZE, Pair::DEVICE_ALIGN), (32, 16));
+        assert_eq!(
+            crate::args::struct_layout(&[ParamSpec::of::<f32>(), ParamSpec::of::<Float4>()]),
+            Some(ParamSpec::of::<Pair>())
+        );
+    }
+
+    #[test]
+    fn mixed_layout() {
+        assert_eq!(offset_of!(Mixed, v), 8);
+        assert_eq!(offset_of!(Mixed, n), 16);
+        assert_eq!(offset_of!(Mixed, tail), 24);
+        assert_eq!((Mixed::DEVICE_SIZE, Mixed::DEVICE_ALIGN), (32, 8));
+    }
+
+    #[test]
+    fn padding_is_not_copied() {
+        let pair = Pair {
+            a: 1.5,
+            b: Float4::new(1.0, 2.0, 3.0, 4.0),
+        };
+        let mut out = [0xaau8; 32];
+        // SAFETY: `out` holds `Pair::DEVICE_SIZE` bytes.
+        unsafe { pair.write_device_bytes(out.as_mut_ptr()) };
+        assert_eq!(out[0..4], 1.5f32.to_le_bytes());
+        assert_eq!(out[4..16], [0xaa; 12]);
+        assert_eq!(out[16..20], 1.0f32.to_le_bytes());
+        assert_eq!(out[28..32], 4.0f32.to_le_bytes());
+
+        let m = Mixed {
+            flag: true,
+            v: Float2::new(0.0, 1.0),
+            n: 3,
+            tail: [4, 5, 6],
+        };
+        let mut out = [0xaau8; 32];
+        // SAFETY: `out` holds `Mixed::DEVICE_SIZE` bytes.
+        unsafe { m.write_device_bytes(out.as_mut_ptr()) };
+        assert_eq!(out[0..8], [1, 0xaa, 0xaa, 0xaa, 0xaa, 0xaa, 0xaa, 0xaa]);
+        assert_eq!(out[16..24], 3u64.to_le_bytes());
+        assert_eq!(out[24..32], [4, 5, 6, 0xaa, 0xaa, 0xaa, 0xaa, 0xaa]);
+        assert!(m.flag && m.v.y == 1.0);
+    }
+
+    #[test]
+    fn struct_params_differ_between_rules() {
+        let args = (
+            1i32,
+            Pair {
+                a: 2.0,
+                b: Float4::default(),
+            },
+        );
+        let by_align = PackedArgs::from_args(&args).unwrap();
+        let mut by_size = PackedArgs::<4096>::with_rule(LayoutRule::SizeMultiple);
+        by_size.extend(&args).unwrap();
+        assert_eq!(by_align.params()[1].offset, 16);
+        assert_eq!(by_size.params()[1].offset, 32);
+        assert_eq!((by_align.len(), by_size.len()), (48, 64));
+        assert_eq!(by_align.as_bytes()[16..20], 2.0f32.to_le_bytes());
+        assert_eq!(by_align.as_bytes()[20..32], [0; 12]);
+        assert_eq!(args.1, args.1.clone());
+    }
+}

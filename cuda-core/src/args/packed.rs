@@ -1,0 +1,431 @@
+//! [`PackedArgs`]: one parameter buffer for `CU_LAUNCH_PARAM_BUFFER_POINTER`.
+
+use core::fmt;
+
+use super::layout::place_param;
+use super::write::store;
+use super::{
+    ArgVisitor, DeviceRepr, KernelArgs, LayoutMismatch, LayoutRule, PackError, ParamInfo, ParamSpec,
+};
+
+/// The classic limit on a kernel's parameter bytes, and the size of the device-side
+/// parameter buffer; the default capacity of [`PackedArgs`].
+pub const MAX_PARAM_BYTES: usize = 4096;
+
+/// The most parameters a [`PackedArgs`] records.
+pub const MAX_PARAMS: usize = 64;
+
+/// The byte buffer, aligned like the most-aligned vector type.
+#[derive(Clone, Copy)]
+#[repr(C, align(16))]
+struct AlignedBytes<const CAP: usize>([u8; CAP]);
+
+/// Kernel parameters packed into one buffer by device alignment, for the `extra` launch
+/// argument (`CU_LAUNCH_PARAM_BUFFER_POINTER` / `CU_LAUNCH_PARAM_BUFFER_SIZE`).
+///
+/// Holds up to `CAP` bytes (default [`MAX_PARAM_BYTES`]) and [`MAX_PARAMS`] parameters,
+/// inline: no allocation. Bytes between parameters are zero. The offset and size of each
+/// parameter are recorded, so [`verify`](Self::verify) can compare them with
+/// `cuFuncGetParamInfo`.
+///
+/// ```
+/// use cuda_core::args::{Float4, PackedArgs};
+///
+/// let packed = PackedArgs::from_args(&(1i32, Float4::new(1.0, 2.0, 3.0, 4.0)))?;
+/// assert_eq!(packed.len(), 32);
+/// assert_eq!(packed.params()[1].offset, 16);
+/// # Ok::<(), cuda_core::args::PackError>(())
+/// ```
+#[derive(Clone)]
+pub struct PackedArgs<const CAP: usize = MAX_PARAM_BYTES> {
+    buf: AlignedBytes<CAP>,
+    len: usize,
+    rule: LayoutRule,
+    count: usize,
+    params: [ParamInfo; MAX_PARAMS],
+}
+
+impl PackedArgs {
+    /// An empty 4096-byte buffer using [`LayoutRule::Alignment`] (the driver's rule).
+    #[must_use]
+    pub const fn new() -> Self {
+        Self::with_rule(LayoutRule::Alignment)
+    }
+
+    /// Packs `args` into a new 4096-byte buffer by [`LayoutRule::Alignment`].
+    ///
+    /// # Errors
+    /// [`PackError`] when the parameters need more than 4096 bytes or number more than
+    /// [`MAX_PARAMS`].
+    pub fn from_args<A: KernelArgs>(args: &A) -> Result<Self, PackError> {
+        let mut packed = Self::new();
+        packed.extend(args)?;
+        Ok(packed)
+    }
+}
+
+impl<const CAP: usize> Default for PackedArgs<CAP> {
+    fn default() -> Self {
+        Self::with_rule(LayoutRule::Alignment)
+    }
+}
+
+impl<const CAP: usize> PackedArgs<CAP> {
+    /// An empty buffer of `CAP` bytes placing parameters by `rule`.
+    #[must_use]
+    pub const fn with_rule(rule: LayoutRule) -> Self {
+        Self {
+            buf: AlignedBytes([0; CAP]),
+            len: 0,
+            rule,
+            count: 0,
+            params: [ParamInfo {
+                offset: 0,
+                size: 0,
+                align: 0,
+            }; MAX_PARAMS],
+        }
+    }
+
+    /// Appends one parameter at the next offset its device alignment allows.
+    ///
+    /// # Errors
+    /// [`PackError::TooLarge`] when it would end past `CAP` bytes,
+    /// [`PackError::TooManyParams`] when [`MAX_PARAMS`] are already packed. On error the
+    /// buffer is unchanged.
+    pub fn push<T: DeviceRepr>(&mut self, value: &T) -> Result<(), PackError> {
+        let index = self.count;
+        let Some(slot) = self.params.get_mut(index) else {
+            return Err(PackError::TooManyParams { max: MAX_PARAMS });
+        };
+        let info = place_param(self.rule, self.len, ParamSpec::of::<T>(), index, CAP)?;
+        let end = info.offset + info.size; // `place_param` checked `end <= CAP`
+        let Some(bytes) = self.buf.0.get_mut(self.len..end) else {
+            return Err(PackError::TooLarge {
+                index,
+                needed: end,
+                capacity: CAP,
+            });
+        };
+        bytes.fill(0);
+        let Some(dst) = bytes.get_mut(info.offset - self.len..) else {
+            return Err(PackError::TooLarge {
+                index,
+                needed: end,
+                capacity: CAP,
+            });
+        };
+        // SAFETY: `dst` is exactly `info.size == T::DEVICE_SIZE` bytes of `self.buf`,
+        // which `value` (a shared reference) cannot overlap.
+        unsafe { store(value, dst.as_mut_ptr()) };
+        *slot = info;
+        self.count = index + 1;
+        self.len = end;
+        Ok(())
+    }
+
+    /// Appends every parameter of `args`, in order.
+    ///
+    /// # Errors
+    /// As [`push`](Self::push); the parameters before the failing one stay packed.
+    pub fn extend<A: KernelArgs>(&mut self, args: &A) -> Result<(), PackError> {
+        args.visit(&mut Pusher(self))
+    }
+
+    /// Removes every parameter.
+    pub fn clear(&mut self) {
+        self.len = 0;
+        self.count = 0;
+    }
+
+    /// The packed bytes: `len()` of them, from offset 0.
+    #[must_use]
+    pub fn as_bytes(&self) -> &[u8] {
+        self.buf.0.get(..self.len).unwrap_or(&[])
+    }
+
+    /// Pointer to the buffer (16-byte aligned), for `CU_LAUNCH_PARAM_BUFFER_POINTER`.
+    #[must_use]
+    pub const fn as_ptr(&self) -> *const u8 {
+        self.buf.0.as_ptr()
+    }
+
+    /// Number of packed bytes (the end of the last parameter), for
+    /// `CU_LAUNCH_PARAM_BUFFER_SIZE`.
+    #[must_use]
+    pub const fn len(&self) -> usize {
+        self.len
+    }
+
+    /// Whether no parameter bytes are packed.
+    #[must_use]
+    pub const fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+
+    /// The rule parameters are placed by.
+    #[must_use]
+    pub const fn rule(&self) -> LayoutRule {
+        self.rule
+    }
+
+    /// Offset, size and alignment of each packed parameter, in order.
+    #[must_use]
+    pub fn params(&self) -> &[ParamInfo] {
+        self.params.get(..self.count).unwrap_or(&[])
+    }
+
+    /// Compares the packed layout with the kernel's, as `cuFuncGetParamInfo` reports it:
+    /// `reported` yields `(offset, size)` for parameter 0, 1, ... in order.
+    ///
+    /// # Errors
+    /// The first difference: [`LayoutMismatch::Offset`] or [`LayoutMismatch::Size`] for
+    /// the lowest parameter index that differs, else [`LayoutMismatch::Count`] when the
+    /// kernel takes fewer or more parameters than were packed.
+    pub fn verify<I>(&self, reported: I) -> Result<(), LayoutMismatch>
+    where
+        I: IntoIterator<Item = (usize, usize)>,
+    {
+        let params = self.params();
+        let mut reported = reported.into_iter();
+        for (index, packed) in params.iter().enumerate() {
+            let Some((offset, size)) = reported.next() else {
+                return Err(LayoutMismatch::Count {
+                    packed: params.len(),
+                    reported: index,
+                });
+            };
+            if offset != packed.offset {
+                return Err(LayoutMismatch::Offset {
+                    index,
+                    packed: packed.offset,
+                    reported: offset,
+                });
+            }
+            if size != packed.size {
+                return Err(LayoutMismatch::Size {
+                    index,
+                    packed: packed.size,
+                    reported: size,
+                });
+            }
+        }
+        match reported.count() {
+            0 => Ok(()),
+            extra => Err(LayoutMismatch::Count {
+                packed: params.len(),
+                reported: params.len().saturating_add(extra),
+            }),
+        }
+    }
+}
+
+impl<const CAP: usize> fmt::Debug for PackedArgs<CAP> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("PackedArgs")
+            .field("rule", &self.rule)
+            .field("len", &self.len)
+            .field("params", &self.params())
+            .finish_non_exhaustive()
+    }
+}
+
+/// Pushes each visited parameter into a [`PackedArgs`].
+struct Pusher<'a, const CAP: usize>(&'a mut PackedArgs<CAP>);
+
+impl<const CAP: usize> ArgVisitor for Pusher<'_, CAP> {
+    type Error = PackError;
+
+    fn visit<T: DeviceRepr>(&mut self, value: &T) -> Result<(), PackError> {
+        self.0.push(value)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::args::{Float2, Float3, Float4};
+
+    /// `core::fmt::Write` into a fixed buffer, to test `Display` without `alloc`.
+    struct Text {
+        buf: [u8; 256],
+        len: usize,
+    }
+
+    impl fmt::Write for Text {
+        fn write_str(&mut self, s: &str) -> fmt::Result {
+            let end = self.len + s.len();
+            self.buf
+                .get_mut(self.len..end)
+                .ok_or(fmt::Error)?
+                .copy_from_slice(s.as_bytes());
+            self.len = end;
+            Ok(())
+        }
+    }
+
+    fn display_contains(e: &dyn core::error::Error, needle: &str) -> bool {
+        let mut t = Text {
+            buf: [0; 256],
+            len: 0,
+        };
+        fmt::write(&mut t, format_args!("{e}")).unwrap();
+        core::str::from_utf8(&t.buf[..t.len])
+            .unwrap()
+            .contains(needle)
+    }
+
+    fn guide_args() -> (i32, Float4, i8, f32, *const u8, Float2) {
+        (
+            -3,
+            Float4::new(1.0, 2.0, 3.0, 4.0),
+            7,
+            0.5,
+            0x1122_3344_5566_7788usize as *const u8,
+            Float2::new(-1.0, 8.0),
+        )
+    }
+
+    const GUIDE_LAYOUT: [(usize, usize); 6] =
+        [(0, 4), (16, 16), (32, 1), (36, 4), (40, 8), (48, 8)];
+
+    #[test]
+    fn guide_example_is_packed_by_alignment() {
+        let packed = PackedArgs::from_args(&guide_args()).unwrap();
+        assert_eq!(packed.len(), 56);
+        let offsets: [(usize, usize); 6] =
+            core::array::from_fn(|i| (packed.params()[i].offset, packed.params()[i].size));
+        assert_eq!(offsets, GUIDE_LAYOUT);
+        let b = packed.as_bytes();
+        assert_eq!(b[0..4], (-3i32).to_le_bytes());
+        assert_eq!(b[4..16], [0; 12]);
+        assert_eq!(b[16..20], 1.0f32.to_le_bytes());
+        assert_eq!(b[28..32], 4.0f32.to_le_bytes());
+        assert_eq!(b[32], 7);
+        assert_eq!(b[33..36], [0; 3]);
+        assert_eq!(b[36..40], 0.5f32.to_le_bytes());
+        assert_eq!(b[40..48], 0x1122_3344_5566_7788u64.to_le_bytes());
+        assert_eq!(b[48..52], (-1.0f32).to_le_bytes());
+        assert_eq!(b[52..56], 8.0f32.to_le_bytes());
+        assert_eq!(packed.as_ptr() as usize % 16, 0);
+        assert_eq!(packed.verify(GUIDE_LAYOUT), Ok(()));
+    }
+
+    #[test]
+    fn verify_rejects_each_mismatch() {
+        let packed = PackedArgs::from_args(&guide_args()).unwrap();
+        let mut wrong_offset = GUIDE_LAYOUT;
+        wrong_offset[3] = (33, 4);
+        let e = packed.verify(wrong_offset).unwrap_err();
+        assert_eq!(
+            e,
+            LayoutMismatch::Offset {
+                index: 3,
+                packed: 36,
+                reported: 33
+            }
+        );
+        assert!(display_contains(&e, "parameter 3 packed at offset 36"));
+
+        let mut wrong_size = GUIDE_LAYOUT;
+        wrong_size[1] = (16, 12);
+        let e = packed.verify(wrong_size).unwrap_err();
+        assert_eq!(
+            e,
+            LayoutMismatch::Size {
+                index: 1,
+                packed: 16,
+                reported: 12
+            }
+        );
+        assert!(display_contains(&e, "expects 12 bytes"));
+
+        let e = packed.verify(GUIDE_LAYOUT.into_iter().take(4)).unwrap_err();
+        assert_eq!(
+            e,
+            LayoutMismatch::Count {
+                packed: 6,
+                reported: 4
+            }
+        );
+        assert!(display_contains(&e, "kernel takes 4"));
+
+        let more = GUIDE_LAYOUT.into_iter().chain([(56, 4), (60, 4)]);
+        assert_eq!(
+            packed.verify(more),
+            Err(LayoutMismatch::Count {
+                packed: 6,
+                reported: 8
+            })
+        );
+        assert_eq!(
+            PackedArgs::new().verify([(0, 4)]),
+            Err(LayoutMismatch::Count {
+                packed: 0,
+                reported: 1
+            })
+        );
+        assert_eq!(PackedArgs::new().verify([]), Ok(()));
+    }
+
+    #[test]
+    fn four_kib_limit() {
+        let mut packed = PackedArgs::new();
+        packed.push(&[0u8; 4090]).unwrap();
+        packed.push(&1u16).unwrap(); // 4090..4092
+        let e = packed.push(&1u64).unwrap_err(); // would be 4096..4104
+        assert_eq!(
+            e,
+            PackError::TooLarge {
+                index: 2,
+                needed: 4104,
+                capacity: 4096
+            }
+        );
+        assert!(display_contains(&e, "4104 bytes"));
+        assert_eq!(packed.len(), 4092);
+        assert_eq!(packed.params().len(), 2);
+        packed.push(&1u32).unwrap(); // exactly fills 4092..4096
+        assert_eq!(packed.len(), 4096);
+        assert!(PackedArgs::from_args(&([0u8; 4096], 1u8)).is_err());
+    }
+
+    #[test]
+    fn too_many_params() {
+        let mut packed = PackedArgs::new();
+        for i in 0..MAX_PARAMS {
+            packed.push(&(i as u8)).unwrap();
+        }
+        let e = packed.push(&0u8).unwrap_err();
+        assert_eq!(e, PackError::TooManyParams { max: 64 });
+        assert!(display_contains(&e, "more than 64"));
+        assert_eq!(packed.params().len(), 64);
+        assert_eq!(packed.as_bytes()[63], 63);
+    }
+
+    #[test]
+    fn size_multiple_rule_differs() {
+        let mut by_align = PackedArgs::new();
+        let mut by_size = PackedArgs::<4096>::with_rule(LayoutRule::SizeMultiple);
+        for p in [&mut by_align, &mut by_size] {
+            p.extend(&(1u8, Float3::new(1.0, 2.0, 3.0), [0u32; 3]))
+                .unwrap();
+        }
+        let offsets = |p: &PackedArgs| [p.params()[1].offset, p.params()[2].offset];
+        assert_eq!(offsets(&by_align), [4, 16]);
+        assert_eq!(offsets(&by_size), [12, 24]);
+        assert_eq!(by_size.rule(), LayoutRule::SizeMultiple);
+    }
+
+    #[test]
+    fn clear_rezeroes_padding() {
+        let mut packed = PackedArgs::<64>::default();
+        packed.push(&u64::MAX).unwrap();
+        packed.clear();
+        assert!(packed.is_empty());
+        packed.push(&1u8).unwrap();
+        packed.push(&2u64).unwrap();
+        assert_eq!(packed.as_bytes()[..8], [1, 0, 0, 0, 0, 0, 0, 0]);
+        assert_eq!(packed.len(), 16);
+    }
+}
