@@ -74,6 +74,13 @@ mod runtime_fns {
 }
 pub use runtime_fns::{RUNTIME_ENTRIES, RuntimeApi};
 
+#[cfg(test)]
+#[rustfmt::skip]
+#[allow(non_snake_case)]
+mod pfn_check {
+    include!("generated/pfn_check.rs");
+}
+
 #[rustfmt::skip]
 mod results {
     include!("generated/results.rs");

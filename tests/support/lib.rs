@@ -1,1 +1,237 @@
-//! Test support.
+//! Support for the integration tests: the hardware-test harness and the PTX they load.
+//!
+//! Hardware tests are `harness = false` test binaries whose `main` calls [`run_suite`].
+//! Each test returns [`Outcome`]: on a machine without a usable GPU it returns
+//! [`Outcome::Skip`] with the reason (never a silent pass), and the suite's last line
+//! counts passes, failures and skips: `hardware: 3 passed, 0 failed, 5 skipped`.
+
+use std::panic::{AssertUnwindSafe, catch_unwind};
+use std::sync::OnceLock;
+use std::time::Instant;
+
+/// What one hardware test ended with.
+#[derive(Debug)]
+pub enum Outcome {
+    /// It ran and its checks held.
+    Pass,
+    /// It could not run here (no GPU, too old a GPU, a tool missing), and why.
+    Skip(String),
+    /// It ran and a check failed, or an API call failed.
+    Fail(String),
+}
+
+/// The result type tests use with `?`: any error becomes a failure; [`skip`] and
+/// [`require_gpu`] produce skips.
+pub type TestResult = Result<(), Outcome>;
+
+impl<E: std::fmt::Display> From<E> for Outcome {
+    fn from(e: E) -> Self {
+        Outcome::Fail(e.to_string())
+    }
+}
+
+/// Ends the test as skipped.
+pub fn skip<T>(reason: impl Into<String>) -> Result<T, Outcome> {
+    Err(Outcome::Skip(reason.into()))
+}
+
+/// Fails the test unless `cond` holds.
+pub fn check(cond: bool, what: impl FnOnce() -> String) -> TestResult {
+    if cond { Ok(()) } else { Err(Outcome::Fail(what())) }
+}
+
+/// Fails the test unless `a == b`.
+pub fn check_eq<T: PartialEq + std::fmt::Debug>(a: T, b: T, what: &str) -> TestResult {
+    if a == b { Ok(()) } else { Err(Outcome::Fail(format!("{what}: {a:?} != {b:?}"))) }
+}
+
+/// What the harness found about the GPU, once per process.
+#[derive(Clone, Debug)]
+pub struct GpuInfo {
+    /// Number of CUDA devices.
+    pub count: i32,
+    /// Compute capability of device 0.
+    pub cc: (i32, i32),
+    /// Name of device 0.
+    pub name: String,
+    /// Driver version (`cuDriverGetVersion`, e.g. 13000).
+    pub driver_version: i32,
+}
+
+static GPU: OnceLock<Result<GpuInfo, String>> = OnceLock::new();
+
+/// The GPU if this machine has a usable one (driver loads, `cuInit` succeeds, at least
+/// one device), else the reason there is none. Probed once, with cuda-sys directly.
+pub fn gpu() -> Result<&'static GpuInfo, &'static str> {
+    GPU.get_or_init(probe).as_ref().map_err(String::as_str)
+}
+
+/// The GPU, or a skip naming why there is none.
+pub fn require_gpu() -> Result<&'static GpuInfo, Outcome> {
+    gpu().map_err(|why| Outcome::Skip(format!("no GPU: {why}")))
+}
+
+/// The GPU if it has at least compute capability `major.minor`, else a skip.
+pub fn require_sm(major: i32, minor: i32) -> Result<&'static GpuInfo, Outcome> {
+    let g = require_gpu()?;
+    if g.cc >= (major, minor) {
+        Ok(g)
+    } else {
+        Err(Outcome::Skip(format!(
+            "needs sm_{major}{minor}, {} is sm_{}{}",
+            g.name, g.cc.0, g.cc.1
+        )))
+    }
+}
+
+fn probe() -> Result<GpuInfo, String> {
+    let cu = cuda_sys::driver().map_err(|e| e.to_string())?;
+    let call = |rc: cuda_sys::CUresult, what: &str| rc.result().map_err(|e| format!("{what}: {e}"));
+    // SAFETY: plain driver queries with valid out-pointers.
+    unsafe {
+        call(cu.cuInit().map_err(|e| e.to_string())?(0), "cuInit")?;
+        let mut count = 0;
+        call(cu.cuDeviceGetCount().map_err(|e| e.to_string())?(&mut count), "cuDeviceGetCount")?;
+        if count == 0 {
+            return Err("the driver reports no CUDA device".into());
+        }
+        let mut dev = 0;
+        call(cu.cuDeviceGet().map_err(|e| e.to_string())?(&mut dev, 0), "cuDeviceGet")?;
+        let attr = |a: cuda_sys::CUdevice_attribute| -> Result<i32, String> {
+            let mut v = 0;
+            call(cu.cuDeviceGetAttribute().map_err(|e| e.to_string())?(&mut v, a, dev), "cuDeviceGetAttribute")?;
+            Ok(v)
+        };
+        let cc = (
+            attr(cuda_sys::CUdevice_attribute::CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR)?,
+            attr(cuda_sys::CUdevice_attribute::CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR)?,
+        );
+        let mut name = [0 as core::ffi::c_char; 256];
+        call(cu.cuDeviceGetName().map_err(|e| e.to_string())?(name.as_mut_ptr(), 256, dev), "cuDeviceGetName")?;
+        let name = std::ffi::CStr::from_ptr(name.as_ptr()).to_string_lossy().into_owned();
+        let mut driver_version = 0;
+        call(cu.cuDriverGetVersion().map_err(|e| e.to_string())?(&mut driver_version), "cuDriverGetVersion")?;
+        Ok(GpuInfo { count, cc, name, driver_version })
+    }
+}
+
+/// One hardware test.
+pub struct HwTest {
+    /// Its name, printed in the report.
+    pub name: &'static str,
+    /// The test.
+    pub run: fn() -> TestResult,
+}
+
+/// Declares a list of hardware tests: `hw_tests![a, b, c]` for functions `a`, `b`, `c`.
+#[macro_export]
+macro_rules! hw_tests {
+    ($($f:path),* $(,)?) => {
+        &[$($crate::HwTest { name: stringify!($f), run: $f }),*]
+    };
+}
+
+/// Runs `tests` (filtered by the first command-line argument that is not a flag, as a
+/// substring), prints one line per test and the summary line, and exits: 0 when
+/// nothing failed, 1 otherwise. `--list` prints the names only.
+pub fn run_suite(suite: &str, tests: &[HwTest]) -> ! {
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    if args.iter().any(|a| a == "--list") {
+        for t in tests {
+            println!("{suite}::{}: test", t.name);
+        }
+        std::process::exit(0);
+    }
+    let filter = args.iter().find(|a| !a.starts_with('-')).cloned();
+    match gpu() {
+        Ok(g) => println!(
+            "{suite}: GPU {} (sm_{}{}), driver {}.{}, {} device(s), binding mode {}",
+            g.name,
+            g.cc.0,
+            g.cc.1,
+            g.driver_version / 1000,
+            g.driver_version % 1000 / 10,
+            g.count,
+            cuda_sys::binding_mode()
+        ),
+        Err(why) => println!("{suite}: no GPU ({why}): hardware tests will report SKIPPED"),
+    }
+    let (mut passed, mut failed, mut skipped) = (0, 0, 0);
+    for t in tests {
+        if filter.as_ref().is_some_and(|f| !t.name.contains(f.as_str())) {
+            continue;
+        }
+        let start = Instant::now();
+        let outcome = match catch_unwind(AssertUnwindSafe(t.run)) {
+            Ok(Ok(())) => Outcome::Pass,
+            Ok(Err(o)) => o,
+            Err(panic) => Outcome::Fail(format!(
+                "panicked: {}",
+                panic
+                    .downcast_ref::<&str>()
+                    .map(|s| s.to_string())
+                    .or_else(|| panic.downcast_ref::<String>().cloned())
+                    .unwrap_or_default()
+            )),
+        };
+        let ms = start.elapsed().as_secs_f64() * 1e3;
+        match outcome {
+            Outcome::Pass => {
+                passed += 1;
+                println!("test {suite}::{} ... ok ({ms:.1} ms)", t.name);
+            }
+            Outcome::Skip(why) => {
+                skipped += 1;
+                println!("test {suite}::{} ... SKIPPED ({why})", t.name);
+            }
+            Outcome::Fail(why) => {
+                failed += 1;
+                println!("test {suite}::{} ... FAILED ({ms:.1} ms)\n    {why}", t.name);
+            }
+        }
+    }
+    println!("{suite}: {passed} passed, {failed} failed, {skipped} skipped");
+    std::process::exit(if failed == 0 { 0 } else { 1 });
+}
+
+/// The PTX files built from ptx/ by `cargo xtask ptx` (committed, so no nightly needed).
+pub mod ptx {
+    /// Kernels that load with a plain `cuModuleLoadData`.
+    pub const KERNELS: &str = include_str!("../../ptx/generated/kernels.ptx");
+    /// Kernels that call the device runtime: link with `libcudadevrt.a` (cuLink*).
+    pub const DEVRT: &str = include_str!("../../ptx/generated/devrt.ptx");
+}
+
+/// The C ABI probe built by build.rs (present when CUDA headers were found).
+#[cfg(abi_probe)]
+pub mod abi {
+    include!(concat!(env!("OUT_DIR"), "/abi_layout.rs"));
+
+    #[repr(C)]
+    struct Probe {
+        name: *const core::ffi::c_char,
+        value: core::ffi::c_ulong,
+    }
+
+    unsafe extern "C" {
+        static cuda_abi_probe: [Probe; 0];
+        static cuda_abi_probe_len: core::ffi::c_ulong;
+    }
+
+    /// (check, value) pairs as the C compiler lays the structs out.
+    pub fn c_layout() -> Vec<(String, usize)> {
+        // SAFETY: the probe defines `cuda_abi_probe_len` entries of `struct probe`, whose
+        // names are string literals.
+        unsafe {
+            let len = cuda_abi_probe_len as usize;
+            let base = (&raw const cuda_abi_probe).cast::<Probe>();
+            (0..len)
+                .map(|i| {
+                    let p = &*base.add(i);
+                    let name = std::ffi::CStr::from_ptr(p.name).to_string_lossy().into_owned();
+                    (name, p.value as usize)
+                })
+                .collect()
+        }
+    }
+}

@@ -119,7 +119,7 @@ pub fn generate(include: &Path) -> R<Vec<(String, String)>> {
         "{HEADER}\n{}",
         prettyplease::unparse(&file)
     );
-    let driver = driver_table(&protos, &pfns, &cuda_h)?;
+    let (driver, pfn_check) = driver_table(&protos, &pfns, &cuda_h)?;
     let runtime = runtime_table(&protos, &rt_h);
     let results = format!(
         "{HEADER}\n{}\n{}",
@@ -129,6 +129,7 @@ pub fn generate(include: &Path) -> R<Vec<(String, String)>> {
     Ok(vec![
         ("types.rs".into(), types),
         ("driver_fns.rs".into(), driver),
+        ("pfn_check.rs".into(), pfn_check),
         ("runtime_fns.rs".into(), runtime),
         ("results.rs".into(), results),
     ])
@@ -256,9 +257,12 @@ fn documented_names(header: &str, prefix: &str) -> HashMap<String, String> {
     out
 }
 
-fn driver_table(protos: &[Proto], pfns: &Pfns, cuda_h: &str) -> R<String> {
+/// The driver list, and a compile-time check that each entry's signature is that of
+/// the `PFN_<lookup>_v<version>` typedef the loader asks `cuGetProcAddress` for.
+fn driver_table(protos: &[Proto], pfns: &Pfns, cuda_h: &str) -> R<(String, String)> {
     let docs = documented_names(cuda_h, "cu");
     let mut lines = BTreeMap::new();
+    let mut checks = BTreeMap::new();
     let mut unversioned = Vec::new();
     for p in protos.iter().filter(|p| p.symbol.starts_with("cu") && !p.symbol.starts_with("cuda")) {
         let name = docs.get(&p.symbol).cloned().unwrap_or_else(|| p.symbol.clone());
@@ -289,6 +293,8 @@ fn driver_table(protos: &[Proto], pfns: &Pfns, cuda_h: &str) -> R<String> {
         let ptds = pick(true);
         if version == 0 {
             unversioned.push(name.clone());
+        } else {
+            checks.insert(name.clone(), format!("    let _: PFN_{lookup}_v{version} = api.{name}().ok();"));
         }
         let args: Vec<String> = p.args.iter().map(|(n, t)| format!("{n}: {}", tidy(t))).collect();
         let mut line = String::new();
@@ -306,11 +312,16 @@ fn driver_table(protos: &[Proto], pfns: &Pfns, cuda_h: &str) -> R<String> {
         lines.len(),
         unversioned.len()
     );
+    let check_body: Vec<&str> = checks.values().map(String::as_str).collect();
+    let check = format!(
+        "{HEADER}//\n// Compiles only if every driver entry has the signature of the PFN typedef whose\n// version the loader asks for.\n\nuse crate::*;\n\n#[allow(dead_code)]\nfn signatures_match_pfn_typedefs(api: &DriverApi) {{\n{}\n}}\n",
+        check_body.join("\n")
+    );
     let body: Vec<&str> = lines.values().map(String::as_str).collect();
-    Ok(format!(
+    Ok((format!(
         "{HEADER}//\n// name = symbol @ \"cuGetProcAddress name\" [ABI version, per-thread ABI version] (args) -> ret;\n// A version of 0 means cudaTypedefs.h has no matching PFN typedef.\n\nuse crate::*;\n\ncrate::table::driver_table! {{\n{}\n}}\n",
         body.join("\n")
-    ))
+    ), check))
 }
 
 fn runtime_table(protos: &[Proto], rt_h: &str) -> String {
