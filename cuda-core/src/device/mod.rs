@@ -1,0 +1,77 @@
+//! Device-side helpers, compiled only for `nvptx64-nvidia-cuda`.
+//!
+//! Build with the nightly toolchain, `-Zbuild-std=core`, `-C target-cpu=sm_90` and
+//! `-C target-feature=+ptx80` (what `cargo xtask ptx` does for `ptx/`). Every helper is
+//! `#[inline(always)]`, so it is emitted into the crate being compiled to PTX.
+//!
+//! - [`grid_dependency_wait`] / [`launch_dependents`]: Programmatic Dependent Launch.
+//! - [`MBarrier`], [`ArrivalToken`], [`PhaseCursor`], [`ClusterMBarrier`]: asynchronous
+//!   barriers, local and across a cluster.
+//! - [`fence_sc`], [`fence_acq_rel`], [`fence_mbarrier_init`], [`fence_proxy_async`].
+//! - Special registers: [`globaltimer`], [`smid`], [`cluster_id`], [`cluster_cta_rank`],
+//!   ...; thread indices ([`thread_idx`], ...) and barriers ([`sync_threads`],
+//!   [`cluster_sync`], ...).
+//! - Shared memory: [`shared_array!`](crate::shared_array),
+//!   [`dynamic_shared!`](crate::dynamic_shared), [`to_shared_addr`].
+//! - Device-side launch: [`launch_child`] (parameters written by
+//!   [`crate::args::write_params_raw`], the host packer's layout code), and
+//!   [`ConditionalHandle::set`] for graph conditional nodes; both need `libcudadevrt.a`.
+//!
+//! Helpers that need an SM or PTX ISA version above the build's (`sm_90` / PTX 8.0 for
+//! most of them) are not compiled, so using one fails the build instead of `ptxas` or
+//! the launch.
+//!
+//! # Unsafe policy
+//! All inline PTX lives in [`ptx_asm`], one `unsafe fn` per instruction form. The other
+//! modules wrap it: functions without preconditions (special registers, fences,
+//! `griddepcontrol`) are safe; barriers that every thread must reach, device-runtime
+//! calls and mbarrier initialization are `unsafe fn`s with a `# Safety` section; the
+//! mbarrier handles are created by `unsafe` constructors whose contract (a live barrier
+//! used by its protocol) makes their methods safe. Every `unsafe` block carries a
+//! `// SAFETY:` comment.
+
+mod dim3;
+mod fence;
+mod phase;
+pub mod ptx_asm;
+mod scope;
+mod shared;
+mod sreg;
+mod thread;
+
+#[cfg(all(target_feature = "sm_90", target_feature = "ptx78"))]
+mod cluster;
+mod devrt_ffi;
+mod graph;
+#[cfg(all(target_feature = "sm_90", target_feature = "ptx78"))]
+mod grid_dep;
+mod launch;
+mod mbarrier;
+
+#[cfg(all(target_feature = "sm_90", target_feature = "ptx80"))]
+pub use cluster::cluster_arrive_relaxed;
+#[cfg(all(target_feature = "sm_90", target_feature = "ptx78"))]
+pub use cluster::{
+    ClusterMBarrier, cluster_arrive, cluster_cta_count, cluster_cta_id, cluster_cta_rank,
+    cluster_dim, cluster_grid_dim, cluster_id, cluster_sync, cluster_wait, map_shared_rank,
+};
+pub use devrt_ffi::{cudaGetParameterBufferV2, cudaGraphSetConditional, cudaLaunchDeviceV2};
+pub use dim3::Dim3;
+pub use fence::{fence_acq_rel, fence_sc};
+#[cfg(all(target_feature = "sm_90", target_feature = "ptx80"))]
+pub use fence::{fence_mbarrier_init, fence_proxy_async};
+pub use graph::ConditionalHandle;
+#[cfg(all(target_feature = "sm_90", target_feature = "ptx78"))]
+pub use grid_dep::{grid_dependency_wait, launch_dependents};
+pub use launch::{
+    DevRtError, DeviceKernel, DeviceStream, LaunchError, launch_child, launch_child_with_rule,
+};
+pub use mbarrier::{ArrivalToken, MBarrier};
+pub use phase::PhaseCursor;
+pub use scope::{FenceScope, ProxySpace, Scope};
+pub use shared::{DynamicShared, SharedArray, from_shared_addr, to_shared_addr};
+pub use sreg::{clock64, globaltimer, nsmid, smid, warpid};
+pub use thread::{
+    block_dim, block_idx, global_dim_x, global_idx_x, grid_dim, lane_id, sync_threads, sync_warp,
+    thread_idx,
+};

@@ -1,0 +1,1039 @@
+//! Every line of inline PTX in this crate: one `asm!` block per instruction form.
+//!
+//! The other device modules build typed, safe-where-possible APIs on these raw
+//! functions; reach for them directly only when the typed layer lacks a form. Each
+//! function emits exactly the instruction named in its doc (the PTX ISA section of the
+//! same name describes it), with the PTX ISA version and SM it needs. Forms that need
+//! more than the crate is compiled for (`-C target-cpu`, `-C target-feature=+ptxNN`)
+//! are not compiled at all, so using one fails the build rather than `ptxas` or the
+//! launch.
+//!
+//! Conventions:
+//! - `addr: u32` is an address in the `.shared::cta` window (see [`cvta_to_shared`]),
+//!   `cluster_addr: u32` one in the `.shared::cluster` window (see
+//!   [`mapa_shared_cluster`]; a `.shared::cta` address of the executing CTA is also a
+//!   valid `.shared::cluster` address of it).
+//! - `state: u64` is an mbarrier state token returned by an arrive.
+//! - Wait forms return their predicate as a `bool`, moved to a register with `selp`.
+//! - Instructions that order memory keep `asm!`'s implicit memory clobber (no
+//!   `options(nomem)`), so the compiler moves no load or store across them.
+//! - LLVM does not treat inline assembly as `convergent` and may duplicate it into
+//!   divergent paths, so only barrier forms without `.aligned` appear here (those allow
+//!   threads to reach them at different instructions).
+//!
+//! # Safety
+//! All functions here are `unsafe`: each states what it needs. The mbarrier functions
+//! additionally need their address to name an 8-byte aligned `.b64` in shared memory that
+//! is used only as an mbarrier, initialized (by [`mbarrier_init`], made visible to the
+//! caller) and not invalidated: the "live mbarrier" condition below.
+
+use core::arch::asm;
+
+use super::scope::FenceScope;
+#[cfg(all(target_feature = "sm_90", target_feature = "ptx80"))]
+use super::scope::{ProxySpace, Scope};
+
+/// Marks each item as needing PTX ISA 7.8 and sm_90.
+macro_rules! sm90_ptx78 {
+    ($($item:item)*) => {$(
+        #[cfg(all(target_feature = "sm_90", target_feature = "ptx78"))]
+        $item
+    )*};
+}
+
+/// Marks each item as needing PTX ISA 8.0 and sm_90.
+macro_rules! sm90_ptx80 {
+    ($($item:item)*) => {$(
+        #[cfg(all(target_feature = "sm_90", target_feature = "ptx80"))]
+        $item
+    )*};
+}
+
+/// Marks each item as needing PTX ISA 7.0 and sm_80.
+macro_rules! sm80_ptx70 {
+    ($($item:item)*) => {$(
+        #[cfg(all(target_feature = "sm_80", target_feature = "ptx70"))]
+        $item
+    )*};
+}
+
+/// Marks each item as needing PTX ISA 7.1 and sm_80.
+macro_rules! sm80_ptx71 {
+    ($($item:item)*) => {$(
+        #[cfg(all(target_feature = "sm_80", target_feature = "ptx71"))]
+        $item
+    )*};
+}
+
+/// Reads one 32-bit special register with `mov.u32` (no memory access, same value on
+/// every read within a thread).
+macro_rules! sreg_u32 {
+    ($(#[$meta:meta])* $name:ident = $reg:literal) => {
+        $(#[$meta])*
+        ///
+        /// # Safety
+        /// None beyond running on a GPU that has the register; `unsafe` only because this
+        /// module's functions all are.
+        #[inline(always)]
+        #[must_use]
+        pub unsafe fn $name() -> u32 {
+            let v: u32;
+            // SAFETY: reading a special register has no side effect.
+            unsafe {
+                asm!(
+                    concat!("mov.u32 {v}, ", $reg, ";"),
+                    v = out(reg32) v,
+                    options(pure, nomem, nostack, preserves_flags),
+                );
+            }
+            v
+        }
+    };
+}
+
+// ---------------------------------------------------------------------------------------
+// Shared-memory addresses
+// ---------------------------------------------------------------------------------------
+
+/// `cvta.to.shared.u64` + `cvt.u32.u64`: the `.shared::cta` window address of a generic
+/// pointer into this CTA's shared memory (`__cvta_generic_to_shared`).
+///
+/// # Safety
+/// `ptr` must point into the executing CTA's shared memory; otherwise the result is
+/// meaningless (it is only an integer, so no access happens here).
+#[inline(always)]
+#[must_use]
+pub unsafe fn cvta_to_shared(ptr: *const u8) -> u32 {
+    let addr: u32;
+    // SAFETY: address arithmetic only; no memory access.
+    unsafe {
+        asm!(
+            "{{",
+            ".reg .b64 t;",
+            "cvta.to.shared.u64 t, {p};",
+            "cvt.u32.u64 {a}, t;",
+            "}}",
+            p = in(reg64) ptr,
+            a = out(reg32) addr,
+            options(pure, nomem, nostack, preserves_flags),
+        );
+    }
+    addr
+}
+
+/// `cvt.u64.u32` + `cvta.shared.u64`: the generic pointer of a `.shared::cta` window
+/// address (`__cvta_shared_to_generic`).
+///
+/// # Safety
+/// `addr` must be an address in the executing CTA's shared window for the result to be
+/// dereferenceable (this function itself accesses nothing).
+#[inline(always)]
+#[must_use]
+pub unsafe fn cvta_shared_to_generic(addr: u32) -> *mut u8 {
+    let ptr: *mut u8;
+    // SAFETY: address arithmetic only; no memory access.
+    unsafe {
+        asm!(
+            "{{",
+            ".reg .b64 t;",
+            "cvt.u64.u32 t, {a};",
+            "cvta.shared.u64 {p}, t;",
+            "}}",
+            a = in(reg32) addr,
+            p = out(reg64) ptr,
+            options(pure, nomem, nostack, preserves_flags),
+        );
+    }
+    ptr
+}
+
+sm90_ptx78! {
+    /// `mapa.shared::cluster.u32 d, addr, rank;` (PTX 7.8, sm_90): the
+    /// `.shared::cluster` address of the variable at `addr` in the CTA of cluster rank
+    /// `rank`.
+    ///
+    /// # Safety
+    /// `addr` must be a `.shared::cta` address and `rank` less than `%cluster_nctarank`.
+    #[inline(always)]
+    #[must_use]
+    pub unsafe fn mapa_shared_cluster(addr: u32, rank: u32) -> u32 {
+        let d: u32;
+        // SAFETY: address translation only; no memory access.
+        unsafe {
+            asm!(
+                "mapa.shared::cluster.u32 {d}, {a}, {r};",
+                d = out(reg32) d,
+                a = in(reg32) addr,
+                r = in(reg32) rank,
+                options(pure, nomem, nostack, preserves_flags),
+            );
+        }
+        d
+    }
+
+    /// `mapa.u64 d, ptr, rank;` (PTX 7.8, sm_90): the generic pointer to the variable at
+    /// generic shared pointer `ptr` in the CTA of cluster rank `rank` (distributed shared
+    /// memory, as `cluster.map_shared_rank`).
+    ///
+    /// # Safety
+    /// `ptr` must point into the executing CTA's shared memory and `rank` be less than
+    /// `%cluster_nctarank`.
+    #[inline(always)]
+    #[must_use]
+    pub unsafe fn mapa_generic(ptr: *mut u8, rank: u32) -> *mut u8 {
+        let d: *mut u8;
+        // SAFETY: address translation only; no memory access.
+        unsafe {
+            asm!(
+                "mapa.u64 {d}, {p}, {r};",
+                d = out(reg64) d,
+                p = in(reg64) ptr,
+                r = in(reg32) rank,
+                options(pure, nomem, nostack, preserves_flags),
+            );
+        }
+        d
+    }
+}
+
+/// Declares a module-scope `.shared` array (`.shared .align A .b8 name[N];`) through
+/// `global_asm!`, and a function returning it as a
+/// [`SharedArray`](crate::device::SharedArray).
+///
+/// ```ignore
+/// cuda_core::shared_array! {
+///     /// Four mbarriers.
+///     fn bars() -> [u64; 4];
+/// }
+/// let base: u32 = bars().base_addr();
+/// ```
+///
+/// The PTX symbol is the function's name, so it must be unique within the crate. Every
+/// CTA of a kernel that calls the function gets its own copy (CUDA's `__shared__`).
+/// The element type's alignment is the array's alignment. The calling crate needs
+/// `#![feature(asm_experimental_arch)]` (the expansion contains `asm!`).
+#[macro_export]
+macro_rules! shared_array {
+    ($(#[$meta:meta])* $vis:vis fn $name:ident() -> [$ty:ty; $len:expr];) => {
+        ::core::arch::global_asm!(
+            ::core::concat!(
+                ".shared .align {align} .b8 ", ::core::stringify!($name), "[{size}];"
+            ),
+            align = const ::core::mem::align_of::<$ty>(),
+            size = const ::core::mem::size_of::<[$ty; $len]>(),
+        );
+
+        $(#[$meta])*
+        #[inline(always)]
+        $vis fn $name() -> $crate::device::SharedArray<$ty, { $len }> {
+            let addr: u32;
+            // SAFETY: `mov.u32` of a `.shared` symbol yields its shared-window address;
+            // no memory is accessed.
+            unsafe {
+                ::core::arch::asm!(
+                    ::core::concat!("mov.u32 {a}, ", ::core::stringify!($name), ";"),
+                    a = out(reg32) addr,
+                    options(pure, nomem, nostack, preserves_flags),
+                );
+            }
+            // SAFETY: `addr` is the base of the `.shared` array declared above: room for
+            // `$len` elements of `$ty`, aligned to `$ty`, private to each CTA.
+            unsafe { $crate::device::SharedArray::from_raw(addr) }
+        }
+    };
+}
+
+/// Declares the kernel's dynamic shared memory (`.extern .shared .align 16 .b8 name[];`)
+/// and a function returning its base as a
+/// [`DynamicShared`](crate::device::DynamicShared); its size is the launch's dynamic
+/// shared memory bytes (`%dynamic_smem_size`).
+///
+/// ```ignore
+/// cuda_core::dynamic_shared! {
+///     /// The launch's dynamic shared memory.
+///     fn dyn_smem();
+/// }
+/// ```
+///
+/// The calling crate needs `#![feature(asm_experimental_arch)]`.
+#[macro_export]
+macro_rules! dynamic_shared {
+    ($(#[$meta:meta])* $vis:vis fn $name:ident();) => {
+        ::core::arch::global_asm!(::core::concat!(
+            ".extern .shared .align 16 .b8 ", ::core::stringify!($name), "[];"
+        ));
+
+        $(#[$meta])*
+        #[inline(always)]
+        $vis fn $name() -> $crate::device::DynamicShared {
+            let addr: u32;
+            // SAFETY: `mov.u32` of a `.shared` symbol yields its shared-window address;
+            // no memory is accessed.
+            unsafe {
+                ::core::arch::asm!(
+                    ::core::concat!("mov.u32 {a}, ", ::core::stringify!($name), ";"),
+                    a = out(reg32) addr,
+                    options(pure, nomem, nostack, preserves_flags),
+                );
+            }
+            // SAFETY: `addr` is the 16-aligned base of this launch's dynamic shared memory.
+            unsafe { $crate::device::DynamicShared::from_raw(addr) }
+        }
+    };
+}
+
+// ---------------------------------------------------------------------------------------
+// Special registers
+// ---------------------------------------------------------------------------------------
+
+/// `mov.u64 d, %globaltimer;`: nanoseconds of the GPU's global timer (PTX 3.1, all SMs).
+/// Read anew at each call (not `pure`).
+///
+/// # Safety
+/// None; `unsafe` only because this module's functions all are.
+#[inline(always)]
+#[must_use]
+pub unsafe fn globaltimer() -> u64 {
+    let t: u64;
+    // SAFETY: reading a special register has no side effect.
+    unsafe {
+        asm!(
+            "mov.u64 {t}, %globaltimer;",
+            t = out(reg64) t,
+            options(nomem, nostack, preserves_flags),
+        );
+    }
+    t
+}
+
+/// `mov.u64 d, %clock64;`: the SM's 64-bit cycle counter. Read anew at each call.
+///
+/// # Safety
+/// None; `unsafe` only because this module's functions all are.
+#[inline(always)]
+#[must_use]
+pub unsafe fn clock64() -> u64 {
+    let t: u64;
+    // SAFETY: reading a special register has no side effect.
+    unsafe {
+        asm!(
+            "mov.u64 {t}, %clock64;",
+            t = out(reg64) t,
+            options(nomem, nostack, preserves_flags),
+        );
+    }
+    t
+}
+
+sreg_u32!(
+    /// `mov.u32 d, %smid;`: the SM this thread runs on.
+    smid = "%smid"
+);
+sreg_u32!(
+    /// `mov.u32 d, %nsmid;`: an upper bound on `%smid` + 1 (SM ids need not be contiguous).
+    nsmid = "%nsmid"
+);
+sreg_u32!(
+    /// `mov.u32 d, %laneid;`: lane within the warp, 0..32.
+    laneid = "%laneid"
+);
+sreg_u32!(
+    /// `mov.u32 d, %warpid;`: the warp's slot on its SM (may change over time; not the
+    /// warp index within the CTA).
+    warpid = "%warpid"
+);
+sreg_u32!(
+    /// `mov.u32 d, %dynamic_smem_size;`: this launch's dynamic shared memory bytes (PTX 4.1).
+    dynamic_smem_size = "%dynamic_smem_size"
+);
+
+sm90_ptx78! {
+    sreg_u32!(
+        /// `mov.u32 d, %clusterid.x;` (PTX 7.8, sm_90): the cluster's index in the grid, x.
+        clusterid_x = "%clusterid.x"
+    );
+    sreg_u32!(
+        /// `mov.u32 d, %clusterid.y;` (PTX 7.8, sm_90).
+        clusterid_y = "%clusterid.y"
+    );
+    sreg_u32!(
+        /// `mov.u32 d, %clusterid.z;` (PTX 7.8, sm_90).
+        clusterid_z = "%clusterid.z"
+    );
+    sreg_u32!(
+        /// `mov.u32 d, %nclusterid.x;` (PTX 7.8, sm_90): clusters in the grid, x.
+        nclusterid_x = "%nclusterid.x"
+    );
+    sreg_u32!(
+        /// `mov.u32 d, %nclusterid.y;` (PTX 7.8, sm_90).
+        nclusterid_y = "%nclusterid.y"
+    );
+    sreg_u32!(
+        /// `mov.u32 d, %nclusterid.z;` (PTX 7.8, sm_90).
+        nclusterid_z = "%nclusterid.z"
+    );
+    sreg_u32!(
+        /// `mov.u32 d, %cluster_ctaid.x;` (PTX 7.8, sm_90): this CTA's index in its cluster, x.
+        cluster_ctaid_x = "%cluster_ctaid.x"
+    );
+    sreg_u32!(
+        /// `mov.u32 d, %cluster_ctaid.y;` (PTX 7.8, sm_90).
+        cluster_ctaid_y = "%cluster_ctaid.y"
+    );
+    sreg_u32!(
+        /// `mov.u32 d, %cluster_ctaid.z;` (PTX 7.8, sm_90).
+        cluster_ctaid_z = "%cluster_ctaid.z"
+    );
+    sreg_u32!(
+        /// `mov.u32 d, %cluster_nctaid.x;` (PTX 7.8, sm_90): the cluster's size in CTAs, x.
+        cluster_nctaid_x = "%cluster_nctaid.x"
+    );
+    sreg_u32!(
+        /// `mov.u32 d, %cluster_nctaid.y;` (PTX 7.8, sm_90).
+        cluster_nctaid_y = "%cluster_nctaid.y"
+    );
+    sreg_u32!(
+        /// `mov.u32 d, %cluster_nctaid.z;` (PTX 7.8, sm_90).
+        cluster_nctaid_z = "%cluster_nctaid.z"
+    );
+    sreg_u32!(
+        /// `mov.u32 d, %cluster_ctarank;` (PTX 7.8, sm_90): this CTA's linear rank in its
+        /// cluster.
+        cluster_ctarank = "%cluster_ctarank"
+    );
+    sreg_u32!(
+        /// `mov.u32 d, %cluster_nctarank;` (PTX 7.8, sm_90): CTAs in the cluster.
+        cluster_nctarank = "%cluster_nctarank"
+    );
+}
+
+// ---------------------------------------------------------------------------------------
+// Warp and cluster barriers
+// ---------------------------------------------------------------------------------------
+
+/// `bar.warp.sync mask;` (PTX 6.0, sm_30): waits for the lanes in `mask` and orders their
+/// memory accesses (`__syncwarp`).
+///
+/// # Safety
+/// Every lane in `mask` must execute a `bar.warp.sync` with the same mask, and the
+/// executing lane must be in `mask`.
+#[inline(always)]
+pub unsafe fn bar_warp_sync(mask: u32) {
+    // SAFETY: forwarded to the caller; the memory clobber keeps accesses on their side.
+    unsafe { asm!("bar.warp.sync {m};", m = in(reg32) mask, options(nostack)) };
+}
+
+sm90_ptx78! {
+    /// `barrier.cluster.arrive;` (PTX 7.8, sm_90): arrives on the cluster barrier with
+    /// the default `.release` semantics.
+    ///
+    /// # Safety
+    /// Every non-exited thread of every CTA in the cluster must arrive once, then wait
+    /// ([`barrier_cluster_wait`]), before arriving again.
+    #[inline(always)]
+    pub unsafe fn barrier_cluster_arrive() {
+        // SAFETY: forwarded to the caller.
+        unsafe { asm!("barrier.cluster.arrive;", options(nostack)) };
+    }
+
+    /// `barrier.cluster.wait;` (PTX 7.8, sm_90): waits for the cluster barrier's current
+    /// phase, with the default `.acquire` semantics.
+    ///
+    /// # Safety
+    /// The thread must have arrived ([`barrier_cluster_arrive`] or
+    /// [`barrier_cluster_arrive_relaxed`]) since its previous wait.
+    #[inline(always)]
+    pub unsafe fn barrier_cluster_wait() {
+        // SAFETY: forwarded to the caller.
+        unsafe { asm!("barrier.cluster.wait;", options(nostack)) };
+    }
+}
+
+sm90_ptx80! {
+    /// `barrier.cluster.arrive.relaxed;` (PTX 8.0, sm_90): arrives without release
+    /// semantics (pair with a fence, e.g. after `fence.mbarrier_init`).
+    ///
+    /// # Safety
+    /// As [`barrier_cluster_arrive`].
+    #[inline(always)]
+    pub unsafe fn barrier_cluster_arrive_relaxed() {
+        // SAFETY: forwarded to the caller.
+        unsafe { asm!("barrier.cluster.arrive.relaxed;", options(nostack)) };
+    }
+}
+
+// ---------------------------------------------------------------------------------------
+// Programmatic dependent launch
+// ---------------------------------------------------------------------------------------
+
+sm90_ptx78! {
+    /// `griddepcontrol.wait;` (PTX 7.8, sm_90): waits until every prerequisite grid has
+    /// completed and its memory is visible. Keeps the memory clobber: no load may be
+    /// hoisted above it.
+    ///
+    /// # Safety
+    /// None; `unsafe` only because this module's functions all are.
+    #[inline(always)]
+    pub unsafe fn griddepcontrol_wait() {
+        // SAFETY: a wait has no precondition.
+        unsafe { asm!("griddepcontrol.wait;", options(nostack)) };
+    }
+
+    /// `griddepcontrol.launch_dependents;` (PTX 7.8, sm_90): lets the dependent grid be
+    /// scheduled once every CTA of this grid has issued it or exited. Timing only.
+    ///
+    /// # Safety
+    /// None; `unsafe` only because this module's functions all are.
+    #[inline(always)]
+    pub unsafe fn griddepcontrol_launch_dependents() {
+        // SAFETY: a scheduling hint has no precondition.
+        unsafe { asm!("griddepcontrol.launch_dependents;", options(nostack)) };
+    }
+}
+
+// ---------------------------------------------------------------------------------------
+// Fences
+// ---------------------------------------------------------------------------------------
+
+/// `fence.sc.{cta,cluster,gpu,sys};` (PTX 6.0, sm_70; `.cluster`: PTX 7.8, sm_90).
+///
+/// # Safety
+/// None; `unsafe` only because this module's functions all are.
+#[inline(always)]
+pub unsafe fn fence_sc(scope: FenceScope) {
+    // SAFETY: a fence has no precondition.
+    unsafe {
+        match scope {
+            FenceScope::Cta => asm!("fence.sc.cta;", options(nostack)),
+            #[cfg(all(target_feature = "sm_90", target_feature = "ptx78"))]
+            FenceScope::Cluster => asm!("fence.sc.cluster;", options(nostack)),
+            FenceScope::Gpu => asm!("fence.sc.gpu;", options(nostack)),
+            FenceScope::Sys => asm!("fence.sc.sys;", options(nostack)),
+        }
+    }
+}
+
+/// `fence.acq_rel.{cta,cluster,gpu,sys};` (PTX 6.0, sm_70; `.cluster`: PTX 7.8, sm_90).
+///
+/// # Safety
+/// None; `unsafe` only because this module's functions all are.
+#[inline(always)]
+pub unsafe fn fence_acq_rel(scope: FenceScope) {
+    // SAFETY: a fence has no precondition.
+    unsafe {
+        match scope {
+            FenceScope::Cta => asm!("fence.acq_rel.cta;", options(nostack)),
+            #[cfg(all(target_feature = "sm_90", target_feature = "ptx78"))]
+            FenceScope::Cluster => asm!("fence.acq_rel.cluster;", options(nostack)),
+            FenceScope::Gpu => asm!("fence.acq_rel.gpu;", options(nostack)),
+            FenceScope::Sys => asm!("fence.acq_rel.sys;", options(nostack)),
+        }
+    }
+}
+
+sm90_ptx80! {
+    /// `fence.mbarrier_init.release.cluster;` (PTX 8.0, sm_90): makes prior
+    /// `mbarrier.init`s visible to the cluster (pair with a cluster barrier).
+    ///
+    /// # Safety
+    /// None; `unsafe` only because this module's functions all are.
+    #[inline(always)]
+    pub unsafe fn fence_mbarrier_init_release_cluster() {
+        // SAFETY: a fence has no precondition.
+        unsafe { asm!("fence.mbarrier_init.release.cluster;", options(nostack)) };
+    }
+
+    /// `fence.proxy.async{,.global,.shared::cta,.shared::cluster};` (PTX 8.0, sm_90):
+    /// orders generic-proxy accesses with async-proxy ones (TMA, `cp.async.bulk`) for
+    /// all state spaces (`None`) or one.
+    ///
+    /// # Safety
+    /// None; `unsafe` only because this module's functions all are.
+    #[inline(always)]
+    pub unsafe fn fence_proxy_async(space: Option<ProxySpace>) {
+        // SAFETY: a fence has no precondition.
+        unsafe {
+            match space {
+                None => asm!("fence.proxy.async;", options(nostack)),
+                Some(ProxySpace::Global) => asm!("fence.proxy.async.global;", options(nostack)),
+                Some(ProxySpace::SharedCta) => {
+                    asm!("fence.proxy.async.shared::cta;", options(nostack))
+                }
+                Some(ProxySpace::SharedCluster) => {
+                    asm!("fence.proxy.async.shared::cluster;", options(nostack))
+                }
+            }
+        }
+    }
+}
+
+// ---------------------------------------------------------------------------------------
+// mbarrier: init, inval, arrive
+// ---------------------------------------------------------------------------------------
+
+sm80_ptx70! {
+    /// `mbarrier.init.shared::cta.b64 [addr], count;` (PTX 7.0, sm_80): phase 0, `count`
+    /// expected arrivals, tx-count 0.
+    ///
+    /// # Safety
+    /// `addr` must name an 8-byte aligned `.b64` in this CTA's shared memory that no
+    /// other thread accesses concurrently; `count` must be in `1..2^20`.
+    #[inline(always)]
+    pub unsafe fn mbarrier_init(addr: u32, count: u32) {
+        // SAFETY: forwarded to the caller.
+        unsafe {
+            asm!(
+                "mbarrier.init.shared::cta.b64 [{a}], {c};",
+                a = in(reg32) addr,
+                c = in(reg32) count,
+                options(nostack),
+            );
+        }
+    }
+
+    /// `mbarrier.inval.shared::cta.b64 [addr];` (PTX 7.0, sm_80): ends the object's life as
+    /// an mbarrier so its memory can be reused.
+    ///
+    /// # Safety
+    /// Live mbarrier that no thread uses after (or during) this call.
+    #[inline(always)]
+    pub unsafe fn mbarrier_inval(addr: u32) {
+        // SAFETY: forwarded to the caller.
+        unsafe { asm!("mbarrier.inval.shared::cta.b64 [{a}];", a = in(reg32) addr, options(nostack)) };
+    }
+
+    /// `mbarrier.arrive.shared::cta.b64 state, [addr];` (PTX 7.0, sm_80): one arrival with
+    /// the default `.release.cta` semantics; returns the phase's state token.
+    ///
+    /// # Safety
+    /// Live mbarrier.
+    #[inline(always)]
+    pub unsafe fn mbarrier_arrive(addr: u32) -> u64 {
+        let state: u64;
+        // SAFETY: forwarded to the caller.
+        unsafe {
+            asm!(
+                "mbarrier.arrive.shared::cta.b64 {s}, [{a}];",
+                s = out(reg64) state,
+                a = in(reg32) addr,
+                options(nostack),
+            );
+        }
+        state
+    }
+
+    /// `mbarrier.arrive.noComplete.shared::cta.b64 state, [addr], count;` (PTX 7.0,
+    /// sm_80): `count` arrivals that must not complete the phase.
+    ///
+    /// # Safety
+    /// Live mbarrier, and the phase must still need more than `count` arrivals (it is
+    /// undefined behavior for this arrive to complete the phase).
+    #[inline(always)]
+    pub unsafe fn mbarrier_arrive_no_complete(addr: u32, count: u32) -> u64 {
+        let state: u64;
+        // SAFETY: forwarded to the caller.
+        unsafe {
+            asm!(
+                "mbarrier.arrive.noComplete.shared::cta.b64 {s}, [{a}], {c};",
+                s = out(reg64) state,
+                a = in(reg32) addr,
+                c = in(reg32) count,
+                options(nostack),
+            );
+        }
+        state
+    }
+
+    /// `mbarrier.pending_count.b64 count, state;` (PTX 7.0, sm_80): arrivals still pending
+    /// in the phase `state` was taken in, as of that arrive.
+    ///
+    /// # Safety
+    /// `state` must come from an arrive on a live mbarrier.
+    #[inline(always)]
+    #[must_use]
+    pub unsafe fn mbarrier_pending_count(state: u64) -> u32 {
+        let count: u32;
+        // SAFETY: decodes a register value; no memory access.
+        unsafe {
+            asm!(
+                "mbarrier.pending_count.b64 {c}, {s};",
+                c = out(reg32) count,
+                s = in(reg64) state,
+                options(pure, nomem, nostack, preserves_flags),
+            );
+        }
+        count
+    }
+
+    /// `mbarrier.test_wait.shared::cta.b64 p, [addr], state;` (PTX 7.0, sm_80):
+    /// non-blocking; whether the phase of `state` has completed.
+    ///
+    /// # Safety
+    /// Live mbarrier; `state` from an arrive on it in its current or preceding phase.
+    #[inline(always)]
+    #[must_use]
+    pub unsafe fn mbarrier_test_wait(addr: u32, state: u64) -> bool {
+        let done: u32;
+        // SAFETY: forwarded to the caller.
+        unsafe {
+            asm!(
+                "{{",
+                ".reg .pred p;",
+                "mbarrier.test_wait.shared::cta.b64 p, [{a}], {s};",
+                "selp.u32 {d}, 1, 0, p;",
+                "}}",
+                a = in(reg32) addr,
+                s = in(reg64) state,
+                d = out(reg32) done,
+                options(nostack),
+            );
+        }
+        done != 0
+    }
+}
+
+sm80_ptx71! {
+    /// `mbarrier.test_wait.parity.shared::cta.b64 p, [addr], parity;` (PTX 7.1, sm_80):
+    /// non-blocking; whether the phase with parity `parity` (0 even, 1 odd) has completed.
+    ///
+    /// # Safety
+    /// Live mbarrier; `parity` must be that of its current or immediately preceding phase.
+    #[inline(always)]
+    #[must_use]
+    pub unsafe fn mbarrier_test_wait_parity(addr: u32, parity: u32) -> bool {
+        let done: u32;
+        // SAFETY: forwarded to the caller.
+        unsafe {
+            asm!(
+                "{{",
+                ".reg .pred p;",
+                "mbarrier.test_wait.parity.shared::cta.b64 p, [{a}], {q};",
+                "selp.u32 {d}, 1, 0, p;",
+                "}}",
+                a = in(reg32) addr,
+                q = in(reg32) parity,
+                d = out(reg32) done,
+                options(nostack),
+            );
+        }
+        done != 0
+    }
+}
+
+sm90_ptx78! {
+    /// `mbarrier.arrive.shared::cta.b64 state, [addr], count;` (PTX 7.8, sm_90): `count`
+    /// arrivals at once.
+    ///
+    /// # Safety
+    /// Live mbarrier; `count` in `1..2^20`.
+    #[inline(always)]
+    pub unsafe fn mbarrier_arrive_count(addr: u32, count: u32) -> u64 {
+        let state: u64;
+        // SAFETY: forwarded to the caller.
+        unsafe {
+            asm!(
+                "mbarrier.arrive.shared::cta.b64 {s}, [{a}], {c};",
+                s = out(reg64) state,
+                a = in(reg32) addr,
+                c = in(reg32) count,
+                options(nostack),
+            );
+        }
+        state
+    }
+}
+
+#[cfg(all(target_feature = "sm_90", target_feature = "ptx78"))]
+/// Emits one try_wait form (`$kind` is `""` or `".parity"`, `$sem` the optional
+/// `.acquire.scope`), with or without the suspend-time hint, and returns the predicate.
+macro_rules! try_wait_asm {
+    ($kind:literal, $sem:literal, $addr:expr, $arg:expr, $argcls:ident, None) => {{
+        let done: u32;
+        asm!(
+            "{{",
+            ".reg .pred p;",
+            concat!("mbarrier.try_wait", $kind, $sem, ".shared::cta.b64 p, [{a}], {s};"),
+            "selp.u32 {d}, 1, 0, p;",
+            "}}",
+            a = in(reg32) $addr,
+            s = in($argcls) $arg,
+            d = out(reg32) done,
+            options(nostack),
+        );
+        done != 0
+    }};
+    ($kind:literal, $sem:literal, $addr:expr, $arg:expr, $argcls:ident, $hint:expr) => {{
+        let done: u32;
+        asm!(
+            "{{",
+            ".reg .pred p;",
+            concat!("mbarrier.try_wait", $kind, $sem, ".shared::cta.b64 p, [{a}], {s}, {h};"),
+            "selp.u32 {d}, 1, 0, p;",
+            "}}",
+            a = in(reg32) $addr,
+            s = in($argcls) $arg,
+            h = in(reg32) $hint,
+            d = out(reg32) done,
+            options(nostack),
+        );
+        done != 0
+    }};
+}
+
+sm90_ptx78! {
+    /// `mbarrier.try_wait.shared::cta.b64 p, [addr], state{, hint};` (PTX 7.8, sm_90):
+    /// potentially blocking (the thread may be suspended up to a system limit, or about
+    /// `hint_ns` nanoseconds); whether the phase of `state` has completed. Default
+    /// `.acquire.cta` semantics.
+    ///
+    /// # Safety
+    /// Live mbarrier; `state` from an arrive on it in its current or preceding phase.
+    #[inline(always)]
+    #[must_use]
+    pub unsafe fn mbarrier_try_wait(addr: u32, state: u64, hint_ns: Option<u32>) -> bool {
+        // SAFETY: forwarded to the caller.
+        unsafe {
+            match hint_ns {
+                None => try_wait_asm!("", "", addr, state, reg64, None),
+                Some(h) => try_wait_asm!("", "", addr, state, reg64, h),
+            }
+        }
+    }
+
+    /// `mbarrier.try_wait.parity.shared::cta.b64 p, [addr], parity{, hint};` (PTX 7.8,
+    /// sm_90): potentially blocking; whether the phase with parity `parity` (0 even,
+    /// 1 odd) has completed. Default `.acquire.cta` semantics.
+    ///
+    /// # Safety
+    /// Live mbarrier; `parity` that of its current or immediately preceding phase.
+    #[inline(always)]
+    #[must_use]
+    pub unsafe fn mbarrier_try_wait_parity(addr: u32, parity: u32, hint_ns: Option<u32>) -> bool {
+        // SAFETY: forwarded to the caller.
+        unsafe {
+            match hint_ns {
+                None => try_wait_asm!(".parity", "", addr, parity, reg32, None),
+                Some(h) => try_wait_asm!(".parity", "", addr, parity, reg32, h),
+            }
+        }
+    }
+}
+
+sm90_ptx80! {
+    /// `mbarrier.try_wait.acquire.{cta,cluster}.shared::cta.b64 p, [addr], state{, hint};`
+    /// (PTX 8.0, sm_90): [`mbarrier_try_wait`] with an explicit acquire scope;
+    /// `.cluster` makes arrivals released at cluster scope (remote arrivals) visible.
+    ///
+    /// # Safety
+    /// As [`mbarrier_try_wait`].
+    #[inline(always)]
+    #[must_use]
+    pub unsafe fn mbarrier_try_wait_acquire(
+        addr: u32,
+        state: u64,
+        scope: Scope,
+        hint_ns: Option<u32>,
+    ) -> bool {
+        // SAFETY: forwarded to the caller.
+        unsafe {
+            match (scope, hint_ns) {
+                (Scope::Cta, None) => try_wait_asm!("", ".acquire.cta", addr, state, reg64, None),
+                (Scope::Cta, Some(h)) => try_wait_asm!("", ".acquire.cta", addr, state, reg64, h),
+                (Scope::Cluster, None) => {
+                    try_wait_asm!("", ".acquire.cluster", addr, state, reg64, None)
+                }
+                (Scope::Cluster, Some(h)) => {
+                    try_wait_asm!("", ".acquire.cluster", addr, state, reg64, h)
+                }
+            }
+        }
+    }
+
+    /// `mbarrier.try_wait.parity.acquire.{cta,cluster}.shared::cta.b64 p, [addr], parity{, hint};`
+    /// (PTX 8.0, sm_90): [`mbarrier_try_wait_parity`] with an explicit acquire scope.
+    ///
+    /// # Safety
+    /// As [`mbarrier_try_wait_parity`].
+    #[inline(always)]
+    #[must_use]
+    pub unsafe fn mbarrier_try_wait_parity_acquire(
+        addr: u32,
+        parity: u32,
+        scope: Scope,
+        hint_ns: Option<u32>,
+    ) -> bool {
+        // SAFETY: forwarded to the caller.
+        unsafe {
+            match (scope, hint_ns) {
+                (Scope::Cta, None) => {
+                    try_wait_asm!(".parity", ".acquire.cta", addr, parity, reg32, None)
+                }
+                (Scope::Cta, Some(h)) => {
+                    try_wait_asm!(".parity", ".acquire.cta", addr, parity, reg32, h)
+                }
+                (Scope::Cluster, None) => {
+                    try_wait_asm!(".parity", ".acquire.cluster", addr, parity, reg32, None)
+                }
+                (Scope::Cluster, Some(h)) => {
+                    try_wait_asm!(".parity", ".acquire.cluster", addr, parity, reg32, h)
+                }
+            }
+        }
+    }
+}
+
+sm90_ptx80! {
+    /// `mbarrier.arrive.release.{cta,cluster}.shared::cta.b64 state, [addr], count;`
+    /// (PTX 8.0, sm_90): `count` arrivals with release semantics at `scope`.
+    ///
+    /// # Safety
+    /// Live mbarrier; `count` in `1..2^20`.
+    #[inline(always)]
+    pub unsafe fn mbarrier_arrive_release(addr: u32, scope: Scope, count: u32) -> u64 {
+        let state: u64;
+        // SAFETY: forwarded to the caller.
+        unsafe {
+            match scope {
+                Scope::Cta => asm!(
+                    "mbarrier.arrive.release.cta.shared::cta.b64 {s}, [{a}], {c};",
+                    s = out(reg64) state,
+                    a = in(reg32) addr,
+                    c = in(reg32) count,
+                    options(nostack),
+                ),
+                Scope::Cluster => asm!(
+                    "mbarrier.arrive.release.cluster.shared::cta.b64 {s}, [{a}], {c};",
+                    s = out(reg64) state,
+                    a = in(reg32) addr,
+                    c = in(reg32) count,
+                    options(nostack),
+                ),
+            }
+        }
+        state
+    }
+
+    /// `mbarrier.arrive.release.cluster.shared::cluster.b64 _, [cluster_addr], count;`
+    /// (PTX 8.0, sm_90): `count` arrivals on an mbarrier of any CTA in the cluster
+    /// (address from [`mapa_shared_cluster`]); no state is returned.
+    ///
+    /// # Safety
+    /// `cluster_addr` must name a live mbarrier of a CTA of this cluster that has not
+    /// exited; `count` in `1..2^20`.
+    #[inline(always)]
+    pub unsafe fn mbarrier_arrive_remote(cluster_addr: u32, count: u32) {
+        // SAFETY: forwarded to the caller.
+        unsafe {
+            asm!(
+                "mbarrier.arrive.release.cluster.shared::cluster.b64 _, [{a}], {c};",
+                a = in(reg32) cluster_addr,
+                c = in(reg32) count,
+                options(nostack),
+            );
+        }
+    }
+
+    /// `mbarrier.arrive.expect_tx.release.{cta,cluster}.shared::cta.b64 state, [addr], tx;`
+    /// (PTX 8.0, sm_90): raises the tx-count by `tx`, then one arrival.
+    ///
+    /// # Safety
+    /// Live mbarrier; the tx-count must stay within `-(2^20-1)..2^20`.
+    #[inline(always)]
+    pub unsafe fn mbarrier_arrive_expect_tx(addr: u32, scope: Scope, tx: u32) -> u64 {
+        let state: u64;
+        // SAFETY: forwarded to the caller.
+        unsafe {
+            match scope {
+                Scope::Cta => asm!(
+                    "mbarrier.arrive.expect_tx.release.cta.shared::cta.b64 {s}, [{a}], {t};",
+                    s = out(reg64) state,
+                    a = in(reg32) addr,
+                    t = in(reg32) tx,
+                    options(nostack),
+                ),
+                Scope::Cluster => asm!(
+                    "mbarrier.arrive.expect_tx.release.cluster.shared::cta.b64 {s}, [{a}], {t};",
+                    s = out(reg64) state,
+                    a = in(reg32) addr,
+                    t = in(reg32) tx,
+                    options(nostack),
+                ),
+            }
+        }
+        state
+    }
+
+    /// `mbarrier.expect_tx.relaxed.{cta,cluster}.shared::cta.b64 [addr], tx;` (PTX 8.0,
+    /// sm_90): raises the tx-count of this CTA's mbarrier by `tx` (no arrival).
+    ///
+    /// # Safety
+    /// Live mbarrier; the tx-count must stay within `-(2^20-1)..2^20`.
+    #[inline(always)]
+    pub unsafe fn mbarrier_expect_tx(addr: u32, scope: Scope, tx: u32) {
+        // SAFETY: forwarded to the caller.
+        unsafe {
+            match scope {
+                Scope::Cta => asm!(
+                    "mbarrier.expect_tx.relaxed.cta.shared::cta.b64 [{a}], {t};",
+                    a = in(reg32) addr,
+                    t = in(reg32) tx,
+                    options(nostack),
+                ),
+                Scope::Cluster => asm!(
+                    "mbarrier.expect_tx.relaxed.cluster.shared::cta.b64 [{a}], {t};",
+                    a = in(reg32) addr,
+                    t = in(reg32) tx,
+                    options(nostack),
+                ),
+            }
+        }
+    }
+
+    /// `mbarrier.expect_tx.relaxed.{cta,cluster}.shared::cluster.b64 [cluster_addr], tx;`
+    /// (PTX 8.0, sm_90): raises the tx-count of an mbarrier of any CTA in the cluster.
+    ///
+    /// # Safety
+    /// `cluster_addr` must name a live mbarrier of a CTA of this cluster that has not
+    /// exited; the tx-count must stay within `-(2^20-1)..2^20`.
+    #[inline(always)]
+    pub unsafe fn mbarrier_expect_tx_cluster_space(cluster_addr: u32, scope: Scope, tx: u32) {
+        // SAFETY: forwarded to the caller.
+        unsafe {
+            match scope {
+                Scope::Cta => asm!(
+                    "mbarrier.expect_tx.relaxed.cta.shared::cluster.b64 [{a}], {t};",
+                    a = in(reg32) cluster_addr,
+                    t = in(reg32) tx,
+                    options(nostack),
+                ),
+                Scope::Cluster => asm!(
+                    "mbarrier.expect_tx.relaxed.cluster.shared::cluster.b64 [{a}], {t};",
+                    a = in(reg32) cluster_addr,
+                    t = in(reg32) tx,
+                    options(nostack),
+                ),
+            }
+        }
+    }
+
+    /// `mbarrier.complete_tx.relaxed.cluster.shared::cluster.b64 [cluster_addr], tx;`
+    /// (PTX 8.0, sm_90): lowers the tx-count by `tx`, as an async copy's completion would;
+    /// may complete the phase.
+    ///
+    /// # Safety
+    /// `cluster_addr` must name a live mbarrier of a CTA of this cluster (this CTA's own
+    /// `.shared::cta` address qualifies) that has not exited; the tx-count must stay
+    /// within `-(2^20-1)..2^20`.
+    #[inline(always)]
+    pub unsafe fn mbarrier_complete_tx(cluster_addr: u32, tx: u32) {
+        // SAFETY: forwarded to the caller.
+        unsafe {
+            asm!(
+                "mbarrier.complete_tx.relaxed.cluster.shared::cluster.b64 [{a}], {t};",
+                a = in(reg32) cluster_addr,
+                t = in(reg32) tx,
+                options(nostack),
+            );
+        }
+    }
+}
