@@ -1,0 +1,257 @@
+//! [`Error`]: what every fallible call of the host layer returns.
+//!
+//! A failed driver call keeps the C function's name next to its [`CUresult`], so that
+//! `Display` reads `cuMemAlloc failed: CUDA_ERROR_OUT_OF_MEMORY (2): out of memory`.
+//! Loader failures, functions the driver lacks, JIT failures (with the JIT error log),
+//! kernel-parameter layout errors and invalid arguments share the same type.
+//!
+//! The type stays small: without the `alloc` feature a JIT failure carries only the
+//! length of the log, which the driver wrote into the caller's buffer (see
+//! [`JitOptions::error_log`](crate::JitOptions::error_log)); with `alloc` it owns the log.
+
+use core::fmt;
+
+use cuda_sys::{CUresult, LoadError, MissingSymbol};
+
+use crate::args::{LayoutMismatch, PackError};
+
+// Small enough to return by value everywhere (a JIT log is behind a `String`).
+static_assertions::const_assert!(core::mem::size_of::<Error>() <= 64);
+
+/// `core::result::Result` with [`Error`].
+pub type Result<T> = core::result::Result<T, Error>;
+
+/// An error of the host layer.
+#[derive(Clone, Debug)]
+#[non_exhaustive]
+pub enum Error {
+    /// A driver call returned something other than `CUDA_SUCCESS`.
+    Driver {
+        /// The C function that failed (`"cuMemAlloc"`).
+        call: &'static str,
+        /// What it returned.
+        code: CUresult,
+    },
+    /// The driver library could not be loaded.
+    Load(&'static LoadError),
+    /// The loaded driver does not provide a function (it is older than the headers).
+    MissingSymbol(MissingSymbol),
+    /// The JIT compiler or linker failed; its error log is kept.
+    Jit {
+        /// The C function that failed (`"cuModuleLoadDataEx"`, `"cuLinkComplete"`).
+        call: &'static str,
+        /// What it returned (`CUDA_ERROR_INVALID_PTX`, ...).
+        code: CUresult,
+        /// The JIT error log.
+        log: JitLog,
+    },
+    /// A kernel's parameters do not fit the parameter buffer.
+    Pack(PackError),
+    /// Packed parameters differ from the layout the driver reports for the kernel.
+    Layout(LayoutMismatch),
+    /// An argument the driver would reject, or that would be unsound to pass to it.
+    InvalidArgument(&'static str),
+}
+
+impl Error {
+    /// Builds [`Error::Driver`].
+    pub const fn driver(call: &'static str, code: CUresult) -> Self {
+        Self::Driver { call, code }
+    }
+
+    /// The driver's result code, for [`Error::Driver`] and [`Error::Jit`].
+    pub const fn code(&self) -> Option<CUresult> {
+        match self {
+            Self::Driver { code, .. } | Self::Jit { code, .. } => Some(*code),
+            _ => None,
+        }
+    }
+
+    /// The C function that failed, for [`Error::Driver`] and [`Error::Jit`]; the missing
+    /// function for [`Error::MissingSymbol`].
+    pub const fn call(&self) -> Option<&'static str> {
+        match self {
+            Self::Driver { call, .. } | Self::Jit { call, .. } => Some(*call),
+            Self::MissingSymbol(m) => Some(m.name),
+            _ => None,
+        }
+    }
+
+    /// Whether this is a driver failure with `code`.
+    pub fn is(&self, code: CUresult) -> bool {
+        self.code() == Some(code)
+    }
+
+    /// The JIT log of an [`Error::Jit`] (with `alloc`; empty text without it).
+    pub fn jit_log(&self) -> Option<&str> {
+        match self {
+            Self::Jit { log, .. } => Some(log.as_str()),
+            _ => None,
+        }
+    }
+}
+
+impl fmt::Display for Error {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Self::Driver { call, code } => write!(f, "{call} failed: {code}"),
+            Self::Load(e) => write!(f, "cannot load the CUDA driver: {e}"),
+            Self::MissingSymbol(m) => fmt::Display::fmt(m, f),
+            Self::Jit { call, code, log } => {
+                write!(f, "{call} failed: {code}")?;
+                let text = log.as_str().trim_end();
+                if !text.is_empty() {
+                    write!(f, "\nJIT error log:\n{text}")?;
+                } else if !log.is_empty() {
+                    write!(
+                        f,
+                        " (JIT error log: {} bytes in the caller's buffer)",
+                        log.len()
+                    )?;
+                }
+                Ok(())
+            }
+            Self::Pack(e) => write!(f, "kernel parameters: {e}"),
+            Self::Layout(e) => write!(f, "kernel parameter layout: {e}"),
+            Self::InvalidArgument(what) => write!(f, "invalid argument: {what}"),
+        }
+    }
+}
+
+impl core::error::Error for Error {
+    fn source(&self) -> Option<&(dyn core::error::Error + 'static)> {
+        match self {
+            Self::Driver { code, .. } | Self::Jit { code, .. } => Some(code),
+            Self::Load(e) => Some(*e),
+            Self::MissingSymbol(m) => Some(m),
+            Self::Pack(e) => Some(e),
+            Self::Layout(e) => Some(e),
+            Self::InvalidArgument(_) => None,
+        }
+    }
+}
+
+impl From<&'static LoadError> for Error {
+    fn from(e: &'static LoadError) -> Self {
+        Self::Load(e)
+    }
+}
+
+impl From<MissingSymbol> for Error {
+    fn from(e: MissingSymbol) -> Self {
+        Self::MissingSymbol(e)
+    }
+}
+
+impl From<PackError> for Error {
+    fn from(e: PackError) -> Self {
+        Self::Pack(e)
+    }
+}
+
+impl From<LayoutMismatch> for Error {
+    fn from(e: LayoutMismatch) -> Self {
+        Self::Layout(e)
+    }
+}
+
+/// The error log of a failed JIT compilation or link.
+///
+/// With `alloc`, the text itself. Without `alloc`, only the number of bytes the driver
+/// wrote into the caller's log buffer (the error stays small; the caller owns the text).
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct JitLog {
+    #[cfg(feature = "alloc")]
+    text: alloc::string::String,
+    #[cfg(not(feature = "alloc"))]
+    len: usize,
+}
+
+impl JitLog {
+    /// A log from the bytes the driver wrote (up to the first NUL; invalid UTF-8 is
+    /// replaced). Without `alloc`, only the length is kept.
+    pub fn from_bytes(bytes: &[u8]) -> Self {
+        let end = bytes.iter().position(|&b| b == 0).unwrap_or(bytes.len());
+        let bytes = bytes.get(..end).unwrap_or(&[]);
+        #[cfg(feature = "alloc")]
+        {
+            Self {
+                text: alloc::string::String::from_utf8_lossy(bytes).into_owned(),
+            }
+        }
+        #[cfg(not(feature = "alloc"))]
+        {
+            Self { len: bytes.len() }
+        }
+    }
+
+    /// The log text (empty without `alloc`).
+    pub fn as_str(&self) -> &str {
+        #[cfg(feature = "alloc")]
+        {
+            &self.text
+        }
+        #[cfg(not(feature = "alloc"))]
+        {
+            ""
+        }
+    }
+
+    /// Length of the log in bytes.
+    pub fn len(&self) -> usize {
+        #[cfg(feature = "alloc")]
+        {
+            self.text.len()
+        }
+        #[cfg(not(feature = "alloc"))]
+        {
+            self.len
+        }
+    }
+
+    /// Whether the log is empty.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+}
+
+impl fmt::Display for JitLog {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+impl Error {
+    /// [`Error::Jit`] when the JIT wrote an error log, else [`Error::Driver`] (a failure
+    /// before compiling, such as `CUDA_ERROR_INVALID_CONTEXT`).
+    pub(crate) fn jit(call: &'static str, code: CUresult, log: JitLog) -> Self {
+        if log.is_empty() {
+            Self::Driver { call, code }
+        } else {
+            Self::Jit { call, code, log }
+        }
+    }
+}
+
+/// `Ok(())` for `CUDA_SUCCESS`, else [`Error::Driver`] naming `call`.
+#[inline]
+pub(crate) fn call(rc: CUresult, what: &'static str) -> Result<()> {
+    if rc.is_success() {
+        Ok(())
+    } else {
+        Err(Error::Driver {
+            call: what,
+            code: rc,
+        })
+    }
+}
+
+/// Calls a driver function through the table and maps the result:
+/// `drv!(cu, cuMemAlloc(&mut p, n))` is `call(cu.cuMemAlloc()?(&mut p, n), "cuMemAlloc")`.
+/// Must be used inside an `unsafe` block; the call carries the C function's contract.
+macro_rules! drv {
+    ($cu:expr, $name:ident ( $($arg:expr),* $(,)? )) => {
+        $crate::error::call(($cu).$name()?($($arg),*), stringify!($name))
+    };
+}
+pub(crate) use drv;

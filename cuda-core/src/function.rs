@@ -1,0 +1,361 @@
+//! Execution control (driver API sections "Execution Control" and "Occupancy"):
+//! [`Function`], a kernel of a loaded [`Module`](crate::Module), with its attributes,
+//! its parameter layout (`cuFuncGetParamInfo`) and occupancy queries, clusters included.
+
+use core::marker::PhantomData;
+
+use cuda_sys::{
+    CUfunction, CUfunction_attribute, CUlaunchAttribute, CUlaunchAttributeValue, CUlaunchConfig,
+    CUresult,
+};
+
+use crate::driver::api;
+use crate::error::{Error, Result, drv};
+
+/// A kernel (`CUfunction`) of a module; it borrows the module, so it cannot outlive it.
+/// Functions need no destruction.
+#[derive(Clone, Copy, Debug)]
+pub struct Function<'m> {
+    raw: CUfunction,
+    _module: PhantomData<&'m ()>,
+}
+
+// SAFETY: a CUfunction may be used from any thread.
+unsafe impl Send for Function<'_> {}
+// SAFETY: as above.
+unsafe impl Sync for Function<'_> {}
+
+/// Grid, block and cluster shape for the occupancy queries on clusters.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct ClusterConfig {
+    /// Grid dimensions in blocks (a multiple of `cluster` in each dimension).
+    pub grid: [u32; 3],
+    /// Block dimensions in threads.
+    pub block: [u32; 3],
+    /// Cluster dimensions in blocks (`[0, 0, 0]`: the kernel's compile-time cluster
+    /// size, or none, for [`Function::max_potential_cluster_size`]).
+    pub cluster: [u32; 3],
+    /// Dynamic shared memory per block, in bytes.
+    pub shared_mem_bytes: u32,
+}
+
+impl<'m> Function<'m> {
+    /// Wraps a raw function.
+    ///
+    /// # Safety
+    /// `raw` must be a function of a module that stays loaded for `'m`.
+    pub unsafe fn from_raw(raw: CUfunction) -> Self {
+        Self {
+            raw,
+            _module: PhantomData,
+        }
+    }
+
+    /// The raw `CUfunction`.
+    pub fn as_raw(&self) -> CUfunction {
+        self.raw
+    }
+
+    /// `cuFuncGetAttribute`: one attribute's value.
+    ///
+    /// # Errors
+    /// Driver errors.
+    #[doc(alias = "cuFuncGetAttribute")]
+    pub fn attribute(&self, attr: CUfunction_attribute) -> Result<i32> {
+        let cu = api()?;
+        let mut v = 0;
+        // SAFETY: live function, valid out-pointer.
+        unsafe { drv!(cu, cuFuncGetAttribute(&mut v, attr, self.raw))? };
+        Ok(v)
+    }
+
+    /// `cuFuncSetAttribute`: sets one attribute.
+    ///
+    /// # Errors
+    /// Driver errors (`CUDA_ERROR_INVALID_VALUE` for a value out of range).
+    #[doc(alias = "cuFuncSetAttribute")]
+    pub fn set_attribute(&self, attr: CUfunction_attribute, value: i32) -> Result<()> {
+        let cu = api()?;
+        // SAFETY: live function, plain values.
+        unsafe { drv!(cu, cuFuncSetAttribute(self.raw, attr, value)) }
+    }
+
+    fn attribute_u32(&self, attr: CUfunction_attribute) -> Result<u32> {
+        u32::try_from(self.attribute(attr)?)
+            .map_err(|_| Error::InvalidArgument("cuFuncGetAttribute returned a negative value"))
+    }
+
+    /// Registers per thread (`CU_FUNC_ATTRIBUTE_NUM_REGS`).
+    ///
+    /// # Errors
+    /// Driver errors.
+    pub fn num_regs(&self) -> Result<u32> {
+        self.attribute_u32(CUfunction_attribute::CU_FUNC_ATTRIBUTE_NUM_REGS)
+    }
+
+    /// Most threads per block this kernel can launch with
+    /// (`CU_FUNC_ATTRIBUTE_MAX_THREADS_PER_BLOCK`).
+    ///
+    /// # Errors
+    /// Driver errors.
+    pub fn max_threads_per_block(&self) -> Result<u32> {
+        self.attribute_u32(CUfunction_attribute::CU_FUNC_ATTRIBUTE_MAX_THREADS_PER_BLOCK)
+    }
+
+    /// Static shared memory per block (`CU_FUNC_ATTRIBUTE_SHARED_SIZE_BYTES`).
+    ///
+    /// # Errors
+    /// Driver errors.
+    pub fn static_shared_size_bytes(&self) -> Result<u32> {
+        self.attribute_u32(CUfunction_attribute::CU_FUNC_ATTRIBUTE_SHARED_SIZE_BYTES)
+    }
+
+    /// Most dynamic shared memory a launch may ask for
+    /// (`CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES`; 48 KiB unless raised).
+    ///
+    /// # Errors
+    /// Driver errors.
+    pub fn max_dynamic_shared_size_bytes(&self) -> Result<u32> {
+        self.attribute_u32(CUfunction_attribute::CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES)
+    }
+
+    /// Opts into more dynamic shared memory (`cuFuncSetAttribute` with
+    /// `CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES`), up to
+    /// [`Device::max_shared_memory_per_block_optin`](crate::Device::max_shared_memory_per_block_optin)
+    /// minus the static shared memory.
+    ///
+    /// # Errors
+    /// Driver errors.
+    pub fn set_max_dynamic_shared_size_bytes(&self, bytes: u32) -> Result<()> {
+        let v = i32::try_from(bytes)
+            .map_err(|_| Error::InvalidArgument("shared memory size too large"))?;
+        self.set_attribute(
+            CUfunction_attribute::CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
+            v,
+        )
+    }
+
+    /// The compile-time cluster dimensions (`CU_FUNC_ATTRIBUTE_REQUIRED_CLUSTER_WIDTH`,
+    /// `_HEIGHT`, `_DEPTH`); zeros when the kernel has none.
+    ///
+    /// # Errors
+    /// Driver errors.
+    pub fn required_cluster_dims(&self) -> Result<[u32; 3]> {
+        Ok([
+            self.attribute_u32(CUfunction_attribute::CU_FUNC_ATTRIBUTE_REQUIRED_CLUSTER_WIDTH)?,
+            self.attribute_u32(CUfunction_attribute::CU_FUNC_ATTRIBUTE_REQUIRED_CLUSTER_HEIGHT)?,
+            self.attribute_u32(CUfunction_attribute::CU_FUNC_ATTRIBUTE_REQUIRED_CLUSTER_DEPTH)?,
+        ])
+    }
+
+    /// Sets the cluster dimensions the kernel must be launched with
+    /// (`CU_FUNC_ATTRIBUTE_REQUIRED_CLUSTER_WIDTH`, `_HEIGHT`, `_DEPTH`).
+    ///
+    /// # Errors
+    /// Driver errors (the dimensions cannot change for a kernel compiled with them).
+    pub fn set_required_cluster_dims(&self, dims: [u32; 3]) -> Result<()> {
+        let attrs = [
+            CUfunction_attribute::CU_FUNC_ATTRIBUTE_REQUIRED_CLUSTER_WIDTH,
+            CUfunction_attribute::CU_FUNC_ATTRIBUTE_REQUIRED_CLUSTER_HEIGHT,
+            CUfunction_attribute::CU_FUNC_ATTRIBUTE_REQUIRED_CLUSTER_DEPTH,
+        ];
+        for (attr, d) in attrs.into_iter().zip(dims) {
+            let d = i32::try_from(d)
+                .map_err(|_| Error::InvalidArgument("cluster dimension too large"))?;
+            self.set_attribute(attr, d)?;
+        }
+        Ok(())
+    }
+
+    /// Allows cluster sizes above the portable 8 blocks
+    /// (`CU_FUNC_ATTRIBUTE_NON_PORTABLE_CLUSTER_SIZE_ALLOWED`; 16 on H100).
+    ///
+    /// # Errors
+    /// Driver errors.
+    pub fn set_non_portable_cluster_size_allowed(&self, allowed: bool) -> Result<()> {
+        self.set_attribute(
+            CUfunction_attribute::CU_FUNC_ATTRIBUTE_NON_PORTABLE_CLUSTER_SIZE_ALLOWED,
+            i32::from(allowed),
+        )
+    }
+
+    /// `cuFuncGetParamInfo`: `(offset, size)` in bytes of parameter `index` in the
+    /// kernel's parameter buffer.
+    ///
+    /// # Errors
+    /// `CUDA_ERROR_INVALID_VALUE` for an index past the last parameter.
+    #[doc(alias = "cuFuncGetParamInfo")]
+    pub fn param_info(&self, index: usize) -> Result<(usize, usize)> {
+        let cu = api()?;
+        let (mut offset, mut size) = (0, 0);
+        // SAFETY: live function, valid out-pointers.
+        unsafe {
+            drv!(
+                cu,
+                cuFuncGetParamInfo(self.raw, index, &mut offset, &mut size)
+            )?
+        };
+        Ok((offset, size))
+    }
+
+    /// The number of parameters: [`Function::param_info`] for 0, 1, ... until the
+    /// driver answers `CUDA_ERROR_INVALID_VALUE`.
+    ///
+    /// # Errors
+    /// Other driver errors.
+    pub fn param_count(&self) -> Result<usize> {
+        // A kernel has at most 32764 bytes of parameters, so at most that many.
+        for index in 0..=32764 {
+            match self.param_info(index) {
+                Ok(_) => {}
+                Err(e) if e.is(CUresult::CUDA_ERROR_INVALID_VALUE) => return Ok(index),
+                Err(e) => return Err(e),
+            }
+        }
+        Err(Error::InvalidArgument(
+            "cuFuncGetParamInfo reported more than 32764 parameters",
+        ))
+    }
+
+    /// Checks packed parameters against the layout the driver reports for the kernel.
+    ///
+    /// # Errors
+    /// [`Error::Layout`] on a mismatch; driver errors.
+    pub fn verify_params<const CAP: usize>(
+        &self,
+        args: &crate::args::PackedArgs<CAP>,
+    ) -> Result<()> {
+        let count = self.param_count()?;
+        let mut reported = [(0usize, 0usize); crate::args::MAX_PARAMS];
+        let mut n = 0;
+        for index in 0..count {
+            let Some(slot) = reported.get_mut(index) else {
+                return Err(Error::Layout(crate::args::LayoutMismatch::Count {
+                    packed: args.params().len(),
+                    reported: count,
+                }));
+            };
+            *slot = self.param_info(index)?;
+            n = index + 1;
+        }
+        args.verify(reported.get(..n).unwrap_or(&[]).iter().copied())?;
+        Ok(())
+    }
+
+    /// `cuOccupancyMaxActiveBlocksPerMultiprocessor`: how many blocks of `block_size`
+    /// threads with `dynamic_smem` bytes of dynamic shared memory fit on one SM.
+    ///
+    /// # Errors
+    /// Driver errors.
+    #[doc(alias = "cuOccupancyMaxActiveBlocksPerMultiprocessor")]
+    pub fn max_active_blocks_per_sm(&self, block_size: u32, dynamic_smem: usize) -> Result<u32> {
+        let cu = api()?;
+        let bs = i32::try_from(block_size)
+            .map_err(|_| Error::InvalidArgument("block size too large"))?;
+        let mut n = 0;
+        // SAFETY: live function, valid out-pointer.
+        unsafe {
+            drv!(
+                cu,
+                cuOccupancyMaxActiveBlocksPerMultiprocessor(&mut n, self.raw, bs, dynamic_smem)
+            )?
+        };
+        u32::try_from(n).map_err(|_| Error::InvalidArgument("negative occupancy"))
+    }
+
+    /// `cuOccupancyMaxPotentialClusterSize`: the largest cluster size the kernel can
+    /// launch with for this grid and block shape (`config.cluster` is ignored).
+    ///
+    /// # Errors
+    /// Driver errors.
+    #[doc(alias = "cuOccupancyMaxPotentialClusterSize")]
+    pub fn max_potential_cluster_size(&self, config: &ClusterConfig) -> Result<u32> {
+        let mut plain = *config;
+        plain.cluster = [0, 0, 0];
+        let mut attr = cluster_attribute(&plain);
+        let cfg = launch_config(&plain, &mut attr);
+        // SAFETY: `cfg` points at `attr` (or at nothing), which outlives the call.
+        unsafe { self.max_potential_cluster_size_raw(&cfg) }
+    }
+
+    /// `cuOccupancyMaxPotentialClusterSize` with a raw launch configuration.
+    ///
+    /// # Safety
+    /// `config.attrs` must point to `config.numAttrs` valid attributes (or be null with
+    /// zero); `config.hStream` must be null or a live stream.
+    #[doc(alias = "cuOccupancyMaxPotentialClusterSize")]
+    pub unsafe fn max_potential_cluster_size_raw(&self, config: &CUlaunchConfig) -> Result<u32> {
+        let cu = api()?;
+        let mut n = 0;
+        // SAFETY: live function, valid out-pointer; the caller vouches for `config`.
+        unsafe {
+            drv!(
+                cu,
+                cuOccupancyMaxPotentialClusterSize(&mut n, self.raw, config)
+            )?
+        };
+        u32::try_from(n).map_err(|_| Error::InvalidArgument("negative cluster size"))
+    }
+
+    /// `cuOccupancyMaxActiveClusters`: how many clusters of `config.cluster` blocks can
+    /// be co-resident on the device.
+    ///
+    /// # Errors
+    /// Driver errors.
+    #[doc(alias = "cuOccupancyMaxActiveClusters")]
+    pub fn max_active_clusters(&self, config: &ClusterConfig) -> Result<u32> {
+        let mut attr = cluster_attribute(config);
+        let cfg = launch_config(config, &mut attr);
+        // SAFETY: `cfg` points at `attr` (or at nothing), which outlives the call.
+        unsafe { self.max_active_clusters_raw(&cfg) }
+    }
+
+    /// `cuOccupancyMaxActiveClusters` with a raw launch configuration.
+    ///
+    /// # Safety
+    /// As [`Function::max_potential_cluster_size_raw`].
+    #[doc(alias = "cuOccupancyMaxActiveClusters")]
+    pub unsafe fn max_active_clusters_raw(&self, config: &CUlaunchConfig) -> Result<u32> {
+        let cu = api()?;
+        let mut n = 0;
+        // SAFETY: live function, valid out-pointer; the caller vouches for `config`.
+        unsafe { drv!(cu, cuOccupancyMaxActiveClusters(&mut n, self.raw, config))? };
+        u32::try_from(n).map_err(|_| Error::InvalidArgument("negative cluster count"))
+    }
+}
+
+/// The `CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION` attribute of `config`, if it sets one.
+fn cluster_attribute(config: &ClusterConfig) -> Option<CUlaunchAttribute> {
+    if config.cluster == [0, 0, 0] {
+        return None;
+    }
+    let mut value = CUlaunchAttributeValue { pad: [0; 64] };
+    value.clusterDim.x = config.cluster[0];
+    value.clusterDim.y = config.cluster[1];
+    value.clusterDim.z = config.cluster[2];
+    Some(CUlaunchAttribute {
+        id: cuda_sys::CUlaunchAttributeID::CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION,
+        pad: [0; 4],
+        value,
+    })
+}
+
+/// A `CUlaunchConfig` of `config` pointing at `attr` (if any).
+fn launch_config(config: &ClusterConfig, attr: &mut Option<CUlaunchAttribute>) -> CUlaunchConfig {
+    let (attrs, num) = match attr {
+        Some(a) => (core::ptr::from_mut(a), 1),
+        None => (core::ptr::null_mut(), 0),
+    };
+    CUlaunchConfig {
+        gridDimX: config.grid[0],
+        gridDimY: config.grid[1],
+        gridDimZ: config.grid[2],
+        blockDimX: config.block[0],
+        blockDimY: config.block[1],
+        blockDimZ: config.block[2],
+        sharedMemBytes: config.shared_mem_bytes,
+        hStream: core::ptr::null_mut(),
+        attrs,
+        numAttrs: num,
+    }
+}

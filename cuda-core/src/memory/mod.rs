@@ -1,0 +1,82 @@
+//! Memory management (driver API sections "Memory Management" and "Stream Ordered
+//! Memory Allocator"): device buffers, pinned host buffers, stream-ordered allocations
+//! and memory pools, with synchronous and asynchronous copies and memsets.
+//!
+//! - [`DeviceBuffer`]: `cuMemAlloc` / `cuMemFree`, copies and memsets.
+//! - [`PinnedHostBuffer`]: `cuMemAllocHost` / `cuMemFreeHost`, the host side of
+//!   asynchronous copies.
+//! - [`AsyncDeviceBuffer`]: `cuMemAllocAsync` / `cuMemFreeAsync`, ordered on a stream.
+//! - [`MemPool`]: `cuMemPoolCreate`, attributes, the device's default pool.
+//!
+//! Sizes are checked (`len * size_of::<T>()` overflows into an error, never a panic);
+//! zero-length buffers allocate nothing. Allocation failure is an
+//! [`Error`] with `CUDA_ERROR_OUT_OF_MEMORY`.
+//!
+//! # Unsafe policy
+//! Reading device bytes back into `T` needs every bit pattern to be a valid `T`: that is
+//! the [`Pod`] contract. Asynchronous copies between host and device are `unsafe`: the
+//! host memory must stay valid until the stream reaches the copy, which borrows cannot
+//! express.
+
+mod device;
+mod pinned;
+mod pool;
+
+pub use device::{DeviceBuffer, DevicePtr};
+pub use pinned::PinnedHostBuffer;
+pub use pool::{AsyncDeviceBuffer, MemPool};
+
+use crate::error::{Error, Result};
+
+/// Plain data: every bit pattern of `size_of::<Self>()` bytes is a valid value, so bytes
+/// copied from the device (or zeroes) can be read as `Self`.
+///
+/// # Safety
+/// Implement only for types without invalid bit patterns, padding, references or
+/// pointers with provenance requirements (integers, floats, arrays and `repr(C)`
+/// structs of them without padding).
+pub unsafe trait Pod: Copy + 'static {}
+
+macro_rules! pod {
+    ($($t:ty),*) => {$(
+        // SAFETY: every bit pattern is a valid value of this integer/float type.
+        unsafe impl Pod for $t {}
+    )*};
+}
+pod!(
+    u8, i8, u16, i16, u32, i32, u64, i64, u128, i128, usize, isize, f32, f64
+);
+
+// SAFETY: an array of Pod values has no padding and no invalid bit patterns.
+unsafe impl<T: Pod, const N: usize> Pod for [T; N] {}
+
+macro_rules! pod_vector {
+    ($($t:ident),*) => {$(
+        // SAFETY: the CUDA vector types are `repr(C)` structs of one scalar type whose
+        // size equals the sum of their components (checked in `args::vector`): no padding.
+        unsafe impl Pod for crate::args::$t {}
+    )*};
+}
+pod_vector!(
+    Char2, Char4, UChar2, UChar4, Short2, Short4, UShort2, UShort4, Int2, Int3, Int4, UInt2, UInt3,
+    UInt4, LongLong2, ULongLong2, Float2, Float3, Float4, Double2
+);
+
+/// `len * size_of::<T>()`, or an error on overflow.
+pub(crate) fn byte_len<T>(len: usize) -> Result<usize> {
+    len.checked_mul(core::mem::size_of::<T>())
+        .ok_or(Error::InvalidArgument(
+            "buffer size in bytes overflows usize",
+        ))
+}
+
+/// An error unless `a == b` (copy lengths).
+pub(crate) fn same_len(a: usize, b: usize) -> Result<()> {
+    if a == b {
+        Ok(())
+    } else {
+        Err(Error::InvalidArgument(
+            "copy source and destination lengths differ",
+        ))
+    }
+}

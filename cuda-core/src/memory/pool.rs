@@ -1,0 +1,452 @@
+//! Stream-ordered allocation: [`AsyncDeviceBuffer`] (`cuMemAllocAsync` /
+//! `cuMemFreeAsync`) and [`MemPool`] (`cuMemPoolCreate`, attributes, default pool).
+
+use core::ffi::c_void;
+use core::marker::PhantomData;
+use core::ptr;
+
+use cuda_sys::{CUdeviceptr, CUmemPool_attribute, CUmemPoolProps, CUmemoryPool};
+
+use super::device::{DevicePtr, memset_d8, memset_d32};
+use super::{Pod, byte_len, same_len};
+use crate::context::{Context, CtxMarker};
+use crate::driver::api;
+use crate::error::{Error, Result, drv};
+use crate::stream::Stream;
+
+/// `len` values of `T` allocated in stream order (`cuMemAllocAsync`, or
+/// `cuMemAllocFromPoolAsync` from a [`MemPool`]); freed in stream order on drop
+/// (`cuMemFreeAsync` on the same stream), so work queued before the drop may still use
+/// it. It borrows its stream (and pool), which therefore outlive it.
+pub struct AsyncDeviceBuffer<'s, T: Copy> {
+    ptr: CUdeviceptr,
+    len: usize,
+    stream: &'s Stream<'s>,
+    _t: PhantomData<T>,
+}
+
+// SAFETY: device memory and a stream reachable from any thread.
+unsafe impl<T: Copy + Send> Send for AsyncDeviceBuffer<'_, T> {}
+// SAFETY: `&self` only reads through driver calls.
+unsafe impl<T: Copy + Sync> Sync for AsyncDeviceBuffer<'_, T> {}
+
+impl<T: Copy> core::fmt::Debug for AsyncDeviceBuffer<'_, T> {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        f.debug_struct("AsyncDeviceBuffer")
+            .field("ptr", &format_args!("{:#x}", self.ptr))
+            .field("len", &self.len)
+            .finish()
+    }
+}
+
+impl<'s, T: Copy> AsyncDeviceBuffer<'s, T> {
+    /// `cuMemAllocAsync`: allocates from the device's current pool, in order on `stream`.
+    /// The memory is usable by work queued on `stream` after this call (other streams
+    /// must wait for it). `len == 0` allocates nothing.
+    ///
+    /// # Errors
+    /// `CUDA_ERROR_OUT_OF_MEMORY`; `CUDA_ERROR_NOT_SUPPORTED` without memory-pool
+    /// support; [`Error::InvalidArgument`] when the size overflows.
+    #[doc(alias = "cuMemAllocAsync")]
+    pub fn new(stream: &'s Stream<'_>, len: usize) -> Result<Self> {
+        let bytes = byte_len::<T>(len)?;
+        let mut ptr = 0;
+        if bytes != 0 {
+            let cu = api()?;
+            // SAFETY: valid out-pointer, live stream.
+            unsafe { drv!(cu, cuMemAllocAsync(&mut ptr, bytes, stream.as_raw()))? };
+        }
+        Ok(Self {
+            ptr,
+            len,
+            stream,
+            _t: PhantomData,
+        })
+    }
+
+    /// `cuMemAllocFromPoolAsync`: allocates from `pool`, in order on `stream`.
+    ///
+    /// # Errors
+    /// As [`AsyncDeviceBuffer::new`].
+    #[doc(alias = "cuMemAllocFromPoolAsync")]
+    pub fn from_pool(pool: &'s MemPool<'_>, stream: &'s Stream<'_>, len: usize) -> Result<Self> {
+        let bytes = byte_len::<T>(len)?;
+        let mut ptr = 0;
+        if bytes != 0 {
+            let cu = api()?;
+            // SAFETY: valid out-pointer, live pool and stream.
+            unsafe {
+                drv!(
+                    cu,
+                    cuMemAllocFromPoolAsync(&mut ptr, bytes, pool.as_raw(), stream.as_raw())
+                )?
+            };
+        }
+        Ok(Self {
+            ptr,
+            len,
+            stream,
+            _t: PhantomData,
+        })
+    }
+
+    /// The device address (0 for an empty buffer).
+    pub fn as_raw(&self) -> CUdeviceptr {
+        self.ptr
+    }
+
+    /// The buffer as a kernel argument.
+    pub fn as_arg(&self) -> DevicePtr<T> {
+        DevicePtr::from_raw(self.ptr)
+    }
+
+    /// The stream the buffer is ordered on.
+    pub fn stream(&self) -> &'s Stream<'s> {
+        self.stream
+    }
+
+    /// Number of values.
+    pub fn len(&self) -> usize {
+        self.len
+    }
+
+    /// Whether the buffer holds no values.
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+
+    /// Size in bytes.
+    pub fn size_bytes(&self) -> usize {
+        self.len.saturating_mul(core::mem::size_of::<T>())
+    }
+
+    /// `cuMemsetD8Async` on the buffer's stream.
+    ///
+    /// # Errors
+    /// Driver errors.
+    #[doc(alias = "cuMemsetD8Async")]
+    pub fn memset_d8_async(&mut self, value: u8) -> Result<()> {
+        memset_d8(self.ptr, self.size_bytes(), value, Some(self.stream))
+    }
+
+    /// `cuMemsetD32Async` on the buffer's stream.
+    ///
+    /// # Errors
+    /// [`Error::InvalidArgument`] unless the size is a multiple of 4; driver errors.
+    #[doc(alias = "cuMemsetD32Async")]
+    pub fn memset_d32_async(&mut self, value: u32) -> Result<()> {
+        memset_d32(self.ptr, self.size_bytes(), value, Some(self.stream))
+    }
+
+    /// `cuMemcpyHtoDAsync` on the buffer's stream.
+    ///
+    /// # Safety
+    /// `src` must stay valid and unwritten until the stream has executed the copy.
+    ///
+    /// # Errors
+    /// [`Error::InvalidArgument`] when the lengths differ; driver errors.
+    #[doc(alias = "cuMemcpyHtoDAsync")]
+    pub unsafe fn copy_from_host_async(&mut self, src: &[T]) -> Result<()> {
+        same_len(self.len, src.len())?;
+        if self.size_bytes() == 0 {
+            return Ok(());
+        }
+        let cu = api()?;
+        // SAFETY: sizes match; the caller keeps `src` valid until the copy runs.
+        unsafe {
+            drv!(
+                cu,
+                cuMemcpyHtoDAsync(
+                    self.ptr,
+                    src.as_ptr().cast::<c_void>(),
+                    self.size_bytes(),
+                    self.stream.as_raw()
+                )
+            )
+        }
+    }
+
+    /// `cuMemcpyDtoHAsync` on the buffer's stream.
+    ///
+    /// # Safety
+    /// `dst` must stay valid and untouched until the stream has executed the copy.
+    ///
+    /// # Errors
+    /// [`Error::InvalidArgument`] when the lengths differ; driver errors.
+    #[doc(alias = "cuMemcpyDtoHAsync")]
+    pub unsafe fn copy_to_host_async(&self, dst: &mut [T]) -> Result<()>
+    where
+        T: Pod,
+    {
+        same_len(self.len, dst.len())?;
+        if self.size_bytes() == 0 {
+            return Ok(());
+        }
+        let cu = api()?;
+        // SAFETY: sizes match; any bytes are a valid `T`; the caller keeps `dst` valid.
+        unsafe {
+            drv!(
+                cu,
+                cuMemcpyDtoHAsync(
+                    dst.as_mut_ptr().cast::<c_void>(),
+                    self.ptr,
+                    self.size_bytes(),
+                    self.stream.as_raw()
+                )
+            )
+        }
+    }
+}
+
+impl<T: Copy> Drop for AsyncDeviceBuffer<'_, T> {
+    /// `cuMemFreeAsync` on the buffer's stream; errors are ignored.
+    fn drop(&mut self) {
+        if self.ptr == 0 {
+            return;
+        }
+        if let Ok(cu) = api() {
+            if let Ok(f) = cu.cuMemFreeAsync() {
+                // SAFETY: the allocation is ours; the stream is alive (borrowed).
+                let _ = unsafe { f(self.ptr, self.stream.as_raw()) };
+            }
+        }
+    }
+}
+
+/// A memory pool (`CUmemoryPool`) for stream-ordered allocation: made with
+/// `cuMemPoolCreate` (destroyed on drop) or the device's default pool (borrowed).
+#[derive(Debug)]
+pub struct MemPool<'ctx> {
+    raw: CUmemoryPool,
+    owned: bool,
+    _ctx: CtxMarker<'ctx>,
+}
+
+// SAFETY: a pool may be used from any thread.
+unsafe impl Send for MemPool<'_> {}
+// SAFETY: as above.
+unsafe impl Sync for MemPool<'_> {}
+
+impl<'ctx> MemPool<'ctx> {
+    /// `cuMemPoolCreate` of pinned device memory on the context's device, without
+    /// shareable handles.
+    ///
+    /// # Errors
+    /// Driver errors.
+    #[doc(alias = "cuMemPoolCreate")]
+    pub fn new(ctx: &'ctx Context) -> Result<Self> {
+        let props = CUmemPoolProps {
+            allocType: cuda_sys::CUmemAllocationType::CU_MEM_ALLOCATION_TYPE_PINNED,
+            handleTypes: cuda_sys::CUmemAllocationHandleType::CU_MEM_HANDLE_TYPE_NONE,
+            location: cuda_sys::CUmemLocation {
+                type_: cuda_sys::CUmemLocationType::CU_MEM_LOCATION_TYPE_DEVICE,
+                id: ctx.device().as_raw(),
+            },
+            ..CUmemPoolProps::default()
+        };
+        Self::with_props(ctx, &props)
+    }
+
+    /// `cuMemPoolCreate` with explicit properties.
+    ///
+    /// # Errors
+    /// Driver errors.
+    #[doc(alias = "cuMemPoolCreate")]
+    pub fn with_props(ctx: &'ctx Context, props: &CUmemPoolProps) -> Result<Self> {
+        let g = ctx.enter()?;
+        let mut raw = ptr::null_mut();
+        // SAFETY: valid out-pointer and properties; `win32SecurityAttributes` is read
+        // only for Win32 handle types.
+        unsafe { drv!(g.cu, cuMemPoolCreate(&mut raw, props))? };
+        Ok(Self {
+            raw,
+            owned: true,
+            _ctx: CtxMarker::default(),
+        })
+    }
+
+    /// `cuDeviceGetDefaultMemPool`: the pool `cuMemAllocAsync` uses by default; borrowed
+    /// (not destroyed on drop).
+    ///
+    /// # Errors
+    /// Driver errors.
+    #[doc(alias = "cuDeviceGetDefaultMemPool")]
+    pub fn default_for(ctx: &'ctx Context) -> Result<Self> {
+        let cu = api()?;
+        let mut raw = ptr::null_mut();
+        // SAFETY: valid out-pointer.
+        unsafe {
+            drv!(
+                cu,
+                cuDeviceGetDefaultMemPool(&mut raw, ctx.device().as_raw())
+            )?
+        };
+        Ok(Self {
+            raw,
+            owned: false,
+            _ctx: CtxMarker::default(),
+        })
+    }
+
+    /// Takes ownership of a pool; dropping the result destroys it.
+    ///
+    /// # Safety
+    /// `raw` must be a live pool made with `cuMemPoolCreate` that nothing else destroys.
+    pub unsafe fn from_raw(raw: CUmemoryPool, _ctx: &'ctx Context) -> Self {
+        Self {
+            raw,
+            owned: true,
+            _ctx: CtxMarker::default(),
+        }
+    }
+
+    /// The raw `CUmemoryPool`.
+    pub fn as_raw(&self) -> CUmemoryPool {
+        self.raw
+    }
+
+    /// `cuMemAllocFromPoolAsync`: see [`AsyncDeviceBuffer::from_pool`].
+    ///
+    /// # Errors
+    /// As [`AsyncDeviceBuffer::from_pool`].
+    #[doc(alias = "cuMemAllocFromPoolAsync")]
+    pub fn alloc_async<'s, T: Copy>(
+        &'s self,
+        stream: &'s Stream<'_>,
+        len: usize,
+    ) -> Result<AsyncDeviceBuffer<'s, T>> {
+        AsyncDeviceBuffer::from_pool(self, stream, len)
+    }
+
+    /// `cuMemPoolGetAttribute` of a 64-bit attribute (thresholds and memory counters).
+    ///
+    /// # Errors
+    /// Driver errors.
+    #[doc(alias = "cuMemPoolGetAttribute")]
+    pub fn attribute_u64(&self, attr: CUmemPool_attribute) -> Result<u64> {
+        if !is_u64_attribute(attr) {
+            return Err(Error::InvalidArgument("not a 64-bit memory pool attribute"));
+        }
+        let cu = api()?;
+        let mut v = 0u64;
+        // SAFETY: live pool; the attribute is a `cuuint64_t` one, so 8 bytes are written.
+        unsafe {
+            drv!(
+                cu,
+                cuMemPoolGetAttribute(self.raw, attr, ptr::from_mut(&mut v).cast::<c_void>())
+            )?
+        };
+        Ok(v)
+    }
+
+    /// `cuMemPoolSetAttribute` of a 64-bit attribute.
+    ///
+    /// # Errors
+    /// Driver errors.
+    #[doc(alias = "cuMemPoolSetAttribute")]
+    pub fn set_attribute_u64(&self, attr: CUmemPool_attribute, value: u64) -> Result<()> {
+        if !is_u64_attribute(attr) {
+            return Err(Error::InvalidArgument("not a 64-bit memory pool attribute"));
+        }
+        let cu = api()?;
+        let mut v = value;
+        // SAFETY: live pool; the attribute is a `cuuint64_t` one, so 8 bytes are read.
+        unsafe {
+            drv!(
+                cu,
+                cuMemPoolSetAttribute(self.raw, attr, ptr::from_mut(&mut v).cast::<c_void>())
+            )
+        }
+    }
+
+    /// `CU_MEMPOOL_ATTR_RELEASE_THRESHOLD`: bytes the pool keeps reserved across
+    /// synchronizations.
+    ///
+    /// # Errors
+    /// Driver errors.
+    pub fn release_threshold(&self) -> Result<u64> {
+        self.attribute_u64(CUmemPool_attribute::CU_MEMPOOL_ATTR_RELEASE_THRESHOLD)
+    }
+
+    /// Sets `CU_MEMPOOL_ATTR_RELEASE_THRESHOLD` (`u64::MAX`: never release).
+    ///
+    /// # Errors
+    /// Driver errors.
+    pub fn set_release_threshold(&self, bytes: u64) -> Result<()> {
+        self.set_attribute_u64(
+            CUmemPool_attribute::CU_MEMPOOL_ATTR_RELEASE_THRESHOLD,
+            bytes,
+        )
+    }
+
+    /// `CU_MEMPOOL_ATTR_RESERVED_MEM_CURRENT`: bytes of backing memory reserved now.
+    ///
+    /// # Errors
+    /// Driver errors.
+    pub fn reserved_mem_current(&self) -> Result<u64> {
+        self.attribute_u64(CUmemPool_attribute::CU_MEMPOOL_ATTR_RESERVED_MEM_CURRENT)
+    }
+
+    /// `CU_MEMPOOL_ATTR_RESERVED_MEM_HIGH`: high-water mark of reserved bytes.
+    ///
+    /// # Errors
+    /// Driver errors.
+    pub fn reserved_mem_high(&self) -> Result<u64> {
+        self.attribute_u64(CUmemPool_attribute::CU_MEMPOOL_ATTR_RESERVED_MEM_HIGH)
+    }
+
+    /// `CU_MEMPOOL_ATTR_USED_MEM_CURRENT`: bytes allocated from the pool now.
+    ///
+    /// # Errors
+    /// Driver errors.
+    pub fn used_mem_current(&self) -> Result<u64> {
+        self.attribute_u64(CUmemPool_attribute::CU_MEMPOOL_ATTR_USED_MEM_CURRENT)
+    }
+
+    /// `CU_MEMPOOL_ATTR_USED_MEM_HIGH`: high-water mark of allocated bytes.
+    ///
+    /// # Errors
+    /// Driver errors.
+    pub fn used_mem_high(&self) -> Result<u64> {
+        self.attribute_u64(CUmemPool_attribute::CU_MEMPOOL_ATTR_USED_MEM_HIGH)
+    }
+
+    /// `cuMemPoolTrimTo`: releases reserved memory down to `min_bytes_to_keep`.
+    ///
+    /// # Errors
+    /// Driver errors.
+    #[doc(alias = "cuMemPoolTrimTo")]
+    pub fn trim_to(&self, min_bytes_to_keep: usize) -> Result<()> {
+        let cu = api()?;
+        // SAFETY: live pool.
+        unsafe { drv!(cu, cuMemPoolTrimTo(self.raw, min_bytes_to_keep)) }
+    }
+}
+
+impl Drop for MemPool<'_> {
+    /// `cuMemPoolDestroy` for created pools (the driver defers it while allocations are
+    /// outstanding); errors are ignored.
+    fn drop(&mut self) {
+        if !self.owned {
+            return;
+        }
+        if let Ok(cu) = api() {
+            if let Ok(f) = cu.cuMemPoolDestroy() {
+                // SAFETY: the pool is ours; no AsyncDeviceBuffer borrows it any more.
+                let _ = unsafe { f(self.raw) };
+            }
+        }
+    }
+}
+
+/// The pool attributes whose value is a `cuuint64_t`.
+fn is_u64_attribute(attr: CUmemPool_attribute) -> bool {
+    matches!(
+        attr,
+        CUmemPool_attribute::CU_MEMPOOL_ATTR_RELEASE_THRESHOLD
+            | CUmemPool_attribute::CU_MEMPOOL_ATTR_RESERVED_MEM_CURRENT
+            | CUmemPool_attribute::CU_MEMPOOL_ATTR_RESERVED_MEM_HIGH
+            | CUmemPool_attribute::CU_MEMPOOL_ATTR_USED_MEM_CURRENT
+            | CUmemPool_attribute::CU_MEMPOOL_ATTR_USED_MEM_HIGH
+    )
+}

@@ -1,0 +1,562 @@
+//! Module management (driver API section "Module Management"): [`Module`], code loaded
+//! into a context from PTX text (JIT-compiled), a cubin or a fatbin, with
+//! [`JitOptions`] (optimization level, register cap, error and info logs).
+//!
+//! On a JIT failure the error carries the JIT error log: with `alloc`, in the
+//! [`Error::Jit`] itself; without, in the caller's [`JitOptions::error_log`] buffer.
+
+use core::ffi::{CStr, c_void};
+use core::ptr;
+
+use cuda_sys::{CUdeviceptr, CUjit_option, CUjit_target, CUmodule};
+
+use crate::context::{Context, CtxMarker};
+use crate::driver::api;
+use crate::error::{Error, JitLog, Result, drv};
+use crate::function::Function;
+
+/// JIT options for [`Module::from_ptx_with`], [`Module::from_image_with`] and
+/// [`Linker`](crate::Linker).
+///
+/// Logs are written into caller buffers when given. Without an error-log buffer, and
+/// with the `alloc` feature, an internal 16 KiB buffer catches the error log for the
+/// returned [`Error::Jit`].
+#[derive(Debug, Default)]
+pub struct JitOptions<'a> {
+    /// `CU_JIT_ERROR_LOG_BUFFER`: receives the error log (NUL-terminated, truncated to
+    /// fit).
+    pub error_log: Option<&'a mut [u8]>,
+    /// `CU_JIT_INFO_LOG_BUFFER`: receives the info log (register use, ...).
+    pub info_log: Option<&'a mut [u8]>,
+    /// `CU_JIT_OPTIMIZATION_LEVEL`: 0 to 4 (the default is 4).
+    pub optimization_level: Option<u32>,
+    /// `CU_JIT_MAX_REGISTERS`: the most registers a thread may use.
+    pub max_registers: Option<u32>,
+    /// `CU_JIT_TARGET`: compile for this target instead of the context's device.
+    pub target: Option<CUjit_target>,
+    /// `CU_JIT_LOG_VERBOSE`: verbose logs.
+    pub log_verbose: bool,
+    /// `CU_JIT_GENERATE_LINE_INFO`: line information for profilers.
+    pub generate_line_info: bool,
+    /// `CU_JIT_GENERATE_DEBUG_INFO`: debug information.
+    pub generate_debug_info: bool,
+}
+
+/// Most options [`JitOptions`] sets at once.
+const MAX_OPTIONS: usize = 12;
+
+/// A `(options, values)` pair of arrays as the JIT calls take them.
+pub(crate) struct OptionList {
+    pub(crate) keys: [CUjit_option; MAX_OPTIONS],
+    pub(crate) values: [*mut c_void; MAX_OPTIONS],
+    pub(crate) len: usize,
+}
+
+impl OptionList {
+    pub(crate) fn new() -> Self {
+        Self {
+            keys: [CUjit_option(0); MAX_OPTIONS],
+            values: [ptr::null_mut(); MAX_OPTIONS],
+            len: 0,
+        }
+    }
+
+    fn push(&mut self, key: CUjit_option, value: *mut c_void) {
+        if let (Some(k), Some(v)) = (self.keys.get_mut(self.len), self.values.get_mut(self.len)) {
+            *k = key;
+            *v = value;
+            self.len += 1;
+        }
+    }
+
+    /// The number of options, for the C `unsigned int`.
+    pub(crate) fn count(&self) -> u32 {
+        // MAX_OPTIONS fits in u32.
+        self.len as u32
+    }
+}
+
+/// Where a JIT error log goes: a caller buffer, or (with `alloc`) an internal one.
+pub(crate) struct LogBuffer<'a> {
+    ptr: *mut u8,
+    len: usize,
+    #[cfg(feature = "alloc")]
+    _owned: Option<alloc::vec::Vec<u8>>,
+    _borrow: core::marker::PhantomData<&'a mut [u8]>,
+}
+
+/// Size of the internal error-log buffer (with `alloc`).
+#[cfg(feature = "alloc")]
+const INTERNAL_LOG_BYTES: usize = 16 * 1024;
+
+impl<'a> LogBuffer<'a> {
+    /// The caller's buffer, else an internal one (with `alloc`), else none. The first
+    /// byte is cleared so an untouched buffer reads as an empty log.
+    pub(crate) fn new(user: Option<&'a mut [u8]>, internal: bool) -> Self {
+        if let Some(buf) = user {
+            if let Some(first) = buf.first_mut() {
+                *first = 0;
+            }
+            return Self {
+                ptr: buf.as_mut_ptr(),
+                len: buf.len(),
+                #[cfg(feature = "alloc")]
+                _owned: None,
+                _borrow: core::marker::PhantomData,
+            };
+        }
+        #[cfg(feature = "alloc")]
+        if internal {
+            let mut v = alloc::vec![0u8; INTERNAL_LOG_BYTES];
+            return Self {
+                ptr: v.as_mut_ptr(),
+                len: v.len(),
+                _owned: Some(v),
+                _borrow: core::marker::PhantomData,
+            };
+        }
+        let _ = internal;
+        Self {
+            ptr: ptr::null_mut(),
+            len: 0,
+            #[cfg(feature = "alloc")]
+            _owned: None,
+            _borrow: core::marker::PhantomData,
+        }
+    }
+
+    pub(crate) fn is_some(&self) -> bool {
+        !self.ptr.is_null() && self.len > 0
+    }
+
+    /// The log as written so far (up to the first NUL).
+    pub(crate) fn text(&self) -> &[u8] {
+        if !self.is_some() {
+            return &[];
+        }
+        // SAFETY: `ptr..ptr+len` is the caller's `&'a mut [u8]` or our own vector, which
+        // live as long as `self`; the driver has finished writing (the call returned).
+        let all = unsafe { core::slice::from_raw_parts(self.ptr, self.len) };
+        let end = all.iter().position(|&b| b == 0).unwrap_or(all.len());
+        all.get(..end).unwrap_or(&[])
+    }
+
+    pub(crate) fn log(&self) -> JitLog {
+        JitLog::from_bytes(self.text())
+    }
+}
+
+impl<'a> JitOptions<'a> {
+    /// Splits off the log buffers and fills `list` with every option, including the log
+    /// buffers' pointers. `list` points into the returned buffers.
+    pub(crate) fn build(&mut self, list: &mut OptionList) -> (LogBuffer<'a>, LogBuffer<'a>) {
+        let err = LogBuffer::new(self.error_log.take(), true);
+        let info = LogBuffer::new(self.info_log.take(), false);
+        if err.is_some() {
+            list.push(CUjit_option::CU_JIT_ERROR_LOG_BUFFER, err.ptr.cast());
+            list.push(
+                CUjit_option::CU_JIT_ERROR_LOG_BUFFER_SIZE_BYTES,
+                ptr::without_provenance_mut(err.len),
+            );
+        }
+        if info.is_some() {
+            list.push(CUjit_option::CU_JIT_INFO_LOG_BUFFER, info.ptr.cast());
+            list.push(
+                CUjit_option::CU_JIT_INFO_LOG_BUFFER_SIZE_BYTES,
+                ptr::without_provenance_mut(info.len),
+            );
+        }
+        if let Some(level) = self.optimization_level {
+            list.push(
+                CUjit_option::CU_JIT_OPTIMIZATION_LEVEL,
+                ptr::without_provenance_mut(level as usize),
+            );
+        }
+        if let Some(regs) = self.max_registers {
+            list.push(
+                CUjit_option::CU_JIT_MAX_REGISTERS,
+                ptr::without_provenance_mut(regs as usize),
+            );
+        }
+        if let Some(target) = self.target {
+            list.push(
+                CUjit_option::CU_JIT_TARGET,
+                ptr::without_provenance_mut(target.0 as usize),
+            );
+        }
+        if self.log_verbose {
+            list.push(
+                CUjit_option::CU_JIT_LOG_VERBOSE,
+                ptr::without_provenance_mut(1),
+            );
+        }
+        if self.generate_line_info {
+            list.push(
+                CUjit_option::CU_JIT_GENERATE_LINE_INFO,
+                ptr::without_provenance_mut(1),
+            );
+        }
+        if self.generate_debug_info {
+            list.push(
+                CUjit_option::CU_JIT_GENERATE_DEBUG_INFO,
+                ptr::without_provenance_mut(1),
+            );
+        }
+        (err, info)
+    }
+}
+
+/// A module (`CUmodule`) loaded into a context, unloaded on drop (`cuModuleUnload`).
+#[derive(Debug)]
+pub struct Module<'ctx> {
+    raw: CUmodule,
+    owned: bool,
+    _ctx: CtxMarker<'ctx>,
+}
+
+// SAFETY: a CUmodule may be used from any thread; the driver synchronizes it.
+unsafe impl Send for Module<'_> {}
+// SAFETY: as above.
+unsafe impl Sync for Module<'_> {}
+
+/// A `__device__` global of a module: its device address and size.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Global {
+    /// Device address.
+    pub ptr: CUdeviceptr,
+    /// Size in bytes.
+    pub size: usize,
+}
+
+impl<'ctx> Module<'ctx> {
+    /// `cuModuleLoadDataEx` of PTX text, JIT-compiled for the context's device.
+    ///
+    /// The text needs a terminating NUL; with `alloc` one is added when missing (a copy),
+    /// without `alloc` a missing NUL is [`Error::InvalidArgument`].
+    ///
+    /// ```no_run
+    /// # fn main() -> cuda_core::Result<()> {
+    /// use cuda_core::{Context, Device, Module};
+    /// let ctx = Context::primary(Device::get(0)?)?;
+    /// let module = Module::from_ptx(&ctx, ".version 8.0\n.target sm_90\n.address_size 64\n")?;
+    /// # let _ = module; Ok(()) }
+    /// ```
+    ///
+    /// # Errors
+    /// [`Error::Jit`] with the JIT error log when the PTX does not compile (or
+    /// [`Error::Driver`] when the driver failed without writing a log); driver errors.
+    #[doc(alias = "cuModuleLoadDataEx")]
+    pub fn from_ptx(ctx: &'ctx Context, ptx: &str) -> Result<Self> {
+        Self::from_ptx_with(ctx, ptx, JitOptions::default())
+    }
+
+    /// [`Module::from_ptx`] with JIT options.
+    ///
+    /// # Errors
+    /// As [`Module::from_ptx`].
+    #[doc(alias = "cuModuleLoadDataEx")]
+    pub fn from_ptx_with(ctx: &'ctx Context, ptx: &str, options: JitOptions<'_>) -> Result<Self> {
+        if ptx.as_bytes().last() == Some(&0) {
+            return Self::load(ctx, ptx.as_ptr().cast(), options);
+        }
+        #[cfg(feature = "alloc")]
+        {
+            let mut text = alloc::vec::Vec::with_capacity(ptx.len().saturating_add(1));
+            text.extend_from_slice(ptx.as_bytes());
+            text.push(0);
+            Self::load(ctx, text.as_ptr().cast(), options)
+        }
+        #[cfg(not(feature = "alloc"))]
+        {
+            let _ = options;
+            Err(Error::InvalidArgument(
+                "PTX text must end with a NUL byte (no `alloc` feature to add one)",
+            ))
+        }
+    }
+
+    /// `cuModuleLoadDataEx` of a NUL-terminated PTX string (no copy).
+    ///
+    /// # Errors
+    /// As [`Module::from_ptx`].
+    #[doc(alias = "cuModuleLoadDataEx")]
+    pub fn from_ptx_cstr(ctx: &'ctx Context, ptx: &CStr, options: JitOptions<'_>) -> Result<Self> {
+        Self::load(ctx, ptx.as_ptr().cast(), options)
+    }
+
+    /// `cuModuleLoadDataEx` of a cubin (ELF), a fatbin, or NUL-terminated PTX bytes.
+    ///
+    /// The driver reads the image without a length, so the image is checked first: an
+    /// ELF's program and section headers and section contents, and a fatbin's declared
+    /// size, must lie inside `image`; anything else must contain a NUL.
+    ///
+    /// # Errors
+    /// [`Error::InvalidArgument`] for a truncated image; [`Error::Jit`] when embedded
+    /// PTX fails to compile; driver errors (`CUDA_ERROR_NO_BINARY_FOR_GPU`, ...).
+    #[doc(alias = "cuModuleLoadDataEx")]
+    pub fn from_image(ctx: &'ctx Context, image: &[u8]) -> Result<Self> {
+        Self::from_image_with(ctx, image, JitOptions::default())
+    }
+
+    /// [`Module::from_image`] with JIT options (they apply to PTX inside a fatbin).
+    ///
+    /// # Errors
+    /// As [`Module::from_image`].
+    #[doc(alias = "cuModuleLoadDataEx")]
+    pub fn from_image_with(
+        ctx: &'ctx Context,
+        image: &[u8],
+        options: JitOptions<'_>,
+    ) -> Result<Self> {
+        check_image(image)?;
+        Self::load(ctx, image.as_ptr().cast(), options)
+    }
+
+    fn load(ctx: &'ctx Context, image: *const c_void, mut options: JitOptions<'_>) -> Result<Self> {
+        let g = ctx.enter()?;
+        let mut list = OptionList::new();
+        let (err, _info) = options.build(&mut list);
+        let load = g.cu.cuModuleLoadDataEx()?;
+        let mut raw = ptr::null_mut();
+        // SAFETY: `image` is a complete image (checked by the callers); the option arrays
+        // hold `list.len` entries whose buffers (`err`, `_info`) outlive the call; the
+        // context is current.
+        let rc = unsafe {
+            load(
+                &mut raw,
+                image,
+                list.count(),
+                list.keys.as_mut_ptr(),
+                list.values.as_mut_ptr(),
+            )
+        };
+        if !rc.is_success() {
+            return Err(Error::jit("cuModuleLoadDataEx", rc, err.log()));
+        }
+        Ok(Self {
+            raw,
+            owned: true,
+            _ctx: CtxMarker::default(),
+        })
+    }
+
+    /// Takes ownership of a module of `ctx`; dropping the result unloads it.
+    ///
+    /// # Safety
+    /// `raw` must be a live module of `ctx` that nothing else unloads.
+    pub unsafe fn from_raw(raw: CUmodule, _ctx: &'ctx Context) -> Self {
+        Self {
+            raw,
+            owned: true,
+            _ctx: CtxMarker::default(),
+        }
+    }
+
+    /// Wraps a module owned elsewhere; dropping the result does nothing.
+    ///
+    /// # Safety
+    /// `raw` must be a live module of `ctx` that stays loaded as long as the result.
+    pub unsafe fn borrow_raw(raw: CUmodule, _ctx: &'ctx Context) -> Self {
+        Self {
+            raw,
+            owned: false,
+            _ctx: CtxMarker::default(),
+        }
+    }
+
+    /// The raw `CUmodule`.
+    pub fn as_raw(&self) -> CUmodule {
+        self.raw
+    }
+
+    /// Gives up ownership: returns the raw handle, which the caller must unload.
+    pub fn into_raw(self) -> CUmodule {
+        let raw = self.raw;
+        core::mem::forget(self);
+        raw
+    }
+
+    /// `cuModuleGetFunction`: the kernel named `name` (its mangled name for C++).
+    ///
+    /// # Errors
+    /// `CUDA_ERROR_NOT_FOUND` when there is none.
+    #[doc(alias = "cuModuleGetFunction")]
+    pub fn function(&self, name: &str) -> Result<Function<'_>> {
+        with_cstr(name, |name| self.function_cstr(name))?
+    }
+
+    /// `cuModuleGetFunction` with a C string name.
+    ///
+    /// # Errors
+    /// As [`Module::function`].
+    #[doc(alias = "cuModuleGetFunction")]
+    pub fn function_cstr(&self, name: &CStr) -> Result<Function<'_>> {
+        let cu = api()?;
+        let mut raw = ptr::null_mut();
+        // SAFETY: live module, NUL-terminated name, valid out-pointer.
+        unsafe { drv!(cu, cuModuleGetFunction(&mut raw, self.raw, name.as_ptr()))? };
+        // SAFETY: the function belongs to this module, which the result borrows.
+        Ok(unsafe { Function::from_raw(raw) })
+    }
+
+    /// `cuModuleGetGlobal`: the address and size of the `__device__` global `name`.
+    ///
+    /// # Errors
+    /// `CUDA_ERROR_NOT_FOUND` when there is none.
+    #[doc(alias = "cuModuleGetGlobal")]
+    pub fn global(&self, name: &str) -> Result<Global> {
+        let cu = api()?;
+        with_cstr(name, |name| {
+            let (mut ptr, mut size) = (0, 0);
+            // SAFETY: live module, NUL-terminated name, valid out-pointers.
+            unsafe {
+                drv!(
+                    cu,
+                    cuModuleGetGlobal(&mut ptr, &mut size, self.raw, name.as_ptr())
+                )?
+            };
+            Ok(Global { ptr, size })
+        })?
+    }
+
+    /// `cuModuleGetFunctionCount`: the number of functions in the module.
+    ///
+    /// # Errors
+    /// Driver errors.
+    #[doc(alias = "cuModuleGetFunctionCount")]
+    pub fn function_count(&self) -> Result<u32> {
+        let cu = api()?;
+        let mut n = 0;
+        // SAFETY: live module, valid out-pointer.
+        unsafe { drv!(cu, cuModuleGetFunctionCount(&mut n, self.raw))? };
+        Ok(n)
+    }
+}
+
+impl Drop for Module<'_> {
+    /// `cuModuleUnload` for owned modules; errors are ignored.
+    fn drop(&mut self) {
+        if !self.owned {
+            return;
+        }
+        if let Ok(cu) = api() {
+            if let Ok(f) = cu.cuModuleUnload() {
+                // SAFETY: the module is ours; no Function borrows it any more.
+                let _ = unsafe { f(self.raw) };
+            }
+        }
+    }
+}
+
+/// Runs `f` with `s` as a NUL-terminated string: copied into a stack buffer (up to 511
+/// bytes), else (with `alloc`) onto the heap.
+pub(crate) fn with_cstr<R>(s: &str, f: impl FnOnce(&CStr) -> R) -> Result<R> {
+    let bytes = s.as_bytes();
+    if bytes.contains(&0) {
+        return Err(Error::InvalidArgument("name contains a NUL byte"));
+    }
+    let mut buf = [0u8; 512];
+    if let Some(dst) = buf.get_mut(..bytes.len()) {
+        if bytes.len() < 512 {
+            dst.copy_from_slice(bytes);
+            let c = CStr::from_bytes_until_nul(&buf).map_err(|_| Error::InvalidArgument("name"))?;
+            return Ok(f(c));
+        }
+    }
+    #[cfg(feature = "alloc")]
+    {
+        let mut v = alloc::vec::Vec::with_capacity(bytes.len().saturating_add(1));
+        v.extend_from_slice(bytes);
+        v.push(0);
+        let c = CStr::from_bytes_with_nul(&v).map_err(|_| Error::InvalidArgument("name"))?;
+        Ok(f(c))
+    }
+    #[cfg(not(feature = "alloc"))]
+    {
+        Err(Error::InvalidArgument(
+            "name longer than 511 bytes (no `alloc` feature)",
+        ))
+    }
+}
+
+/// The fatbin magic (`FATBIN_MAGIC`, `fatbinary_section.h`).
+const FATBIN_MAGIC: u32 = 0xBA55_ED50;
+/// The fatbin wrapper magic (`__fatBinC_Wrapper_t`), which points elsewhere.
+const FATBIN_WRAPPER_MAGIC: u32 = 0x4662_43B1;
+
+fn read_u16(b: &[u8], at: usize) -> Option<usize> {
+    let s = b.get(at..at.checked_add(2)?)?;
+    Some(u16::from_le_bytes([*s.first()?, *s.get(1)?]) as usize)
+}
+
+fn read_u32(b: &[u8], at: usize) -> Option<u32> {
+    let s: [u8; 4] = b.get(at..at.checked_add(4)?)?.try_into().ok()?;
+    Some(u32::from_le_bytes(s))
+}
+
+fn read_u64(b: &[u8], at: usize) -> Option<usize> {
+    let s: [u8; 8] = b.get(at..at.checked_add(8)?)?.try_into().ok()?;
+    usize::try_from(u64::from_le_bytes(s)).ok()
+}
+
+/// Whether `[off, off + n * size)` lies inside `len` bytes.
+fn fits(len: usize, off: usize, n: usize, size: usize) -> bool {
+    n.checked_mul(size)
+        .and_then(|bytes| off.checked_add(bytes))
+        .is_some_and(|end| end <= len)
+}
+
+/// Checks that the driver, reading `image` without a length, stays inside it.
+fn check_image(image: &[u8]) -> Result<()> {
+    const BAD: Error = Error::InvalidArgument("truncated or malformed module image");
+    if image.starts_with(b"\x7fELF") {
+        // ELF64 little-endian header: e_phoff 0x20, e_shoff 0x28, e_phentsize 0x36,
+        // e_phnum 0x38, e_shentsize 0x3a, e_shnum 0x3c.
+        if image.get(4) != Some(&2) || image.get(5) != Some(&1) || image.len() < 64 {
+            return Err(BAD);
+        }
+        let h = |r: Option<usize>| r.ok_or(BAD);
+        let (phoff, shoff) = (h(read_u64(image, 0x20))?, h(read_u64(image, 0x28))?);
+        let (phentsize, phnum) = (h(read_u16(image, 0x36))?, h(read_u16(image, 0x38))?);
+        let (shentsize, shnum) = (h(read_u16(image, 0x3a))?, h(read_u16(image, 0x3c))?);
+        if !fits(image.len(), phoff, phnum, phentsize)
+            || !fits(image.len(), shoff, shnum, shentsize)
+        {
+            return Err(BAD);
+        }
+        if shnum > 0 && shentsize < 0x28 {
+            return Err(BAD);
+        }
+        for i in 0..shnum {
+            let at = h(i.checked_mul(shentsize).and_then(|o| o.checked_add(shoff)))?;
+            const SHT_NOBITS: u32 = 8;
+            if read_u32(image, at.checked_add(4).ok_or(BAD)?).ok_or(BAD)? == SHT_NOBITS {
+                continue;
+            }
+            let off = h(read_u64(image, at.checked_add(0x18).ok_or(BAD)?))?;
+            let size = h(read_u64(image, at.checked_add(0x20).ok_or(BAD)?))?;
+            if !fits(image.len(), off, 1, size) {
+                return Err(BAD);
+            }
+        }
+        return Ok(());
+    }
+    match read_u32(image, 0) {
+        Some(FATBIN_MAGIC) => {
+            // struct { u32 magic; u16 version; u16 headerSize; u64 fatSize; }
+            let header = read_u16(image, 6).ok_or(BAD)?;
+            let body = read_u64(image, 8).ok_or(BAD)?;
+            if header < 16 || !fits(image.len(), header, 1, body) {
+                return Err(BAD);
+            }
+            Ok(())
+        }
+        Some(FATBIN_WRAPPER_MAGIC) => Err(Error::InvalidArgument(
+            "a fatbin wrapper (__fatBinC_Wrapper_t): pass the fatbin it points to",
+        )),
+        _ if image.contains(&0) => Ok(()),
+        _ => Err(Error::InvalidArgument(
+            "PTX image must contain a terminating NUL byte",
+        )),
+    }
+}
