@@ -9,7 +9,8 @@ use cuda_sys::{CUdevice_attribute, CUresult};
 use cuda_workspace::{Outcome, TestResult, check, check_eq, require_gpu};
 
 fn ok(rc: CUresult, what: &str) -> TestResult {
-    rc.result().map_err(|e| Outcome::Fail(format!("{what}: {e}")))
+    rc.result()
+        .map_err(|e| Outcome::Fail(format!("{what}: {e}")))
 }
 
 /// The driver table: cuInit, version, device name, compute capability, how many
@@ -40,7 +41,10 @@ fn driver_table_loads() -> TestResult {
         check(found > 400, || format!("only {found} entries resolved"))?;
     }
     #[cfg(feature = "linked")]
-    println!("    linked mode: {} driver entries linked", cuda_sys::DRIVER_ENTRIES.len());
+    println!(
+        "    linked mode: {} driver entries linked",
+        cuda_sys::DRIVER_ENTRIES.len()
+    );
     // SAFETY: plain driver queries with valid out-pointers.
     unsafe {
         ok(cu.cuInit()?(0), "cuInit")?;
@@ -49,12 +53,31 @@ fn driver_table_loads() -> TestResult {
         let mut dev = 0;
         ok(cu.cuDeviceGet()?(&mut dev, 0), "cuDeviceGet")?;
         let mut name = [0 as core::ffi::c_char; 128];
-        ok(cu.cuDeviceGetName()?(name.as_mut_ptr(), 128, dev), "cuDeviceGetName")?;
-        let name = std::ffi::CStr::from_ptr(name.as_ptr()).to_string_lossy().into_owned();
+        ok(
+            cu.cuDeviceGetName()?(name.as_mut_ptr(), 128, dev),
+            "cuDeviceGetName",
+        )?;
+        let name = std::ffi::CStr::from_ptr(name.as_ptr())
+            .to_string_lossy()
+            .into_owned();
         let (mut major, mut minor) = (0, 0);
         let get = cu.cuDeviceGetAttribute()?;
-        ok(get(&mut major, CUdevice_attribute::CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR, dev), "cc major")?;
-        ok(get(&mut minor, CUdevice_attribute::CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR, dev), "cc minor")?;
+        ok(
+            get(
+                &mut major,
+                CUdevice_attribute::CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR,
+                dev,
+            ),
+            "cc major",
+        )?;
+        ok(
+            get(
+                &mut minor,
+                CUdevice_attribute::CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR,
+                dev,
+            ),
+            "cc minor",
+        )?;
         let mut bytes = 0usize;
         ok(cu.cuDeviceTotalMem()?(&mut bytes, dev), "cuDeviceTotalMem")?;
         println!(
@@ -83,25 +106,49 @@ fn versioned_names_work() -> TestResult {
         let mut dev = 0;
         ok(cu.cuDeviceGet()?(&mut dev, 0), "cuDeviceGet")?;
         let mut ctx = core::ptr::null_mut();
-        ok(cu.cuCtxCreate()?(&mut ctx, core::ptr::null_mut(), 0, dev), "cuCtxCreate (v4)")?;
+        ok(
+            cu.cuCtxCreate()?(&mut ctx, core::ptr::null_mut(), 0, dev),
+            "cuCtxCreate (v4)",
+        )?;
         let mut ptr = 0;
         let size = 5usize << 30; // 5 GiB: needs the 64-bit size of the _v2 ABI
         ok(cu.cuMemAlloc()?(&mut ptr, size), "cuMemAlloc 5 GiB (v2)")?;
         ok(cu.cuMemsetD8()?(ptr + size as u64 - 1, 7, 1), "cuMemsetD8")?;
         let mut last = 0u8;
-        ok(cu.cuMemcpyDtoH()?((&mut last as *mut u8).cast(), ptr + size as u64 - 1, 1), "cuMemcpyDtoH")?;
+        ok(
+            cu.cuMemcpyDtoH()?((&mut last as *mut u8).cast(), ptr + size as u64 - 1, 1),
+            "cuMemcpyDtoH",
+        )?;
         check_eq(last, 7, "last byte of a 5 GiB allocation")?;
         ok(cu.cuMemFree()?(ptr), "cuMemFree")?;
         let mut graph = core::ptr::null_mut();
         ok(cu.cuGraphCreate()?(&mut graph, 0), "cuGraphCreate")?;
         let mut a = core::ptr::null_mut();
         let mut b = core::ptr::null_mut();
-        ok(cu.cuGraphAddEmptyNode()?(&mut a, graph, core::ptr::null(), 0), "empty node a")?;
-        ok(cu.cuGraphAddEmptyNode()?(&mut b, graph, core::ptr::null(), 0), "empty node b")?;
-        ok(cu.cuGraphAddDependencies()?(graph, &a, &b, core::ptr::null(), 1), "cuGraphAddDependencies (v2)")?;
+        ok(
+            cu.cuGraphAddEmptyNode()?(&mut a, graph, core::ptr::null(), 0),
+            "empty node a",
+        )?;
+        ok(
+            cu.cuGraphAddEmptyNode()?(&mut b, graph, core::ptr::null(), 0),
+            "empty node b",
+        )?;
+        ok(
+            cu.cuGraphAddDependencies()?(graph, &a, &b, core::ptr::null(), 1),
+            "cuGraphAddDependencies (v2)",
+        )?;
         let mut n = 0usize;
         let edges = cu.cuGraphGetEdges()?;
-        ok(edges(graph, core::ptr::null_mut(), core::ptr::null_mut(), core::ptr::null_mut(), &mut n), "edges")?;
+        ok(
+            edges(
+                graph,
+                core::ptr::null_mut(),
+                core::ptr::null_mut(),
+                core::ptr::null_mut(),
+                &mut n,
+            ),
+            "edges",
+        )?;
         check_eq(n, 1, "edge count")?;
         ok(cu.cuGraphDestroy()?(graph), "cuGraphDestroy")?;
         ok(cu.cuCtxDestroy()?(ctx), "cuCtxDestroy")?;
@@ -120,7 +167,10 @@ fn runtime_table_loads() -> TestResult {
     };
     let load_us = start.elapsed().as_secs_f64() * 1e6;
     let found = rt.resolved().iter().filter(|r| **r).count();
-    println!("    runtime: {found} of {} entries resolved in {load_us:.0} us", cuda_sys::RUNTIME_ENTRIES.len());
+    println!(
+        "    runtime: {found} of {} entries resolved in {load_us:.0} us",
+        cuda_sys::RUNTIME_ENTRIES.len()
+    );
     // SAFETY: runtime calls with valid out-pointers; the allocation is freed.
     unsafe {
         let mut version = 0;
@@ -130,7 +180,10 @@ fn runtime_table_loads() -> TestResult {
         let cu = cuda_sys::driver()?;
         let mut base = 0;
         let mut size = 0usize;
-        ok(cu.cuMemGetAddressRange()?(&mut base, &mut size, ptr as u64), "cuMemGetAddressRange")?;
+        ok(
+            cu.cuMemGetAddressRange()?(&mut base, &mut size, ptr as u64),
+            "cuMemGetAddressRange",
+        )?;
         check_eq(size, 4096, "allocation size seen by the driver")?;
         rt.cudaFree()?(ptr).result()?;
         println!("    runtime version {version}");
@@ -141,6 +194,10 @@ fn runtime_table_loads() -> TestResult {
 fn main() {
     cuda_workspace::run_suite(
         "hw_sys",
-        cuda_workspace::hw_tests![driver_table_loads, versioned_names_work, runtime_table_loads],
+        cuda_workspace::hw_tests![
+            driver_table_loads,
+            versioned_names_work,
+            runtime_table_loads
+        ],
     );
 }

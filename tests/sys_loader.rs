@@ -10,7 +10,10 @@ fn result_codes_have_names_and_descriptions_without_a_driver() {
     assert!(text.starts_with("CUDA_ERROR_OUT_OF_MEMORY (2): "), "{text}");
     assert!(text.contains("memory"), "{text}");
     assert!(CUresult::CUDA_SUCCESS.is_success());
-    assert_eq!(CUresult::CUDA_ERROR_INVALID_PTX.result(), Err(CUresult::CUDA_ERROR_INVALID_PTX));
+    assert_eq!(
+        CUresult::CUDA_ERROR_INVALID_PTX.result(),
+        Err(CUresult::CUDA_ERROR_INVALID_PTX)
+    );
     // A code from a newer driver is a value like any other, not undefined behaviour.
     let unknown = CUresult(123_456);
     assert_eq!(unknown.name(), None);
@@ -37,17 +40,34 @@ fn documented_names_map_to_versioned_symbols() {
         assert!(e.symbol_cstr().to_bytes().len() == symbol.len());
     }
     // cuLaunchKernel has a per-thread-default-stream ABI (_ptsz) at 7000.
-    assert_eq!(find("cuLaunchKernel").map(|e| e.per_thread_version), Some(7000));
+    assert_eq!(
+        find("cuLaunchKernel").map(|e| e.per_thread_version),
+        Some(7000)
+    );
     // cuStreamGetCtx_v2 is asked for as cuStreamGetCtx at ABI 12050.
     let v2 = find("cuStreamGetCtx_v2").expect("cuStreamGetCtx_v2");
-    assert_eq!((v2.lookup_cstr().to_str().ok(), v2.version), (Some("cuStreamGetCtx"), 12050));
+    assert_eq!(
+        (v2.lookup_cstr().to_str().ok(), v2.version),
+        (Some("cuStreamGetCtx"), 12050)
+    );
     let mut names: Vec<&str> = DRIVER_ENTRIES.iter().map(|e| e.name).collect();
     names.sort_unstable();
     names.dedup();
     assert_eq!(names.len(), DRIVER_ENTRIES.len(), "duplicate driver names");
-    assert!(DRIVER_ENTRIES.len() > 440, "{} driver entries", DRIVER_ENTRIES.len());
-    assert!(RUNTIME_ENTRIES.len() > 300, "{} runtime entries", RUNTIME_ENTRIES.len());
-    let memcpy = RUNTIME_ENTRIES.iter().find(|e| e.name == "cudaMemcpy").expect("cudaMemcpy");
+    assert!(
+        DRIVER_ENTRIES.len() > 440,
+        "{} driver entries",
+        DRIVER_ENTRIES.len()
+    );
+    assert!(
+        RUNTIME_ENTRIES.len() > 300,
+        "{} runtime entries",
+        RUNTIME_ENTRIES.len()
+    );
+    let memcpy = RUNTIME_ENTRIES
+        .iter()
+        .find(|e| e.name == "cudaMemcpy")
+        .expect("cudaMemcpy");
     assert_eq!(memcpy.lookup_cstr().to_str().ok(), Some("cudaMemcpy_ptds"));
 }
 
@@ -58,7 +78,11 @@ mod loaded {
     use cuda_sys::{CUresult, DriverApi, Library};
 
     unsafe extern "C" fn mock_init(flags: c_uint) -> CUresult {
-        if flags == 0 { CUresult::CUDA_SUCCESS } else { CUresult::CUDA_ERROR_INVALID_VALUE }
+        if flags == 0 {
+            CUresult::CUDA_SUCCESS
+        } else {
+            CUresult::CUDA_ERROR_INVALID_VALUE
+        }
     }
 
     unsafe extern "C" fn mock_version(v: *mut c_int) -> CUresult {
@@ -84,12 +108,17 @@ mod loaded {
         let api = old_driver();
         // SAFETY: mock functions with valid arguments.
         unsafe {
-            assert_eq!(api.cuInit().expect("cuInit resolved")(0), CUresult::CUDA_SUCCESS);
+            assert_eq!(
+                api.cuInit().expect("cuInit resolved")(0),
+                CUresult::CUDA_SUCCESS
+            );
             let mut v = 0;
             assert!(api.cuDriverGetVersion().expect("resolved")(&mut v).is_success());
             assert_eq!(v, 11_080);
         }
-        let err = api.cuLaunchKernelEx().expect_err("an 11.8 driver lacks nothing here, but the mock does");
+        let err = api
+            .cuLaunchKernelEx()
+            .expect_err("an 11.8 driver lacks nothing here, but the mock does");
         assert_eq!(err.name, "cuLaunchKernelEx");
         assert!(err.to_string().contains("`cuLaunchKernelEx`"), "{err}");
         let resolved = api.resolved();

@@ -95,9 +95,11 @@ pub const HEADER_VERSION: u32 = CUDA_VERSION;
 /// `CU_LAUNCH_PARAM_END`: terminates the `extra` array of `cuLaunchKernel`.
 pub const CU_LAUNCH_PARAM_END: *mut core::ffi::c_void = core::ptr::null_mut();
 /// `CU_LAUNCH_PARAM_BUFFER_POINTER`: next `extra` entry points to the packed parameters.
-pub const CU_LAUNCH_PARAM_BUFFER_POINTER: *mut core::ffi::c_void = core::ptr::without_provenance_mut(1);
+pub const CU_LAUNCH_PARAM_BUFFER_POINTER: *mut core::ffi::c_void =
+    core::ptr::without_provenance_mut(1);
 /// `CU_LAUNCH_PARAM_BUFFER_SIZE`: next `extra` entry points to a `size_t` with their size.
-pub const CU_LAUNCH_PARAM_BUFFER_SIZE: *mut core::ffi::c_void = core::ptr::without_provenance_mut(2);
+pub const CU_LAUNCH_PARAM_BUFFER_SIZE: *mut core::ffi::c_void =
+    core::ptr::without_provenance_mut(2);
 /// `CU_STREAM_LEGACY`: the legacy default stream handle.
 pub const CU_STREAM_LEGACY: CUstream = core::ptr::without_provenance_mut(1);
 /// `CU_STREAM_PER_THREAD`: the per-thread default stream handle.
@@ -188,5 +190,9 @@ pub fn runtime_with(options: LoadOptions) -> Result<&'static RuntimeApi, &'stati
 
 /// The binding mode this build uses: `"loaded"` or `"linked"`.
 pub const fn binding_mode() -> &'static str {
-    if cfg!(feature = "linked") { "linked" } else { "loaded" }
+    if cfg!(feature = "linked") {
+        "linked"
+    } else {
+        "loaded"
+    }
 }

@@ -32,7 +32,10 @@ pub fn load_driver(options: LoadOptions) -> Result<DriverApi, LoadError> {
         Some(unsafe { core::mem::transmute::<*mut c_void, GetProcAddress>(gpa) })
     };
     if gpa.is_none() && library.symbol(c"cuInit").is_null() {
-        return Err(LoadError::MissingEntryPoint { library: "libcuda", symbol: "cuInit" });
+        return Err(LoadError::MissingEntryPoint {
+            library: "libcuda",
+            symbol: "cuInit",
+        });
     }
     let flags = if options.per_thread_default_stream {
         crate::CUdriverProcAddress_flags::CU_GET_PROC_ADDRESS_PER_THREAD_DEFAULT_STREAM.0 as u64
@@ -41,7 +44,11 @@ pub fn load_driver(options: LoadOptions) -> Result<DriverApi, LoadError> {
     };
     let resolve = |lib: &Library, e: &Entry| -> *mut c_void {
         if let Some(gpa) = gpa {
-            let version = match (options.per_thread_default_stream, e.per_thread_version, e.version) {
+            let version = match (
+                options.per_thread_default_stream,
+                e.per_thread_version,
+                e.version,
+            ) {
                 (true, v, _) if v != 0 => v,
                 (_, _, 0) => crate::CUDA_VERSION,
                 (_, _, v) => v,
@@ -50,7 +57,13 @@ pub fn load_driver(options: LoadOptions) -> Result<DriverApi, LoadError> {
             let mut status = crate::CUdriverProcAddressQueryResult(0);
             // SAFETY: lookup is NUL-terminated; ptr and status are valid out-pointers.
             let rc = unsafe {
-                gpa(e.lookup_cstr().as_ptr(), &mut ptr, version as c_int, flags, &mut status)
+                gpa(
+                    e.lookup_cstr().as_ptr(),
+                    &mut ptr,
+                    version as c_int,
+                    flags,
+                    &mut status,
+                )
             };
             if rc == crate::CUresult::CUDA_SUCCESS && !ptr.is_null() {
                 return ptr;
@@ -69,7 +82,9 @@ pub fn load_driver(options: LoadOptions) -> Result<DriverApi, LoadError> {
     // SAFETY: each address came from the driver for the entry of the same index, whose
     // signature the generated table declares; the library lives inside the table.
     Ok(unsafe {
-        DriverApi::from_resolver(library, |_| next.next().copied().unwrap_or(core::ptr::null_mut()))
+        DriverApi::from_resolver(library, |_| {
+            next.next().copied().unwrap_or(core::ptr::null_mut())
+        })
     })
 }
 
@@ -92,7 +107,9 @@ pub fn load_runtime(options: LoadOptions) -> Result<RuntimeApi, LoadError> {
     let mut next = addrs.iter();
     // SAFETY: addresses of the runtime's exports for the entries of the same index.
     Ok(unsafe {
-        RuntimeApi::from_resolver(library, |_| next.next().copied().unwrap_or(core::ptr::null_mut()))
+        RuntimeApi::from_resolver(library, |_| {
+            next.next().copied().unwrap_or(core::ptr::null_mut())
+        })
     })
 }
 

@@ -27,14 +27,20 @@ unsafe impl Sync for Library {}
 impl Library {
     /// A library that owns nothing (tables built from a mock resolver, or linked mode).
     pub const fn none() -> Self {
-        Self { handle: core::ptr::null_mut() }
+        Self {
+            handle: core::ptr::null_mut(),
+        }
     }
 
     /// Opens `path` with `RTLD_NOW | RTLD_LOCAL`.
     pub fn open(path: &CStr) -> Result<Self, DlError> {
         // SAFETY: `path` is NUL-terminated; dlopen has no other precondition.
         let handle = unsafe { libc::dlopen(path.as_ptr(), libc::RTLD_NOW | libc::RTLD_LOCAL) };
-        if handle.is_null() { Err(DlError::last()) } else { Ok(Self { handle }) }
+        if handle.is_null() {
+            Err(DlError::last())
+        } else {
+            Ok(Self { handle })
+        }
     }
 
     /// `dlsym`: the address of `symbol`, or null.
@@ -71,7 +77,10 @@ pub struct FixedStr<const N: usize> {
 impl<const N: usize> FixedStr<N> {
     /// An empty buffer.
     pub const fn new() -> Self {
-        Self { buf: [0; N], len: 0 }
+        Self {
+            buf: [0; N],
+            len: 0,
+        }
     }
 
     /// Appends as much of `s` as fits (one byte stays free for a NUL terminator), on a
@@ -179,7 +188,11 @@ pub enum LoadError {
 impl fmt::Display for LoadError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
-            Self::LibraryNotFound { library, tried, last } => write!(
+            Self::LibraryNotFound {
+                library,
+                tried,
+                last,
+            } => write!(
                 f,
                 "could not load {library}: tried {tried} (last error: {})",
                 last.0
@@ -216,7 +229,11 @@ pub(crate) struct Search {
 
 impl Search {
     pub(crate) const fn new(library: &'static str) -> Self {
-        Self { library, tried: FixedStr::new(), last: None }
+        Self {
+            library,
+            tried: FixedStr::new(),
+            last: None,
+        }
     }
 
     /// Tries the concatenation of `parts` (one path); records it.
@@ -313,10 +330,21 @@ pub fn open_runtime() -> Result<Library, LoadError> {
     }
     let home = getenv(c"HOME");
     let venv = getenv(c"VIRTUAL_ENV");
-    let bases: [(Option<&str>, &str); 4] =
-        [(venv, "/lib/"), (home, "/.local/lib/"), (Some("/usr/local"), "/lib/"), (Some("/usr"), "/lib/")];
-    const PYTHONS: [&str; 7] =
-        ["python3.8", "python3.9", "python3.10", "python3.11", "python3.12", "python3.13", "python3.14"];
+    let bases: [(Option<&str>, &str); 4] = [
+        (venv, "/lib/"),
+        (home, "/.local/lib/"),
+        (Some("/usr/local"), "/lib/"),
+        (Some("/usr"), "/lib/"),
+    ];
+    const PYTHONS: [&str; 7] = [
+        "python3.8",
+        "python3.9",
+        "python3.10",
+        "python3.11",
+        "python3.12",
+        "python3.13",
+        "python3.14",
+    ];
     for (base, lib) in bases {
         let Some(base) = base else { continue };
         for py in PYTHONS {

@@ -22,7 +22,10 @@ unsafe impl<T: Send + Sync, E: Send + Sync> Sync for Once<T, E> {}
 
 impl<T, E> Once<T, E> {
     pub(crate) const fn new() -> Self {
-        Self { state: AtomicU8::new(EMPTY), value: UnsafeCell::new(MaybeUninit::uninit()) }
+        Self {
+            state: AtomicU8::new(EMPTY),
+            value: UnsafeCell::new(MaybeUninit::uninit()),
+        }
     }
 
     /// The value, initializing it with `init` if no thread did yet.

@@ -64,7 +64,11 @@ pub struct MissingSymbol {
 
 impl fmt::Display for MissingSymbol {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "`{}` is not provided by the loaded CUDA library (driver too old?)", self.name)
+        write!(
+            f,
+            "`{}` is not provided by the loaded CUDA library (driver too old?)",
+            self.name
+        )
     }
 }
 

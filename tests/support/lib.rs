@@ -37,12 +37,20 @@ pub fn skip<T>(reason: impl Into<String>) -> Result<T, Outcome> {
 
 /// Fails the test unless `cond` holds.
 pub fn check(cond: bool, what: impl FnOnce() -> String) -> TestResult {
-    if cond { Ok(()) } else { Err(Outcome::Fail(what())) }
+    if cond {
+        Ok(())
+    } else {
+        Err(Outcome::Fail(what()))
+    }
 }
 
 /// Fails the test unless `a == b`.
 pub fn check_eq<T: PartialEq + std::fmt::Debug>(a: T, b: T, what: &str) -> TestResult {
-    if a == b { Ok(()) } else { Err(Outcome::Fail(format!("{what}: {a:?} != {b:?}"))) }
+    if a == b {
+        Ok(())
+    } else {
+        Err(Outcome::Fail(format!("{what}: {a:?} != {b:?}")))
+    }
 }
 
 /// What the harness found about the GPU, once per process.
@@ -91,15 +99,24 @@ fn probe() -> Result<GpuInfo, String> {
     unsafe {
         call(cu.cuInit().map_err(|e| e.to_string())?(0), "cuInit")?;
         let mut count = 0;
-        call(cu.cuDeviceGetCount().map_err(|e| e.to_string())?(&mut count), "cuDeviceGetCount")?;
+        call(
+            cu.cuDeviceGetCount().map_err(|e| e.to_string())?(&mut count),
+            "cuDeviceGetCount",
+        )?;
         if count == 0 {
             return Err("the driver reports no CUDA device".into());
         }
         let mut dev = 0;
-        call(cu.cuDeviceGet().map_err(|e| e.to_string())?(&mut dev, 0), "cuDeviceGet")?;
+        call(
+            cu.cuDeviceGet().map_err(|e| e.to_string())?(&mut dev, 0),
+            "cuDeviceGet",
+        )?;
         let attr = |a: cuda_sys::CUdevice_attribute| -> Result<i32, String> {
             let mut v = 0;
-            call(cu.cuDeviceGetAttribute().map_err(|e| e.to_string())?(&mut v, a, dev), "cuDeviceGetAttribute")?;
+            call(
+                cu.cuDeviceGetAttribute().map_err(|e| e.to_string())?(&mut v, a, dev),
+                "cuDeviceGetAttribute",
+            )?;
             Ok(v)
         };
         let cc = (
@@ -107,11 +124,24 @@ fn probe() -> Result<GpuInfo, String> {
             attr(cuda_sys::CUdevice_attribute::CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR)?,
         );
         let mut name = [0 as core::ffi::c_char; 256];
-        call(cu.cuDeviceGetName().map_err(|e| e.to_string())?(name.as_mut_ptr(), 256, dev), "cuDeviceGetName")?;
-        let name = std::ffi::CStr::from_ptr(name.as_ptr()).to_string_lossy().into_owned();
+        call(
+            cu.cuDeviceGetName().map_err(|e| e.to_string())?(name.as_mut_ptr(), 256, dev),
+            "cuDeviceGetName",
+        )?;
+        let name = std::ffi::CStr::from_ptr(name.as_ptr())
+            .to_string_lossy()
+            .into_owned();
         let mut driver_version = 0;
-        call(cu.cuDriverGetVersion().map_err(|e| e.to_string())?(&mut driver_version), "cuDriverGetVersion")?;
-        Ok(GpuInfo { count, cc, name, driver_version })
+        call(
+            cu.cuDriverGetVersion().map_err(|e| e.to_string())?(&mut driver_version),
+            "cuDriverGetVersion",
+        )?;
+        Ok(GpuInfo {
+            count,
+            cc,
+            name,
+            driver_version,
+        })
     }
 }
 
@@ -158,7 +188,10 @@ pub fn run_suite(suite: &str, tests: &[HwTest]) -> ! {
     }
     let (mut passed, mut failed, mut skipped) = (0, 0, 0);
     for t in tests {
-        if filter.as_ref().is_some_and(|f| !t.name.contains(f.as_str())) {
+        if filter
+            .as_ref()
+            .is_some_and(|f| !t.name.contains(f.as_str()))
+        {
             continue;
         }
         let start = Instant::now();
@@ -186,7 +219,10 @@ pub fn run_suite(suite: &str, tests: &[HwTest]) -> ! {
             }
             Outcome::Fail(why) => {
                 failed += 1;
-                println!("test {suite}::{} ... FAILED ({ms:.1} ms)\n    {why}", t.name);
+                println!(
+                    "test {suite}::{} ... FAILED ({ms:.1} ms)\n    {why}",
+                    t.name
+                );
             }
         }
     }
@@ -228,7 +264,9 @@ pub mod abi {
             (0..len)
                 .map(|i| {
                     let p = &*base.add(i);
-                    let name = std::ffi::CStr::from_ptr(p.name).to_string_lossy().into_owned();
+                    let name = std::ffi::CStr::from_ptr(p.name)
+                        .to_string_lossy()
+                        .into_owned();
                     (name, p.value as usize)
                 })
                 .collect()

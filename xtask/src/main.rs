@@ -1,6 +1,9 @@
 //! `cargo xtask`: bindings, PTX, tests, GPU bundle and benchmarks for this workspace.
 
 mod bindgen;
+mod bundle;
+mod ptx;
+mod test;
 mod toolkit;
 
 use std::path::{Path, PathBuf};
@@ -13,6 +16,9 @@ const USAGE: &str = "usage: cargo xtask <command>
 
 commands:
   bindgen [--check]   regenerate cuda-sys/src/generated (or fail if stale)
+  ptx [--check]       build ptx/ to ptx/generated/*.ptx with nightly (or fail if stale)
+  test                everything CI checks; hardware suites run on a GPU or report skips
+  bundle [DIR]        test binaries + PTX + run.sh for a GPU host without Rust (default: bundle/)
 ";
 
 fn main() {
@@ -20,6 +26,14 @@ fn main() {
     let root = workspace_root();
     let result = match args.first().map(String::as_str) {
         Some("bindgen") => bindgen::run(&root, args.iter().any(|a| a == "--check")),
+        Some("ptx") => ptx::build(&root, args.iter().any(|a| a == "--check")),
+        Some("test") => test::run_all(&root),
+        Some("bundle") => {
+            let dir = args
+                .get(1)
+                .map_or_else(|| root.join("bundle"), PathBuf::from);
+            bundle::run_bundle(&root, &dir)
+        }
         _ => {
             eprint!("{USAGE}");
             std::process::exit(2);
@@ -33,7 +47,17 @@ fn main() {
 
 /// The workspace root (xtask's manifest dir is `<root>/xtask`).
 pub fn workspace_root() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).parent().map(Path::to_path_buf).unwrap_or_default()
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .parent()
+        .map(Path::to_path_buf)
+        .unwrap_or_default()
+}
+
+/// `cargo` (the one running xtask) in the workspace root.
+pub fn cargo(root: &Path) -> Command {
+    let mut cmd = Command::new(std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into()));
+    cmd.current_dir(root);
+    cmd
 }
 
 /// Prints a progress line for a long step.
@@ -44,5 +68,9 @@ pub fn step(msg: &str) {
 /// Runs a command, failing with its command line when it does not succeed.
 pub fn run(cmd: &mut Command) -> R {
     let status = cmd.status().map_err(|e| format!("{cmd:?}: {e}"))?;
-    if status.success() { Ok(()) } else { Err(format!("{cmd:?} failed: {status}").into()) }
+    if status.success() {
+        Ok(())
+    } else {
+        Err(format!("{cmd:?} failed: {status}").into())
+    }
 }

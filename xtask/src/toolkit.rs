@@ -29,7 +29,10 @@ pub struct Toolkit {
 impl Toolkit {
     /// `ptxas`, if the toolkit has one.
     pub fn ptxas(&self) -> Option<PathBuf> {
-        self.bin.as_ref().map(|b| b.join("ptxas")).filter(|p| p.exists())
+        self.bin
+            .as_ref()
+            .map(|b| b.join("ptxas"))
+            .filter(|p| p.exists())
     }
 }
 
@@ -37,9 +40,16 @@ fn from_root(root: &Path) -> Option<Toolkit> {
     if !root.join("include/cuda.h").exists() {
         return None;
     }
-    let lib = ["lib64", "lib"].iter().map(|l| root.join(l)).find(|p| p.exists());
+    let lib = ["lib64", "lib"]
+        .iter()
+        .map(|l| root.join(l))
+        .find(|p| p.exists());
     let bin = Some(root.join("bin")).filter(|p| p.join("ptxas").exists());
-    Some(Toolkit { include: root.join("include"), bin, lib })
+    Some(Toolkit {
+        include: root.join("include"),
+        bin,
+        lib,
+    })
 }
 
 /// Finds an installed toolkit, or installs the wheels into `<workspace>/.cuda`.
@@ -70,10 +80,16 @@ pub fn wheels(workspace: &Path) -> R<Toolkit> {
             .find(|p| Command::new(p).arg("--version").output().is_ok())
             .ok_or("python3 is needed to fetch the CUDA wheels (pip)")?;
         let mut cmd = Command::new(python);
-        cmd.args(["-m", "pip", "install", "--quiet", "--disable-pip-version-check"])
-            .args(["--no-deps", "--upgrade", "--target"])
-            .arg(&dir)
-            .args(WHEELS);
+        cmd.args([
+            "-m",
+            "pip",
+            "install",
+            "--quiet",
+            "--disable-pip-version-check",
+        ])
+        .args(["--no-deps", "--upgrade", "--target"])
+        .arg(&dir)
+        .args(WHEELS);
         run(&mut cmd)?;
         std::fs::write(&stamp, &want)?;
     }
@@ -111,18 +127,26 @@ fn libclang_present() -> bool {
     // libclang.so or libclang-N.so*, not libclang-cpp (which other packages pull in).
     let is_libclang = |name: &str| {
         name.starts_with("libclang.so")
-            || name.strip_prefix("libclang-").is_some_and(|r| r.starts_with(|c: char| c.is_ascii_digit()))
+            || name
+                .strip_prefix("libclang-")
+                .is_some_and(|r| r.starts_with(|c: char| c.is_ascii_digit()))
     };
     let mut dirs: Vec<PathBuf> = ["/usr/lib/x86_64-linux-gnu", "/usr/lib64", "/usr/lib"]
         .iter()
         .map(PathBuf::from)
         .collect();
     if let Ok(rd) = std::fs::read_dir("/usr/lib") {
-        dirs.extend(rd.flatten().filter(|e| e.file_name().to_string_lossy().starts_with("llvm-")).map(|e| e.path().join("lib")));
+        dirs.extend(
+            rd.flatten()
+                .filter(|e| e.file_name().to_string_lossy().starts_with("llvm-"))
+                .map(|e| e.path().join("lib")),
+        );
     }
     dirs.iter().any(|d| {
-        std::fs::read_dir(d)
-            .is_ok_and(|rd| rd.flatten().any(|e| is_libclang(&e.file_name().to_string_lossy())))
+        std::fs::read_dir(d).is_ok_and(|rd| {
+            rd.flatten()
+                .any(|e| is_libclang(&e.file_name().to_string_lossy()))
+        })
     })
 }
 

@@ -1,0 +1,223 @@
+//! `cargo xtask bundle [DIR]`: what a GPU host with no Rust toolchain needs to run the
+//! hardware tests: release test binaries (loaded mode, plus `hw_sys_linked` linked
+//! against a stub libcuda), the PTX, the C++ reference sources and `run.sh`.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+
+use crate::{R, cargo, run, step, toolkit};
+
+/// Builds the bundle into `dir` and prints its size.
+pub fn run_bundle(root: &Path, dir: &Path) -> R {
+    let tk = toolkit::locate(root)?;
+    if dir.exists() {
+        std::fs::remove_dir_all(dir)?;
+    }
+    let bin = dir.join("bin");
+    std::fs::create_dir_all(&bin)?;
+
+    step("building hardware test binaries (release, loaded mode)");
+    let mut cmd = cargo(root);
+    cmd.env("CUDA_SYS_INCLUDE", &tk.include).args([
+        "test",
+        "--release",
+        "--no-run",
+        "--message-format=json-render-diagnostics",
+        "-p",
+        "cuda-workspace",
+        "--tests",
+    ]);
+    for exe in test_executables(&mut cmd)? {
+        copy_test(&exe, &bin, "")?;
+    }
+
+    step("building hw_sys in linked mode against a stub libcuda");
+    let stub_dir = stub_libraries(root, &tk)?;
+    let mut cmd = cargo(root);
+    cmd.env("CUDA_SYS_LIB_DIR", &stub_dir)
+        .env("CUDA_SYS_INCLUDE", &tk.include)
+        .args([
+            "test",
+            "--release",
+            "--no-run",
+            "--message-format=json-render-diagnostics",
+            "-p",
+            "cuda-workspace",
+            "--no-default-features",
+            "--features",
+            "linked",
+            "--test",
+            "hw_sys",
+            "--target-dir",
+        ])
+        .arg(root.join("target/linked-release"));
+    for exe in test_executables(&mut cmd)? {
+        copy_test(&exe, &bin, "_linked")?;
+    }
+
+    step("PTX, C++ reference and run script");
+    let ptx_dir = dir.join("ptx");
+    std::fs::create_dir_all(&ptx_dir)?;
+    for entry in std::fs::read_dir(root.join("ptx/generated"))?.flatten() {
+        std::fs::copy(entry.path(), ptx_dir.join(entry.file_name()))?;
+    }
+    let cpp = root.join("xtask/cpp");
+    if cpp.is_dir() {
+        let dst = dir.join("cpp");
+        std::fs::create_dir_all(&dst)?;
+        for entry in std::fs::read_dir(&cpp)?.flatten() {
+            std::fs::copy(entry.path(), dst.join(entry.file_name()))?;
+        }
+    }
+    let script = dir.join("run.sh");
+    std::fs::write(&script, RUN_SH)?;
+    run(Command::new("chmod").arg("+x").arg(&script))?;
+
+    let size = dir_size(dir);
+    println!(
+        "bundle: {} ({:.1} MiB); on a GPU host run `{}/run.sh` (add --sanitize for compute-sanitizer)",
+        dir.display(),
+        size as f64 / (1u64 << 20) as f64,
+        dir.display()
+    );
+    Ok(())
+}
+
+/// The test executables a `cargo test --no-run --message-format=json` build produced.
+fn test_executables(cmd: &mut Command) -> R<Vec<PathBuf>> {
+    cmd.stdout(Stdio::piped());
+    let out = cmd.output().map_err(|e| format!("{cmd:?}: {e}"))?;
+    if !out.status.success() {
+        return Err(format!("{cmd:?} failed: {}", out.status).into());
+    }
+    let text = String::from_utf8_lossy(&out.stdout);
+    let mut exes = Vec::new();
+    for line in text
+        .lines()
+        .filter(|l| l.contains("\"reason\":\"compiler-artifact\""))
+    {
+        let Some(i) = line.find("\"executable\":\"") else {
+            continue;
+        };
+        let rest = &line[i + 14..];
+        if let Some(end) = rest.find('"') {
+            exes.push(PathBuf::from(&rest[..end]));
+        }
+    }
+    Ok(exes)
+}
+
+/// Copies `target/.../deps/hw_core-<hash>` to `bin/hw_core<suffix>` (hardware suites only).
+fn copy_test(exe: &Path, bin: &Path, suffix: &str) -> R {
+    let file = exe.file_name().and_then(|f| f.to_str()).unwrap_or_default();
+    let name = file.rsplit_once('-').map_or(file, |(n, _)| n);
+    if name.starts_with("hw_") {
+        let dst = bin.join(format!("{name}{suffix}"));
+        std::fs::copy(exe, &dst)?;
+        run(Command::new("strip").arg(&dst)).or_else(|_| -> R { Ok(()) })?;
+        println!("  {}", dst.display());
+    }
+    Ok(())
+}
+
+/// A directory holding `libcuda.so` and `libcudart.so` to link against: the toolkit's
+/// `lib64/stubs` where there is one, otherwise a stub built with `cc` from the
+/// bindings' symbol list (soname `libcuda.so.1`, so the real driver is loaded at run
+/// time), and the wheel's libcudart.
+fn stub_libraries(root: &Path, tk: &toolkit::Toolkit) -> R<PathBuf> {
+    let dir = root.join("target/stubs");
+    std::fs::create_dir_all(&dir)?;
+    let lib = tk
+        .lib
+        .clone()
+        .ok_or("no CUDA lib directory (libcudart) found")?;
+    let toolkit_stub = lib.join("stubs/libcuda.so");
+    let cuda = dir.join("libcuda.so");
+    if toolkit_stub.exists() {
+        std::fs::copy(&toolkit_stub, &cuda)?;
+        println!("  libcuda: the toolkit's stub {}", toolkit_stub.display());
+    } else {
+        let list = std::fs::read_to_string(root.join("cuda-sys/src/generated/driver_fns.rs"))?;
+        let mut c = String::from(
+            "/* Stub libcuda for linking only; the real driver is loaded at run time. */\n",
+        );
+        let mut n = 0;
+        for line in list.lines() {
+            let Some((_, rest)) = line.split_once(" = ") else {
+                continue;
+            };
+            let Some((symbol, _)) = rest.split_once(" @") else {
+                continue;
+            };
+            c.push_str(&format!("void {symbol}(void) {{}}\n"));
+            n += 1;
+        }
+        let src = dir.join("libcuda_stub.c");
+        std::fs::write(&src, c)?;
+        let cc = std::env::var("CC").unwrap_or_else(|_| "cc".into());
+        run(Command::new(cc)
+            .args(["-shared", "-fPIC", "-Wl,-soname,libcuda.so.1", "-o"])
+            .arg(&cuda)
+            .arg(&src))?;
+        println!("  libcuda: stub with {n} symbols built from the bindings");
+    }
+    let cudart = dir.join("libcudart.so");
+    let real = lib.join("libcudart.so.13");
+    let _ = std::fs::remove_file(&cudart);
+    std::fs::copy(&real, &cudart).map_err(|e| format!("{}: {e}", real.display()))?;
+    Ok(dir)
+}
+
+fn dir_size(dir: &Path) -> u64 {
+    std::fs::read_dir(dir)
+        .map(|rd| {
+            rd.flatten()
+                .map(|e| match e.metadata() {
+                    Ok(m) if m.is_dir() => dir_size(&e.path()),
+                    Ok(m) => m.len(),
+                    Err(_) => 0,
+                })
+                .sum()
+        })
+        .unwrap_or(0)
+}
+
+const RUN_SH: &str = r#"#!/usr/bin/env bash
+# Runs the hardware suites on a GPU host (no Rust toolchain needed).
+# Generated by `cargo xtask bundle`. Usage: ./run.sh [--sanitize] [filter]
+#   --sanitize  also run the suites under compute-sanitizer (memcheck; racecheck and
+#               synccheck for hw_device)
+# Logs go to $OUT (if set) or ./logs.
+set -u
+cd "$(dirname "$0")"
+LOGS=${OUT:-$PWD/logs}
+mkdir -p "$LOGS"
+export LD_LIBRARY_PATH=/usr/local/cuda/lib64:${LD_LIBRARY_PATH:-}
+export CUDA_DEVRT_LIB=${CUDA_DEVRT_LIB:-/usr/local/cuda/lib64/libcudadevrt.a}
+SANITIZE=0
+if [ "${1:-}" = "--sanitize" ]; then SANITIZE=1; shift; fi
+nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader 2>/dev/null | sed 's/^/gpu: /'
+: > "$LOGS/summary.txt"
+for t in bin/hw_*; do
+  name=$(basename "$t")
+  echo "=== $name"
+  "$t" "$@" 2>&1 | tee "$LOGS/$name.log" | grep -v '^$'
+done
+if [ "$SANITIZE" = 1 ] && command -v compute-sanitizer >/dev/null; then
+  for t in bin/hw_core bin/hw_launch bin/hw_graph bin/hw_device; do
+    [ -x "$t" ] || continue
+    name=$(basename "$t")
+    echo "=== compute-sanitizer memcheck $name"
+    compute-sanitizer --tool memcheck --print-limit 20 "$t" "$@" > "$LOGS/memcheck_$name.log" 2>&1
+    grep -E "ERROR SUMMARY|passed, .* failed" "$LOGS/memcheck_$name.log"
+  done
+  for tool in racecheck synccheck; do
+    [ -x bin/hw_device ] || continue
+    echo "=== compute-sanitizer $tool hw_device"
+    compute-sanitizer --tool $tool --print-limit 20 bin/hw_device "$@" > "$LOGS/${tool}_hw_device.log" 2>&1
+    grep -E "ERROR SUMMARY|RACECHECK SUMMARY|passed, .* failed" "$LOGS/${tool}_hw_device.log"
+  done
+fi
+cat "$LOGS"/hw_*.log | awk '/^hw_[a-z_]+: [0-9]+ passed, [0-9]+ failed, [0-9]+ skipped$/ {p+=$2; f+=$4; s+=$6}
+  END {printf "hardware: %d passed, %d failed, %d skipped\n", p, f, s}' | tee "$LOGS/summary.txt"
+"#;

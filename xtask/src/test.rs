@@ -1,0 +1,211 @@
+//! `cargo xtask test`: everything CI checks, set up from a fresh machine.
+//!
+//! Steps: toolkit wheels and libclang; rustfmt and clippy components; `cargo fmt
+//! --check`; `bindgen --check`; `ptx --check` and ptxas over every shipped PTX file;
+//! clippy (`-D warnings`) in both binding modes; rustdoc (`-D warnings`); no_std builds;
+//! all tests, whose hardware suites run on a GPU or report themselves skipped. The last
+//! line sums the hardware suites.
+
+use std::io::{BufRead, BufReader};
+use std::path::Path;
+use std::process::{Command, Stdio};
+use std::time::Instant;
+
+use crate::{R, cargo, run, step, toolkit};
+
+/// Totals of the hardware suites' summary lines.
+#[derive(Default, Debug)]
+pub struct HwTotals {
+    /// Tests that ran and passed.
+    pub passed: u32,
+    /// Tests that failed.
+    pub failed: u32,
+    /// Tests that reported themselves skipped.
+    pub skipped: u32,
+    /// Suites seen.
+    pub suites: u32,
+    /// The first "no GPU" reason printed, if any.
+    pub no_gpu: Option<String>,
+}
+
+impl HwTotals {
+    /// Reads one output line; counts `hw_x: N passed, N failed, N skipped`.
+    pub fn read_line(&mut self, line: &str) {
+        if let Some(i) = line.find(": no GPU (") {
+            if line.starts_with("hw_") && self.no_gpu.is_none() {
+                self.no_gpu = Some(line[i + 2..].to_string());
+            }
+        }
+        let Some((suite, rest)) = line.split_once(": ") else {
+            return;
+        };
+        if !suite.starts_with("hw_") || suite.contains(' ') {
+            return;
+        }
+        let nums: Vec<u32> = rest
+            .split(", ")
+            .filter_map(|part| part.split_once(' ').and_then(|(n, _)| n.parse().ok()))
+            .collect();
+        if let [p, f, s] = nums[..] {
+            if rest.contains("passed") && rest.contains("skipped") {
+                self.passed += p;
+                self.failed += f;
+                self.skipped += s;
+                self.suites += 1;
+            }
+        }
+    }
+}
+
+/// Runs the whole check; fails on the first failing step (tests run to the end).
+pub fn run_all(root: &Path) -> R {
+    let start = Instant::now();
+    step("toolchain components (rustfmt, clippy, nightly rust-src)");
+    ensure_components()?;
+    let tk = toolkit::locate(root)?;
+    // SAFETY-free: just environment for child processes (the ABI probe's headers).
+    let include = tk.include.clone();
+
+    step("cargo fmt --check");
+    run(cargo(root).args(["fmt", "--all", "--", "--check"]))?;
+
+    step("bindings are current (cargo xtask bindgen --check)");
+    crate::bindgen::run(root, true)?;
+
+    step("PTX is current (cargo xtask ptx --check)");
+    crate::ptx::build(root, true)?;
+    let ptxas = tk
+        .ptxas()
+        .ok_or("ptxas not found in the CUDA toolkit or wheels")?;
+    step(&format!(
+        "assembling every shipped PTX file for sm_90 with {}",
+        ptxas.display()
+    ));
+    let n = crate::ptx::assemble_all(root, &ptxas)?;
+    println!("  {n} PTX files assembled");
+
+    step("clippy -D warnings (loaded mode, all targets)");
+    run(cargo(root).env("CUDA_SYS_INCLUDE", &include).args([
+        "clippy",
+        "--workspace",
+        "--all-targets",
+        "--",
+        "-D",
+        "warnings",
+    ]))?;
+    step("clippy -D warnings (linked mode)");
+    run(cargo(root).env("CUDA_SYS_INCLUDE", &include).args([
+        "clippy",
+        "--workspace",
+        "--all-targets",
+        "--no-default-features",
+        "--features",
+        "linked",
+        "--target-dir",
+        "target/linked",
+        "--",
+        "-D",
+        "warnings",
+    ]))?;
+
+    step("no_std builds: cuda-sys and cuda-core without std or alloc, both modes");
+    for features in ["loaded", "linked"] {
+        run(cargo(root).args([
+            "build",
+            "-p",
+            "cuda-sys",
+            "-p",
+            "cuda-core",
+            "--no-default-features",
+            "--features",
+            features,
+            "--target-dir",
+            "target/nostd",
+        ]))?;
+    }
+
+    step("cargo doc (warnings are errors)");
+    run(cargo(root).env("RUSTDOCFLAGS", "-D warnings").args([
+        "doc",
+        "--workspace",
+        "--no-deps",
+        "--document-private-items",
+    ]))?;
+
+    step("tests (host tests, mock driver, ABI probe, hardware suites)");
+    let totals = run_tests(root, &include)?;
+    println!();
+    match &totals.no_gpu {
+        Some(why) => println!(
+            "hardware tests SKIPPED on this machine: {why}\n  ({} hardware tests in {} suites; run `cargo xtask bundle` and its run.sh on a GPU host)",
+            totals.skipped, totals.suites
+        ),
+        None => println!("hardware tests ran on a GPU ({} suites)", totals.suites),
+    }
+    println!(
+        "xtask test finished in {:.0} s",
+        start.elapsed().as_secs_f64()
+    );
+    println!(
+        "hardware: {} passed, {} failed, {} skipped",
+        totals.passed, totals.failed, totals.skipped
+    );
+    if totals.failed > 0 {
+        return Err(format!("{} hardware tests failed", totals.failed).into());
+    }
+    Ok(())
+}
+
+fn run_tests(root: &Path, include: &Path) -> R<HwTotals> {
+    let mut cmd = cargo(root);
+    cmd.env("CUDA_SYS_INCLUDE", include)
+        .args(["test", "--workspace", "--no-fail-fast", "--color", "never"])
+        .stdout(Stdio::piped());
+    let mut child = cmd.spawn().map_err(|e| format!("{cmd:?}: {e}"))?;
+    let mut totals = HwTotals::default();
+    if let Some(out) = child.stdout.take() {
+        for line in BufReader::new(out).lines().map_while(Result::ok) {
+            println!("{line}");
+            totals.read_line(&line);
+        }
+    }
+    let status = child.wait()?;
+    if !status.success() {
+        return Err(format!("cargo test failed: {status}").into());
+    }
+    if totals.suites == 0 {
+        return Err("no hardware suite printed its summary line".into());
+    }
+    Ok(totals)
+}
+
+/// rustfmt and clippy for the active toolchain; rust-src for nightly (PTX builds).
+fn ensure_components() -> R {
+    let have = |args: &[&str]| {
+        Command::new(args[0])
+            .args(&args[1..])
+            .output()
+            .is_ok_and(|o| o.status.success())
+    };
+    if !have(&["cargo", "fmt", "--version"]) || !have(&["cargo", "clippy", "--version"]) {
+        run(Command::new("rustup").args(["component", "add", "rustfmt", "clippy"]))?;
+    }
+    run(Command::new("rustup").args(["component", "add", "rust-src", "--toolchain", "nightly"]))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::HwTotals;
+
+    #[test]
+    fn sums_suite_lines_and_ignores_others() {
+        let mut t = HwTotals::default();
+        t.read_line("hw_sys: no GPU (could not load libcuda): hardware tests will report SKIPPED");
+        t.read_line("hw_sys: 0 passed, 0 failed, 3 skipped");
+        t.read_line("hw_core: 10 passed, 1 failed, 2 skipped");
+        t.read_line("test result: ok. 4 passed; 0 failed; 0 ignored");
+        t.read_line("note: 1 passed, 2 failed, 3 skipped");
+        assert_eq!((t.passed, t.failed, t.skipped, t.suites), (10, 1, 5, 2));
+        assert!(t.no_gpu.as_deref().is_some_and(|w| w.contains("libcuda")));
+    }
+}
