@@ -1,0 +1,323 @@
+//! Edges with edge data (CUDA 12.3+): [`EdgeData`], [`Graph::add_edge`], and the edge
+//! listing [`Graph::edges`].
+
+use core::fmt;
+use core::ptr;
+
+use cuda_sys::{
+    CU_GRAPH_KERNEL_NODE_PORT_DEFAULT, CU_GRAPH_KERNEL_NODE_PORT_LAUNCH_ORDER,
+    CU_GRAPH_KERNEL_NODE_PORT_PROGRAMMATIC, CUgraphDependencyType, CUgraphEdgeData, CUgraphNode,
+};
+
+use super::{Graph, GraphNode};
+use crate::driver::api;
+use crate::error::{Error, Result, drv};
+
+/// The data of a graph edge (`CUgraphEdgeData`): its type and the ports it leaves and
+/// enters. Same layout as the C struct, so slices pass to the driver as they are.
+#[derive(Clone, Copy, PartialEq, Eq, Hash)]
+#[repr(transparent)]
+pub struct EdgeData(CUgraphEdgeData);
+
+impl EdgeData {
+    /// A full dependency: the downstream node starts after the upstream node completes
+    /// (all-zero edge data).
+    pub const DEFAULT: Self = Self(CUgraphEdgeData {
+        from_port: CU_GRAPH_KERNEL_NODE_PORT_DEFAULT as u8,
+        to_port: 0,
+        type_: CUgraphDependencyType::CU_GRAPH_DEPENDENCY_TYPE_DEFAULT.0 as u8,
+        reserved: [0; 5],
+    });
+
+    /// A programmatic edge between two kernel nodes (`CU_GRAPH_DEPENDENCY_TYPE_PROGRAMMATIC`
+    /// from port `CU_GRAPH_KERNEL_NODE_PORT_PROGRAMMATIC`): the downstream kernel may
+    /// start once every block of the upstream kernel has executed
+    /// `griddepcontrol.launch_dependents` (or exited), and must `griddepcontrol.wait`
+    /// before reading the upstream kernel's output. What stream capture of a PDL launch
+    /// produces.
+    #[doc(alias = "CU_GRAPH_DEPENDENCY_TYPE_PROGRAMMATIC")]
+    #[doc(alias = "CU_GRAPH_KERNEL_NODE_PORT_PROGRAMMATIC")]
+    pub const PROGRAMMATIC: Self = Self(CUgraphEdgeData {
+        from_port: CU_GRAPH_KERNEL_NODE_PORT_PROGRAMMATIC as u8,
+        to_port: 0,
+        type_: CUgraphDependencyType::CU_GRAPH_DEPENDENCY_TYPE_PROGRAMMATIC.0 as u8,
+        reserved: [0; 5],
+    });
+
+    /// A launch-completion edge between two kernel nodes
+    /// (`CU_GRAPH_DEPENDENCY_TYPE_PROGRAMMATIC` from port
+    /// `CU_GRAPH_KERNEL_NODE_PORT_LAUNCH_ORDER`, the port the Programming Guide calls
+    /// launch completion): the downstream kernel may start once every block of the
+    /// upstream kernel has started. The graph form of
+    /// [`LaunchAttribute::launch_completion_event`](crate::launch::LaunchAttribute::launch_completion_event).
+    #[doc(alias = "CU_GRAPH_KERNEL_NODE_PORT_LAUNCH_ORDER")]
+    pub const LAUNCH_COMPLETION: Self = Self(CUgraphEdgeData {
+        from_port: CU_GRAPH_KERNEL_NODE_PORT_LAUNCH_ORDER as u8,
+        to_port: 0,
+        type_: CUgraphDependencyType::CU_GRAPH_DEPENDENCY_TYPE_PROGRAMMATIC.0 as u8,
+        reserved: [0; 5],
+    });
+
+    /// Edge data from its parts.
+    #[must_use]
+    pub const fn new(kind: CUgraphDependencyType, from_port: u8, to_port: u8) -> Self {
+        Self(CUgraphEdgeData {
+            from_port,
+            to_port,
+            type_: kind.0 as u8,
+            reserved: [0; 5],
+        })
+    }
+
+    /// Wraps raw edge data.
+    #[must_use]
+    pub const fn from_raw(raw: CUgraphEdgeData) -> Self {
+        Self(raw)
+    }
+
+    /// The raw `CUgraphEdgeData`.
+    #[must_use]
+    pub const fn as_raw(&self) -> CUgraphEdgeData {
+        self.0
+    }
+
+    /// The dependency type (`CU_GRAPH_DEPENDENCY_TYPE_*`).
+    #[must_use]
+    pub const fn kind(&self) -> CUgraphDependencyType {
+        CUgraphDependencyType(self.0.type_ as _)
+    }
+
+    /// The port the edge leaves (`CU_GRAPH_KERNEL_NODE_PORT_*` for kernel nodes).
+    #[must_use]
+    pub const fn from_port(&self) -> u8 {
+        self.0.from_port
+    }
+
+    /// The port the edge enters (0: the only input port).
+    #[must_use]
+    pub const fn to_port(&self) -> u8 {
+        self.0.to_port
+    }
+
+    /// Whether this is a programmatic edge (either port).
+    #[must_use]
+    pub const fn is_programmatic(&self) -> bool {
+        self.0.type_ as u32 == CUgraphDependencyType::CU_GRAPH_DEPENDENCY_TYPE_PROGRAMMATIC.0
+    }
+}
+
+impl Default for EdgeData {
+    fn default() -> Self {
+        Self::DEFAULT
+    }
+}
+
+impl fmt::Debug for EdgeData {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let kind = match self.0.type_ as u32 {
+            0 => "default",
+            1 => "programmatic",
+            _ => "unknown",
+        };
+        f.debug_struct("EdgeData")
+            .field("type", &format_args!("{kind} ({})", self.0.type_))
+            .field("from_port", &self.0.from_port)
+            .field("to_port", &self.0.to_port)
+            .finish()
+    }
+}
+
+impl<'ctx> Graph<'ctx> {
+    /// `cuGraphAddDependencies`: an edge `from -> to` with `data`.
+    ///
+    /// # Errors
+    /// Driver errors: `CUDA_ERROR_INVALID_VALUE` for a duplicate edge, a node of another
+    /// graph, or a programmatic edge between nodes that are not both kernels.
+    #[doc(alias = "cuGraphAddDependencies")]
+    pub fn add_edge(&self, from: GraphNode<'_>, to: GraphNode<'_>, data: EdgeData) -> Result<()> {
+        let cu = api()?;
+        let (from, to, data) = (from.as_raw(), to.as_raw(), data.0);
+        // SAFETY: one element per array, all alive for the call.
+        unsafe {
+            drv!(
+                cu,
+                cuGraphAddDependencies(self.as_raw(), &from, &to, &data, 1)
+            )
+        }
+    }
+
+    /// `cuGraphAddDependencies` for several edges: `from[i] -> to[i]` with `data[i]`.
+    ///
+    /// # Errors
+    /// [`Error::InvalidArgument`] when the slices differ in length; driver errors.
+    #[doc(alias = "cuGraphAddDependencies")]
+    pub fn add_edges(
+        &self,
+        from: &[GraphNode<'_>],
+        to: &[GraphNode<'_>],
+        data: &[EdgeData],
+    ) -> Result<()> {
+        if from.len() != to.len() || from.len() != data.len() {
+            return Err(Error::InvalidArgument(
+                "add_edges: from, to and data must have the same length",
+            ));
+        }
+        let cu = api()?;
+        // SAFETY: `GraphNode` and `EdgeData` are `repr(transparent)` over the C types;
+        // each array holds `from.len()` elements, alive for the call.
+        unsafe {
+            drv!(
+                cu,
+                cuGraphAddDependencies(
+                    self.as_raw(),
+                    from.as_ptr().cast::<CUgraphNode>(),
+                    to.as_ptr().cast::<CUgraphNode>(),
+                    data.as_ptr().cast::<CUgraphEdgeData>(),
+                    from.len(),
+                )
+            )
+        }
+    }
+
+    /// `cuGraphRemoveDependencies`: removes the edge `from -> to` with `data`.
+    ///
+    /// # Errors
+    /// Driver errors (`CUDA_ERROR_INVALID_VALUE` when there is no such edge).
+    #[doc(alias = "cuGraphRemoveDependencies")]
+    pub fn remove_edge(
+        &self,
+        from: GraphNode<'_>,
+        to: GraphNode<'_>,
+        data: EdgeData,
+    ) -> Result<()> {
+        let cu = api()?;
+        let (from, to, data) = (from.as_raw(), to.as_raw(), data.0);
+        // SAFETY: one element per array, all alive for the call.
+        unsafe {
+            drv!(
+                cu,
+                cuGraphRemoveDependencies(self.as_raw(), &from, &to, &data, 1)
+            )
+        }
+    }
+
+    /// `cuGraphGetEdges`: the number of edges.
+    ///
+    /// # Errors
+    /// Driver errors.
+    #[doc(alias = "cuGraphGetEdges")]
+    pub fn edge_count(&self) -> Result<usize> {
+        let cu = api()?;
+        let mut n = 0usize;
+        // SAFETY: null arrays ask for the count only.
+        unsafe {
+            drv!(
+                cu,
+                cuGraphGetEdges(
+                    self.as_raw(),
+                    ptr::null_mut(),
+                    ptr::null_mut(),
+                    ptr::null_mut(),
+                    &mut n
+                )
+            )?;
+        }
+        Ok(n)
+    }
+
+    /// `cuGraphGetEdges`: fills `from`, `to` and `data` (edge `i` is
+    /// `from[i] -> to[i]` with `data[i]`) with up to the shortest slice's length of
+    /// edges, and returns the total number of edges (which may be more).
+    ///
+    /// # Errors
+    /// Driver errors.
+    #[doc(alias = "cuGraphGetEdges")]
+    pub fn edges<'g>(
+        &'g self,
+        from: &mut [GraphNode<'g>],
+        to: &mut [GraphNode<'g>],
+        data: &mut [EdgeData],
+    ) -> Result<usize> {
+        let total = self.edge_count()?;
+        let mut n = from.len().min(to.len()).min(data.len()).min(total);
+        if n == 0 {
+            return Ok(total);
+        }
+        let cu = api()?;
+        // SAFETY: the three arrays hold at least `n` elements of types `repr(transparent)`
+        // over the C types; the driver writes at most `n` (its in/out count). Node
+        // handles it writes are nodes of this graph, valid for `'g`.
+        unsafe {
+            drv!(
+                cu,
+                cuGraphGetEdges(
+                    self.as_raw(),
+                    from.as_mut_ptr().cast::<CUgraphNode>(),
+                    to.as_mut_ptr().cast::<CUgraphNode>(),
+                    data.as_mut_ptr().cast::<CUgraphEdgeData>(),
+                    &mut n,
+                )
+            )?;
+        }
+        Ok(total)
+    }
+
+    /// `cuGraphGetEdges` into a `Vec` of `(from, to, data)`.
+    ///
+    /// # Errors
+    /// Driver errors.
+    #[cfg(feature = "alloc")]
+    #[doc(alias = "cuGraphGetEdges")]
+    pub fn edges_vec(&self) -> Result<alloc::vec::Vec<(GraphNode<'_>, GraphNode<'_>, EdgeData)>> {
+        let total = self.edge_count()?;
+        let mut from = alloc::vec![GraphNode::NULL; total];
+        let mut to = alloc::vec![GraphNode::NULL; total];
+        let mut data = alloc::vec![EdgeData::DEFAULT; total];
+        let again = self.edges(&mut from, &mut to, &mut data)?;
+        let n = total.min(again);
+        Ok(from
+            .into_iter()
+            .zip(to)
+            .zip(data)
+            .take(n)
+            .map(|((f, t), d)| (f, t, d))
+            .collect())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use core::mem::{align_of, size_of};
+
+    #[test]
+    fn edge_data_encoding() {
+        assert_eq!(size_of::<EdgeData>(), 8);
+        assert_eq!(align_of::<EdgeData>(), 1);
+        let p = EdgeData::PROGRAMMATIC.as_raw();
+        assert_eq!(
+            (p.from_port, p.to_port, p.type_, p.reserved),
+            (1, 0, 1, [0; 5])
+        );
+        let l = EdgeData::LAUNCH_COMPLETION.as_raw();
+        assert_eq!((l.from_port, l.to_port, l.type_), (2, 0, 1));
+        let d = EdgeData::default().as_raw();
+        assert_eq!((d.from_port, d.to_port, d.type_), (0, 0, 0));
+        assert!(EdgeData::PROGRAMMATIC.is_programmatic());
+        assert!(EdgeData::LAUNCH_COMPLETION.is_programmatic());
+        assert!(!EdgeData::DEFAULT.is_programmatic());
+        assert_eq!(
+            EdgeData::LAUNCH_COMPLETION.kind(),
+            CUgraphDependencyType::CU_GRAPH_DEPENDENCY_TYPE_PROGRAMMATIC
+        );
+        assert_eq!(
+            EdgeData::new(
+                CUgraphDependencyType::CU_GRAPH_DEPENDENCY_TYPE_PROGRAMMATIC,
+                1,
+                0
+            ),
+            EdgeData::PROGRAMMATIC
+        );
+        assert_eq!(EdgeData::from_raw(p), EdgeData::PROGRAMMATIC);
+    }
+}

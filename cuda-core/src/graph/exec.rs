@@ -1,0 +1,425 @@
+//! [`GraphExec`]: an executable graph: instantiate, upload, launch, update, node enable.
+
+use core::fmt;
+use core::marker::PhantomData;
+use core::mem::ManuallyDrop;
+use core::ptr;
+
+use cuda_sys::{
+    CUDA_GRAPH_INSTANTIATE_PARAMS, CUgraphExec, CUgraphExecUpdateResult,
+    CUgraphExecUpdateResultInfo, CUgraphInstantiate_flags, CUgraphInstantiateResult, CUgraphNode,
+    CUresult,
+};
+
+use super::{Graph, GraphNode};
+use crate::context::Context;
+use crate::driver::api;
+use crate::error::{Error, Result, drv};
+use crate::stream::Stream;
+
+bitflags::bitflags! {
+    /// `CUgraphInstantiate_flags` for [`Graph::instantiate`].
+    #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+    pub struct InstantiateFlags: u64 {
+        /// `CUDA_GRAPH_INSTANTIATE_FLAG_AUTO_FREE_ON_LAUNCH`: memory allocated by the
+        /// graph's alloc nodes and not freed by it is freed when it is launched again.
+        const AUTO_FREE_ON_LAUNCH =
+            CUgraphInstantiate_flags::CUDA_GRAPH_INSTANTIATE_FLAG_AUTO_FREE_ON_LAUNCH.0 as u64;
+        /// `CUDA_GRAPH_INSTANTIATE_FLAG_UPLOAD`: upload the graph as part of
+        /// instantiation ([`Graph::instantiate_with_upload`] only).
+        const UPLOAD = CUgraphInstantiate_flags::CUDA_GRAPH_INSTANTIATE_FLAG_UPLOAD.0 as u64;
+        /// `CUDA_GRAPH_INSTANTIATE_FLAG_DEVICE_LAUNCH`: the graph may be launched from
+        /// the device.
+        const DEVICE_LAUNCH =
+            CUgraphInstantiate_flags::CUDA_GRAPH_INSTANTIATE_FLAG_DEVICE_LAUNCH.0 as u64;
+        /// `CUDA_GRAPH_INSTANTIATE_FLAG_USE_NODE_PRIORITY`: kernel nodes run with their
+        /// priority attribute instead of the launch stream's priority.
+        const USE_NODE_PRIORITY =
+            CUgraphInstantiate_flags::CUDA_GRAPH_INSTANTIATE_FLAG_USE_NODE_PRIORITY.0 as u64;
+    }
+}
+
+/// An executable graph (`cuGraphInstantiate`), destroyed on drop (`cuGraphExecDestroy`).
+///
+/// Independent of the graph it was made from: that graph may be dropped or changed
+/// (changes reach the executable graph only through [`update`](Self::update) or the
+/// per-node setters). Each launch is ordered after the previous launches of the same
+/// executable graph. Memory that its nodes reference by address must stay valid for as
+/// long as it may be launched (see the node-adding functions).
+pub struct GraphExec<'ctx> {
+    raw: CUgraphExec,
+    /// `*const ()`: updates and launches on one thread at a time (not `Sync`).
+    _ctx: PhantomData<(&'ctx Context, *const ())>,
+}
+
+// SAFETY: an executable graph may be used from any thread, one at a time.
+unsafe impl Send for GraphExec<'_> {}
+
+impl<'ctx> Graph<'ctx> {
+    /// `cuGraphInstantiateWithFlags`: an executable graph of this graph.
+    ///
+    /// # Errors
+    /// Driver errors (`CUDA_ERROR_INVALID_VALUE` for [`InstantiateFlags::UPLOAD`], which
+    /// needs [`instantiate_with_upload`](Self::instantiate_with_upload)).
+    #[doc(alias = "cuGraphInstantiate")]
+    #[doc(alias = "cuGraphInstantiateWithFlags")]
+    pub fn instantiate(&self, flags: InstantiateFlags) -> Result<GraphExec<'ctx>> {
+        let g = self.context().enter()?;
+        let mut raw = ptr::null_mut();
+        // SAFETY: live graph, valid out-pointer; the graph's context is current.
+        unsafe {
+            drv!(
+                g.cu,
+                cuGraphInstantiate(&mut raw, self.as_raw(), flags.bits())
+            )?
+        };
+        // SAFETY: a new executable graph, ours.
+        Ok(unsafe { GraphExec::from_raw(raw) })
+    }
+
+    /// `cuGraphInstantiateWithParams`: instantiates with `flags` and, when `upload` is
+    /// given, uploads on that stream as part of instantiation
+    /// ([`InstantiateFlags::UPLOAD`] is added).
+    ///
+    /// # Errors
+    /// [`Error::Driver`] naming `cuGraphInstantiateWithParams` (the instantiate result,
+    /// `CUDA_GRAPH_INSTANTIATE_*`, is that call's detail: see
+    /// [`instantiate_result_name`]).
+    #[doc(alias = "cuGraphInstantiateWithParams")]
+    pub fn instantiate_with_upload(
+        &self,
+        flags: InstantiateFlags,
+        upload: Option<&Stream<'ctx>>,
+    ) -> Result<GraphExec<'ctx>> {
+        let g = self.context().enter()?;
+        let mut params = CUDA_GRAPH_INSTANTIATE_PARAMS {
+            flags: match upload {
+                Some(_) => (flags | InstantiateFlags::UPLOAD).bits(),
+                None => flags.bits(),
+            },
+            hUploadStream: upload.map_or(ptr::null_mut(), Stream::as_raw),
+            ..CUDA_GRAPH_INSTANTIATE_PARAMS::default()
+        };
+        let mut raw = ptr::null_mut();
+        // SAFETY: live graph and stream, valid pointers; the context is current.
+        unsafe {
+            drv!(
+                g.cu,
+                cuGraphInstantiateWithParams(&mut raw, self.as_raw(), &mut params)
+            )?;
+        }
+        // SAFETY: a new executable graph, ours.
+        Ok(unsafe { GraphExec::from_raw(raw) })
+    }
+}
+
+/// The name of a `CUgraphInstantiateResult` (`CUDA_GRAPH_INSTANTIATE_INVALID_STRUCTURE`,
+/// ...), or `None` for a value the headers do not know.
+#[must_use]
+pub fn instantiate_result_name(r: CUgraphInstantiateResult) -> Option<&'static str> {
+    Some(match r {
+        CUgraphInstantiateResult::CUDA_GRAPH_INSTANTIATE_SUCCESS => {
+            "CUDA_GRAPH_INSTANTIATE_SUCCESS"
+        }
+        CUgraphInstantiateResult::CUDA_GRAPH_INSTANTIATE_ERROR => "CUDA_GRAPH_INSTANTIATE_ERROR",
+        CUgraphInstantiateResult::CUDA_GRAPH_INSTANTIATE_INVALID_STRUCTURE => {
+            "CUDA_GRAPH_INSTANTIATE_INVALID_STRUCTURE"
+        }
+        CUgraphInstantiateResult::CUDA_GRAPH_INSTANTIATE_NODE_OPERATION_NOT_SUPPORTED => {
+            "CUDA_GRAPH_INSTANTIATE_NODE_OPERATION_NOT_SUPPORTED"
+        }
+        CUgraphInstantiateResult::CUDA_GRAPH_INSTANTIATE_MULTIPLE_CTXS_NOT_SUPPORTED => {
+            "CUDA_GRAPH_INSTANTIATE_MULTIPLE_CTXS_NOT_SUPPORTED"
+        }
+        CUgraphInstantiateResult::CUDA_GRAPH_INSTANTIATE_CONDITIONAL_HANDLE_UNUSED => {
+            "CUDA_GRAPH_INSTANTIATE_CONDITIONAL_HANDLE_UNUSED"
+        }
+        _ => return None,
+    })
+}
+
+impl<'ctx> GraphExec<'ctx> {
+    /// Takes ownership of an executable graph; dropping the result destroys it.
+    ///
+    /// # Safety
+    /// `raw` must be a live executable graph of a context alive for `'ctx`, that
+    /// nothing else destroys.
+    #[must_use]
+    pub unsafe fn from_raw(raw: CUgraphExec) -> Self {
+        Self {
+            raw,
+            _ctx: PhantomData,
+        }
+    }
+
+    /// The raw `CUgraphExec`.
+    #[inline]
+    #[must_use]
+    pub fn as_raw(&self) -> CUgraphExec {
+        self.raw
+    }
+
+    /// Gives up ownership: the caller destroys the executable graph.
+    #[must_use]
+    pub fn into_raw(self) -> CUgraphExec {
+        ManuallyDrop::new(self).raw
+    }
+
+    /// `cuGraphLaunch`: runs the graph on `stream`. No allocation, no context bind.
+    ///
+    /// # Errors
+    /// Driver errors.
+    #[doc(alias = "cuGraphLaunch")]
+    #[inline]
+    pub fn launch(&self, stream: &Stream<'_>) -> Result<()> {
+        let cu = api()?;
+        // SAFETY: live executable graph and stream. What the nodes do with memory was
+        // promised when they were added (the node-adding functions are `unsafe` where
+        // they take addresses).
+        unsafe { drv!(cu, cuGraphLaunch(self.raw, stream.as_raw())) }
+    }
+
+    /// `cuGraphUpload`: uploads the graph's work to the device on `stream` ahead of the
+    /// first launch, so that launch is cheaper.
+    ///
+    /// # Errors
+    /// Driver errors.
+    #[doc(alias = "cuGraphUpload")]
+    pub fn upload(&self, stream: &Stream<'_>) -> Result<()> {
+        let cu = api()?;
+        // SAFETY: live executable graph and stream.
+        unsafe { drv!(cu, cuGraphUpload(self.raw, stream.as_raw())) }
+    }
+
+    /// `cuGraphExecGetFlags`: the flags it was instantiated with.
+    ///
+    /// # Errors
+    /// Driver errors.
+    #[doc(alias = "cuGraphExecGetFlags")]
+    pub fn flags(&self) -> Result<InstantiateFlags> {
+        let cu = api()?;
+        let mut flags = 0u64;
+        // SAFETY: live executable graph, valid out-pointer.
+        unsafe { drv!(cu, cuGraphExecGetFlags(self.raw, &mut flags))? };
+        Ok(InstantiateFlags::from_bits_retain(flags))
+    }
+
+    /// `cuGraphExecUpdate`: updates the node parameters of this executable graph from
+    /// `graph`, which must have the same topology as the graph it was instantiated from
+    /// (same nodes, same types, same edges, in the same creation order), without
+    /// instantiating again.
+    ///
+    /// # Errors
+    /// [`ExecUpdateError`] carrying the driver's `CUgraphExecUpdateResultInfo`: the
+    /// result (`CU_GRAPH_EXEC_UPDATE_ERROR_TOPOLOGY_CHANGED`, ...) and the nodes at
+    /// fault. After a failed update the executable graph keeps its previous parameters
+    /// where the update did not apply.
+    #[doc(alias = "cuGraphExecUpdate")]
+    pub fn update(&self, graph: &Graph<'_>) -> core::result::Result<(), ExecUpdateError> {
+        let cu = api().map_err(ExecUpdateError::from)?;
+        let update = cu
+            .cuGraphExecUpdate()
+            .map_err(|e| ExecUpdateError::from(Error::from(e)))?;
+        let mut info = CUgraphExecUpdateResultInfo {
+            result: CUgraphExecUpdateResult::CU_GRAPH_EXEC_UPDATE_SUCCESS,
+            errorNode: ptr::null_mut(),
+            errorFromNode: ptr::null_mut(),
+        };
+        // SAFETY: live executable graph and graph, valid out-pointer.
+        let rc = unsafe { update(self.raw, graph.as_raw(), &mut info) };
+        if rc.is_success() {
+            return Ok(());
+        }
+        Err(ExecUpdateError {
+            code: rc,
+            result: info.result,
+            error_node: info.errorNode,
+            error_from_node: info.errorFromNode,
+        })
+    }
+
+    /// `cuGraphNodeSetEnabled`: enables or disables a kernel, memcpy or memset node
+    /// (`node` of the graph this was instantiated from) for later launches. A disabled
+    /// node acts as an empty node.
+    ///
+    /// # Errors
+    /// Driver errors (`CUDA_ERROR_INVALID_VALUE` for other node types).
+    #[doc(alias = "cuGraphNodeSetEnabled")]
+    pub fn set_node_enabled(&self, node: GraphNode<'_>, enabled: bool) -> Result<()> {
+        let cu = api()?;
+        // SAFETY: live executable graph and node.
+        unsafe {
+            drv!(
+                cu,
+                cuGraphNodeSetEnabled(self.raw, node.as_raw(), u32::from(enabled))
+            )
+        }
+    }
+
+    /// `cuGraphNodeGetEnabled`: whether `node` is enabled in this executable graph.
+    ///
+    /// # Errors
+    /// Driver errors.
+    #[doc(alias = "cuGraphNodeGetEnabled")]
+    pub fn node_enabled(&self, node: GraphNode<'_>) -> Result<bool> {
+        let cu = api()?;
+        let mut on = 0u32;
+        // SAFETY: live executable graph and node, valid out-pointer.
+        unsafe { drv!(cu, cuGraphNodeGetEnabled(self.raw, node.as_raw(), &mut on))? };
+        Ok(on != 0)
+    }
+}
+
+impl Drop for GraphExec<'_> {
+    fn drop(&mut self) {
+        if let Ok(cu) = cuda_sys::driver() {
+            if let Ok(destroy) = cu.cuGraphExecDestroy() {
+                // SAFETY: we own it; the driver lets launches already enqueued finish.
+                let _ = unsafe { destroy(self.raw) };
+            }
+        }
+    }
+}
+
+impl fmt::Debug for GraphExec<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_tuple("GraphExec").field(&self.raw).finish()
+    }
+}
+
+/// A failed [`GraphExec::update`]: the driver's code and its
+/// `CUgraphExecUpdateResultInfo`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct ExecUpdateError {
+    /// What `cuGraphExecUpdate` returned (`CUDA_ERROR_GRAPH_EXEC_UPDATE_FAILURE`, or a
+    /// loader / missing-symbol stand-in: see [`error`](Self::error)).
+    pub code: CUresult,
+    /// Why (`CU_GRAPH_EXEC_UPDATE_ERROR_TOPOLOGY_CHANGED`, ...).
+    pub result: CUgraphExecUpdateResult,
+    /// The node of the new graph at fault, if the driver named one.
+    pub error_node: CUgraphNode,
+    /// For an edge error, the node at the other end of it.
+    pub error_from_node: CUgraphNode,
+}
+
+impl ExecUpdateError {
+    /// The failure as the crate's [`Error`] (`Error::Driver` naming `cuGraphExecUpdate`).
+    #[must_use]
+    pub fn error(&self) -> Error {
+        Error::driver("cuGraphExecUpdate", self.code)
+    }
+
+    /// The name of [`result`](Self::result), or `None` for a value the headers do not
+    /// know.
+    #[must_use]
+    pub fn result_name(&self) -> Option<&'static str> {
+        type R = CUgraphExecUpdateResult;
+        Some(match self.result {
+            R::CU_GRAPH_EXEC_UPDATE_SUCCESS => "CU_GRAPH_EXEC_UPDATE_SUCCESS",
+            R::CU_GRAPH_EXEC_UPDATE_ERROR => "CU_GRAPH_EXEC_UPDATE_ERROR",
+            R::CU_GRAPH_EXEC_UPDATE_ERROR_TOPOLOGY_CHANGED => {
+                "CU_GRAPH_EXEC_UPDATE_ERROR_TOPOLOGY_CHANGED"
+            }
+            R::CU_GRAPH_EXEC_UPDATE_ERROR_NODE_TYPE_CHANGED => {
+                "CU_GRAPH_EXEC_UPDATE_ERROR_NODE_TYPE_CHANGED"
+            }
+            R::CU_GRAPH_EXEC_UPDATE_ERROR_FUNCTION_CHANGED => {
+                "CU_GRAPH_EXEC_UPDATE_ERROR_FUNCTION_CHANGED"
+            }
+            R::CU_GRAPH_EXEC_UPDATE_ERROR_PARAMETERS_CHANGED => {
+                "CU_GRAPH_EXEC_UPDATE_ERROR_PARAMETERS_CHANGED"
+            }
+            R::CU_GRAPH_EXEC_UPDATE_ERROR_NOT_SUPPORTED => {
+                "CU_GRAPH_EXEC_UPDATE_ERROR_NOT_SUPPORTED"
+            }
+            R::CU_GRAPH_EXEC_UPDATE_ERROR_UNSUPPORTED_FUNCTION_CHANGE => {
+                "CU_GRAPH_EXEC_UPDATE_ERROR_UNSUPPORTED_FUNCTION_CHANGE"
+            }
+            R::CU_GRAPH_EXEC_UPDATE_ERROR_ATTRIBUTES_CHANGED => {
+                "CU_GRAPH_EXEC_UPDATE_ERROR_ATTRIBUTES_CHANGED"
+            }
+            _ => return None,
+        })
+    }
+}
+
+impl From<Error> for ExecUpdateError {
+    /// A failure before the update ran (the driver could not be loaded, the symbol is
+    /// missing): `code` is the driver error if there is one, else
+    /// `CUDA_ERROR_NOT_INITIALIZED`; `result` is `CU_GRAPH_EXEC_UPDATE_ERROR`.
+    fn from(e: Error) -> Self {
+        Self {
+            code: e.code().unwrap_or(CUresult::CUDA_ERROR_NOT_INITIALIZED),
+            result: CUgraphExecUpdateResult::CU_GRAPH_EXEC_UPDATE_ERROR,
+            error_node: ptr::null_mut(),
+            error_from_node: ptr::null_mut(),
+        }
+    }
+}
+
+impl From<ExecUpdateError> for Error {
+    fn from(e: ExecUpdateError) -> Self {
+        e.error()
+    }
+}
+
+impl fmt::Display for ExecUpdateError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "cuGraphExecUpdate failed: {}; update result ", self.code)?;
+        match self.result_name() {
+            Some(name) => write!(f, "{name} ({})", self.result.0)?,
+            None => write!(f, "{}", self.result.0)?,
+        }
+        if !self.error_node.is_null() {
+            write!(f, ", at node {:p}", self.error_node)?;
+        }
+        if !self.error_from_node.is_null() {
+            write!(f, " (edge from node {:p})", self.error_from_node)?;
+        }
+        Ok(())
+    }
+}
+
+impl core::error::Error for ExecUpdateError {
+    fn source(&self) -> Option<&(dyn core::error::Error + 'static)> {
+        Some(&self.code)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn flags_match_the_headers() {
+        assert_eq!(InstantiateFlags::AUTO_FREE_ON_LAUNCH.bits(), 1);
+        assert_eq!(InstantiateFlags::UPLOAD.bits(), 2);
+        assert_eq!(InstantiateFlags::DEVICE_LAUNCH.bits(), 4);
+        assert_eq!(InstantiateFlags::USE_NODE_PRIORITY.bits(), 8);
+    }
+
+    #[test]
+    fn update_error_names_the_result() {
+        let e = ExecUpdateError {
+            code: CUresult::CUDA_ERROR_GRAPH_EXEC_UPDATE_FAILURE,
+            result: CUgraphExecUpdateResult::CU_GRAPH_EXEC_UPDATE_ERROR_TOPOLOGY_CHANGED,
+            error_node: ptr::null_mut(),
+            error_from_node: ptr::null_mut(),
+        };
+        assert_eq!(
+            e.result_name(),
+            Some("CU_GRAPH_EXEC_UPDATE_ERROR_TOPOLOGY_CHANGED")
+        );
+        assert_eq!(e.error().call(), Some("cuGraphExecUpdate"));
+        let unknown = ExecUpdateError {
+            result: CUgraphExecUpdateResult(99),
+            ..e
+        };
+        assert_eq!(unknown.result_name(), None);
+        assert_eq!(
+            instantiate_result_name(CUgraphInstantiateResult::CUDA_GRAPH_INSTANTIATE_ERROR),
+            Some("CUDA_GRAPH_INSTANTIATE_ERROR")
+        );
+    }
+}

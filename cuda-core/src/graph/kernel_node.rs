@@ -1,0 +1,291 @@
+//! Kernel nodes: add (`cuGraphAddKernelNode`), set parameters on the graph
+//! (`cuGraphKernelNodeSetParams`) and on an executable graph
+//! (`cuGraphExecKernelNodeSetParams`), and per-node launch attributes.
+//!
+//! The arguments are the launch path's: a [`KernelArgs`] tuple (pointer array) or a
+//! [`PackedArgs`] buffer, with grid, block and shared memory from a [`LaunchConfig`].
+//! The driver copies the parameter values when the node is added or updated, so the
+//! argument values may be dropped right after; what the pointers among them point to
+//! must stay valid for every launch of the graph.
+
+use core::ffi::c_void;
+use core::ptr;
+
+use cuda_sys::{
+    CU_LAUNCH_PARAM_BUFFER_POINTER, CU_LAUNCH_PARAM_BUFFER_SIZE, CU_LAUNCH_PARAM_END,
+    CUDA_KERNEL_NODE_PARAMS, CUgraphNode, CUlaunchAttributeID,
+};
+
+use super::{Graph, GraphExec, GraphNode};
+use crate::args::{KernelArgs, PackedArgs};
+use crate::driver::api;
+use crate::error::{Error, Result, drv};
+use crate::function::Function;
+use crate::launch::{LaunchAttribute, LaunchConfig};
+
+/// The node parameters for `f` with `cfg`'s shape and the given argument encoding.
+fn node_params(
+    f: &Function<'_>,
+    cfg: &LaunchConfig<'_>,
+    kernel_params: *mut *mut c_void,
+    extra: *mut *mut c_void,
+) -> CUDA_KERNEL_NODE_PARAMS {
+    CUDA_KERNEL_NODE_PARAMS {
+        func: f.as_raw(),
+        gridDimX: cfg.grid.x,
+        gridDimY: cfg.grid.y,
+        gridDimZ: cfg.grid.z,
+        blockDimX: cfg.block.x,
+        blockDimY: cfg.block.y,
+        blockDimZ: cfg.block.z,
+        sharedMemBytes: cfg.shared_mem_bytes,
+        kernelParams: kernel_params,
+        extra,
+        kern: ptr::null_mut(),
+        ctx: ptr::null_mut(),
+    }
+}
+
+/// Attributes that only apply to stream launches: in a graph, their role is played by
+/// edges ([`EdgeData::PROGRAMMATIC`](super::EdgeData::PROGRAMMATIC),
+/// [`EdgeData::LAUNCH_COMPLETION`](super::EdgeData::LAUNCH_COMPLETION)) and event nodes.
+fn check_node_attributes(cfg: &LaunchConfig<'_>) -> Result<()> {
+    type Id = CUlaunchAttributeID;
+    for i in 0..cfg.num_attributes() {
+        let Some(a) = cfg.attribute(i) else { continue };
+        if a.id == Id::CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION
+            || a.id == Id::CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_EVENT
+            || a.id == Id::CU_LAUNCH_ATTRIBUTE_LAUNCH_COMPLETION_EVENT
+        {
+            return Err(Error::InvalidArgument(
+                "PDL and event launch attributes do not apply to kernel nodes: add an edge \
+                 with EdgeData::PROGRAMMATIC or EdgeData::LAUNCH_COMPLETION instead",
+            ));
+        }
+    }
+    Ok(())
+}
+
+impl<'ctx> Graph<'ctx> {
+    /// `cuGraphAddKernelNode`: a node launching `f` with `cfg`'s grid, block and
+    /// dynamic shared memory and `args` (pointer array), after `deps` (default edges;
+    /// add programmatic edges with [`add_edge`](Self::add_edge)). `cfg`'s stream is
+    /// ignored; its attributes are set on the node (`cuGraphKernelNodeSetAttribute`).
+    ///
+    /// The driver copies the argument values now; `args` may be dropped after.
+    ///
+    /// # Errors
+    /// [`Error::InvalidArgument`] if `cfg` carries a stream-only attribute
+    /// (programmatic stream serialization, programmatic or launch-completion event);
+    /// driver errors naming `cuGraphAddKernelNode` or `cuGraphKernelNodeSetAttribute`
+    /// (the node is removed again if an attribute is refused).
+    ///
+    /// # Safety
+    /// As [`launch`](crate::launch::launch): `A` must match the kernel's signature, and
+    /// every pointer in `args` must be valid for what the kernel does **at every launch
+    /// of every executable graph made from this graph** (the graph keeps the addresses,
+    /// not borrows).
+    #[doc(alias = "cuGraphAddKernelNode")]
+    pub unsafe fn add_kernel_node<A: KernelArgs>(
+        &self,
+        deps: &[GraphNode<'_>],
+        f: &Function<'_>,
+        cfg: &LaunchConfig<'_>,
+        args: &A,
+    ) -> Result<GraphNode<'_>> {
+        check_node_attributes(cfg)?;
+        let mut ptrs = args.arg_ptrs();
+        let params = node_params(f, cfg, ptrs.as_mut_ptr(), ptr::null_mut());
+        // SAFETY: `params` points at `ptrs`, alive for the call (the driver copies the
+        // values); the kernel-side contract is the caller's.
+        unsafe { self.add_kernel_node_raw(deps, &params, cfg) }
+    }
+
+    /// [`add_kernel_node`](Self::add_kernel_node) with the arguments in one packed
+    /// buffer (`CU_LAUNCH_PARAM_BUFFER_POINTER`).
+    ///
+    /// # Errors
+    /// As [`add_kernel_node`](Self::add_kernel_node).
+    ///
+    /// # Safety
+    /// As [`add_kernel_node`](Self::add_kernel_node), with `packed` laid out as the
+    /// kernel's parameters ([`Function::verify_packed`] checks that).
+    #[doc(alias = "cuGraphAddKernelNode")]
+    pub unsafe fn add_kernel_node_packed<const CAP: usize>(
+        &self,
+        deps: &[GraphNode<'_>],
+        f: &Function<'_>,
+        cfg: &LaunchConfig<'_>,
+        packed: &PackedArgs<CAP>,
+    ) -> Result<GraphNode<'_>> {
+        check_node_attributes(cfg)?;
+        let mut size: usize = packed.len();
+        let mut extra: [*mut c_void; 5] = [
+            CU_LAUNCH_PARAM_BUFFER_POINTER,
+            packed.as_ptr().cast_mut().cast::<c_void>(),
+            CU_LAUNCH_PARAM_BUFFER_SIZE,
+            ptr::from_mut(&mut size).cast::<c_void>(),
+            CU_LAUNCH_PARAM_END,
+        ];
+        let params = node_params(f, cfg, ptr::null_mut(), extra.as_mut_ptr());
+        // SAFETY: `extra` is END-terminated and points at `packed` and `size`, alive for
+        // the call (the driver copies the buffer); the rest is the caller's.
+        unsafe { self.add_kernel_node_raw(deps, &params, cfg) }
+    }
+
+    /// Adds the node, then `cfg`'s attributes; removes the node if one is refused.
+    ///
+    /// # Safety
+    /// `params` must be valid for `cuGraphAddKernelNode` and describe a launch the
+    /// caller vouches for.
+    unsafe fn add_kernel_node_raw(
+        &self,
+        deps: &[GraphNode<'_>],
+        params: &CUDA_KERNEL_NODE_PARAMS,
+        cfg: &LaunchConfig<'_>,
+    ) -> Result<GraphNode<'_>> {
+        let cu = api()?;
+        let mut node: CUgraphNode = ptr::null_mut();
+        // SAFETY: live graph; `deps` holds `deps.len()` nodes (`repr(transparent)`);
+        // `params` is valid per the caller.
+        unsafe {
+            drv!(
+                cu,
+                cuGraphAddKernelNode(&mut node, self.as_raw(), deps_ptr(deps), deps.len(), params)
+            )?;
+        }
+        // SAFETY: the node was just added to `self`, which the result borrows.
+        let node = unsafe { GraphNode::from_raw(node) };
+        for i in 0..cfg.num_attributes() {
+            let Some(raw) = cfg.attribute(i) else {
+                continue;
+            };
+            // SAFETY: `raw` came from a `LaunchConfig`, whose attributes were built by
+            // the typed constructors (or `from_raw`, whose contract covers this use).
+            let attr = unsafe { LaunchAttribute::from_raw(raw) };
+            if let Err(e) = self.set_kernel_node_attribute(node, &attr) {
+                if let Ok(destroy) = cu.cuGraphDestroyNode() {
+                    // SAFETY: the node is ours and nothing refers to it yet.
+                    let _ = unsafe { destroy(node.as_raw()) };
+                }
+                return Err(e);
+            }
+        }
+        Ok(node)
+    }
+
+    /// `cuGraphKernelNodeSetAttribute`: sets one launch attribute on a kernel node
+    /// (cluster shape, priority, cooperative, memory sync domain, access policy window,
+    /// device-updatable, ...).
+    ///
+    /// # Errors
+    /// Driver errors (`CUDA_ERROR_INVALID_VALUE` for an attribute kernel nodes do not
+    /// take).
+    #[doc(alias = "cuGraphKernelNodeSetAttribute")]
+    pub fn set_kernel_node_attribute(
+        &self,
+        node: GraphNode<'_>,
+        attr: &LaunchAttribute<'_>,
+    ) -> Result<()> {
+        let cu = api()?;
+        let raw = attr.as_raw();
+        // SAFETY: live node; the value is valid for its ID (typed constructors); any
+        // event it names is borrowed by the attribute for the call.
+        unsafe {
+            drv!(
+                cu,
+                cuGraphKernelNodeSetAttribute(node.as_raw(), raw.id, &raw.value)
+            )
+        }
+    }
+
+    /// `cuGraphKernelNodeSetParams`: replaces a kernel node's function, shape and
+    /// arguments in this graph (executable graphs made before are not affected).
+    ///
+    /// # Errors
+    /// Driver errors.
+    ///
+    /// # Safety
+    /// As [`add_kernel_node`](Self::add_kernel_node).
+    #[doc(alias = "cuGraphKernelNodeSetParams")]
+    pub unsafe fn set_kernel_node_params<A: KernelArgs>(
+        &self,
+        node: GraphNode<'_>,
+        f: &Function<'_>,
+        cfg: &LaunchConfig<'_>,
+        args: &A,
+    ) -> Result<()> {
+        let cu = api()?;
+        let mut ptrs = args.arg_ptrs();
+        let params = node_params(f, cfg, ptrs.as_mut_ptr(), ptr::null_mut());
+        // SAFETY: `params` points at `ptrs`, alive for the call; the rest is the
+        // caller's.
+        unsafe { drv!(cu, cuGraphKernelNodeSetParams(node.as_raw(), &params)) }
+    }
+}
+
+impl GraphExec<'_> {
+    /// `cuGraphExecKernelNodeSetParams`: changes a kernel node's arguments (and shape)
+    /// in this executable graph without instantiating again; `node` is the node of the
+    /// graph this was instantiated from. The driver refuses changes it cannot apply
+    /// in place (a function of another context, a node that is not a kernel).
+    ///
+    /// The driver copies the argument values now; later launches use them.
+    ///
+    /// # Errors
+    /// Driver errors naming `cuGraphExecKernelNodeSetParams`.
+    ///
+    /// # Safety
+    /// As [`Graph::add_kernel_node`]: the arguments must match the kernel and their
+    /// pointers stay valid for every later launch.
+    #[doc(alias = "cuGraphExecKernelNodeSetParams")]
+    pub unsafe fn set_kernel_node_params<A: KernelArgs>(
+        &self,
+        node: GraphNode<'_>,
+        f: &Function<'_>,
+        cfg: &LaunchConfig<'_>,
+        args: &A,
+    ) -> Result<()> {
+        let cu = api()?;
+        let mut ptrs = args.arg_ptrs();
+        let params = node_params(f, cfg, ptrs.as_mut_ptr(), ptr::null_mut());
+        // SAFETY: live executable graph and node; `params` points at `ptrs`, alive for
+        // the call; the rest is the caller's.
+        unsafe {
+            drv!(
+                cu,
+                cuGraphExecKernelNodeSetParams(self.as_raw(), node.as_raw(), &params)
+            )
+        }
+    }
+}
+
+/// `deps` as the driver's `const CUgraphNode *` (null when empty).
+pub(crate) fn deps_ptr(deps: &[GraphNode<'_>]) -> *const CUgraphNode {
+    if deps.is_empty() {
+        ptr::null()
+    } else {
+        deps.as_ptr().cast::<CUgraphNode>()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn stream_only_attributes_are_refused() {
+        let cfg = LaunchConfig::new(1, 1)
+            .programmatic_stream_serialization()
+            .unwrap();
+        assert!(matches!(
+            check_node_attributes(&cfg),
+            Err(Error::InvalidArgument(_))
+        ));
+        let cfg = LaunchConfig::new(1, 1)
+            .priority(0)
+            .and_then(|c| c.cluster_dim(2))
+            .unwrap();
+        assert!(check_node_attributes(&cfg).is_ok());
+    }
+}

@@ -1,0 +1,166 @@
+//! Graph memory: alloc and free nodes (`cuGraphAddMemAllocNode`,
+//! `cuGraphAddMemFreeNode`) and the device's graph memory pool
+//! (`cuDeviceGetGraphMemAttribute`, `cuDeviceGraphMemTrim`).
+
+use core::ffi::c_void;
+use core::ptr;
+
+use cuda_sys::{
+    CUDA_MEM_ALLOC_NODE_PARAMS, CUdeviceptr, CUgraphMem_attribute, CUgraphNode,
+    CUmemAllocationHandleType, CUmemAllocationType, CUmemLocation, CUmemLocationType,
+    CUmemPoolProps,
+};
+
+use super::kernel_node::deps_ptr;
+use super::{Graph, GraphNode};
+use crate::Device;
+use crate::driver::api;
+use crate::error::{Result, drv};
+
+impl<'ctx> Graph<'ctx> {
+    /// `cuGraphAddMemAllocNode`: allocates `bytes` of device memory (on this graph's
+    /// device) when the node runs; returns the node and the address, fixed for the
+    /// graph's lifetime. The memory is valid from the node until a free node (in this
+    /// graph, a later graph, or `cuMemFreeAsync`), and comes from the device's graph
+    /// memory pool, which is reused across launches.
+    ///
+    /// # Errors
+    /// Driver errors (`CUDA_ERROR_OUT_OF_MEMORY`; `CUDA_ERROR_NOT_SUPPORTED` where graph
+    /// memory nodes are not supported).
+    #[doc(alias = "cuGraphAddMemAllocNode")]
+    pub fn add_mem_alloc_node(
+        &self,
+        deps: &[GraphNode<'_>],
+        bytes: usize,
+    ) -> Result<(GraphNode<'_>, CUdeviceptr)> {
+        let cu = api()?;
+        let props = CUmemPoolProps {
+            allocType: CUmemAllocationType::CU_MEM_ALLOCATION_TYPE_PINNED,
+            handleTypes: CUmemAllocationHandleType::CU_MEM_HANDLE_TYPE_NONE,
+            location: CUmemLocation {
+                type_: CUmemLocationType::CU_MEM_LOCATION_TYPE_DEVICE,
+                id: self.context().device().as_raw(),
+            },
+            ..CUmemPoolProps::default()
+        };
+        let mut params = CUDA_MEM_ALLOC_NODE_PARAMS {
+            poolProps: props,
+            accessDescs: ptr::null(),
+            accessDescCount: 0,
+            bytesize: bytes,
+            dptr: 0,
+        };
+        let mut node: CUgraphNode = ptr::null_mut();
+        // SAFETY: live graph, valid pointers; the driver writes `params.dptr`.
+        unsafe {
+            drv!(
+                cu,
+                cuGraphAddMemAllocNode(
+                    &mut node,
+                    self.as_raw(),
+                    deps_ptr(deps),
+                    deps.len(),
+                    &mut params
+                )
+            )?;
+        }
+        // SAFETY: a node of `self`, which the result borrows.
+        Ok((unsafe { GraphNode::from_raw(node) }, params.dptr))
+    }
+
+    /// `cuGraphAddMemFreeNode`: frees `dptr`, memory allocated by a graph alloc node,
+    /// when the node runs.
+    ///
+    /// # Errors
+    /// Driver errors (`CUDA_ERROR_INVALID_VALUE` for an address no alloc node made).
+    ///
+    /// # Safety
+    /// No work that uses the memory may run after this node: every node of this graph
+    /// that touches `dptr` must be ordered before it (through `deps`), and nothing
+    /// outside the graph may use it after the launch.
+    #[doc(alias = "cuGraphAddMemFreeNode")]
+    pub unsafe fn add_mem_free_node(
+        &self,
+        deps: &[GraphNode<'_>],
+        dptr: CUdeviceptr,
+    ) -> Result<GraphNode<'_>> {
+        let cu = api()?;
+        let mut node: CUgraphNode = ptr::null_mut();
+        // SAFETY: live graph; ordering the free after every use is the caller's promise.
+        unsafe {
+            drv!(
+                cu,
+                cuGraphAddMemFreeNode(&mut node, self.as_raw(), deps_ptr(deps), deps.len(), dptr)
+            )?;
+        }
+        // SAFETY: a node of `self`, which the result borrows.
+        Ok(unsafe { GraphNode::from_raw(node) })
+    }
+}
+
+/// The graph memory pool of a device, as `cuDeviceGetGraphMemAttribute` reports it (in
+/// bytes).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct GraphMemUsage {
+    /// `CU_GRAPH_MEM_ATTR_USED_MEM_CURRENT`: memory held by graph allocations now.
+    pub used_current: u64,
+    /// `CU_GRAPH_MEM_ATTR_USED_MEM_HIGH`: the most ever held.
+    pub used_high: u64,
+    /// `CU_GRAPH_MEM_ATTR_RESERVED_MEM_CURRENT`: memory reserved for the pool now.
+    pub reserved_current: u64,
+    /// `CU_GRAPH_MEM_ATTR_RESERVED_MEM_HIGH`: the most ever reserved.
+    pub reserved_high: u64,
+}
+
+impl GraphMemUsage {
+    /// `cuDeviceGetGraphMemAttribute` for all four attributes of `device`.
+    ///
+    /// # Errors
+    /// Driver errors.
+    #[doc(alias = "cuDeviceGetGraphMemAttribute")]
+    pub fn query(device: Device) -> Result<Self> {
+        type A = CUgraphMem_attribute;
+        Ok(Self {
+            used_current: graph_mem_attribute(device, A::CU_GRAPH_MEM_ATTR_USED_MEM_CURRENT)?,
+            used_high: graph_mem_attribute(device, A::CU_GRAPH_MEM_ATTR_USED_MEM_HIGH)?,
+            reserved_current: graph_mem_attribute(
+                device,
+                A::CU_GRAPH_MEM_ATTR_RESERVED_MEM_CURRENT,
+            )?,
+            reserved_high: graph_mem_attribute(device, A::CU_GRAPH_MEM_ATTR_RESERVED_MEM_HIGH)?,
+        })
+    }
+}
+
+/// `cuDeviceGetGraphMemAttribute`: one attribute of `device`'s graph memory pool.
+///
+/// # Errors
+/// Driver errors.
+#[doc(alias = "cuDeviceGetGraphMemAttribute")]
+pub fn graph_mem_attribute(device: Device, attr: CUgraphMem_attribute) -> Result<u64> {
+    let cu = api()?;
+    let mut v = 0u64;
+    // SAFETY: every graph memory attribute is a `cuuint64_t`; `v` is a valid out-pointer.
+    unsafe {
+        drv!(
+            cu,
+            cuDeviceGetGraphMemAttribute(
+                device.as_raw(),
+                attr,
+                ptr::from_mut(&mut v).cast::<c_void>()
+            )
+        )?;
+    }
+    Ok(v)
+}
+
+/// `cuDeviceGraphMemTrim`: returns unused graph pool memory of `device` to the OS.
+///
+/// # Errors
+/// Driver errors.
+#[doc(alias = "cuDeviceGraphMemTrim")]
+pub fn graph_mem_trim(device: Device) -> Result<()> {
+    let cu = api()?;
+    // SAFETY: plain device ordinal.
+    unsafe { drv!(cu, cuDeviceGraphMemTrim(device.as_raw())) }
+}

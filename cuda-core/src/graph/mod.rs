@@ -1,0 +1,56 @@
+//! CUDA graphs (driver API section "Graph Management"): build a graph by stream capture
+//! or node by node, instantiate it, launch it, update it in place.
+//!
+//! - [`Graph`] / [`GraphExec`]: RAII handles (`cuGraphCreate` / `cuGraphDestroy`,
+//!   `cuGraphInstantiate` / `cuGraphExecDestroy`), with [`InstantiateFlags`], upload,
+//!   launch, whole-graph update ([`GraphExec::update`], whose error carries the
+//!   driver's `CUgraphExecUpdateResultInfo`), kernel-node parameter update and node
+//!   enable/disable.
+//! - Stream capture: [`Capture`] (into a new graph) and [`CaptureToGraph`] (into an
+//!   existing one), in any [`CaptureMode`]; capture status and info on
+//!   [`Stream`](crate::Stream).
+//! - Nodes ([`GraphNode`], borrowed from their graph): kernel (same arguments as the
+//!   launch path), memset, memcpy, host function (closure or C function), event record
+//!   and wait, child graph, empty, memory alloc and free; conditional IF / IF-else /
+//!   WHILE / SWITCH nodes whose [`ConditionalHandle`] is set from device code, with
+//!   their body graphs as [`GraphRef`]s.
+//! - Edges with [`EdgeData`]: default, programmatic ([`EdgeData::PROGRAMMATIC`]) and
+//!   launch-completion ([`EdgeData::LAUNCH_COMPLETION`]) edges between kernel nodes;
+//!   node dependencies and graph edges listed with their edge data.
+//! - The device's graph memory pool: [`GraphMemUsage`], [`graph_mem_trim`].
+//!
+//! # Lifetimes and memory
+//! A graph borrows its [`Context`](crate::Context) (`Graph<'ctx>`), nodes and
+//! body graphs borrow their graph, and an executable graph borrows the context, so no
+//! handle outlives what it refers to; dropping any of them is safe. Kernel parameters
+//! and node descriptions are copied by the driver when a node is added or updated.
+//! Memory and events that nodes name **by address** are not borrowed: the functions
+//! that take them are `unsafe`, and their contract is that the memory stays valid for
+//! every launch of every executable graph made from the graph. Host-node closures are
+//! owned by the graph (a CUDA user object) and freed after the graph and every
+//! executable graph made from it are gone.
+//!
+//! # Unsafe policy
+//! Adding a node that launches a kernel, touches memory by address, runs a C function
+//! or names an event is `unsafe fn` with a `# Safety` section; structural operations
+//! (empty and child-graph nodes, edges, queries, instantiate, launch, update) are safe.
+//! Every `unsafe` block carries a `// SAFETY:` comment.
+
+mod capture;
+mod conditional;
+mod edge;
+mod exec;
+mod handle;
+mod kernel_node;
+mod mem;
+mod node;
+mod nodes;
+
+pub use capture::{Capture, CaptureInfo, CaptureMode, CaptureToGraph};
+pub use conditional::ConditionalHandle;
+pub use edge::EdgeData;
+pub use exec::{ExecUpdateError, GraphExec, InstantiateFlags, instantiate_result_name};
+pub use handle::{Graph, GraphRef};
+pub use mem::{GraphMemUsage, graph_mem_attribute, graph_mem_trim};
+pub use node::GraphNode;
+pub use nodes::Memset;

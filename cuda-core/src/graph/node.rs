@@ -1,0 +1,216 @@
+//! [`GraphNode`]: a node of a graph, and the queries on it (type, dependencies and
+//! dependents with edge data), plus the graph's node lists.
+
+use core::marker::PhantomData;
+use core::ptr;
+
+use cuda_sys::{CUgraphEdgeData, CUgraphNode, CUgraphNodeType};
+
+use super::{EdgeData, Graph};
+use crate::driver::api;
+use crate::error::{Result, drv};
+
+/// A node of a graph (`CUgraphNode`), borrowed from the graph for `'g`: cheap to copy,
+/// never outlives its graph. Nodes are destroyed with their graph.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[repr(transparent)]
+pub struct GraphNode<'g> {
+    raw: CUgraphNode,
+    _graph: PhantomData<&'g ()>,
+}
+
+// SAFETY: a node handle is an opaque pointer-sized name; using it is a driver call on
+// its graph, which `Graph`'s own `!Sync` keeps on one thread.
+unsafe impl Send for GraphNode<'_> {}
+// SAFETY: as above.
+unsafe impl Sync for GraphNode<'_> {}
+
+impl<'g> GraphNode<'g> {
+    /// A null node, as a placeholder in arrays the driver fills.
+    pub const NULL: Self = Self {
+        raw: ptr::null_mut(),
+        _graph: PhantomData,
+    };
+
+    /// Wraps a raw node.
+    ///
+    /// # Safety
+    /// `raw` must be a node of a graph that stays alive for `'g`.
+    #[inline]
+    #[must_use]
+    pub const unsafe fn from_raw(raw: CUgraphNode) -> Self {
+        Self {
+            raw,
+            _graph: PhantomData,
+        }
+    }
+
+    /// The raw `CUgraphNode`.
+    #[inline]
+    #[must_use]
+    pub const fn as_raw(self) -> CUgraphNode {
+        self.raw
+    }
+
+    /// `cuGraphNodeGetType`: the node's type (`CU_GRAPH_NODE_TYPE_KERNEL`, ...).
+    ///
+    /// # Errors
+    /// Driver errors.
+    #[doc(alias = "cuGraphNodeGetType")]
+    pub fn node_type(self) -> Result<CUgraphNodeType> {
+        let cu = api()?;
+        let mut t = CUgraphNodeType(0);
+        // SAFETY: live node (borrowed for `'g`), valid out-pointer.
+        unsafe { drv!(cu, cuGraphNodeGetType(self.raw, &mut t))? };
+        Ok(t)
+    }
+
+    /// `cuGraphNodeGetDependencies`: fills `nodes` and `data` with up to the shorter
+    /// slice's length of this node's incoming edges (`nodes[i] -> self` with `data[i]`)
+    /// and returns how many there are in total.
+    ///
+    /// # Errors
+    /// Driver errors.
+    #[doc(alias = "cuGraphNodeGetDependencies")]
+    pub fn dependencies(self, nodes: &mut [GraphNode<'g>], data: &mut [EdgeData]) -> Result<usize> {
+        self.neighbours(nodes, data, false)
+    }
+
+    /// `cuGraphNodeGetDependentNodes`: as [`dependencies`](Self::dependencies), for the
+    /// outgoing edges (`self -> nodes[i]` with `data[i]`).
+    ///
+    /// # Errors
+    /// Driver errors.
+    #[doc(alias = "cuGraphNodeGetDependentNodes")]
+    pub fn dependents(self, nodes: &mut [GraphNode<'g>], data: &mut [EdgeData]) -> Result<usize> {
+        self.neighbours(nodes, data, true)
+    }
+
+    fn neighbours(
+        self,
+        nodes: &mut [GraphNode<'g>],
+        data: &mut [EdgeData],
+        outgoing: bool,
+    ) -> Result<usize> {
+        let cu = api()?;
+        let mut total = 0usize;
+        // SAFETY: null arrays ask for the count only.
+        unsafe {
+            if outgoing {
+                drv!(
+                    cu,
+                    cuGraphNodeGetDependentNodes(
+                        self.raw,
+                        ptr::null_mut(),
+                        ptr::null_mut(),
+                        &mut total
+                    )
+                )?;
+            } else {
+                drv!(
+                    cu,
+                    cuGraphNodeGetDependencies(
+                        self.raw,
+                        ptr::null_mut(),
+                        ptr::null_mut(),
+                        &mut total
+                    )
+                )?;
+            }
+        }
+        let mut n = nodes.len().min(data.len()).min(total);
+        if n == 0 {
+            return Ok(total);
+        }
+        let (np, dp) = (
+            nodes.as_mut_ptr().cast::<CUgraphNode>(),
+            data.as_mut_ptr().cast::<CUgraphEdgeData>(),
+        );
+        // SAFETY: both arrays hold at least `n` elements of types `repr(transparent)`
+        // over the C types; the driver writes at most `n`. The nodes it writes belong
+        // to the same graph, alive for `'g`.
+        unsafe {
+            if outgoing {
+                drv!(cu, cuGraphNodeGetDependentNodes(self.raw, np, dp, &mut n))?;
+            } else {
+                drv!(cu, cuGraphNodeGetDependencies(self.raw, np, dp, &mut n))?;
+            }
+        }
+        Ok(total)
+    }
+}
+
+impl<'ctx> Graph<'ctx> {
+    /// `cuGraphGetNodes`: fills `nodes` with up to its length of the graph's nodes and
+    /// returns how many there are in total.
+    ///
+    /// # Errors
+    /// Driver errors.
+    #[doc(alias = "cuGraphGetNodes")]
+    pub fn nodes<'g>(&'g self, nodes: &mut [GraphNode<'g>]) -> Result<usize> {
+        self.list(nodes, false)
+    }
+
+    /// `cuGraphGetRootNodes`: as [`nodes`](Self::nodes), for the nodes without
+    /// dependencies.
+    ///
+    /// # Errors
+    /// Driver errors.
+    #[doc(alias = "cuGraphGetRootNodes")]
+    pub fn root_nodes<'g>(&'g self, nodes: &mut [GraphNode<'g>]) -> Result<usize> {
+        self.list(nodes, true)
+    }
+
+    /// The number of nodes (`cuGraphGetNodes` with no array).
+    ///
+    /// # Errors
+    /// Driver errors.
+    #[doc(alias = "cuGraphGetNodes")]
+    pub fn node_count(&self) -> Result<usize> {
+        self.list(&mut [], false)
+    }
+
+    fn list<'g>(&'g self, nodes: &mut [GraphNode<'g>], roots: bool) -> Result<usize> {
+        let cu = api()?;
+        let mut total = 0usize;
+        // SAFETY: a null array asks for the count only.
+        unsafe {
+            if roots {
+                drv!(
+                    cu,
+                    cuGraphGetRootNodes(self.as_raw(), ptr::null_mut(), &mut total)
+                )?;
+            } else {
+                drv!(
+                    cu,
+                    cuGraphGetNodes(self.as_raw(), ptr::null_mut(), &mut total)
+                )?;
+            }
+        }
+        let mut n = nodes.len().min(total);
+        if n == 0 {
+            return Ok(total);
+        }
+        let p = nodes.as_mut_ptr().cast::<CUgraphNode>();
+        // SAFETY: `nodes` holds at least `n` elements, `repr(transparent)` over
+        // `CUgraphNode`; the driver writes at most `n` nodes of this graph.
+        unsafe {
+            if roots {
+                drv!(cu, cuGraphGetRootNodes(self.as_raw(), p, &mut n))?;
+            } else {
+                drv!(cu, cuGraphGetNodes(self.as_raw(), p, &mut n))?;
+            }
+        }
+        Ok(total)
+    }
+
+    /// Wraps a node handle of this graph (from a raw API), borrowing the graph.
+    ///
+    /// # Safety
+    /// `raw` must be a node of this graph.
+    #[must_use]
+    pub unsafe fn node_from_raw(&self, raw: CUgraphNode) -> GraphNode<'_> {
+        // SAFETY: forwarded: a node of `self`, which the result borrows.
+        unsafe { GraphNode::from_raw(raw) }
+    }
+}

@@ -1,0 +1,430 @@
+//! The other explicit nodes: empty, memset, memcpy, host function, event record and
+//! wait, child graph.
+//!
+//! Nodes that name memory or an event by address are added by `unsafe` functions: the
+//! graph keeps the address, not a borrow, so the caller promises it stays valid for
+//! every launch of every executable graph made from the graph.
+
+use core::ffi::c_void;
+use core::ptr;
+
+use cuda_sys::{
+    CUDA_HOST_NODE_PARAMS, CUDA_MEMCPY3D, CUDA_MEMSET_NODE_PARAMS, CUdeviceptr, CUevent,
+    CUgraphNode, CUmemorytype,
+};
+
+use super::kernel_node::deps_ptr;
+use super::{Graph, GraphNode, GraphRef};
+use crate::driver::api;
+use crate::error::{Result, drv};
+use crate::event::Event;
+
+/// A memset node's target: `height` rows of `width` elements of `element_size`
+/// (1, 2 or 4) bytes, rows `pitch` bytes apart, all set to `value`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Memset {
+    /// Device address of the first element.
+    pub dst: CUdeviceptr,
+    /// Bytes between rows (ignored when `height == 1`).
+    pub pitch: usize,
+    /// The value (its low `element_size` bytes).
+    pub value: u32,
+    /// 1, 2 or 4.
+    pub element_size: u32,
+    /// Elements per row.
+    pub width: usize,
+    /// Rows.
+    pub height: usize,
+}
+
+impl Memset {
+    /// `count` 32-bit words at `dst` set to `value`.
+    #[must_use]
+    pub const fn d32(dst: CUdeviceptr, value: u32, count: usize) -> Self {
+        Self {
+            dst,
+            pitch: 0,
+            value,
+            element_size: 4,
+            width: count,
+            height: 1,
+        }
+    }
+
+    /// `count` bytes at `dst` set to `value`.
+    #[must_use]
+    pub const fn d8(dst: CUdeviceptr, value: u8, count: usize) -> Self {
+        Self {
+            dst,
+            pitch: 0,
+            value: value as u32,
+            element_size: 1,
+            width: count,
+            height: 1,
+        }
+    }
+}
+
+impl<'ctx> Graph<'ctx> {
+    /// `cuGraphAddEmptyNode`: a node that does nothing, to join or fan out
+    /// dependencies.
+    ///
+    /// # Errors
+    /// Driver errors.
+    #[doc(alias = "cuGraphAddEmptyNode")]
+    pub fn add_empty_node(&self, deps: &[GraphNode<'_>]) -> Result<GraphNode<'_>> {
+        let cu = api()?;
+        let mut node: CUgraphNode = ptr::null_mut();
+        // SAFETY: live graph; `deps` holds `deps.len()` nodes.
+        unsafe {
+            drv!(
+                cu,
+                cuGraphAddEmptyNode(&mut node, self.as_raw(), deps_ptr(deps), deps.len())
+            )?;
+        }
+        // SAFETY: a node of `self`, which the result borrows.
+        Ok(unsafe { GraphNode::from_raw(node) })
+    }
+
+    /// `cuGraphAddMemsetNode`: a memset of device memory.
+    ///
+    /// # Errors
+    /// Driver errors.
+    ///
+    /// # Safety
+    /// The memory `m` describes must be device memory of this graph's context, valid
+    /// for writes at every launch of every executable graph made from this graph, and
+    /// not used concurrently by other work meanwhile.
+    #[doc(alias = "cuGraphAddMemsetNode")]
+    pub unsafe fn add_memset_node(
+        &self,
+        deps: &[GraphNode<'_>],
+        m: &Memset,
+    ) -> Result<GraphNode<'_>> {
+        let cu = api()?;
+        let params = CUDA_MEMSET_NODE_PARAMS {
+            dst: m.dst,
+            pitch: m.pitch,
+            value: m.value,
+            elementSize: m.element_size,
+            width: m.width,
+            height: m.height,
+        };
+        let mut node: CUgraphNode = ptr::null_mut();
+        // SAFETY: live graph and context; valid pointers; the target's validity is the
+        // caller's promise.
+        unsafe {
+            drv!(
+                cu,
+                cuGraphAddMemsetNode(
+                    &mut node,
+                    self.as_raw(),
+                    deps_ptr(deps),
+                    deps.len(),
+                    &params,
+                    self.context().as_raw()
+                )
+            )?;
+        }
+        // SAFETY: a node of `self`, which the result borrows.
+        Ok(unsafe { GraphNode::from_raw(node) })
+    }
+
+    /// `cuGraphAddMemcpyNode` with a full `CUDA_MEMCPY3D` description.
+    ///
+    /// # Errors
+    /// Driver errors.
+    ///
+    /// # Safety
+    /// Source and destination (device, host or array memory) must be valid for the
+    /// copy at every launch of every executable graph made from this graph; host memory
+    /// must be pinned or registered for the copy to be asynchronous.
+    #[doc(alias = "cuGraphAddMemcpyNode")]
+    pub unsafe fn add_memcpy_node(
+        &self,
+        deps: &[GraphNode<'_>],
+        copy: &CUDA_MEMCPY3D,
+    ) -> Result<GraphNode<'_>> {
+        let cu = api()?;
+        let mut node: CUgraphNode = ptr::null_mut();
+        // SAFETY: live graph and context; valid pointers; the copy's memory is the
+        // caller's promise.
+        unsafe {
+            drv!(
+                cu,
+                cuGraphAddMemcpyNode(
+                    &mut node,
+                    self.as_raw(),
+                    deps_ptr(deps),
+                    deps.len(),
+                    copy,
+                    self.context().as_raw()
+                )
+            )?;
+        }
+        // SAFETY: a node of `self`, which the result borrows.
+        Ok(unsafe { GraphNode::from_raw(node) })
+    }
+
+    /// `cuGraphAddMemcpyNode` for `bytes` bytes from device address `src` to device
+    /// address `dst`.
+    ///
+    /// # Errors
+    /// Driver errors.
+    ///
+    /// # Safety
+    /// As [`add_memcpy_node`](Self::add_memcpy_node).
+    #[doc(alias = "cuGraphAddMemcpyNode")]
+    pub unsafe fn add_memcpy_dtod_node(
+        &self,
+        deps: &[GraphNode<'_>],
+        dst: CUdeviceptr,
+        src: CUdeviceptr,
+        bytes: usize,
+    ) -> Result<GraphNode<'_>> {
+        let copy = CUDA_MEMCPY3D {
+            srcMemoryType: CUmemorytype::CU_MEMORYTYPE_DEVICE,
+            srcDevice: src,
+            dstMemoryType: CUmemorytype::CU_MEMORYTYPE_DEVICE,
+            dstDevice: dst,
+            WidthInBytes: bytes,
+            Height: 1,
+            Depth: 1,
+            ..CUDA_MEMCPY3D::default()
+        };
+        // SAFETY: forwarded to the caller.
+        unsafe { self.add_memcpy_node(deps, &copy) }
+    }
+
+    /// `cuGraphAddHostNode` with a C function and its argument (no allocation).
+    ///
+    /// # Errors
+    /// Driver errors.
+    ///
+    /// # Safety
+    /// `f(data)` must be sound to call on a driver thread at every launch of every
+    /// executable graph made from this graph (possibly concurrently, if several are
+    /// launched at once), with `data` valid for all of them; `f` must not call CUDA
+    /// functions and must not unwind.
+    #[doc(alias = "cuGraphAddHostNode")]
+    pub unsafe fn add_host_node_raw(
+        &self,
+        deps: &[GraphNode<'_>],
+        f: unsafe extern "C" fn(*mut c_void),
+        data: *mut c_void,
+    ) -> Result<GraphNode<'_>> {
+        let cu = api()?;
+        let params = CUDA_HOST_NODE_PARAMS {
+            fn_: Some(f),
+            userData: data,
+        };
+        let mut node: CUgraphNode = ptr::null_mut();
+        // SAFETY: live graph, valid pointers; `f`/`data` are the caller's promise.
+        unsafe {
+            drv!(
+                cu,
+                cuGraphAddHostNode(
+                    &mut node,
+                    self.as_raw(),
+                    deps_ptr(deps),
+                    deps.len(),
+                    &params
+                )
+            )?;
+        }
+        // SAFETY: a node of `self`, which the result borrows.
+        Ok(unsafe { GraphNode::from_raw(node) })
+    }
+
+    /// `cuGraphAddHostNode` running the closure `f` on a driver thread at each launch.
+    ///
+    /// The closure is boxed and owned by the graph through a CUDA user object
+    /// (`cuUserObjectCreate` + `cuGraphRetainUserObject`): executable graphs made from
+    /// the graph hold it too, and it is dropped (on a driver thread) once the graph and
+    /// all of them are destroyed and their launches have finished. So `f` must be
+    /// `Send + Sync + 'static`: it may run from several executable graphs at once.
+    ///
+    /// `f` must not call CUDA functions (a driver rule for host functions); a panic in
+    /// `f` aborts the process.
+    ///
+    /// # Errors
+    /// Driver errors; on error the closure is dropped and no node is left behind.
+    #[cfg(feature = "alloc")]
+    #[doc(alias = "cuGraphAddHostNode")]
+    #[doc(alias = "cuUserObjectCreate")]
+    pub fn add_host_node<F>(&self, deps: &[GraphNode<'_>], f: F) -> Result<GraphNode<'_>>
+    where
+        F: Fn() + Send + Sync + 'static,
+    {
+        use alloc::boxed::Box;
+
+        unsafe extern "C" fn run<F: Fn()>(data: *mut c_void) {
+            // SAFETY: `data` is the `Box<F>` below, alive while any holder of the user
+            // object (graph, executable graphs) lives; shared access only.
+            let f = unsafe { &*data.cast_const().cast::<F>() };
+            f();
+        }
+        unsafe extern "C" fn free<F>(data: *mut c_void) {
+            // SAFETY: called once by the driver when the user object's last reference
+            // goes; the box is reclaimed exactly once.
+            drop(unsafe { Box::from_raw(data.cast::<F>()) });
+        }
+
+        let cu = api()?;
+        let data = Box::into_raw(Box::new(f)).cast::<c_void>();
+        let mut object = ptr::null_mut();
+        // SAFETY: `data` is a live box; `free::<F>` matches its type. With one initial
+        // reference the object owns the box from here on.
+        let rc = unsafe {
+            cu.cuUserObjectCreate()?(
+                &mut object,
+                data,
+                Some(free::<F>),
+                1,
+                cuda_sys::CUuserObject_flags::CU_USER_OBJECT_NO_DESTRUCTOR_SYNC.0,
+            )
+        };
+        if !rc.is_success() {
+            // SAFETY: the driver did not take `data`; reclaim and drop it.
+            drop(unsafe { Box::from_raw(data.cast::<F>()) });
+            return Err(crate::error::Error::driver("cuUserObjectCreate", rc));
+        }
+        // SAFETY: live graph and object; the graph takes over our one reference (MOVE).
+        let moved = unsafe {
+            drv!(
+                cu,
+                cuGraphRetainUserObject(
+                    self.as_raw(),
+                    object,
+                    1,
+                    cuda_sys::CUuserObjectRetain_flags::CU_GRAPH_USER_OBJECT_MOVE.0
+                )
+            )
+        };
+        if let Err(e) = moved {
+            // SAFETY: our reference was not moved; releasing it frees the box.
+            if let Ok(release) = cu.cuUserObjectRelease() {
+                let _ = unsafe { release(object, 1) };
+            }
+            return Err(e);
+        }
+        // SAFETY: the graph owns the closure for as long as any executable graph can
+        // run it; `run::<F>` matches `data`'s type; `F: Send + Sync` so driver threads
+        // may call it, concurrently too.
+        unsafe { self.add_host_node_raw(deps, run::<F>, data) }
+    }
+
+    /// `cuGraphAddEventRecordNode`: records `event` when the node runs.
+    ///
+    /// # Errors
+    /// Driver errors.
+    ///
+    /// # Safety
+    /// `event` must stay alive (not destroyed) for every launch of every executable
+    /// graph made from this graph.
+    #[doc(alias = "cuGraphAddEventRecordNode")]
+    pub unsafe fn add_event_record_node(
+        &self,
+        deps: &[GraphNode<'_>],
+        event: &Event<'_>,
+    ) -> Result<GraphNode<'_>> {
+        let event: CUevent = event.as_raw();
+        let cu = api()?;
+        let mut node: CUgraphNode = ptr::null_mut();
+        // SAFETY: live graph; the event's lifetime is the caller's promise.
+        unsafe {
+            drv!(
+                cu,
+                cuGraphAddEventRecordNode(
+                    &mut node,
+                    self.as_raw(),
+                    deps_ptr(deps),
+                    deps.len(),
+                    event
+                )
+            )?;
+        }
+        // SAFETY: a node of `self`, which the result borrows.
+        Ok(unsafe { GraphNode::from_raw(node) })
+    }
+
+    /// `cuGraphAddEventWaitNode`: waits for `event` (its latest record) when the node
+    /// runs.
+    ///
+    /// # Errors
+    /// Driver errors.
+    ///
+    /// # Safety
+    /// As [`add_event_record_node`](Self::add_event_record_node).
+    #[doc(alias = "cuGraphAddEventWaitNode")]
+    pub unsafe fn add_event_wait_node(
+        &self,
+        deps: &[GraphNode<'_>],
+        event: &Event<'_>,
+    ) -> Result<GraphNode<'_>> {
+        let event: CUevent = event.as_raw();
+        let cu = api()?;
+        let mut node: CUgraphNode = ptr::null_mut();
+        // SAFETY: live graph; the event's lifetime is the caller's promise.
+        unsafe {
+            drv!(
+                cu,
+                cuGraphAddEventWaitNode(
+                    &mut node,
+                    self.as_raw(),
+                    deps_ptr(deps),
+                    deps.len(),
+                    event
+                )
+            )?;
+        }
+        // SAFETY: a node of `self`, which the result borrows.
+        Ok(unsafe { GraphNode::from_raw(node) })
+    }
+
+    /// `cuGraphAddChildGraphNode`: a node running a copy of `child` (the driver clones
+    /// it now; later changes to `child` do not reach the node).
+    ///
+    /// # Errors
+    /// Driver errors (child graphs may not contain alloc/free or conditional nodes on
+    /// older drivers).
+    #[doc(alias = "cuGraphAddChildGraphNode")]
+    pub fn add_child_graph_node(
+        &self,
+        deps: &[GraphNode<'_>],
+        child: &Graph<'_>,
+    ) -> Result<GraphNode<'_>> {
+        let cu = api()?;
+        let mut node: CUgraphNode = ptr::null_mut();
+        // SAFETY: live graphs; the driver clones `child`.
+        unsafe {
+            drv!(
+                cu,
+                cuGraphAddChildGraphNode(
+                    &mut node,
+                    self.as_raw(),
+                    deps_ptr(deps),
+                    deps.len(),
+                    child.as_raw()
+                )
+            )?;
+        }
+        // SAFETY: a node of `self`, which the result borrows.
+        Ok(unsafe { GraphNode::from_raw(node) })
+    }
+
+    /// `cuGraphChildGraphNodeGetGraph`: the graph inside a child graph node, owned by
+    /// the node.
+    ///
+    /// # Errors
+    /// Driver errors (`CUDA_ERROR_INVALID_VALUE` for another node type).
+    #[doc(alias = "cuGraphChildGraphNodeGetGraph")]
+    pub fn child_graph<'g>(&'g self, node: GraphNode<'g>) -> Result<GraphRef<'g, 'ctx>> {
+        let cu = api()?;
+        let mut raw = ptr::null_mut();
+        // SAFETY: live node, valid out-pointer.
+        unsafe { drv!(cu, cuGraphChildGraphNodeGetGraph(node.as_raw(), &mut raw))? };
+        // SAFETY: the child graph is owned by `node`, part of `self`.
+        Ok(unsafe { GraphRef::new(raw, self) })
+    }
+}

@@ -1,0 +1,199 @@
+//! The launch calls: `cuLaunchKernelEx` with a pointer array or a packed buffer, the
+//! layout-checked packed launch, and plain `cuLaunchKernel`.
+//!
+//! None of them allocates, records an event or binds a context: each builds the
+//! `CUlaunchConfig` (or the `extra` array) on the stack and makes one driver call. The
+//! context is the one the function's module was loaded in; the stream must belong to it.
+
+use core::ffi::c_void;
+use core::ptr;
+
+use cuda_sys::{CU_LAUNCH_PARAM_BUFFER_POINTER, CU_LAUNCH_PARAM_BUFFER_SIZE, CU_LAUNCH_PARAM_END};
+
+use super::LaunchConfig;
+use crate::args::{KernelArgs, PackedArgs};
+use crate::driver::api;
+use crate::error::{Error, Result, drv};
+use crate::function::Function;
+
+/// `cuLaunchKernelEx`: launches `f` with `cfg` (grid, block, shared memory, stream and
+/// every attribute), passing `args` as the `kernelParams` pointer array.
+///
+/// The tuple's types are the kernel's parameter types, in order: the driver copies each
+/// parameter's bytes from the tuple, using the sizes it knows from the kernel. `args`
+/// may be dropped as soon as this returns.
+///
+/// # Errors
+/// [`Error::Driver`] naming `cuLaunchKernelEx` with what the driver returned: a block of
+/// more threads than the kernel allows or a zero grid gives
+/// `CUDA_ERROR_INVALID_VALUE`, too many resources
+/// `CUDA_ERROR_LAUNCH_OUT_OF_RESOURCES`, an attribute the device does not support
+/// `CUDA_ERROR_NOT_SUPPORTED` or `CUDA_ERROR_INVALID_VALUE`. Errors of the kernel
+/// itself show up at the next synchronizing call.
+///
+/// # Safety
+/// - `A` must match the kernel's signature: the same number of parameters, each of the
+///   same size and device layout (a mismatch makes the driver read past a value or hand
+///   the kernel garbage). [`Function::verify_args`] checks this against the driver's
+///   parameter info once, so a hot loop can check before and launch unchecked.
+/// - Every pointer in `args` must be valid for everything the kernel does with it (reads
+///   and writes of device memory) until the kernel has finished, and memory the kernel
+///   writes must not be read or written by the host or other work meanwhile.
+/// - The stream in `cfg` must belong to the context `f` was loaded in.
+#[doc(alias = "cuLaunchKernelEx")]
+#[inline]
+pub unsafe fn launch<A: KernelArgs>(
+    f: &Function<'_>,
+    cfg: &LaunchConfig<'_>,
+    args: &A,
+) -> Result<()> {
+    let cu = api()?;
+    let raw = cfg.as_raw();
+    let mut ptrs = args.arg_ptrs();
+    // SAFETY: `raw` points at `cfg`'s attribute array, valid and not otherwise borrowed
+    // for this call (see `LaunchConfig`); `ptrs` holds `A::COUNT` pointers into `args`,
+    // alive for the call; the driver copies the parameters before returning. The
+    // kernel-side contract is the caller's.
+    unsafe {
+        drv!(
+            cu,
+            cuLaunchKernelEx(&raw, f.as_raw(), ptrs.as_mut_ptr(), ptr::null_mut())
+        )
+    }
+}
+
+/// `cuLaunchKernelEx` with the parameters in one packed buffer
+/// (`extra = [CU_LAUNCH_PARAM_BUFFER_POINTER, buf, CU_LAUNCH_PARAM_BUFFER_SIZE, &size,
+/// CU_LAUNCH_PARAM_END]`), laid out by device alignment.
+///
+/// # Errors
+/// As [`launch`]; a buffer whose size differs from the kernel's parameter size gives
+/// `CUDA_ERROR_INVALID_VALUE`.
+///
+/// # Safety
+/// As [`launch`]: `packed` must hold exactly the kernel's parameters, in order, at the
+/// kernel's offsets ([`launch_checked`] verifies that), and the pointers in it must be
+/// valid for what the kernel does.
+#[doc(alias = "cuLaunchKernelEx")]
+#[doc(alias = "CU_LAUNCH_PARAM_BUFFER_POINTER")]
+#[inline]
+pub unsafe fn launch_packed<const CAP: usize>(
+    f: &Function<'_>,
+    cfg: &LaunchConfig<'_>,
+    packed: &PackedArgs<CAP>,
+) -> Result<()> {
+    let cu = api()?;
+    let raw = cfg.as_raw();
+    let mut size: usize = packed.len();
+    let mut extra: [*mut c_void; 5] = [
+        CU_LAUNCH_PARAM_BUFFER_POINTER,
+        packed.as_ptr().cast_mut().cast::<c_void>(),
+        CU_LAUNCH_PARAM_BUFFER_SIZE,
+        ptr::from_mut(&mut size).cast::<c_void>(),
+        CU_LAUNCH_PARAM_END,
+    ];
+    // SAFETY: `extra` is a well-formed, END-terminated list whose buffer pointer and size
+    // pointer are alive for the call; the driver only reads them. `raw` as in `launch`.
+    // The kernel-side contract is the caller's.
+    unsafe {
+        drv!(
+            cu,
+            cuLaunchKernelEx(&raw, f.as_raw(), ptr::null_mut(), extra.as_mut_ptr())
+        )
+    }
+}
+
+/// [`launch_packed`] after checking `packed` against the kernel's parameter layout as
+/// `cuFuncGetParamInfo` reports it: the same number of parameters, each at the same
+/// offset with the same size.
+///
+/// The check makes one `cuFuncGetParamInfo` call per parameter (plus one to find the
+/// end) on every launch and caches nothing; for a hot loop, check once with
+/// [`Function::verify_packed`] or [`Function::verify_args`] and launch unchecked.
+///
+/// # Errors
+/// [`Error::Layout`] naming the first mismatch (count, offset or size) without
+/// launching; [`Error::Driver`] naming `cuFuncGetParamInfo` if the driver cannot report
+/// the layout (a driver before 12.4, or a function without parameter info); else as
+/// [`launch`].
+///
+/// # Safety
+/// The layout is checked, the contents are not: every pointer in `packed` must be valid
+/// for what the kernel does with it until the kernel has finished, and a parameter of
+/// the right size but the wrong meaning (a `u64` where the kernel takes a pointer) is
+/// not caught.
+#[doc(alias = "cuLaunchKernelEx")]
+#[doc(alias = "cuFuncGetParamInfo")]
+#[inline]
+pub unsafe fn launch_checked<const CAP: usize>(
+    f: &Function<'_>,
+    cfg: &LaunchConfig<'_>,
+    packed: &PackedArgs<CAP>,
+) -> Result<()> {
+    f.verify_packed(packed)?;
+    // SAFETY: the layout matches the kernel's (checked above); the pointer contract is
+    // forwarded to the caller.
+    unsafe { launch_packed(f, cfg, packed) }
+}
+
+/// `cuLaunchKernel`: the plain launch, for configurations without attributes, passing
+/// `args` as the `kernelParams` pointer array.
+///
+/// # Errors
+/// [`Error::InvalidArgument`] if `cfg` has attributes (`cuLaunchKernel` cannot carry
+/// them; use [`launch`]); else [`Error::Driver`] naming `cuLaunchKernel`, as for
+/// [`launch`].
+///
+/// # Safety
+/// As [`launch`].
+#[doc(alias = "cuLaunchKernel")]
+#[inline]
+pub unsafe fn launch_plain<A: KernelArgs>(
+    f: &Function<'_>,
+    cfg: &LaunchConfig<'_>,
+    args: &A,
+) -> Result<()> {
+    if cfg.num_attributes() != 0 {
+        return Err(Error::InvalidArgument(
+            "cuLaunchKernel cannot carry launch attributes; use launch (cuLaunchKernelEx)",
+        ));
+    }
+    let cu = api()?;
+    let mut ptrs = args.arg_ptrs();
+    // SAFETY: as in `launch`: `ptrs` points into `args`, alive for the call; the driver
+    // copies the parameters before returning.
+    unsafe {
+        drv!(
+            cu,
+            cuLaunchKernel(
+                f.as_raw(),
+                cfg.grid.x,
+                cfg.grid.y,
+                cfg.grid.z,
+                cfg.block.x,
+                cfg.block.y,
+                cfg.block.z,
+                cfg.shared_mem_bytes,
+                cfg.stream_handle(),
+                ptrs.as_mut_ptr(),
+                ptr::null_mut(),
+            )
+        )
+    }
+}
+
+impl<'a> LaunchConfig<'a> {
+    /// [`launch`] with this configuration: `cfg.launch(&f, &(ptr, n))`.
+    ///
+    /// # Errors
+    /// As [`launch`].
+    ///
+    /// # Safety
+    /// As [`launch`].
+    #[doc(alias = "cuLaunchKernelEx")]
+    #[inline]
+    pub unsafe fn launch<A: KernelArgs>(&self, f: &Function<'_>, args: &A) -> Result<()> {
+        // SAFETY: forwarded to the caller.
+        unsafe { launch(f, self, args) }
+    }
+}

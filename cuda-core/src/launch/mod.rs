@@ -1,0 +1,48 @@
+//! Kernel launches (driver API section "Execution Control"): [`LaunchConfig`] with every
+//! `cuLaunchKernelEx` attribute, and the launch calls.
+//!
+//! - [`LaunchConfig`]: grid, block, dynamic shared memory, stream, and up to
+//!   [`MAX_LAUNCH_ATTRIBUTES`] [`LaunchAttribute`]s stored inline (Programmatic
+//!   Dependent Launch, programmatic and launch-completion events, cluster shape and
+//!   scheduling, cooperative, priority, memory sync domains, access policy window,
+//!   device-updatable graph nodes, shared-memory carveout, NVLink-centric scheduling).
+//! - [`launch`]: `cuLaunchKernelEx` with the arguments as a pointer array
+//!   ([`KernelArgs`](crate::args::KernelArgs), a tuple).
+//! - [`launch_packed`]: `cuLaunchKernelEx` with one packed buffer
+//!   ([`PackedArgs`](crate::args::PackedArgs), `CU_LAUNCH_PARAM_BUFFER_POINTER`).
+//! - [`launch_checked`]: the packed launch after comparing the buffer's layout with
+//!   `cuFuncGetParamInfo`; [`Function::verify_args`](crate::Function::verify_args)
+//!   does the check once for a tuple type, so a hot loop can launch unchecked.
+//! - [`launch_plain`]: `cuLaunchKernel`, for configurations without attributes.
+//!
+//! The launch path allocates nothing, records no event and binds no context: one driver
+//! call with a `CUlaunchConfig` built on the stack.
+//!
+//! # Unsafe policy
+//! The launch calls are `unsafe fn`: what a kernel does with its pointer arguments cannot
+//! be checked, and the argument types must match the kernel's signature (the checked
+//! forms verify the layout, not the meaning). Each documents its contract under
+//! `# Safety`. Attribute values are built through the typed constructors of
+//! [`LaunchAttribute`]; [`LaunchAttribute::from_raw`] and
+//! [`LaunchConfig::raw_stream`] are `unsafe` because they take handles the type cannot
+//! check. Every `unsafe` block carries a `// SAFETY:` comment.
+
+mod attr;
+mod config;
+mod dim3;
+mod kernel;
+mod verify;
+
+pub use attr::{LaunchAttribute, TooManyAttributes};
+pub use config::{LaunchConfig, MAX_LAUNCH_ATTRIBUTES};
+pub use dim3::Dim3;
+pub use kernel::{launch, launch_checked, launch_packed, launch_plain};
+
+impl From<TooManyAttributes> for crate::error::Error {
+    fn from(_: TooManyAttributes) -> Self {
+        Self::InvalidArgument("too many launch attributes (a LaunchConfig holds at most 8)")
+    }
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,801 @@
+//! Hardware tests of `cuda_core::graph`: captured and explicit PDL chains with
+//! programmatic edges, WHILE and SWITCH conditional nodes driven from device code, exec
+//! updates (kernel node parameters, whole graph, a refused topology change), memory
+//! alloc/free nodes replayed with stable pool usage, host-node closures, and the other
+//! explicit nodes.
+//!
+//! The kernels are hand-written PTX below (checked with `ptxas -arch=sm_90`; the
+//! device-runtime ones also with `nvlink` against `libcudadevrt.a`).
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU32, Ordering};
+use std::time::{Duration, Instant};
+
+use cuda_core::graph::{
+    Capture, CaptureMode, CaptureToGraph, EdgeData, ExecUpdateError, Graph, GraphMemUsage,
+    GraphNode, InstantiateFlags, Memset,
+};
+use cuda_core::launch::{LaunchConfig, launch};
+use cuda_core::{
+    Context, Device, DeviceBuffer, DevicePtr, Error, Event, EventFlags, Function, JitOptions,
+    Linker, Module, Stream,
+};
+use cuda_sys::{
+    CUgraphDependencyType, CUgraphExecUpdateResult, CUgraphNodeType, CUstreamCaptureStatus,
+};
+use cuda_workspace::{Outcome, TestResult, check, check_eq, require_gpu, require_sm, skip};
+
+const PTX: &str = r#".version 8.0
+.target sm_90
+.address_size 64
+
+// PDL chain step (data: *u32, n: u32): lets the next step launch, waits for the
+// previous one (griddepcontrol.wait), then data[i] += 1.
+.visible .entry chain_step(
+    .param .u64 p_data,
+    .param .u32 p_n
+)
+{
+    .reg .pred %p;
+    .reg .b32 %r<8>;
+    .reg .b64 %rd<4>;
+    griddepcontrol.launch_dependents;
+    griddepcontrol.wait;
+    mov.u32 %r1, %ctaid.x;
+    mov.u32 %r2, %ntid.x;
+    mov.u32 %r3, %tid.x;
+    mad.lo.u32 %r1, %r1, %r2, %r3;
+    ld.param.u32 %r4, [p_n];
+    setp.ge.u32 %p, %r1, %r4;
+    @%p bra DONE;
+    ld.param.u64 %rd1, [p_data];
+    cvta.to.global.u64 %rd1, %rd1;
+    mul.wide.u32 %rd2, %r1, 4;
+    add.u64 %rd1, %rd1, %rd2;
+    ld.global.u32 %r5, [%rd1];
+    add.u32 %r5, %r5, 1;
+    st.global.u32 [%rd1], %r5;
+DONE:
+    ret;
+}
+
+// (out: *u32, value: u32): out[0] = value.
+.visible .entry write_value(
+    .param .u64 p_out,
+    .param .u32 p_value
+)
+{
+    .reg .b32 %r<2>;
+    .reg .b64 %rd<2>;
+    ld.param.u64 %rd1, [p_out];
+    cvta.to.global.u64 %rd1, %rd1;
+    ld.param.u32 %r1, [p_value];
+    st.global.u32 [%rd1], %r1;
+    ret;
+}
+
+// (out: *u32, n: u32): out[i] = i * 3 + 1 for i < n.
+.visible .entry fill(
+    .param .u64 p_out,
+    .param .u32 p_n
+)
+{
+    .reg .pred %p;
+    .reg .b32 %r<6>;
+    .reg .b64 %rd<4>;
+    mov.u32 %r1, %ctaid.x;
+    mov.u32 %r2, %ntid.x;
+    mov.u32 %r3, %tid.x;
+    mad.lo.u32 %r1, %r1, %r2, %r3;
+    ld.param.u32 %r4, [p_n];
+    setp.ge.u32 %p, %r1, %r4;
+    @%p bra DONE;
+    ld.param.u64 %rd1, [p_out];
+    cvta.to.global.u64 %rd1, %rd1;
+    mul.wide.u32 %rd2, %r1, 4;
+    add.u64 %rd1, %rd1, %rd2;
+    mad.lo.u32 %r5, %r1, 3, 1;
+    st.global.u32 [%rd1], %r5;
+DONE:
+    ret;
+}
+"#;
+
+/// Kernels calling `cudaGraphSetConditional`: link with `libcudadevrt.a`.
+const DEVRT_PTX: &str = r#".version 8.0
+.target sm_90
+.address_size 64
+
+.extern .func cudaGraphSetConditional
+(
+    .param .b64 cudaGraphSetConditional_param_0,
+    .param .b32 cudaGraphSetConditional_param_1
+)
+;
+
+// WHILE body (counter: *u32, runs: *u32, handle: u64, n: u32), one thread:
+// runs += 1; counter += 1; cudaGraphSetConditional(handle, counter < n).
+.visible .entry while_body(
+    .param .u64 p_counter,
+    .param .u64 p_runs,
+    .param .u64 p_handle,
+    .param .u32 p_n
+)
+{
+    .reg .pred %p;
+    .reg .b32 %r<6>;
+    .reg .b64 %rd<4>;
+    ld.param.u64 %rd1, [p_counter];
+    cvta.to.global.u64 %rd1, %rd1;
+    ld.param.u64 %rd2, [p_runs];
+    cvta.to.global.u64 %rd2, %rd2;
+    ld.global.u32 %r1, [%rd2];
+    add.u32 %r1, %r1, 1;
+    st.global.u32 [%rd2], %r1;
+    ld.global.u32 %r2, [%rd1];
+    add.u32 %r2, %r2, 1;
+    st.global.u32 [%rd1], %r2;
+    ld.param.u32 %r3, [p_n];
+    setp.lt.u32 %p, %r2, %r3;
+    selp.u32 %r4, 1, 0, %p;
+    ld.param.u64 %rd3, [p_handle];
+    {
+    .param .b64 param0;
+    st.param.b64 [param0], %rd3;
+    .param .b32 param1;
+    st.param.b32 [param1], %r4;
+    call.uni cudaGraphSetConditional, (param0, param1);
+    }
+    ret;
+}
+
+// (handle: u64, selector: *u32), one thread: cudaGraphSetConditional(handle, *selector).
+.visible .entry set_selector(
+    .param .u64 p_handle,
+    .param .u64 p_selector
+)
+{
+    .reg .b32 %r<2>;
+    .reg .b64 %rd<3>;
+    ld.param.u64 %rd1, [p_selector];
+    cvta.to.global.u64 %rd1, %rd1;
+    ld.global.u32 %r1, [%rd1];
+    ld.param.u64 %rd2, [p_handle];
+    {
+    .param .b64 param0;
+    st.param.b64 [param0], %rd2;
+    .param .b32 param1;
+    st.param.b32 [param1], %r1;
+    call.uni cudaGraphSetConditional, (param0, param1);
+    }
+    ret;
+}
+
+// (out: *u32, value: u32): out[0] = value.
+.visible .entry write_value(
+    .param .u64 p_out,
+    .param .u32 p_value
+)
+{
+    .reg .b32 %r<2>;
+    .reg .b64 %rd<2>;
+    ld.param.u64 %rd1, [p_out];
+    cvta.to.global.u64 %rd1, %rd1;
+    ld.param.u32 %r1, [p_value];
+    st.global.u32 [%rd1], %r1;
+    ret;
+}
+"#;
+
+fn main() {
+    cuda_workspace::run_suite(
+        "hw_graph",
+        cuda_workspace::hw_tests![
+            captured_pdl_chain_has_programmatic_edges,
+            explicit_chain_with_programmatic_edges,
+            while_loop_runs_until_counter,
+            switch_chooses_among_three_bodies,
+            exec_update_kernel_params_and_whole_graph,
+            invalid_update_reports_topology_change,
+            mem_alloc_free_nodes_replay_stably,
+            host_node_closure_runs_and_is_freed,
+            other_nodes_and_capture_into_graph,
+        ],
+    );
+}
+
+const THREADS: u32 = 256;
+const BLOCKS: u32 = 132;
+const N: u32 = THREADS * BLOCKS;
+
+fn read_u32(buf: &DeviceBuffer<'_, u32>) -> Result<Vec<u32>, Error> {
+    let mut v = vec![0u32; buf.len()];
+    buf.copy_to_host(&mut v)?;
+    Ok(v)
+}
+
+fn all_equal(v: &[u32], want: u32, what: &str) -> TestResult {
+    match v.iter().position(|&x| x != want) {
+        None => Ok(()),
+        Some(i) => Err(Outcome::Fail(format!(
+            "{what}: element {i} is {}, expected {want}",
+            v[i]
+        ))),
+    }
+}
+
+/// `libcudadevrt.a`: `$CUDA_DEVRT_LIB`, `$CUDA_PATH/lib64`, `$CUDA_HOME/lib64`,
+/// `/usr/local/cuda/lib64`.
+fn devrt_lib() -> Option<String> {
+    if let Ok(p) = std::env::var("CUDA_DEVRT_LIB") {
+        return std::path::Path::new(&p).is_file().then_some(p);
+    }
+    let mut dirs: Vec<String> = ["CUDA_PATH", "CUDA_HOME"]
+        .iter()
+        .filter_map(|v| std::env::var(v).ok())
+        .map(|d| format!("{d}/lib64"))
+        .collect();
+    dirs.push("/usr/local/cuda/lib64".into());
+    dirs.into_iter()
+        .map(|d| format!("{d}/libcudadevrt.a"))
+        .find(|p| std::path::Path::new(p).is_file())
+}
+
+/// The device-runtime kernels, linked with `libcudadevrt.a`, or a skip.
+fn devrt_module(ctx: &Context) -> Result<Module<'_>, Outcome> {
+    let Some(lib) = devrt_lib() else {
+        return skip(
+            "libcudadevrt.a not found (set CUDA_DEVRT_LIB, or CUDA_PATH / CUDA_HOME, or install \
+             it in /usr/local/cuda/lib64)",
+        );
+    };
+    let mut linker = Linker::new(ctx, JitOptions::default())?;
+    linker.add_library_file(&lib)?;
+    linker.add_ptx(DEVRT_PTX, "graph_devrt.ptx")?;
+    Ok(linker.into_module()?)
+}
+
+fn pdl_cfg<'a>(stream: &'a Stream<'_>, pdl: bool) -> Result<LaunchConfig<'a>, Error> {
+    let cfg = LaunchConfig::new(BLOCKS, THREADS).stream(stream);
+    Ok(if pdl {
+        cfg.programmatic_stream_serialization()?
+    } else {
+        cfg
+    })
+}
+
+fn captured_pdl_chain_has_programmatic_edges() -> TestResult {
+    require_sm(9, 0)?;
+    let ctx = Context::primary(Device::get(0)?)?;
+    let module = Module::from_ptx(&ctx, PTX)?;
+    let step = module.function("chain_step")?;
+    let stream = Stream::non_blocking(&ctx)?;
+    let mut data = DeviceBuffer::<u32>::zeroed(&ctx, N as usize)?;
+    const K: usize = 8;
+
+    // The stream version.
+    for i in 0..K {
+        // SAFETY: `chain_step` reads and writes data[0..N].
+        unsafe { launch(&step, &pdl_cfg(&stream, i > 0)?, &(data.as_arg(), N))? };
+    }
+    stream.synchronize()?;
+    all_equal(&read_u32(&data)?, K as u32, "stream PDL chain")?;
+    data.memset_d8(0)?;
+
+    // The same launches, captured.
+    let capture = Capture::begin(&ctx, &stream, CaptureMode::Global)?;
+    check_eq(
+        stream.capture_status()?,
+        CUstreamCaptureStatus::CU_STREAM_CAPTURE_STATUS_ACTIVE,
+        "status while capturing",
+    )?;
+    for i in 0..K {
+        // SAFETY: as above; `data` outlives every launch of the graph below.
+        unsafe { launch(&step, &pdl_cfg(&stream, i > 0)?, &(data.as_arg(), N))? };
+    }
+    let mut deps = [std::ptr::null_mut(); 4];
+    let mut deps_data = [EdgeData::DEFAULT; 4];
+    let info = stream.capture_info(&mut deps, &mut deps_data)?;
+    check(info.is_active() && info.num_dependencies == 1, || {
+        format!("capture info after {K} launches: {info:?}")
+    })?;
+    let graph = capture.end()?;
+    check_eq(
+        stream.capture_status()?,
+        CUstreamCaptureStatus::CU_STREAM_CAPTURE_STATUS_NONE,
+        "status after capture",
+    )?;
+
+    check_eq(graph.node_count()?, K, "captured nodes")?;
+    let edges = graph.edges_vec()?;
+    check_eq(edges.len(), K - 1, "captured edges")?;
+    for (from, to, e) in &edges {
+        check(
+            e.kind() == CUgraphDependencyType::CU_GRAPH_DEPENDENCY_TYPE_PROGRAMMATIC
+                && e.from_port() == cuda_sys::CU_GRAPH_KERNEL_NODE_PORT_PROGRAMMATIC as u8
+                && e.to_port() == 0,
+            || format!("edge {from:?} -> {to:?} is not programmatic: {e:?}"),
+        )?;
+        check_eq(
+            from.node_type()?,
+            CUgraphNodeType::CU_GRAPH_NODE_TYPE_KERNEL,
+            "edge source type",
+        )?;
+    }
+    // The same edge data seen from a node.
+    let (_, last, _) = edges[K - 2];
+    let mut incoming = [GraphNode::NULL; 2];
+    let mut incoming_data = [EdgeData::DEFAULT; 2];
+    check_eq(
+        last.dependencies(&mut incoming, &mut incoming_data)?,
+        1,
+        "dependencies of a node",
+    )?;
+    check_eq(
+        incoming_data[0],
+        EdgeData::PROGRAMMATIC,
+        "dependency edge data",
+    )?;
+
+    let exec = graph.instantiate(InstantiateFlags::empty())?;
+    exec.launch(&stream)?;
+    stream.synchronize()?;
+    all_equal(
+        &read_u32(&data)?,
+        K as u32,
+        "captured PDL chain, one launch",
+    )?;
+    exec.launch(&stream)?;
+    stream.synchronize()?;
+    all_equal(
+        &read_u32(&data)?,
+        2 * K as u32,
+        "captured PDL chain, two launches",
+    )
+}
+
+fn step_node<'g>(
+    graph: &'g Graph<'_>,
+    step: &Function<'_>,
+    data: &DeviceBuffer<'_, u32>,
+) -> Result<GraphNode<'g>, Error> {
+    let cfg = LaunchConfig::new(BLOCKS, THREADS);
+    // SAFETY: `chain_step` reads and writes data[0..N]; `data` outlives the graph's
+    // executable graphs in every test that calls this.
+    unsafe { graph.add_kernel_node(&[], step, &cfg, &(data.as_arg(), N)) }
+}
+
+fn explicit_chain_with_programmatic_edges() -> TestResult {
+    require_sm(9, 0)?;
+    let ctx = Context::primary(Device::get(0)?)?;
+    let module = Module::from_ptx(&ctx, PTX)?;
+    let step = module.function("chain_step")?;
+    let stream = Stream::non_blocking(&ctx)?;
+    let data = DeviceBuffer::<u32>::zeroed(&ctx, N as usize)?;
+    const K: usize = 6;
+
+    let graph = Graph::new(&ctx)?;
+    let nodes: Vec<GraphNode<'_>> = (0..K)
+        .map(|_| step_node(&graph, &step, &data))
+        .collect::<Result<_, _>>()?;
+    for i in 1..K {
+        // The last edge waits only for launch completion; chain_step's
+        // griddepcontrol.wait still orders the memory.
+        let kind = if i == K - 1 {
+            EdgeData::LAUNCH_COMPLETION
+        } else {
+            EdgeData::PROGRAMMATIC
+        };
+        graph.add_edge(nodes[i - 1], nodes[i], kind)?;
+    }
+    check_eq(graph.edge_count()?, K - 1, "edges")?;
+    let mut roots = [GraphNode::NULL; 4];
+    check_eq(graph.root_nodes(&mut roots)?, 1, "root nodes")?;
+    check_eq(roots[0], nodes[0], "the root")?;
+    let mut out = [GraphNode::NULL; 2];
+    let mut out_data = [EdgeData::DEFAULT; 2];
+    check_eq(
+        nodes[K - 2].dependents(&mut out, &mut out_data)?,
+        1,
+        "dependents",
+    )?;
+    check_eq(
+        (out[0], out_data[0]),
+        (nodes[K - 1], EdgeData::LAUNCH_COMPLETION),
+        "last edge",
+    )?;
+    let edges = graph.edges_vec()?;
+    let programmatic = edges
+        .iter()
+        .filter(|(_, _, e)| *e == EdgeData::PROGRAMMATIC)
+        .count();
+    check_eq(programmatic, K - 2, "programmatic edges read back")?;
+
+    let exec = graph.instantiate(InstantiateFlags::empty())?;
+    for round in 1..=3u32 {
+        exec.launch(&stream)?;
+        stream.synchronize()?;
+        all_equal(
+            &read_u32(&data)?,
+            round * K as u32,
+            &format!("explicit chain, launch {round}"),
+        )?;
+    }
+    Ok(())
+}
+
+fn while_loop_runs_until_counter() -> TestResult {
+    require_sm(9, 0)?;
+    let ctx = Context::primary(Device::get(0)?)?;
+    let module = devrt_module(&ctx)?;
+    let body_fn = module.function("while_body")?;
+    let stream = Stream::non_blocking(&ctx)?;
+    let counter = DeviceBuffer::<u32>::zeroed(&ctx, 1)?;
+    let runs = DeviceBuffer::<u32>::zeroed(&ctx, 1)?;
+    const LOOPS: u32 = 10;
+
+    let graph = Graph::new(&ctx)?;
+    // SAFETY: both buffers hold one u32 and outlive the executable graph.
+    let reset = unsafe {
+        [
+            graph.add_memset_node(&[], &Memset::d32(counter.as_raw(), 0, 1))?,
+            graph.add_memset_node(&[], &Memset::d32(runs.as_raw(), 0, 1))?,
+        ]
+    };
+    // Reset to 1 (loop) at each launch: the body runs at least once.
+    let handle = graph.create_conditional_handle(Some(1))?;
+    let (node, body) = graph.add_while_node(&reset, handle)?;
+    check_eq(
+        node.node_type()?,
+        CUgraphNodeType::CU_GRAPH_NODE_TYPE_CONDITIONAL,
+        "node type",
+    )?;
+    // SAFETY: `while_body` (counter*, runs*, handle, n) touches one u32 of each buffer.
+    unsafe {
+        body.add_kernel_node(
+            &[],
+            &body_fn,
+            &LaunchConfig::new(1, 1),
+            &(counter.as_arg(), runs.as_arg(), handle, LOOPS),
+        )?;
+    }
+    check_eq(body.node_count()?, 1, "nodes in the body")?;
+
+    let exec = graph.instantiate(InstantiateFlags::empty())?;
+    for launch_no in 1..=2 {
+        exec.launch(&stream)?;
+        stream.synchronize()?;
+        check_eq(
+            read_u32(&counter)?,
+            vec![LOOPS],
+            &format!("counter after launch {launch_no}"),
+        )?;
+        check_eq(
+            read_u32(&runs)?,
+            vec![LOOPS],
+            &format!("body runs in launch {launch_no}"),
+        )?;
+    }
+    Ok(())
+}
+
+fn switch_chooses_among_three_bodies() -> TestResult {
+    require_sm(9, 0)?;
+    let ctx = Context::primary(Device::get(0)?)?;
+    let module = devrt_module(&ctx)?;
+    let set_selector = module.function("set_selector")?;
+    let write_value = module.function("write_value")?;
+    let stream = Stream::non_blocking(&ctx)?;
+    let mut selector = DeviceBuffer::<u32>::zeroed(&ctx, 1)?;
+    let mut out = DeviceBuffer::<u32>::zeroed(&ctx, 1)?;
+
+    let graph = Graph::new(&ctx)?;
+    let handle = graph.create_conditional_handle(None)?;
+    let one = LaunchConfig::new(1, 1);
+    // SAFETY: `set_selector` (handle, u32*) reads one u32 of `selector`.
+    let set =
+        unsafe { graph.add_kernel_node(&[], &set_selector, &one, &(handle, selector.as_arg()))? };
+    let (_, bodies) = graph.add_switch_node::<3>(&[set], handle)?;
+    for (i, body) in bodies.iter().enumerate() {
+        // SAFETY: `write_value` (u32*, u32) writes one u32 of `out`.
+        unsafe { body.add_kernel_node(&[], &write_value, &one, &(out.as_arg(), 100 + i as u32))? };
+    }
+    let exec = graph.instantiate(InstantiateFlags::empty())?;
+
+    for sel in 0..4u32 {
+        selector.copy_from_host(&[sel])?;
+        out.memset_d8(0)?;
+        exec.launch(&stream)?;
+        stream.synchronize()?;
+        let want = if sel < 3 { 100 + sel } else { 0 };
+        check_eq(
+            read_u32(&out)?,
+            vec![want],
+            &format!("switch with selector {sel}"),
+        )?;
+    }
+    Ok(())
+}
+
+fn exec_update_kernel_params_and_whole_graph() -> TestResult {
+    require_gpu()?;
+    let ctx = Context::primary(Device::get(0)?)?;
+    let module = Module::from_ptx(&ctx, PTX)?;
+    let write_value = module.function("write_value")?;
+    let stream = Stream::non_blocking(&ctx)?;
+    let mut out = DeviceBuffer::<u32>::zeroed(&ctx, 1)?;
+    let one = LaunchConfig::new(1, 1);
+
+    let graph = Graph::new(&ctx)?;
+    // SAFETY: `write_value` writes one u32 of `out`, which outlives `exec`.
+    let node = unsafe { graph.add_kernel_node(&[], &write_value, &one, &(out.as_arg(), 7u32))? };
+    let exec = graph.instantiate(InstantiateFlags::empty())?;
+    exec.launch(&stream)?;
+    stream.synchronize()?;
+    check_eq(read_u32(&out)?, vec![7], "first launch")?;
+
+    // SAFETY: as above.
+    unsafe { exec.set_kernel_node_params(node, &write_value, &one, &(out.as_arg(), 9u32))? };
+    exec.launch(&stream)?;
+    stream.synchronize()?;
+    check_eq(
+        read_u32(&out)?,
+        vec![9],
+        "after cuGraphExecKernelNodeSetParams",
+    )?;
+
+    exec.set_node_enabled(node, false)?;
+    check_eq(exec.node_enabled(node)?, false, "node disabled")?;
+    out.memset_d8(0)?;
+    exec.launch(&stream)?;
+    stream.synchronize()?;
+    check_eq(read_u32(&out)?, vec![0], "launch with the node disabled")?;
+    exec.set_node_enabled(node, true)?;
+
+    let same_shape = Graph::new(&ctx)?;
+    // SAFETY: as above.
+    unsafe { same_shape.add_kernel_node(&[], &write_value, &one, &(out.as_arg(), 13u32))? };
+    exec.update(&same_shape)?;
+    exec.launch(&stream)?;
+    stream.synchronize()?;
+    check_eq(read_u32(&out)?, vec![13], "after cuGraphExecUpdate")
+}
+
+fn invalid_update_reports_topology_change() -> TestResult {
+    require_gpu()?;
+    let ctx = Context::primary(Device::get(0)?)?;
+    let module = Module::from_ptx(&ctx, PTX)?;
+    let write_value = module.function("write_value")?;
+    let stream = Stream::non_blocking(&ctx)?;
+    let out = DeviceBuffer::<u32>::zeroed(&ctx, 1)?;
+    let one = LaunchConfig::new(1, 1);
+
+    let graph = Graph::new(&ctx)?;
+    // SAFETY: `write_value` writes one u32 of `out`, which outlives `exec`.
+    unsafe { graph.add_kernel_node(&[], &write_value, &one, &(out.as_arg(), 1u32))? };
+    let exec = graph.instantiate(InstantiateFlags::empty())?;
+
+    let two_nodes = Graph::new(&ctx)?;
+    // SAFETY: as above.
+    unsafe {
+        let a = two_nodes.add_kernel_node(&[], &write_value, &one, &(out.as_arg(), 2u32))?;
+        two_nodes.add_kernel_node(&[a], &write_value, &one, &(out.as_arg(), 3u32))?;
+    }
+    let e: ExecUpdateError = match exec.update(&two_nodes) {
+        Ok(()) => {
+            return Err(Outcome::Fail(
+                "an update to a different topology was accepted".into(),
+            ));
+        }
+        Err(e) => e,
+    };
+    check_eq(
+        e.result,
+        CUgraphExecUpdateResult::CU_GRAPH_EXEC_UPDATE_ERROR_TOPOLOGY_CHANGED,
+        "update result",
+    )?;
+    check_eq(
+        e.code,
+        cuda_sys::CUresult::CUDA_ERROR_GRAPH_EXEC_UPDATE_FAILURE,
+        "driver code",
+    )?;
+    let text = e.to_string();
+    check(
+        text.contains("CU_GRAPH_EXEC_UPDATE_ERROR_TOPOLOGY_CHANGED"),
+        || format!("message does not name the result: {text}"),
+    )?;
+    let as_error: Error = e.into();
+    check_eq(
+        as_error.call(),
+        Some("cuGraphExecUpdate"),
+        "converted error",
+    )?;
+
+    // The executable graph still runs with its old parameters.
+    exec.launch(&stream)?;
+    stream.synchronize()?;
+    check_eq(read_u32(&out)?, vec![1], "launch after the refused update")
+}
+
+fn mem_alloc_free_nodes_replay_stably() -> TestResult {
+    require_gpu()?;
+    let ctx = Context::primary(Device::get(0)?)?;
+    let module = Module::from_ptx(&ctx, PTX)?;
+    let fill = module.function("fill")?;
+    let stream = Stream::non_blocking(&ctx)?;
+    let device = ctx.device();
+    const ELEMS: u32 = 1 << 18; // 1 MiB of u32
+    let keep = DeviceBuffer::<u32>::zeroed(&ctx, 16)?;
+
+    let graph = Graph::new(&ctx)?;
+    let (alloc, dptr) = graph.add_mem_alloc_node(&[], ELEMS as usize * 4)?;
+    check(dptr != 0, || {
+        "the alloc node returned a null address".into()
+    })?;
+    let cfg = LaunchConfig::new(ELEMS / 256, 256);
+    // SAFETY: `fill` writes ELEMS u32 into the graph allocation, live between the alloc
+    // and the free node; the copy reads 64 bytes of it into `keep`, which outlives
+    // `exec`; the free node comes after both.
+    let free = unsafe {
+        let k = graph.add_kernel_node(
+            &[alloc],
+            &fill,
+            &cfg,
+            &(DevicePtr::<u32>::from_raw(dptr), ELEMS),
+        )?;
+        let c = graph.add_memcpy_dtod_node(&[k], keep.as_raw(), dptr, 64)?;
+        graph.add_mem_free_node(&[c], dptr)?
+    };
+    check_eq(
+        free.node_type()?,
+        CUgraphNodeType::CU_GRAPH_NODE_TYPE_MEM_FREE,
+        "free node type",
+    )?;
+    check_eq(
+        alloc.node_type()?,
+        CUgraphNodeType::CU_GRAPH_NODE_TYPE_MEM_ALLOC,
+        "alloc node type",
+    )?;
+    let exec = graph.instantiate(InstantiateFlags::empty())?;
+    exec.upload(&stream)?;
+
+    for _ in 0..10 {
+        exec.launch(&stream)?;
+    }
+    stream.synchronize()?;
+    let warm = GraphMemUsage::query(device)?;
+    check(warm.reserved_current >= ELEMS as u64 * 4, || {
+        format!("pool reserves less than one allocation after 10 replays: {warm:?}")
+    })?;
+    for _ in 10..1000 {
+        exec.launch(&stream)?;
+    }
+    stream.synchronize()?;
+    let after = GraphMemUsage::query(device)?;
+    check_eq(
+        after.used_current,
+        warm.used_current,
+        "used graph memory after 1000 replays",
+    )?;
+    check_eq(
+        after.reserved_current,
+        warm.reserved_current,
+        "reserved graph memory after 1000 replays",
+    )?;
+    check_eq(after.used_high, warm.used_high, "used high watermark")?;
+    check_eq(
+        after.reserved_high,
+        warm.reserved_high,
+        "reserved high watermark",
+    )?;
+    let got = read_u32(&keep)?;
+    check(
+        got.iter().enumerate().all(|(i, &v)| v == 3 * i as u32 + 1),
+        || format!("copied-out values: {got:?}"),
+    )?;
+    drop(exec);
+    drop(graph);
+    cuda_core::graph::graph_mem_trim(device)?;
+    Ok(())
+}
+
+fn host_node_closure_runs_and_is_freed() -> TestResult {
+    require_gpu()?;
+    let ctx = Context::primary(Device::get(0)?)?;
+    let stream = Stream::non_blocking(&ctx)?;
+    let count = Arc::new(AtomicU32::new(0));
+    let graph = Graph::new(&ctx)?;
+    let c = Arc::clone(&count);
+    let node = graph.add_host_node(&[], move || {
+        c.fetch_add(1, Ordering::SeqCst);
+    })?;
+    check_eq(
+        node.node_type()?,
+        CUgraphNodeType::CU_GRAPH_NODE_TYPE_HOST,
+        "node type",
+    )?;
+    let exec = graph.instantiate(InstantiateFlags::empty())?;
+    for _ in 0..3 {
+        exec.launch(&stream)?;
+    }
+    stream.synchronize()?;
+    check_eq(count.load(Ordering::SeqCst), 3, "host node runs")?;
+    check_eq(
+        Arc::strong_count(&count),
+        2,
+        "closure alive while the graph lives",
+    )?;
+    drop(exec);
+    drop(graph);
+    // The driver drops the closure (a user object) asynchronously.
+    let start = Instant::now();
+    while Arc::strong_count(&count) != 1 && start.elapsed() < Duration::from_secs(5) {
+        ctx.synchronize()?;
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    check_eq(
+        Arc::strong_count(&count),
+        1,
+        "closure freed after graph and exec are dropped",
+    )
+}
+
+fn other_nodes_and_capture_into_graph() -> TestResult {
+    require_gpu()?;
+    let ctx = Context::primary(Device::get(0)?)?;
+    let module = Module::from_ptx(&ctx, PTX)?;
+    let write_value = module.function("write_value")?;
+    let fill = module.function("fill")?;
+    let stream = Stream::non_blocking(&ctx)?;
+    let a = DeviceBuffer::<u32>::zeroed(&ctx, 1)?;
+    let b = DeviceBuffer::<u32>::zeroed(&ctx, 1024)?;
+    let event = Event::new(&ctx, EventFlags::DISABLE_TIMING)?;
+    let one = LaunchConfig::new(1, 1);
+
+    let child = Graph::new(&ctx)?;
+    // SAFETY: `write_value` writes one u32 of `a`, which outlives `exec`.
+    unsafe { child.add_kernel_node(&[], &write_value, &one, &(a.as_arg(), 42u32))? };
+    let graph = Graph::new(&ctx)?;
+    let start = graph.add_empty_node(&[])?;
+    let child_node = graph.add_child_graph_node(&[start], &child)?;
+    drop(child); // the node holds a copy
+    check_eq(
+        graph.child_graph(child_node)?.node_count()?,
+        1,
+        "nodes in the child copy",
+    )?;
+    // SAFETY: `event` outlives `exec`.
+    let record = unsafe { graph.add_event_record_node(&[child_node], &event)? };
+    let types = [
+        (start, CUgraphNodeType::CU_GRAPH_NODE_TYPE_EMPTY),
+        (child_node, CUgraphNodeType::CU_GRAPH_NODE_TYPE_GRAPH),
+        (record, CUgraphNodeType::CU_GRAPH_NODE_TYPE_EVENT_RECORD),
+    ];
+    for (node, want) in types {
+        check_eq(node.node_type()?, want, "node type")?;
+    }
+
+    // Capture a launch into this graph, after the event record node.
+    let capture =
+        CaptureToGraph::begin(&graph, &stream, &[record], None, CaptureMode::ThreadLocal)?;
+    let cfg = LaunchConfig::new(4, 256).stream(&stream);
+    // SAFETY: `fill` writes b[0..1024]; `b` outlives `exec`.
+    unsafe { launch(&fill, &cfg, &(b.as_arg(), 1024u32))? };
+    capture.end()?;
+    check_eq(
+        graph.node_count()?,
+        4,
+        "nodes after capturing into the graph",
+    )?;
+
+    let exec = graph.instantiate_with_upload(InstantiateFlags::empty(), Some(&stream))?;
+    exec.launch(&stream)?;
+    stream.synchronize()?;
+    event.synchronize()?;
+    check_eq(read_u32(&a)?, vec![42], "child graph kernel")?;
+    let got = read_u32(&b)?;
+    check(
+        got.iter().enumerate().all(|(i, &v)| v == 3 * i as u32 + 1),
+        || "captured fill computed wrong values".into(),
+    )
+}
