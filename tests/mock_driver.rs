@@ -4,6 +4,9 @@
 //! drives every check in order. Each mock entry appends a line to `LOG`; the checks read
 //! the log to prove drop order, exactly-once destruction, and which calls were made.
 
+//! Loaded mode only: a linked build has no table to replace.
+#![cfg(not(feature = "linked"))]
+
 use std::ffi::{c_char, c_int, c_uint, c_void};
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};

@@ -6,7 +6,7 @@
 
 use cuda_core::device::{
     ArrivalToken, Dim3, MBarrier, PhaseCursor, Scope, block_dim, block_idx, fence_mbarrier_init,
-    sync_threads, sync_warp, thread_idx,
+    sync_threads, thread_idx,
 };
 
 /// Slots in the ring.
@@ -19,8 +19,6 @@ pub const SLOT_TX: u32 = SLOT_WORDS * 4;
 pub const BLOCK_THREADS: u32 = 128;
 /// Consumer threads per block.
 pub const CONSUMERS: u32 = BLOCK_THREADS - 32;
-/// All lanes of a warp.
-const FULL_MASK: u32 = 0xFFFF_FFFF;
 
 cuda_core::shared_array! {
     /// The ring: `SLOTS` slots of `SLOT_WORDS` words.
@@ -67,14 +65,15 @@ unsafe fn bar(i: u32) -> MBarrier {
 ///
 /// Per phase `p` (0..phases) the producer warp (warp 0) fills slot `p % 4` with words
 /// `1000 * p + j` (j in 0..64) and publishes it through `full[p % 4]` (expected count
-/// 33: the producer's lane 0 plus the 32 threads of warp 3). Even phases: lane 0 does
+/// 64: the producer's 32 lanes plus the 32 threads of warp 3; lane 0's arrival carries
+/// the transaction forms). Even phases: lane 0 does
 /// `arrive.expect_tx(256)` then `complete_tx(256)`; odd phases: `expect_tx(256)`,
 /// `complete_tx(256)`, then a plain `arrive`. Warps 1 and 2 wait with parity cursors
 /// (warp 1 `try_wait.parity`, warp 2 a `test_wait.parity` spin); warp 3's threads
 /// arrive on `full` and wait with their token (`test_wait`, then `try_wait` with a
 /// suspend hint). Each consumer thread then writes one word and releases the slot on
-/// `empty[p % 4]` (expected 96: warps 1 and 2 arrive once with count 32 from lane 0
-/// after `__syncwarp`, warp 3's threads once each). The producer waits on `empty` by
+/// `empty[p % 4]` (expected 96: each thread of warps 1 and 2 arrives through the count
+/// form with count 1, each thread of warp 3 through the plain form). The producer waits on `empty` by
 /// parity before refilling a slot (from phase 4 on).
 ///
 /// Output: for block `b`, phase `p`, consumer warp `w` (1..=3), lane `l`:
@@ -96,7 +95,7 @@ pub unsafe extern "ptx-kernel" fn mbar_pipeline(out: *mut u32, phases: u32) {
             // SAFETY: `k < SLOTS`, thread 0 is the only thread touching the barriers
             // until the `sync_threads` below; counts are in range.
             unsafe {
-                bar(k).init(1 + 32);
+                bar(k).init(32 + 32);
                 bar(SLOTS + k).init(CONSUMERS);
             }
         }
@@ -147,21 +146,22 @@ unsafe fn produce(lane: u32, phases: u32) {
                     .write_volatile(produced_word(p, j))
             };
         }
-        // SAFETY: all 32 lanes reach it with the full mask.
-        unsafe { sync_warp(FULL_MASK) };
-        if lane == 0 {
-            // SAFETY: `k < SLOTS`; barrier live.
-            let full = unsafe { bar(k) };
-            if p % 2 == 0 {
-                // Arrive (release) with +256 tx pending, then complete the tx.
-                let _ = full.arrive_expect_tx(Scope::Cta, SLOT_TX);
-                full.complete_tx(SLOT_TX);
-            } else {
-                // Raise and retire the tx-count, then arrive (release) last.
-                full.expect_tx(Scope::Cta, SLOT_TX);
-                full.complete_tx(SLOT_TX);
-                let _ = full.arrive();
-            }
+        // Every lane releases its own writes by arriving itself, so each write is
+        // ordered by its own thread's release (which racecheck follows), not by a warp
+        // barrier plus one lane's arrive.
+        // SAFETY: `k < SLOTS`; barrier live.
+        let full = unsafe { bar(k) };
+        if lane != 0 {
+            let _ = full.arrive();
+        } else if p % 2 == 0 {
+            // Arrive (release) with +256 tx pending, then complete the tx.
+            let _ = full.arrive_expect_tx(Scope::Cta, SLOT_TX);
+            full.complete_tx(SLOT_TX);
+        } else {
+            // Raise and retire the tx-count, then arrive (release) last.
+            full.expect_tx(Scope::Cta, SLOT_TX);
+            full.complete_tx(SLOT_TX);
+            let _ = full.arrive();
         }
     }
 }
@@ -214,11 +214,8 @@ unsafe fn consume(out: *mut u32, base: usize, warp: u32, lane: u32, phases: u32)
         if warp == 3 {
             let _ = empty.arrive();
         } else {
-            // SAFETY: all 32 lanes reach it with the full mask.
-            unsafe { sync_warp(FULL_MASK) };
-            if lane == 0 {
-                let _ = empty.arrive_count(32);
-            }
+            // Warps 1 and 2 use the count form, one arrival per thread.
+            let _ = empty.arrive_count(1);
         }
     }
 }

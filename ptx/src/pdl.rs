@@ -43,22 +43,37 @@ unsafe fn stamp(stamps: *mut u64, slot: usize, value: u64) {
     }
 }
 
-/// Primary of the PDL pair: `out[i] = 3 * i + 7` for `i < n`, then
-/// `griddepcontrol.launch_dependents`.
+/// Primary of the PDL pair: `griddepcontrol.launch_dependents` at block entry (the
+/// earliest trigger: the secondary may be scheduled at once), then `work_ns` of busy
+/// waiting on `%globaltimer` (standing in for real work), then `out[i] = 3 * i + 7` for
+/// `i < n`.
 ///
 /// Launch: 1-D grid and block of any size (grid-stride loop), no dynamic shared memory,
 /// e.g. grid 132, block 256. Normal launch (no attribute needed).
 ///
 /// Per block, thread 0 writes `stamps[4b..4b+4] = [start, mid, end, smid]`: `start` at
-/// block entry, `mid` after the block's writes (after a `__syncthreads`), `end` after
-/// `launch_dependents`, `smid` the SM the block ran on.
+/// block entry (after the trigger), `mid` after the busy wait, `end` after the block's
+/// writes (after a `__syncthreads`), `smid` the SM the block ran on. Because the trigger
+/// comes first, a dependent launched with PDL can start while this grid still runs
+/// (`secondary.start < max(primary.end)`); its `griddepcontrol.wait` still returns only
+/// after this grid completed and its writes are visible.
 ///
 /// # Safety
 /// `out` writable for `n` `u32`s, `stamps` for `4 * gridDim.x` `u64`s.
 #[unsafe(no_mangle)]
-pub unsafe extern "ptx-kernel" fn pdl_primary(out: *mut u32, n: u32, stamps: *mut u64) {
+pub unsafe extern "ptx-kernel" fn pdl_primary(
+    out: *mut u32,
+    n: u32,
+    stamps: *mut u64,
+    work_ns: u32,
+) {
+    launch_dependents();
+    let start = globaltimer();
     // SAFETY: the host sized `stamps` (this kernel's contract).
-    unsafe { stamp(stamps, 0, globaltimer()) };
+    unsafe { stamp(stamps, 0, start) };
+    while globaltimer().wrapping_sub(start) < u64::from(work_ns) {}
+    // SAFETY: as above.
+    unsafe { stamp(stamps, 1, globaltimer()) };
     for_each_index(n, |i| {
         // SAFETY: `i < n` and `out` holds `n` elements.
         unsafe { out.add(i as usize).write(primary_value(i)) };
@@ -67,12 +82,9 @@ pub unsafe extern "ptx-kernel" fn pdl_primary(out: *mut u32, n: u32, stamps: *mu
     unsafe { sync_threads() };
     // SAFETY: as above.
     unsafe {
-        stamp(stamps, 1, globaltimer());
+        stamp(stamps, 2, globaltimer());
         stamp(stamps, 3, u64::from(smid()));
     }
-    launch_dependents();
-    // SAFETY: as above.
-    unsafe { stamp(stamps, 2, globaltimer()) };
 }
 
 /// Secondary of the PDL pair: a prolog of `prolog_iters` busy iterations (each reads
@@ -101,10 +113,12 @@ pub unsafe extern "ptx-kernel" fn pdl_secondary(
 ) {
     // SAFETY: the host sized `stamps` (this kernel's contract).
     unsafe { stamp(stamps, 0, globaltimer()) };
-    // Prolog: independent work that may overlap the primary; each iteration reads
-    // `%clock64` (a volatile read), so the loop cannot be optimized away.
+    // Prolog: independent work that may overlap the primary. The clock reads are summed
+    // and the sum is used below, so the loop survives optimization (the JIT removes
+    // unused `%clock64` reads).
+    let mut acc = 0u64;
     for _ in 0..prolog_iters {
-        let _ = clock64();
+        acc = acc.wrapping_add(clock64());
     }
     grid_dependency_wait();
     // SAFETY: as above.
@@ -119,6 +133,15 @@ pub unsafe extern "ptx-kernel" fn pdl_secondary(
     // SAFETY: as above.
     unsafe {
         stamp(stamps, 2, globaltimer());
-        stamp(stamps, 3, u64::from(smid()));
+        // `acc` is never u64::MAX in practice; the comparison keeps the prolog alive.
+        stamp(
+            stamps,
+            3,
+            if acc == u64::MAX {
+                acc
+            } else {
+                u64::from(smid())
+            },
+        );
     }
 }

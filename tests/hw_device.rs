@@ -1,0 +1,901 @@
+//! Hardware tests of the device side (sm_90): the inline-PTX helpers of
+//! `cuda_core::device`, the Rust kernels built from `ptx/` and device-side launch.
+//!
+//! What each test proves:
+//!
+//! - `pdl_overlap_and_correctness`: Programmatic Dependent Launch with the kernels of
+//!   `ptx/src/pdl.rs` (`griddepcontrol.launch_dependents` in the primary,
+//!   `griddepcontrol.wait` in the secondary). Each batch of launches is queued behind a
+//!   host-function gate so the GPU sees them back to back (otherwise the host's launch
+//!   cost, longer than these kernels, hides everything). With
+//!   `CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION` on the secondary, over 1000
+//!   repetitions, each with its own poisoned buffers: the secondary never reads stale
+//!   data (every word `6i + 15`), and its wait never returns before the primary's last
+//!   write and last block end (`%globaltimer` stamps). Without the attribute (100
+//!   repetitions): same data, and no secondary block ever starts before every primary
+//!   block has ended. Overlap: the primary triggers `launch_dependents` at block entry
+//!   and then works for 10 us, so with the attribute a secondary block (its prolog)
+//!   must start before the primary's last block ended in at least one repetition, and
+//!   the secondary must start sooner after the primary in the median than without.
+//! - `mbarrier_pipeline_many_phases`: the local mbarrier family (init, arrive with count,
+//!   arrive.expect_tx, expect_tx + complete_tx, token and parity waits, test_wait and
+//!   try_wait with a hint, fence.mbarrier_init, inval) carries a 4-slot producer/consumer
+//!   ring through 64 phases in each of 132 blocks: every output word is checked.
+//! - `mbarrier_all_forms`: every remaining form (noComplete, pending_count, scoped and
+//!   `.shared::cluster` arrives on its own CTA, every try_wait variant, false wait
+//!   results), every fence, special registers and dynamic shared memory (64 B): the
+//!   script's 29 recorded results are checked and words 29..32 stay unwritten. Prints
+//!   which `pending_count` convention the hardware follows (before or after the arrive).
+//! - `cluster_ids_and_remote_arrive`: cluster special registers and distributed shared
+//!   memory: with cluster shapes (2,1,1) and (4,1,1), 8 clusters each, every CTA reports
+//!   its cluster ids, stores into rank 0's shared memory through `mapa` and arrives
+//!   remotely on rank 0's mbarrier; rank 0 waits with cluster-scope acquire and reports
+//!   every slot; the CTAs of a cluster ran on distinct SMs.
+//! - `device_side_launch_param_layout`: `devrt.ptx` linked with `libcudadevrt.a` through
+//!   the JIT linker. `cuFuncGetParamInfo` reports `dyn_echo`'s alignment layout, the
+//!   host argument tuple verifies against it, and a host launch of `dyn_echo` echoes the
+//!   values. `dyn_parent` launches `dyn_echo` from the device
+//!   (`cudaGetParameterBufferV2` + `cudaLaunchDeviceV2`) with scalar, pointer, vector
+//!   and struct parameters written by the host packer's layout code: status 0 and the
+//!   exact values. `dyn_parent_size_multiple` writes the buffer by the "smallest
+//!   multiple of its size" wording instead; its echo must match exactly one of the two
+//!   predicted outcomes, which settles (and prints) the rule the device runtime reads by.
+//!
+//! Every word the host reads back is written by one thread, so the suite can run under
+//! `compute-sanitizer --tool racecheck` / `synccheck`. Under a CUDA tool (detected by
+//! its injection variables) kernels are serialized, so PDL's early launch is reported
+//! but not required and fewer repetitions run; the pipeline runs 4 blocks; under
+//! compute-sanitizer the device-side launch test is skipped (the tools do not support
+//! CUDA Dynamic Parallelism and count that as an error).
+
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::{Duration, Instant};
+
+use cuda_core::args::{Float2, Float4};
+use cuda_core::launch::{LaunchConfig, launch};
+use cuda_core::{Context, Device, DeviceBuffer, DevicePtr, Error, JitOptions, Linker, Module};
+use cuda_core::{Function, Pod, Stream, StreamFlags};
+use cuda_workspace::{
+    Outcome, TestResult, check, check_eq, hw_tests, ptx, require_sm, run_suite, skip,
+};
+
+fn main() {
+    run_suite(
+        "hw_device",
+        hw_tests![
+            pdl_overlap_and_correctness,
+            mbarrier_pipeline_many_phases,
+            mbarrier_all_forms,
+            cluster_ids_and_remote_arrive,
+            device_side_launch_param_layout,
+        ],
+    );
+}
+
+fn ctx() -> Result<Context, Error> {
+    Context::primary(Device::get(0)?)
+}
+
+/// Copies a whole device buffer back.
+fn read_back<T: Pod + Default>(buf: &DeviceBuffer<'_, T>) -> Result<Vec<T>, Error> {
+    let mut v = vec![T::default(); buf.len()];
+    buf.copy_to_host(&mut v)?;
+    Ok(v)
+}
+
+/// `base + count` elements as a kernel argument.
+fn at<T>(base: DevicePtr<T>, count: usize) -> Result<DevicePtr<T>, Outcome> {
+    base.offset(count)
+        .ok_or_else(|| Outcome::Fail(format!("device pointer offset {count} overflows")))
+}
+
+// ---------------------------------------------------------------------------------------
+// 1. Programmatic Dependent Launch
+// ---------------------------------------------------------------------------------------
+
+const PDL_BLOCK: u32 = 256;
+/// Busy iterations of the secondary's prolog (before `griddepcontrol.wait`).
+const PDL_PROLOG_ITERS: u32 = 5_000;
+/// How long each primary block works (busy-waits on %globaltimer) after its early
+/// `launch_dependents` and before its writes.
+const PDL_PRIMARY_WORK_NS: u32 = 10_000;
+/// Repetitions per batch (each with its own buffers, poisoned once per batch).
+const PDL_BATCH: usize = 100;
+const PDL_REPS: usize = 1000;
+const PDL_REPS_WITHOUT_ATTR: usize = 100;
+/// Repetitions per mode under compute-sanitizer / Nsight (slow, serialized launches).
+const TOOL_REPS: usize = 10;
+/// What the buffers hold before the kernels write them; `2 * POISON + 1` and `POISON`
+/// itself are far from any `3i + 7` / `6i + 15` with `i < 2^24`.
+const POISON: u32 = 0xDEAD_BEEF;
+/// `u64` stamps per block: `[start, mid, end, smid]`.
+const STAMPS: usize = 4;
+/// The repetition whose timeline is printed.
+const SHOWN_REP: usize = 5;
+
+fn primary_value(i: u32) -> u32 {
+    i.wrapping_mul(3).wrapping_add(7)
+}
+
+fn secondary_value(i: u32) -> u32 {
+    primary_value(i).wrapping_mul(2).wrapping_add(1)
+}
+
+/// True when a CUDA tool (compute-sanitizer, Nsight Systems / Compute) is injected into
+/// this process: it serializes kernels, so their concurrency cannot be observed.
+fn under_cuda_tool() -> bool {
+    [
+        "CUDA_INJECTION64_PATH",
+        "NV_SANITIZER_INJECTION_PORT_BASE",
+        "NVTX_INJECTION64_PATH",
+    ]
+    .iter()
+    .any(|v| std::env::var_os(v).is_some_and(|v| !v.is_empty()))
+}
+
+/// True under compute-sanitizer (any tool).
+fn under_sanitizer() -> bool {
+    std::env::var_os("NV_SANITIZER_INJECTION_PORT_BASE").is_some()
+}
+
+fn median(v: &[i64]) -> i64 {
+    let mut v = v.to_vec();
+    v.sort_unstable();
+    v.get(v.len() / 2).copied().unwrap_or(0)
+}
+
+fn us(ns: i64) -> f64 {
+    ns as f64 / 1e3
+}
+
+/// What one primary + secondary repetition showed (`%globaltimer`, ns).
+struct PdlRep {
+    /// `min(secondary start) - max(primary end)`: how long after the primary's last
+    /// block was done the secondary's first block started (< 0: during the primary).
+    start_gap_ns: i64,
+    /// `min(secondary mid) - max(primary end)`: the wait returned this long after the
+    /// primary's last block was done (>= 0, checked).
+    wait_gap_ns: i64,
+    /// Median over secondary blocks of `mid - start` (prolog + wait).
+    prolog_wait_ns: i64,
+}
+
+/// Opens on drop (also when a launch fails half-way through a batch).
+struct Gate {
+    flag: Arc<AtomicBool>,
+}
+
+impl Gate {
+    /// Queues a host function on `stream` that holds the stream until the gate drops
+    /// (at most 10 s).
+    fn hold(stream: &Stream<'_>) -> Result<Self, Error> {
+        let flag = Arc::new(AtomicBool::new(false));
+        let held = flag.clone();
+        stream.launch_host_fn(move || {
+            let t = Instant::now();
+            while !held.load(Ordering::Acquire) && t.elapsed() < Duration::from_secs(10) {
+                std::thread::sleep(Duration::from_micros(20));
+            }
+        })?;
+        Ok(Self { flag })
+    }
+}
+
+impl Drop for Gate {
+    fn drop(&mut self) {
+        self.flag.store(true, Ordering::Release);
+    }
+}
+
+struct PdlKernels<'m> {
+    primary: Function<'m>,
+    secondary: Function<'m>,
+}
+
+/// Runs `reps` repetitions of primary + secondary in batches and checks each one's data
+/// and ordering.
+fn run_pdl(
+    ctx: &Context,
+    k: &PdlKernels<'_>,
+    grid: u32,
+    sms: u32,
+    reps: usize,
+    with_attr: bool,
+) -> Result<Vec<PdlRep>, Outcome> {
+    let n = grid * PDL_BLOCK;
+    let nw = n as usize;
+    let blocks = grid as usize;
+    let stream = Stream::new(ctx, StreamFlags::NON_BLOCKING)?;
+    let mut prim = DeviceBuffer::<u32>::new(ctx, PDL_BATCH * nw)?;
+    let mut sec = DeviceBuffer::<u32>::new(ctx, PDL_BATCH * nw)?;
+    let mut pst = DeviceBuffer::<u64>::new(ctx, PDL_BATCH * blocks * STAMPS)?;
+    let mut sst = DeviceBuffer::<u64>::new(ctx, PDL_BATCH * blocks * STAMPS)?;
+    let prim_cfg = LaunchConfig::new(grid, PDL_BLOCK).stream(&stream);
+    let mut sec_cfg = LaunchConfig::new(grid, PDL_BLOCK).stream(&stream);
+    if with_attr {
+        sec_cfg = sec_cfg.programmatic_stream_serialization()?;
+    }
+    let mode = if with_attr { "with PDL" } else { "without PDL" };
+    let mut out = Vec::with_capacity(reps);
+    let mut done = 0;
+    while done < reps {
+        let batch = PDL_BATCH.min(reps - done);
+        // Poison on the same stream: ordered after the previous batch.
+        prim.memset_d32_async(POISON, &stream)?;
+        sec.memset_d32_async(POISON, &stream)?;
+        pst.memset_d8_async(0, &stream)?;
+        sst.memset_d8_async(0, &stream)?;
+        // Hold the stream until the whole batch is queued: a launch costs the host a few
+        // microseconds, longer than these kernels run, so without the gate every
+        // secondary would reach the GPU after its primary had finished, and the two
+        // would run back to back whatever the attribute.
+        let gate = Gate::hold(&stream)?;
+        for r in 0..batch {
+            let p = at(prim.as_arg(), r * nw)?;
+            let s = at(sec.as_arg(), r * nw)?;
+            let ps = at(pst.as_arg(), r * blocks * STAMPS)?;
+            let ss = at(sst.as_arg(), r * blocks * STAMPS)?;
+            // SAFETY: pdl_primary(out: *mut u32, n: u32, stamps: *mut u64, work_ns: u32):
+            // `p` holds n
+            // words and `ps` 4 * grid u64s of this repetition's slice; nothing else
+            // touches them until the stream synchronizes.
+            unsafe { launch(&k.primary, &prim_cfg, &(p, n, ps, PDL_PRIMARY_WORK_NS))? };
+            // SAFETY: pdl_secondary(input: *const u32, out: *mut u32, n: u32,
+            // stamps: *mut u64, prolog_iters: u32): `p` (read) and `s` (written) hold n
+            // words each and do not overlap; `ss` holds 4 * grid u64s.
+            unsafe { launch(&k.secondary, &sec_cfg, &(p, s, n, ss, PDL_PROLOG_ITERS))? };
+        }
+        drop(gate);
+        stream.synchronize()?;
+        let prim_h = read_back(&prim)?;
+        let sec_h = read_back(&sec)?;
+        let pst_h = read_back(&pst)?;
+        let sst_h = read_back(&sst)?;
+        for r in 0..batch {
+            let rep = done + r;
+            let pw = &prim_h[r * nw..(r + 1) * nw];
+            let sw = &sec_h[r * nw..(r + 1) * nw];
+            if let Some(i) = (0..n).find(|&i| pw[i as usize] != primary_value(i)) {
+                return Err(Outcome::Fail(format!(
+                    "{mode}, repetition {rep}: primary out[{i}] = {:#x}, expected {:#x}",
+                    pw[i as usize],
+                    primary_value(i)
+                )));
+            }
+            if let Some(i) = (0..n).find(|&i| sw[i as usize] != secondary_value(i)) {
+                let bad = (0..n)
+                    .filter(|&i| sw[i as usize] != secondary_value(i))
+                    .count();
+                return Err(Outcome::Fail(format!(
+                    "{mode}, repetition {rep}: stale or missing secondary data: out[{i}] = \
+                     {:#x}, expected {:#x} ({bad} of {n} words wrong)",
+                    sw[i as usize],
+                    secondary_value(i)
+                )));
+            }
+            let ps = &pst_h[r * blocks * STAMPS..(r + 1) * blocks * STAMPS];
+            let ss = &sst_h[r * blocks * STAMPS..(r + 1) * blocks * STAMPS];
+            for (who, st) in [("primary", ps), ("secondary", ss)] {
+                for (b, s) in st.chunks_exact(STAMPS).enumerate() {
+                    check(
+                        s[0] != 0 && s[1] != 0 && s[2] != 0 && s[0] <= s[1] && s[1] <= s[2],
+                        || {
+                            format!(
+                                "{mode}, repetition {rep}: {who} block {b} stamps not written \
+                                 in order: {s:?}"
+                            )
+                        },
+                    )?;
+                    check(s[3] < u64::from(sms), || {
+                        format!("{mode}, repetition {rep}: {who} block {b} smid {}", s[3])
+                    })?;
+                }
+            }
+            let field = |st: &[u64], f: usize| -> Vec<u64> {
+                st.chunks_exact(STAMPS).map(|s| s[f]).collect()
+            };
+            let max = |v: Vec<u64>| v.into_iter().max().unwrap_or(0);
+            let min = |v: Vec<u64>| v.into_iter().min().unwrap_or(0);
+            let (p_mid, p_end) = (max(field(ps, 1)), max(field(ps, 2)));
+            let (s_start, s_mid) = (min(field(ss, 0)), min(field(ss, 1)));
+            // The wait returns only after the primary grid completed: after every
+            // primary block's last write (stamp 1) and its end stamp (stamp 2).
+            check(s_mid >= p_mid && s_mid >= p_end, || {
+                format!(
+                    "{mode}, repetition {rep}: griddepcontrol.wait returned at {s_mid} ns, \
+                     before the primary was done (last write {p_mid} ns, last end {p_end} ns)"
+                )
+            })?;
+            if !with_attr {
+                // Stream order: the secondary starts only after the primary grid
+                // completed, so after every primary block's end stamp.
+                check(s_start >= p_end, || {
+                    format!(
+                        "without PDL, repetition {rep}: a secondary block started at \
+                         {s_start} ns, before the primary's last block ended at {p_end} ns"
+                    )
+                })?;
+            }
+            if rep == SHOWN_REP {
+                let t0 = min(field(ps, 0));
+                let span = |st: &[u64], f: usize| {
+                    let v = field(st, f);
+                    format!(
+                        "{}..{}",
+                        v.iter().min().unwrap_or(&t0) - t0,
+                        v.iter().max().unwrap_or(&t0) - t0
+                    )
+                };
+                println!(
+                    "    {mode}, repetition {rep} (ns from the first primary start): primary \
+                     start {} write-done {} end {} | secondary start {} wait-done {} end {}",
+                    span(ps, 0),
+                    span(ps, 1),
+                    span(ps, 2),
+                    span(ss, 0),
+                    span(ss, 1),
+                    span(ss, 2)
+                );
+            }
+            let prolog_wait: Vec<i64> = ss
+                .chunks_exact(STAMPS)
+                .map(|s| s[1] as i64 - s[0] as i64)
+                .collect();
+            out.push(PdlRep {
+                start_gap_ns: s_start as i64 - p_end as i64,
+                wait_gap_ns: s_mid as i64 - p_end as i64,
+                prolog_wait_ns: median(&prolog_wait),
+            });
+        }
+        done += batch;
+    }
+    Ok(out)
+}
+
+fn pdl_overlap_and_correctness() -> TestResult {
+    require_sm(9, 0)?;
+    let ctx = ctx()?;
+    let sms = ctx.device().multiprocessor_count()?;
+    let module = Module::from_ptx(&ctx, ptx::KERNELS)?;
+    let k = PdlKernels {
+        primary: module.function("pdl_primary")?,
+        secondary: module.function("pdl_secondary")?,
+    };
+    let grid = sms;
+    let tool = under_cuda_tool();
+    // Under a tool each launch is slow and serialized: fewer repetitions, same checks.
+    let (reps, reps_without) = if tool {
+        (TOOL_REPS, TOOL_REPS)
+    } else {
+        (PDL_REPS, PDL_REPS_WITHOUT_ATTR)
+    };
+
+    // Stream order first: the baseline the PDL launches are compared with.
+    let without = run_pdl(&ctx, &k, grid, sms, reps_without, false)?;
+    let gaps_without: Vec<i64> = without.iter().map(|r| r.start_gap_ns).collect();
+    let min_without = gaps_without.iter().copied().min().unwrap_or(0);
+    println!(
+        "    without PDL: {} reps of {grid}x{PDL_BLOCK} + {grid}x{PDL_BLOCK}, data correct; \
+         secondary first start - primary last end: median {:.3} us, min {:.3} us (never < 0)",
+        without.len(),
+        us(median(&gaps_without)),
+        us(min_without)
+    );
+
+    let with = run_pdl(&ctx, &k, grid, sms, reps, true)?;
+    let gaps_with: Vec<i64> = with.iter().map(|r| r.start_gap_ns).collect();
+    let waits: Vec<i64> = with.iter().map(|r| r.wait_gap_ns).collect();
+    let prolog: Vec<i64> = with.iter().map(|r| r.prolog_wait_ns).collect();
+    // Overlap in the strict sense: a secondary block started before the primary's last
+    // block was done. Early launch: a secondary block started earlier after the primary
+    // than stream order ever allowed (below the minimum gap without the attribute), so
+    // while the primary grid was still completing.
+    let strict = gaps_with.iter().filter(|&&g| g < 0).count();
+    let early: Vec<i64> = gaps_with
+        .iter()
+        .copied()
+        .filter(|&g| g < min_without)
+        .collect();
+    let saved: Vec<i64> = early.iter().map(|g| median(&gaps_without) - g).collect();
+    println!(
+        "    with PDL: {} reps, data never stale, wait always after the primary's last write \
+         and end stamp (median {:.3} us after the last end)",
+        with.len(),
+        us(median(&waits))
+    );
+    println!(
+        "    with PDL: secondary first start - primary last end: median {:.3} us, min {:.3} us; \
+         started earlier than stream order allows in {}/{} ({:.1}%), median {:.3} us earlier \
+         than the stream-order median; started before the primary's last block ended in {}/{}",
+        us(median(&gaps_with)),
+        us(gaps_with.iter().copied().min().unwrap_or(0)),
+        early.len(),
+        with.len(),
+        100.0 * early.len() as f64 / with.len().max(1) as f64,
+        us(median(&saved)),
+        strict,
+        with.len()
+    );
+    println!(
+        "    secondary prolog ({PDL_PROLOG_ITERS} iters) + wait per block: median {:.3} us{}",
+        us(median(&prolog)),
+        if median(&prolog) < 1000 {
+            " (suspiciously short: was the prolog optimized away?)"
+        } else {
+            ""
+        }
+    );
+
+    if tool {
+        println!("    (CUDA tool injected: kernels serialized, early launch not required)");
+        return Ok(());
+    }
+    // The primary triggers at block entry and then works for PDL_PRIMARY_WORK_NS: with
+    // the attribute the secondary's prolog must start while the primary still runs.
+    check(strict > 0, || {
+        format!(
+            "with PDL no secondary block of {} repetitions started before the primary's last              block ended (min gap {:.3} us with PDL, {:.3} us without)",
+            with.len(),
+            us(gaps_with.iter().copied().min().unwrap_or(0)),
+            us(min_without)
+        )
+    })?;
+    check(median(&gaps_with) < median(&gaps_without), || {
+        format!(
+            "with PDL the secondary did not start earlier in the median: {:.3} us vs {:.3} us \
+             without the attribute",
+            us(median(&gaps_with)),
+            us(median(&gaps_without))
+        )
+    })
+}
+
+// ---------------------------------------------------------------------------------------
+// 2. mbarrier pipeline
+// ---------------------------------------------------------------------------------------
+
+const PIPE_BLOCK: u32 = 128;
+const PIPE_PHASES: u32 = 64;
+
+fn mbarrier_pipeline_many_phases() -> TestResult {
+    require_sm(9, 0)?;
+    let ctx = ctx()?;
+    // Under compute-sanitizer a few blocks keep the run short; each block runs the same
+    // independent pipeline.
+    let grid = if under_cuda_tool() {
+        4
+    } else {
+        ctx.device().multiprocessor_count()?
+    };
+    let module = Module::from_ptx(&ctx, ptx::KERNELS)?;
+    let f = module.function("mbar_pipeline")?;
+    let static_smem = f.static_shared_size_bytes()?;
+    check(static_smem >= 1088, || {
+        format!("mbar_pipeline has {static_smem} B of static shared memory, expected >= 1088")
+    })?;
+    let words = grid as usize * PIPE_PHASES as usize * 96;
+    let out = DeviceBuffer::from_slice(&ctx, &vec![POISON; words])?;
+    let cfg = LaunchConfig::new(grid, PIPE_BLOCK);
+    // SAFETY: mbar_pipeline(out: *mut u32, phases: u32): `out` holds
+    // grid * phases * 96 words; block (128, 1, 1) as required.
+    unsafe { launch(&f, &cfg, &(out.as_arg(), PIPE_PHASES))? };
+    ctx.synchronize()?;
+    let h = read_back(&out)?;
+    let mut idx = 0;
+    for b in 0..grid {
+        for p in 0..PIPE_PHASES {
+            for w in 1..=3u32 {
+                for l in 0..32u32 {
+                    let want = p.wrapping_mul(2000).wrapping_add(2 * l + 32);
+                    check(h[idx] == want, || {
+                        format!(
+                            "block {b}, phase {p}, warp {w}, lane {l}: out[{idx}] = {:#x}, \
+                             expected {want}",
+                            h[idx]
+                        )
+                    })?;
+                    idx += 1;
+                }
+            }
+        }
+    }
+    check_eq(idx, words, "words checked")?;
+    println!(
+        "    {grid} blocks x {PIPE_PHASES} phases: all {words} words correct \
+         ({static_smem} B static smem)"
+    );
+    Ok(())
+}
+
+// ---------------------------------------------------------------------------------------
+// 3. mbarrier forms
+// ---------------------------------------------------------------------------------------
+
+/// `mbar_forms` words 2..=28 (words 0, 1 and 10 are `pending_count` results, checked
+/// separately).
+const FORMS_EXPECTED: [(usize, u32); 26] = [
+    (2, 0),
+    (3, 0),
+    (4, 1),
+    (5, 1),
+    (6, 0),
+    (7, 0),
+    (8, 0),
+    (9, 1),
+    (11, 0),
+    (12, 0),
+    (13, 1),
+    (14, 1),
+    (15, 1),
+    (16, 0),
+    (17, 1),
+    (18, 1),
+    (19, 1),
+    (20, 64),
+    (21, 0xC0DE_0001),
+    (22, 0xC0DE_0002),
+    (23, 1),
+    (24, 1),
+    (25, 0),
+    (26, 1),
+    (27, 0),
+    (28, 1),
+];
+
+fn mbarrier_all_forms() -> TestResult {
+    require_sm(9, 0)?;
+    let ctx = ctx()?;
+    let module = Module::from_ptx(&ctx, ptx::KERNELS)?;
+    let f = module.function("mbar_forms")?;
+    let out = DeviceBuffer::from_slice(&ctx, &[POISON; 32])?;
+    let cfg = LaunchConfig::new(1, 32).shared_mem(64);
+    // SAFETY: mbar_forms(out: *mut u32): `out` holds 32 words; grid 1, block 32, 64 B of
+    // dynamic shared memory as required.
+    unsafe { launch(&f, &cfg, &(out.as_arg(),))? };
+    ctx.synchronize()?;
+    let w = read_back(&out)?;
+    println!("    words 0..29: {:?}", &w[..29]);
+    for (i, want) in FORMS_EXPECTED {
+        check(w[i] == want, || {
+            format!(
+                "mbar_forms word {i} = {:#x}, expected {want:#x} (all: {w:?})",
+                w[i]
+            )
+        })?;
+    }
+    for (i, &v) in w.iter().enumerate().skip(29) {
+        check_eq(
+            v,
+            POISON,
+            &format!("mbar_forms word {i} (must stay unwritten)"),
+        )?;
+    }
+    // pending_count: the PTX ISA reads as "before the arrive" (4, 3, 4); the other
+    // possible convention is "after the arrive" (3, 2, 3).
+    let pending = (w[0], w[1], w[10]);
+    check(w[0] == w[1] + 1 && w[10] == w[0], || {
+        format!("pending_count words (0, 1, 10) = {pending:?}: expected w0 == w1 + 1 == w10")
+    })?;
+    match pending {
+        (4, 3, 4) => println!(
+            "    mbarrier.pending_count: counts BEFORE the arrive (4, 3, 4): matches the PTX ISA"
+        ),
+        (3, 2, 3) => println!(
+            "    mbarrier.pending_count: counts AFTER the arrive (3, 2, 3): the arrive's state \
+             is taken after it"
+        ),
+        other => {
+            return Err(Outcome::Fail(format!(
+                "pending_count words (0, 1, 10) = {other:?}: neither (4, 3, 4) nor (3, 2, 3)"
+            )));
+        }
+    }
+    Ok(())
+}
+
+// ---------------------------------------------------------------------------------------
+// 4. Clusters: special registers, distributed shared memory, remote arrive
+// ---------------------------------------------------------------------------------------
+
+const CLUSTER_GRID_CLUSTERS: u32 = 8;
+const CLUSTER_BLOCK: u32 = 64;
+const RECORD_WORDS: usize = 16;
+
+fn cluster_ids_and_remote_arrive() -> TestResult {
+    require_sm(9, 0)?;
+    let ctx = ctx()?;
+    let sms = ctx.device().multiprocessor_count()?;
+    let module = Module::from_ptx(&ctx, ptx::KERNELS)?;
+    let f = module.function("cluster_mbarrier")?;
+    let g = CLUSTER_GRID_CLUSTERS;
+    for n in [2u32, 4] {
+        let blocks = g * n;
+        let out = DeviceBuffer::from_slice(&ctx, &vec![POISON; blocks as usize * RECORD_WORDS])?;
+        let cfg = LaunchConfig::new(blocks, CLUSTER_BLOCK).cluster_dim((n, 1, 1))?;
+        // SAFETY: cluster_mbarrier(out: *mut u32): `out` holds 16 words per block; 1-D
+        // grid of g * n blocks in clusters of (n, 1, 1), n <= 8.
+        unsafe { launch(&f, &cfg, &(out.as_arg(),))? };
+        ctx.synchronize()?;
+        let h = read_back(&out)?;
+        let mut sm_sets: Vec<Vec<u32>> = vec![Vec::new(); g as usize];
+        for b in 0..blocks {
+            let rec = &h[b as usize * RECORD_WORDS..(b as usize + 1) * RECORD_WORDS];
+            let (c, r) = (b / n, b % n);
+            let want = [r, n, c, r, g, n];
+            check(rec[..6] == want, || {
+                format!(
+                    "cluster {n}: block {b} ids [rank, nctarank, clusterid.x, cluster_ctaid.x, \
+                     nclusterid.x, cluster_nctaid.x] = {:?}, expected {want:?}",
+                    &rec[..6]
+                )
+            })?;
+            check(rec[6] < sms, || {
+                format!("cluster {n}: block {b} smid {} >= {sms}", rec[6])
+            })?;
+            sm_sets[c as usize].push(rec[6]);
+            check_eq(
+                rec[7],
+                1,
+                &format!("cluster {n}: block {b} marker (word 7)"),
+            )?;
+            for (j, &v) in rec.iter().enumerate().skip(8) {
+                let want = if r == 0 && j - 8 < n as usize {
+                    c * n + (j as u32 - 8) + 1
+                } else {
+                    POISON
+                };
+                check(v == want, || {
+                    format!(
+                        "cluster {n}: block {b} (cluster {c}, rank {r}) word {j} = {v:#x}, \
+                         expected {want:#x}"
+                    )
+                })?;
+            }
+        }
+        // The CTAs of one cluster run concurrently, so on distinct SMs.
+        for (c, sm) in sm_sets.iter_mut().enumerate() {
+            sm.sort_unstable();
+            let len = sm.len();
+            sm.dedup();
+            check_eq(
+                sm.len(),
+                len,
+                &format!("cluster {n}: distinct SMs in cluster {c}"),
+            )?;
+        }
+        println!(
+            "    cluster ({n},1,1) x {g}: ids, DSMEM slots and remote arrivals correct; \
+             cluster 0 on SMs {:?}",
+            sm_sets[0]
+        );
+    }
+    Ok(())
+}
+
+// ---------------------------------------------------------------------------------------
+// 5. Device-side launch and its parameter layout
+// ---------------------------------------------------------------------------------------
+
+cuda_core::kernel_struct! {
+    /// `struct Pair { float a; float4 b; }` (size 32, alignment 16), as in ptx/src/echo.rs.
+    struct Pair {
+        a: f32,
+        b: Float4,
+    }
+}
+
+const ECHO_LEN: usize = 128;
+const ECHO_SENTINEL: u8 = 0x5A;
+const STATUS_SENTINEL: u32 = 0x7777_7777;
+
+const DYN_A: i32 = -123_456_789;
+const DYN_B: [f32; 4] = [1.5, -2.25, 3.0, 4.75];
+const DYN_C: u8 = 0xAB;
+const DYN_D: f32 = 6.5;
+const DYN_E: u64 = 0x1122_3344_5566_7788;
+const DYN_F: [f32; 2] = [7.25, -8.5];
+const DYN_G_A: f32 = 9.75;
+const DYN_G_B: [f32; 4] = [10.0, 11.0, 12.0, 13.0];
+
+/// The 128-byte echo `dyn_echo` writes for the given values over a sentinel-filled buffer
+/// (offsets: a 0, b 16, c 32, d 48, e 64, f 80, g.a 96, g.b 112).
+fn echo_bytes(f: [f32; 2], g_a: f32, g_b: [f32; 4]) -> [u8; ECHO_LEN] {
+    let mut o = [ECHO_SENTINEL; ECHO_LEN];
+    let mut put = |at: usize, bytes: &[u8]| o[at..at + bytes.len()].copy_from_slice(bytes);
+    put(0, &DYN_A.to_le_bytes());
+    for (i, x) in DYN_B.iter().enumerate() {
+        put(16 + 4 * i, &x.to_le_bytes());
+    }
+    put(32, &[DYN_C]);
+    put(48, &DYN_D.to_le_bytes());
+    put(64, &DYN_E.to_le_bytes());
+    for (i, x) in f.iter().enumerate() {
+        put(80 + 4 * i, &x.to_le_bytes());
+    }
+    put(96, &g_a.to_le_bytes());
+    for (i, x) in g_b.iter().enumerate() {
+        put(112 + 4 * i, &x.to_le_bytes());
+    }
+    o
+}
+
+/// Where libcudadevrt.a is: `$CUDA_DEVRT_LIB`, then `lib64/` of `$CUDA_PATH`,
+/// `$CUDA_HOME` and `/usr/local/cuda`.
+fn cudadevrt_path() -> Option<PathBuf> {
+    let mut cands: Vec<PathBuf> = Vec::new();
+    if let Some(p) = std::env::var_os("CUDA_DEVRT_LIB") {
+        cands.push(PathBuf::from(p));
+    }
+    for var in ["CUDA_PATH", "CUDA_HOME"] {
+        if let Some(p) = std::env::var_os(var) {
+            cands.push(PathBuf::from(p).join("lib64/libcudadevrt.a"));
+        }
+    }
+    cands.push("/usr/local/cuda/lib64/libcudadevrt.a".into());
+    cands.into_iter().find(|p| p.is_file())
+}
+
+/// Launches a 1x1 devrt parent `(out, status)` and returns (status, echo bytes).
+fn run_parent(ctx: &Context, f: &Function<'_>) -> Result<(u32, Vec<u8>), Outcome> {
+    let out = DeviceBuffer::from_slice(ctx, &[ECHO_SENTINEL; ECHO_LEN])?;
+    let status = DeviceBuffer::from_slice(ctx, &[STATUS_SENTINEL])?;
+    check(out.as_raw() % 16 == 0, || {
+        "echo buffer not 16-byte aligned".into()
+    })?;
+    let cfg = LaunchConfig::new(1, 1);
+    // SAFETY: dyn_parent*(out: *mut u8, status: *mut u32): `out` is 128 writable,
+    // 16-byte aligned bytes and `status` one word; the child the parent launches
+    // completes before the parent grid does, so before the synchronize below.
+    unsafe { launch(f, &cfg, &(out.as_arg(), status.as_arg()))? };
+    ctx.synchronize()?;
+    Ok((read_back(&status)?[0], read_back(&out)?))
+}
+
+fn hex_diff(got: &[u8], want: &[u8]) -> String {
+    got.iter()
+        .zip(want)
+        .enumerate()
+        .filter(|(_, (g, w))| g != w)
+        .map(|(i, (g, w))| format!("[{i}] {g:#04x}!={w:#04x}"))
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
+fn device_side_launch_param_layout() -> TestResult {
+    require_sm(9, 0)?;
+    if under_sanitizer() {
+        return skip(
+            "compute-sanitizer does not support CUDA Dynamic Parallelism (reports it as an \
+             error); run without the tool",
+        );
+    }
+    let Some(devrt) = cudadevrt_path() else {
+        return skip(
+            "libcudadevrt.a not found ($CUDA_DEVRT_LIB, $CUDA_PATH/lib64, $CUDA_HOME/lib64, \
+             /usr/local/cuda/lib64)",
+        );
+    };
+    let ctx = ctx()?;
+    let mut linker = Linker::new(&ctx, JitOptions::default())?;
+    linker.add_ptx(ptx::DEVRT, "devrt.ptx")?;
+    linker.add_library_file(devrt.to_str().ok_or("libcudadevrt.a path is not UTF-8")?)?;
+    let module = linker.into_module()?;
+    println!("    linked devrt.ptx with {}", devrt.display());
+
+    // The child's real parameter layout, as the driver reports it.
+    let echo = module.function("dyn_echo")?;
+    let want_layout = [
+        (0, 8),
+        (8, 4),
+        (16, 16),
+        (32, 1),
+        (36, 4),
+        (40, 8),
+        (48, 32),
+        (80, 8),
+    ];
+    let have_param_info = match (0..want_layout.len())
+        .map(|i| echo.param_info(i))
+        .collect::<Result<Vec<_>, _>>()
+    {
+        Ok(layout) => {
+            check_eq(
+                layout.as_slice(),
+                want_layout.as_slice(),
+                "dyn_echo (offset, size) per parameter from cuFuncGetParamInfo",
+            )?;
+            check_eq(
+                echo.param_count()?,
+                want_layout.len(),
+                "dyn_echo parameter count",
+            )?;
+            true
+        }
+        Err(e) => {
+            println!("    cuFuncGetParamInfo unavailable ({e}); layout not cross-checked");
+            false
+        }
+    };
+
+    let expected = echo_bytes(DYN_F, DYN_G_A, DYN_G_B);
+
+    // Host launch of the child with the host's argument path: the reference echo.
+    {
+        let out = DeviceBuffer::from_slice(&ctx, &[ECHO_SENTINEL; ECHO_LEN])?;
+        let args: EchoArgs = (
+            out.as_arg(),
+            DYN_A,
+            Float4::new(DYN_B[0], DYN_B[1], DYN_B[2], DYN_B[3]),
+            DYN_C,
+            DYN_D,
+            DYN_E as *const u8,
+            Pair {
+                a: DYN_G_A,
+                b: Float4::new(DYN_G_B[0], DYN_G_B[1], DYN_G_B[2], DYN_G_B[3]),
+            },
+            Float2::new(DYN_F[0], DYN_F[1]),
+        );
+        if have_param_info {
+            // The host argument tuple's device layout equals the kernel's.
+            echo.verify_args::<EchoArgs>()?;
+        }
+        // SAFETY: dyn_echo(out: *mut u8, a: i32, b: float4, c: u8, d: f32, e: *const u8,
+        // g: Pair, f: float2): the tuple has those types in that order; `out` is 128
+        // writable 16-byte aligned bytes; `e` is never dereferenced.
+        unsafe { launch(&echo, &LaunchConfig::new(1, 1), &args)? };
+        ctx.synchronize()?;
+        let got = read_back(&out)?;
+        check(got == expected, || {
+            format!(
+                "dyn_echo launched from the host: echo differs: {}",
+                hex_diff(&got, &expected)
+            )
+        })?;
+    }
+
+    // Device-side launch with the host packer's (alignment) rule.
+    let (status, got) = run_parent(&ctx, &module.function("dyn_parent")?)?;
+    check_eq(
+        status,
+        0,
+        "dyn_parent status (cudaError_t of the device-side launch)",
+    )?;
+    check(got == expected, || {
+        format!(
+            "dyn_parent: child echo differs from the values passed: {}",
+            hex_diff(&got, &expected)
+        )
+    })?;
+    println!("    dyn_parent: device-side launch echoed all 8 parameters (alignment layout)");
+
+    // The size-multiple wording: which layout does the device runtime read?
+    let (status, got) = run_parent(&ctx, &module.function("dyn_parent_size_multiple")?)?;
+    check_eq(status, 0, "dyn_parent_size_multiple status")?;
+    // Read at the kernel's real offsets: g at 48 (zeros, then 9.75 + zero padding at 64),
+    // f at 80 (the writer's g.b.x, g.b.y).
+    let alignment_read = echo_bytes([10.0, 11.0], 0.0, [DYN_G_A, 0.0, 0.0, 0.0]);
+    if got == alignment_read {
+        println!(
+            "    device runtime parameter layout: alignment rule confirmed (a buffer written \
+             by the size-multiple rule is read at the kernel's alignment offsets)"
+        );
+    } else if got == expected {
+        println!(
+            "    device runtime parameter layout: SIZE-MULTIPLE rule (the device runtime \
+             honoured the size-multiple offsets)"
+        );
+    } else {
+        return Err(Outcome::Fail(format!(
+            "dyn_parent_size_multiple: echo matches neither prediction; vs alignment read: {}; \
+             vs size-multiple read: {}",
+            hex_diff(&got, &alignment_read),
+            hex_diff(&got, &expected)
+        )));
+    }
+    Ok(())
+}
+
+/// dyn_echo's argument tuple type.
+type EchoArgs = (DevicePtr<u8>, i32, Float4, u8, f32, *const u8, Pair, Float2);
