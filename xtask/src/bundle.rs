@@ -142,7 +142,7 @@ fn stub_libraries(root: &Path, tk: &toolkit::Toolkit) -> R<PathBuf> {
             "/* Stub libcuda for linking only; the real driver is loaded at run time. */\n",
         );
         let mut n = 0;
-        for line in list.lines() {
+        for line in list.lines().filter(|l| l.starts_with("    ")) {
             let Some((_, rest)) = line.split_once(" = ") else {
                 continue;
             };
@@ -208,7 +208,7 @@ if [ "$SANITIZE" = 1 ] && command -v compute-sanitizer >/dev/null; then
     [ -x "$t" ] || continue
     name=$(basename "$t")
     echo "=== compute-sanitizer memcheck $name"
-    compute-sanitizer --tool memcheck --print-limit 20 "$t" "$@" > "$LOGS/memcheck_$name.log" 2>&1
+    compute-sanitizer --tool memcheck --report-api-errors no --print-limit 20 "$t" "$@" > "$LOGS/memcheck_$name.log" 2>&1
     grep -E "ERROR SUMMARY|passed, .* failed" "$LOGS/memcheck_$name.log"
   done
   for tool in racecheck synccheck; do
