@@ -56,3 +56,9 @@ pub unsafe extern "ptx-kernel" fn chain_step(
         launch_dependents();
     }
 }
+
+/// A kernel that does nothing: launch-overhead benchmarks time the enqueue of this.
+///
+/// Launch: any shape, no parameters.
+#[unsafe(no_mangle)]
+pub extern "ptx-kernel" fn empty_kernel() {}

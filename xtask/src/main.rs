@@ -1,5 +1,6 @@
 //! `cargo xtask`: bindings, PTX, tests, GPU bundle and benchmarks for this workspace.
 
+mod bench;
 mod bindgen;
 mod bundle;
 mod ptx;
@@ -19,6 +20,8 @@ commands:
   ptx [--check]       build ptx/ to ptx/generated/*.ptx with nightly (or fail if stale)
   test                everything CI checks; hardware suites run on a GPU or report skips
   bundle [DIR]        test binaries + PTX + run.sh for a GPU host without Rust (default: bundle/)
+  bench [ARGS]        benchmarks against the CUDA C++ reference (on a GPU host)
+  timeline --csv F    SVG timeline of a PDL pair from pdl_demo's %globaltimer stamps
 ";
 
 fn main() {
@@ -28,6 +31,8 @@ fn main() {
         Some("bindgen") => bindgen::run(&root, args.iter().any(|a| a == "--check")),
         Some("ptx") => ptx::build(&root, args.iter().any(|a| a == "--check")),
         Some("test") => test::run_all(&root),
+        Some("bench") => bench::run(&root, &args[1..]),
+        Some("timeline") => bench::timeline(&root, &args[1..]),
         Some("bundle") => {
             let dir = args
                 .get(1)

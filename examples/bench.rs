@@ -1,0 +1,411 @@
+//! Benchmarks of cuda-core against the CUDA C++ reference (xtask/cpp/bench.cu), in one
+//! run on one GPU. Rows use the CSV schema written at the top of bench.cu.
+//!
+//! ```sh
+//! cargo run --release --example bench -- [--csv PATH] [--cpp CPP.csv] [--quick]
+//! ```
+//!
+//! Sections: `loader` (cold load of the driver table, cuInit, context, module, first
+//! launch), `launch` (host cost of one enqueue, ns; and heap allocations per launch,
+//! counted by a global allocator), `chain` (256 dependent kernels, us/kernel, stream /
+//! stream+PDL / graph / graph+PDL), `crossover` (the same from 33K to 4M elements) and
+//! `pair` (PDL pair with a prolog). With `--cpp` it prints the Rust/C++ ratio per row.
+//! Speed is reported, not asserted; every chain and pair result is checked.
+
+mod common;
+
+use std::alloc::{GlobalAlloc, Layout, System};
+use std::fmt::Write as _;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::time::Instant;
+
+use common::{BLOCK, ChainMode, Pair, R, chain_bench, open_gpu, stats};
+use cuda_core::args::{LayoutRule, PackedArgs};
+use cuda_core::launch::{LaunchConfig, launch, launch_packed, launch_plain};
+use cuda_core::{Context, DeviceBuffer, Event, EventFlags, Module, Stream};
+
+/// Counts heap allocations, to show that the launch path makes none.
+struct Counting;
+static ALLOCS: AtomicUsize = AtomicUsize::new(0);
+
+// SAFETY: forwards to the system allocator; only counts.
+unsafe impl GlobalAlloc for Counting {
+    unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
+        ALLOCS.fetch_add(1, Ordering::Relaxed);
+        // SAFETY: same contract as the caller's.
+        unsafe { System.alloc(layout) }
+    }
+    unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
+        // SAFETY: same contract as the caller's.
+        unsafe { System.dealloc(ptr, layout) }
+    }
+    unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, new: usize) -> *mut u8 {
+        ALLOCS.fetch_add(1, Ordering::Relaxed);
+        // SAFETY: same contract as the caller's.
+        unsafe { System.realloc(ptr, layout, new) }
+    }
+}
+
+#[global_allocator]
+static GLOBAL: Counting = Counting;
+
+/// One timed enqueue.
+type LaunchOne<'a> = Box<dyn FnMut() -> R + 'a>;
+
+const HEADER: &str = "impl,section,case,elems,prolog,unit,median,min,max,samples";
+
+struct Rows {
+    csv: String,
+}
+
+impl Rows {
+    #[allow(clippy::too_many_arguments)]
+    fn add(
+        &mut self,
+        imp: &str,
+        section: &str,
+        case: &str,
+        elems: u32,
+        prolog: u32,
+        unit: &str,
+        v: &mut [f64],
+    ) {
+        let (med, min, max) = stats(v);
+        let line = format!(
+            "{imp},{section},{case},{elems},{prolog},{unit},{med:.4},{min:.4},{max:.4},{}",
+            v.len()
+        );
+        println!("{line}");
+        let _ = writeln!(self.csv, "{line}");
+    }
+}
+
+fn main() {
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    let arg = |name: &str| {
+        args.iter()
+            .position(|a| a == name)
+            .and_then(|i| args.get(i + 1))
+            .cloned()
+    };
+    let quick = args.iter().any(|a| a == "--quick");
+    let csv_path = arg("--csv").unwrap_or_else(|| match std::env::var("OUT") {
+        Ok(o) if !o.is_empty() => format!("{o}/bench.csv"),
+        _ => "bench.csv".into(),
+    });
+    // (4) loader, cold: before anything else touches CUDA.
+    let t = Instant::now();
+    let table = cuda_sys::driver();
+    let load_ms = t.elapsed().as_secs_f64() * 1e3;
+    if let Err(e) = table {
+        println!("bench: no GPU: {e}");
+        return;
+    }
+    let t = Instant::now();
+    if let Err(e) = cuda_core::driver::init() {
+        println!("bench: no GPU: {e}");
+        return;
+    }
+    let init_ms = t.elapsed().as_secs_f64() * 1e3;
+    let t = Instant::now();
+    let ctx = match open_gpu() {
+        Ok(ctx) => ctx,
+        Err(why) => {
+            println!("bench: no GPU: {why}");
+            return;
+        }
+    };
+    let ctx_ms = t.elapsed().as_secs_f64() * 1e3;
+    let mut rows = Rows {
+        csv: format!("{HEADER}\n"),
+    };
+    println!("{HEADER}");
+    if let Err(e) = run(&ctx, &mut rows, quick, [load_ms, init_ms, ctx_ms]) {
+        eprintln!("bench: error: {e}");
+        std::process::exit(1);
+    }
+    if let Err(e) = std::fs::write(&csv_path, &rows.csv) {
+        eprintln!("bench: cannot write {csv_path}: {e}");
+        std::process::exit(1);
+    }
+    eprintln!("# wrote {csv_path}");
+    if let Some(cpp) = arg("--cpp") {
+        match std::fs::read_to_string(&cpp) {
+            Ok(text) => compare(&rows.csv, &text),
+            Err(e) => eprintln!("bench: cannot read {cpp}: {e}"),
+        }
+    }
+}
+
+fn run(ctx: &Context, rows: &mut Rows, quick: bool, cold: [f64; 3]) -> R {
+    let dev = ctx.device();
+    let sms = dev.multiprocessor_count()?;
+    eprintln!(
+        "# {} (sm_{}{}, {sms} SMs), driver {}, cuda-sys {} mode",
+        dev.name()?,
+        dev.compute_capability()?.0,
+        dev.compute_capability()?.1,
+        cuda_core::driver::driver_version()?,
+        cuda_sys::binding_mode()
+    );
+    let t = Instant::now();
+    let module = Module::from_ptx(ctx, cuda_workspace::ptx::KERNELS)?;
+    let module_ms = t.elapsed().as_secs_f64() * 1e3;
+    let empty = module.function("empty_kernel")?;
+    let stream = Stream::non_blocking(ctx)?;
+    let t = Instant::now();
+    // SAFETY: empty_kernel takes no parameters.
+    unsafe { launch_plain(&empty, &LaunchConfig::new(1, 1).stream(&stream), &())? };
+    stream.synchronize()?;
+    let first_ms = t.elapsed().as_secs_f64() * 1e3;
+    for (case, ms) in [
+        ("load_driver", cold[0]),
+        ("cuInit", cold[1]),
+        ("ctx_create", cold[2]),
+        ("module_load", module_ms),
+        ("first_launch", first_ms),
+    ] {
+        rows.add("rust", "loader", case, 0, 0, "ms", &mut [ms]);
+    }
+    #[cfg(not(feature = "linked"))]
+    {
+        let mut warm = Vec::new();
+        for _ in 0..20 {
+            let t = Instant::now();
+            let table = cuda_sys::load_driver(cuda_sys::LoadOptions::default())?;
+            warm.push(t.elapsed().as_secs_f64() * 1e3);
+            drop(table);
+        }
+        rows.add("rust", "loader", "load_driver_warm", 0, 0, "ms", &mut warm);
+    }
+
+    launch_costs(ctx, &module, &stream, rows, quick)?;
+
+    let n = sms * BLOCK;
+    for mode in ChainMode::ALL {
+        let mut us = chain_bench(ctx, &module, mode, n, sms, 256, if quick { 5 } else { 20 })?;
+        rows.add("rust", "chain", mode.name(), n, 0, "us/kernel", &mut us);
+    }
+    for elems in [
+        33_792u32, 131_072, 262_144, 524_288, 1_048_576, 2_097_152, 4_194_304,
+    ] {
+        for mode in ChainMode::ALL {
+            let mut us = chain_bench(
+                ctx,
+                &module,
+                mode,
+                elems,
+                sms,
+                256,
+                if quick { 3 } else { 10 },
+            )?;
+            rows.add(
+                "rust",
+                "crossover",
+                mode.name(),
+                elems,
+                0,
+                "us/kernel",
+                &mut us,
+            );
+        }
+    }
+    for elems in [33_792u32, 1_048_576] {
+        let pair = Pair::new(ctx, &module, elems, sms)?;
+        for prolog in [0u32, 1024, 16_384] {
+            for pdl in [false, true] {
+                let mut us =
+                    pair_bench(ctx, &pair, &stream, pdl, prolog, if quick { 3 } else { 10 })?;
+                rows.add(
+                    "rust",
+                    "pair",
+                    if pdl { "pdl" } else { "plain" },
+                    elems,
+                    prolog,
+                    "us/pair",
+                    &mut us,
+                );
+            }
+        }
+    }
+    Ok(())
+}
+
+/// Times `batches` batches of 1000 enqueues (after 5 warm-up batches), synchronizing
+/// between batches; returns ns per launch and the heap allocations per launch.
+fn time_launches(
+    stream: &Stream<'_>,
+    batches: usize,
+    mut one: impl FnMut() -> R,
+) -> R<(Vec<f64>, f64)> {
+    const BATCH: usize = 1000;
+    let mut ns = Vec::with_capacity(batches);
+    let mut allocs = 0usize;
+    for b in 0..5 + batches {
+        let before = ALLOCS.load(Ordering::Relaxed);
+        let t = Instant::now();
+        for _ in 0..BATCH {
+            one()?;
+        }
+        let dt = t.elapsed().as_secs_f64() * 1e9;
+        let after = ALLOCS.load(Ordering::Relaxed);
+        stream.synchronize()?;
+        if b >= 5 {
+            ns.push(dt / BATCH as f64);
+            allocs += after - before;
+        }
+    }
+    Ok((ns, allocs as f64 / (batches * BATCH) as f64))
+}
+
+fn launch_costs(
+    ctx: &Context,
+    module: &Module<'_>,
+    stream: &Stream<'_>,
+    rows: &mut Rows,
+    quick: bool,
+) -> R {
+    let batches = if quick { 10 } else { 50 };
+    let empty = module.function("empty_kernel")?;
+    let chain = module.function("chain_step")?;
+    let input = DeviceBuffer::<u32>::zeroed(ctx, 4)?;
+    let out = DeviceBuffer::<u32>::zeroed(ctx, 4)?;
+    let args = (input.as_arg(), out.as_arg(), 0u32, 0u32);
+    let cfg = LaunchConfig::new(1, 1).stream(stream);
+    let pdl = cfg.clone().programmatic_stream_serialization()?;
+    chain.verify_args::<(
+        cuda_core::DevicePtr<u32>,
+        cuda_core::DevicePtr<u32>,
+        u32,
+        u32,
+    )>()?;
+
+    // SAFETY (all closures below): empty_kernel takes no parameters; chain_step(in, out,
+    // n = 0, mode = 0) touches no memory; the stream is synchronized between batches.
+    let cases: [(&str, LaunchOne<'_>); 4] = [
+        (
+            "plain0",
+            Box::new(|| unsafe { launch_plain(&empty, &cfg, &()) }.map_err(Into::into)),
+        ),
+        (
+            "ex_pdl0",
+            Box::new(|| unsafe { launch(&empty, &pdl, &()) }.map_err(Into::into)),
+        ),
+        (
+            "ptrs4",
+            Box::new(|| unsafe { launch_plain(&chain, &cfg, &args) }.map_err(Into::into)),
+        ),
+        (
+            "packed4",
+            Box::new(|| {
+                let mut p = PackedArgs::<64>::with_rule(LayoutRule::Alignment);
+                p.extend(&args)?;
+                unsafe { launch_packed(&chain, &cfg, &p) }.map_err(Into::into)
+            }),
+        ),
+    ];
+    for (case, mut f) in cases {
+        let (mut ns, allocs) = time_launches(stream, batches, &mut f)?;
+        rows.add("rust", "launch", case, 0, 0, "ns/launch", &mut ns);
+        rows.add("rust", "launch", case, 0, 0, "allocs/launch", &mut [allocs]);
+    }
+
+    // The same calls through cuda-sys function pointers: what the safe layer costs.
+    let cu = cuda_sys::driver()?;
+    let (lk, lkex) = (cu.cuLaunchKernel()?, cu.cuLaunchKernelEx()?);
+    let raw_cfg = pdl.as_raw();
+    let s = stream.as_raw();
+    let (f_empty, f_chain) = (empty.as_raw(), chain.as_raw());
+    let (mut a_in, mut a_out, mut a_n, mut a_mode) = (input.as_raw(), out.as_raw(), 0u32, 0u32);
+    let null = core::ptr::null_mut();
+    let check = |rc: cuda_sys::CUresult| -> R { rc.result().map_err(|e| e.to_string().into()) };
+    let (mut ns, _) = time_launches(stream, batches, || {
+        // SAFETY: as above, with the raw handles of live objects.
+        check(unsafe { lk(f_empty, 1, 1, 1, 1, 1, 1, 0, s, null, null) })
+    })?;
+    rows.add("rust-raw", "launch", "plain0", 0, 0, "ns/launch", &mut ns);
+    let (mut ns, _) = time_launches(stream, batches, || {
+        // SAFETY: `raw_cfg` points at `pdl`'s attributes, alive here.
+        check(unsafe { lkex(&raw_cfg, f_empty, null, null) })
+    })?;
+    rows.add("rust-raw", "launch", "ex_pdl0", 0, 0, "ns/launch", &mut ns);
+    let (mut ns, _) = time_launches(stream, batches, || {
+        let mut ptrs: [*mut core::ffi::c_void; 4] = [
+            (&raw mut a_in).cast(),
+            (&raw mut a_out).cast(),
+            (&raw mut a_n).cast(),
+            (&raw mut a_mode).cast(),
+        ];
+        // SAFETY: four pointers to live locals of the kernel's parameter types.
+        check(unsafe { lk(f_chain, 1, 1, 1, 1, 1, 1, 0, s, ptrs.as_mut_ptr(), null) })
+    })?;
+    rows.add("rust-raw", "launch", "ptrs4", 0, 0, "ns/launch", &mut ns);
+    Ok(())
+}
+
+/// Microseconds per pair over `reps` timed runs of 64 pairs (after 2 warm-up runs).
+fn pair_bench(
+    ctx: &Context,
+    pair: &Pair<'_, '_>,
+    stream: &Stream<'_>,
+    pdl: bool,
+    prolog: u32,
+    reps: usize,
+) -> R<Vec<f64>> {
+    const PAIRS: usize = 64;
+    let (e0, e1) = (
+        Event::new(ctx, EventFlags::empty())?,
+        Event::new(ctx, EventFlags::empty())?,
+    );
+    let mut us = Vec::with_capacity(reps);
+    for r in 0..2 + reps {
+        e0.record(stream)?;
+        for _ in 0..PAIRS {
+            pair.enqueue(stream, pdl, 0, prolog)?;
+        }
+        e1.record(stream)?;
+        e1.synchronize()?;
+        if r >= 2 {
+            us.push(1000.0 * f64::from(Event::elapsed_ms(&e0, &e1)?) / PAIRS as f64);
+        }
+    }
+    pair.check()?;
+    Ok(us)
+}
+
+/// Prints each Rust row next to the matching C++ row (driver-API rows for `launch`,
+/// runtime-API rows otherwise) with the ratio Rust / C++.
+fn compare(rust: &str, cpp: &str) {
+    let parse = |text: &str| -> Vec<Vec<String>> {
+        text.lines()
+            .filter(|l| !l.starts_with("impl,") && !l.starts_with('#') && !l.is_empty())
+            .map(|l| l.split(',').map(str::to_string).collect::<Vec<_>>())
+            .filter(|f| f.len() == 10)
+            .collect()
+    };
+    let (r, c) = (parse(rust), parse(cpp));
+    println!(
+        "\n{:<10} {:<11} {:>8} {:>6} {:<14} {:>10} {:>10} {:>8}",
+        "section", "case", "elems", "prolog", "unit", "rust", "c++", "rust/c++"
+    );
+    for row in r.iter().filter(|f| f[0] == "rust") {
+        let want = if row[1] == "launch" {
+            "cpp-drv"
+        } else {
+            "cpp-rt"
+        };
+        let other = c.iter().find(|f| f[0] == want && f[1..6] == row[1..6]);
+        let (rv, cv) = (
+            row[6].parse::<f64>().unwrap_or(f64::NAN),
+            other.and_then(|f| f[6].parse::<f64>().ok()),
+        );
+        let ratio = cv
+            .filter(|c| *c > 0.0)
+            .map_or_else(|| "-".to_string(), |c| format!("{:.3}", rv / c));
+        let cs = cv.map_or_else(|| "-".to_string(), |c| format!("{c:.3}"));
+        println!(
+            "{:<10} {:<11} {:>8} {:>6} {:<14} {:>10.3} {:>10} {:>8}",
+            row[1], row[2], row[3], row[4], row[5], rv, cs, ratio
+        );
+    }
+}

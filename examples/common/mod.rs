@@ -1,0 +1,241 @@
+//! What `pdl_demo` and `bench` share: the GPU setup, the PDL pair and the dependent chain,
+//! all on the Rust kernels of ptx/ through cuda-core.
+#![allow(dead_code)] // each example uses a part
+
+use std::error::Error;
+
+use cuda_core::graph::{Capture, CaptureMode, InstantiateFlags};
+use cuda_core::launch::{LaunchConfig, launch};
+use cuda_core::{Context, Device, DeviceBuffer, Event, EventFlags, Function, Module, Stream};
+
+/// Errors of the examples (cuda-core's, checks, I/O).
+pub type R<T = ()> = Result<T, Box<dyn Error>>;
+
+/// Threads per block of every kernel here.
+pub const BLOCK: u32 = 256;
+/// `u64` stamps per block written by the PDL pair: `[start, mid, end, smid]`.
+pub const STAMPS: usize = 4;
+
+/// The GPU, or why there is none (printed by the caller, which then exits 0).
+pub fn open_gpu() -> Result<Context, String> {
+    let dev = Device::get(0).map_err(|e| e.to_string())?;
+    Context::primary(dev).map_err(|e| e.to_string())
+}
+
+/// Median, min and max of `v` (sorted in place); zeros when empty.
+pub fn stats(v: &mut [f64]) -> (f64, f64, f64) {
+    if v.is_empty() {
+        return (0.0, 0.0, 0.0);
+    }
+    v.sort_by(f64::total_cmp);
+    let n = v.len();
+    let med = if n % 2 == 1 {
+        v[n / 2]
+    } else {
+        0.5 * (v[n / 2 - 1] + v[n / 2])
+    };
+    (med, v[0], v[n - 1])
+}
+
+/// Value `pdl_secondary` leaves at `i` after `pdl_primary`: `2 * (3i + 7) + 1`.
+pub fn pair_value(i: u32) -> u32 {
+    i.wrapping_mul(6).wrapping_add(15)
+}
+
+/// The PDL pair's kernels and buffers for `n` elements on `grid` blocks.
+pub struct Pair<'m, 'ctx> {
+    pub primary: Function<'m>,
+    pub secondary: Function<'m>,
+    pub a: DeviceBuffer<'ctx, u32>,
+    pub b: DeviceBuffer<'ctx, u32>,
+    pub stamps_p: DeviceBuffer<'ctx, u64>,
+    pub stamps_s: DeviceBuffer<'ctx, u64>,
+    pub n: u32,
+    pub grid: u32,
+}
+
+impl<'m, 'ctx> Pair<'m, 'ctx> {
+    pub fn new(ctx: &'ctx Context, module: &'m Module<'ctx>, n: u32, grid: u32) -> R<Self> {
+        Ok(Self {
+            primary: module.function("pdl_primary")?,
+            secondary: module.function("pdl_secondary")?,
+            a: DeviceBuffer::zeroed(ctx, n as usize)?,
+            b: DeviceBuffer::zeroed(ctx, n as usize)?,
+            stamps_p: DeviceBuffer::zeroed(ctx, grid as usize * STAMPS)?,
+            stamps_s: DeviceBuffer::zeroed(ctx, grid as usize * STAMPS)?,
+            n,
+            grid,
+        })
+    }
+
+    /// Enqueues the primary (`work_ns` of work after its early trigger) and the secondary
+    /// (`prolog` iterations before `griddepcontrol.wait`), the latter with the PDL
+    /// attribute when `pdl`.
+    pub fn enqueue(&self, stream: &Stream<'_>, pdl: bool, work_ns: u32, prolog: u32) -> R {
+        let cfg = LaunchConfig::new(self.grid, BLOCK).stream(stream);
+        let sec_cfg = if pdl {
+            cfg.clone().programmatic_stream_serialization()?
+        } else {
+            cfg.clone()
+        };
+        let (a, b) = (self.a.as_arg(), self.b.as_arg());
+        let (sp, ss) = (self.stamps_p.as_arg(), self.stamps_s.as_arg());
+        // SAFETY: pdl_primary(out: *mut u32, n: u32, stamps: *mut u64, work_ns: u32) and
+        // pdl_secondary(in: *const u32, out: *mut u32, n: u32, stamps: *mut u64,
+        // prolog: u32): the buffers hold n words and grid * 4 stamps, live in `self`,
+        // and nothing else uses them until the stream is synchronized.
+        unsafe {
+            launch(&self.primary, &cfg, &(a, self.n, sp, work_ns))?;
+            launch(&self.secondary, &sec_cfg, &(a, b, self.n, ss, prolog))?;
+        }
+        Ok(())
+    }
+
+    /// Checks the secondary's output: every element `6i + 15`.
+    pub fn check(&self) -> R {
+        let mut out = vec![0u32; self.n as usize];
+        self.b.copy_to_host(&mut out)?;
+        if let Some(i) = (0..self.n).find(|&i| out[i as usize] != pair_value(i)) {
+            return Err(format!(
+                "pdl_secondary out[{i}] = {}, expected {} (stale data?)",
+                out[i as usize],
+                pair_value(i)
+            )
+            .into());
+        }
+        Ok(())
+    }
+
+    /// The stamps of the last pair: (primary, secondary), `STAMPS` per block.
+    pub fn stamps(&self) -> R<(Vec<u64>, Vec<u64>)> {
+        let mut p = vec![0u64; self.stamps_p.len()];
+        let mut s = vec![0u64; self.stamps_s.len()];
+        self.stamps_p.copy_to_host(&mut p)?;
+        self.stamps_s.copy_to_host(&mut s)?;
+        Ok((p, s))
+    }
+}
+
+/// How a dependent chain is issued.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ChainMode {
+    Stream,
+    StreamPdl,
+    Graph,
+    GraphPdl,
+}
+
+impl ChainMode {
+    pub const ALL: [ChainMode; 4] = [
+        ChainMode::Stream,
+        ChainMode::StreamPdl,
+        ChainMode::Graph,
+        ChainMode::GraphPdl,
+    ];
+
+    pub fn name(self) -> &'static str {
+        match self {
+            ChainMode::Stream => "stream",
+            ChainMode::StreamPdl => "stream_pdl",
+            ChainMode::Graph => "graph",
+            ChainMode::GraphPdl => "graph_pdl",
+        }
+    }
+
+    fn pdl(self) -> bool {
+        matches!(self, ChainMode::StreamPdl | ChainMode::GraphPdl)
+    }
+
+    fn graph(self) -> bool {
+        matches!(self, ChainMode::Graph | ChainMode::GraphPdl)
+    }
+}
+
+/// Enqueues `links` chain_step kernels ping-ponging between `buf[0]` and `buf[1]`;
+/// with PDL, kernel mode 1 (wait, then trigger early) and the attribute on every link
+/// after the first (as the C++ reference does).
+fn enqueue_chain(
+    f: &Function<'_>,
+    stream: &Stream<'_>,
+    buf: &[DeviceBuffer<'_, u32>; 2],
+    n: u32,
+    grid: u32,
+    links: usize,
+    pdl: bool,
+) -> R {
+    let plain = LaunchConfig::new(grid, BLOCK).stream(stream);
+    let with_pdl = plain.clone().programmatic_stream_serialization()?;
+    for k in 0..links {
+        let (input, out) = (buf[k & 1].as_arg(), buf[(k + 1) & 1].as_arg());
+        let cfg = if pdl && k > 0 { &with_pdl } else { &plain };
+        let mode: u32 = if pdl { 1 } else { 0 };
+        // SAFETY: chain_step(in: *const u32, out: *mut u32, n: u32, mode: u32): both
+        // buffers hold n words and outlive the stream's work (the caller synchronizes).
+        unsafe { launch(f, cfg, &(input, out, n, mode))? };
+    }
+    Ok(())
+}
+
+/// Microseconds per kernel for `reps` timed chains of `links` kernels of `n` elements
+/// (after 2 warm-up chains), timed with events; checks the result at the end.
+pub fn chain_bench(
+    ctx: &Context,
+    module: &Module<'_>,
+    mode: ChainMode,
+    n: u32,
+    grid: u32,
+    links: usize,
+    reps: usize,
+) -> R<Vec<f64>> {
+    let f = module.function("chain_step")?;
+    let stream = Stream::non_blocking(ctx)?;
+    let x0: Vec<u32> = (0..n)
+        .map(|i| i.wrapping_mul(2_654_435_761) ^ 0x9e37_79b9)
+        .collect();
+    let mut buf = [
+        DeviceBuffer::from_slice(ctx, &x0)?,
+        DeviceBuffer::new(ctx, n as usize)?,
+    ];
+    buf[1].memset_d32(0xffff_ffff)?;
+    let exec = if mode.graph() {
+        let capture = Capture::begin(ctx, &stream, CaptureMode::Global)?;
+        enqueue_chain(&f, &stream, &buf, n, grid, links, mode.pdl())?;
+        let graph = capture.end()?;
+        let exec = graph.instantiate(InstantiateFlags::empty())?;
+        exec.upload(&stream)?;
+        Some(exec)
+    } else {
+        None
+    };
+    let (e0, e1) = (
+        Event::new(ctx, EventFlags::empty())?,
+        Event::new(ctx, EventFlags::empty())?,
+    );
+    let warm = 2;
+    let mut us = Vec::with_capacity(reps);
+    for r in 0..warm + reps {
+        e0.record(&stream)?;
+        match &exec {
+            Some(exec) => exec.launch(&stream)?,
+            None => enqueue_chain(&f, &stream, &buf, n, grid, links, mode.pdl())?,
+        }
+        e1.record(&stream)?;
+        e1.synchronize()?;
+        if r >= warm {
+            us.push(1000.0 * f64::from(Event::elapsed_ms(&e0, &e1)?) / links as f64);
+        }
+    }
+    let mut host = vec![0u32; n as usize];
+    buf[0].copy_to_host(&mut host)?;
+    let total = (links * (warm + reps)) as u32;
+    if let Some(i) = (0..n as usize).find(|&i| host[i] != x0[i].wrapping_add(total)) {
+        return Err(format!(
+            "chain {} n={n}: element {i} is {}, expected {}",
+            mode.name(),
+            host[i],
+            x0[i].wrapping_add(total)
+        )
+        .into());
+    }
+    Ok(us)
+}
