@@ -408,4 +408,23 @@ fn compare(rust: &str, cpp: &str) {
             row[1], row[2], row[3], row[4], row[5], rv, cs, ratio
         );
     }
+    let ptx_rows: Vec<&Vec<String>> = c.iter().filter(|f| f[0] == "cpp-rt-rustptx").collect();
+    if !ptx_rows.is_empty() {
+        println!(
+            "\nthe C++ host code running the Rust-built chain_step (kernel code vs launch path):"
+        );
+        for row in ptx_rows {
+            let nvcc = c.iter().find(|f| f[0] == "cpp-rt" && f[1..6] == row[1..6]);
+            let rust = r.iter().find(|f| f[0] == "rust" && f[1..6] == row[1..6]);
+            let get = |f: Option<&Vec<String>>| f.map_or_else(|| "-".to_string(), |f| f[6].clone());
+            println!(
+                "{:<10} {:<11} c++ host + nvcc kernel {:>8}  c++ host + Rust kernel {:>8}  cuda-core + Rust kernel {:>8} us/kernel",
+                row[1],
+                row[2],
+                get(nvcc),
+                row[6],
+                get(rust)
+            );
+        }
+    }
 }

@@ -3,7 +3,9 @@
 // pdl_secondary), through the driver API (impl cpp-drv) and the runtime API (cpp-rt).
 // Built on the GPU host by build.sh (nvcc -O3 -arch=sm_90).
 //
-// Usage: bench [--csv PATH] [--quick]   (default PATH: $OUT/bench_cpp.csv, else ./bench_cpp.csv)
+// Usage: bench [--csv PATH] [--ptx KERNELS.ptx] [--quick]
+//   (default PATH: $OUT/bench_cpp.csv, else ./bench_cpp.csv; with --ptx, also the chain
+//   rows with the Rust-built chain_step, impl cpp-rt-rustptx)
 //
 // CSV schema, shared with examples/bench.rs (one header line, then one row per measurement):
 //   impl,section,case,elems,prolog,unit,median,min,max,samples
@@ -266,6 +268,11 @@ static const char* VARIANT_NAMES[] = {"stream", "stream_pdl", "graph", "graph_pd
 
 // Link k reads buf[k % 2] and writes buf[(k + 1) % 2]; with PDL, kernel mode 1 (wait,
 // then trigger early) and the attribute on every link after the first.
+// When set (--ptx PATH), the chain runs the Rust-built chain_step from ptx/ (loaded with
+// cuModuleLoad) through the driver API instead of the nvcc-built kernel: the same host
+// code with the other kernel separates kernel code from launch-path differences.
+static CUfunction g_ptx_chain = nullptr;
+
 static void enqueue_chain(cudaStream_t s, unsigned* buf[2], unsigned n, int links, bool pdl) {
     cudaLaunchAttribute attr[1] = {};
     attr[0].id = cudaLaunchAttributeProgrammaticStreamSerialization;
@@ -275,10 +282,25 @@ static void enqueue_chain(cudaStream_t s, unsigned* buf[2], unsigned n, int link
     cfg.blockDim = dim3(BLOCK);
     cfg.stream = s;
     cfg.attrs = attr;
+    CUlaunchAttribute dattr[1] = {};
+    dattr[0].id = CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION;
+    dattr[0].value.programmaticStreamSerializationAllowed = 1;
+    CUlaunchConfig dcfg = {};
+    dcfg.gridDimX = GRID;
+    dcfg.gridDimY = dcfg.gridDimZ = 1;
+    dcfg.blockDimX = BLOCK;
+    dcfg.blockDimY = dcfg.blockDimZ = 1;
+    dcfg.hStream = (CUstream)s;
+    dcfg.attrs = dattr;
     for (int k = 0; k < links; ++k) {
         const unsigned* in = buf[k & 1];
         unsigned* out = buf[(k + 1) & 1];
-        if (pdl) {
+        if (g_ptx_chain) {
+            unsigned mode = pdl ? 1u : 0u;
+            void* args[4] = {&in, &out, &n, &mode};
+            dcfg.numAttrs = pdl && k > 0 ? 1 : 0;
+            CKD(cuLaunchKernelEx(&dcfg, g_ptx_chain, args, nullptr));
+        } else if (pdl) {
             cfg.numAttrs = k == 0 ? 0 : 1;
             CK(cudaLaunchKernelEx(&cfg, chain_step, in, out, n, 1u));
         } else {
@@ -400,14 +422,16 @@ static Stats pair_bench(cudaStream_t s, bool pdl, unsigned n, unsigned prolog, i
 }
 
 int main(int argc, char** argv) {
-    std::string csv_path;
+    std::string csv_path, ptx_path;
     for (int i = 1; i < argc; ++i) {
         if (!strcmp(argv[i], "--csv") && i + 1 < argc) {
             csv_path = argv[++i];
+        } else if (!strcmp(argv[i], "--ptx") && i + 1 < argc) {
+            ptx_path = argv[++i];
         } else if (!strcmp(argv[i], "--quick")) {
             g_quick = true;
         } else {
-            fprintf(stderr, "usage: %s [--csv PATH] [--quick]\n", argv[0]);
+            fprintf(stderr, "usage: %s [--csv PATH] [--ptx KERNELS.ptx] [--quick]\n", argv[0]);
             return 2;
         }
     }
@@ -460,6 +484,16 @@ int main(int argc, char** argv) {
     for (int v = STREAM; v <= GRAPH_PDL; ++v)
         row("cpp-rt", "chain", VARIANT_NAMES[v], GRID * BLOCK, 0, "us/kernel",
             chain_bench(s, (Variant)v, GRID * BLOCK, links, g_quick ? 5 : 20));
+
+    if (!ptx_path.empty()) {
+        CUmodule mod;
+        CKD(cuModuleLoad(&mod, ptx_path.c_str()));
+        CKD(cuModuleGetFunction(&g_ptx_chain, mod, "chain_step"));
+        for (int v = STREAM; v <= GRAPH_PDL; ++v)
+            row("cpp-rt-rustptx", "chain", VARIANT_NAMES[v], GRID * BLOCK, 0, "us/kernel",
+                chain_bench(s, (Variant)v, GRID * BLOCK, links, g_quick ? 5 : 20));
+        g_ptx_chain = nullptr;
+    }
 
     const unsigned sizes[] = {33792, 131072, 262144, 524288, 1048576, 2097152, 4194304};
     for (unsigned n : sizes)

@@ -15,8 +15,8 @@
 //! Stamps CSV (header line, then one row per block):
 //! `pair,kernel,block,sm,start_ns,mid_ns,end_ns` with `pair` a label (`pdl`, `plain`),
 //! `kernel` `primary` or `secondary`, times raw `%globaltimer` nanoseconds. For the
-//! primary, `mid` is when the block's writes were done and `end` after
-//! `launch_dependents`; for the secondary, `start` is block entry (before the prolog),
+//! primary (which triggers `launch_dependents` at entry), `mid` is when its work was
+//! done and `end` after its writes; for the secondary, `start` is block entry (before the prolog),
 //! `mid` when `griddepcontrol.wait` returned, `end` after its writes.
 
 use std::fmt::Write as _;
@@ -287,8 +287,8 @@ fn render(stamps: &[Stamp]) -> String {
     let _ = writeln!(o, r#"<rect width="100%" height="100%" fill="white"/>"#);
     // Legend.
     let items = [
-        (PRIMARY_WORK, "primary: start to writes done"),
-        (PRIMARY_TAIL, "primary: to launch_dependents"),
+        (PRIMARY_WORK, "primary: work after its early trigger"),
+        (PRIMARY_TAIL, "primary: writes"),
         (SECONDARY_WAIT, "secondary: prolog + griddepcontrol.wait"),
         (SECONDARY_WORK, "secondary: after wait, its work"),
     ];

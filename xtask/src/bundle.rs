@@ -227,7 +227,7 @@ if [ "$BENCH" = 1 ]; then
   bin/pdl_demo --stamps "$LOGS/stamps.csv" 2>&1 | tee "$LOGS/pdl_demo.log"
   echo "=== C++ reference (nvcc)"
   if cpp/build.sh "$PWD/bench_cpp" > "$LOGS/bench_cpp_build.log" 2>&1; then
-    ./bench_cpp --csv "$LOGS/bench_cpp.csv" > "$LOGS/bench_cpp.log" 2>&1 || echo "bench_cpp failed (see logs)"
+    ./bench_cpp --csv "$LOGS/bench_cpp.csv" --ptx ptx/kernels.ptx > "$LOGS/bench_cpp.log" 2>&1 || echo "bench_cpp failed (see logs)"
   else
     echo "nvcc build of cpp/bench.cu failed:"; tail -20 "$LOGS/bench_cpp_build.log"
   fi
