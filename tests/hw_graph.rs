@@ -194,6 +194,7 @@ fn main() {
             captured_pdl_chain_has_programmatic_edges,
             explicit_chain_with_programmatic_edges,
             while_loop_runs_until_counter,
+            while_loop_with_rust_device_helper,
             switch_chooses_among_three_bodies,
             exec_update_kernel_params_and_whole_graph,
             invalid_update_reports_topology_change,
@@ -243,6 +244,11 @@ fn devrt_lib() -> Option<String> {
 
 /// The device-runtime kernels, linked with `libcudadevrt.a`, or a skip.
 fn devrt_module(ctx: &Context) -> Result<Module<'_>, Outcome> {
+    link_devrt(ctx, DEVRT_PTX)
+}
+
+/// `ptx` linked with `libcudadevrt.a`, or a skip when the library is not found.
+fn link_devrt<'c>(ctx: &'c Context, ptx: &str) -> Result<Module<'c>, Outcome> {
     let Some(lib) = devrt_lib() else {
         return skip(
             "libcudadevrt.a not found (set CUDA_DEVRT_LIB, or CUDA_PATH / CUDA_HOME, or install \
@@ -251,7 +257,7 @@ fn devrt_module(ctx: &Context) -> Result<Module<'_>, Outcome> {
     };
     let mut linker = Linker::new(ctx, JitOptions::default())?;
     linker.add_library_file(&lib)?;
-    linker.add_ptx(DEVRT_PTX, "graph_devrt.ptx")?;
+    linker.add_ptx(ptx, "graph_devrt.ptx")?;
     Ok(linker.into_module()?)
 }
 
@@ -474,6 +480,43 @@ fn while_loop_runs_until_counter() -> TestResult {
             read_u32(&runs)?,
             vec![LOOPS],
             &format!("body runs in launch {launch_no}"),
+        )?;
+    }
+    Ok(())
+}
+
+/// The WHILE loop again with the Rust kernel `while_cond` (ptx/devrt), whose handle is
+/// set through cuda-core's device-side `ConditionalHandle::set`.
+fn while_loop_with_rust_device_helper() -> TestResult {
+    require_sm(9, 0)?;
+    let ctx = Context::primary(Device::get(0)?)?;
+    let module = link_devrt(&ctx, cuda_workspace::ptx::DEVRT)?;
+    let body_fn = module.function("while_cond")?;
+    let stream = Stream::non_blocking(&ctx)?;
+    let counter = DeviceBuffer::<u32>::zeroed(&ctx, 1)?;
+    const LOOPS: u32 = 7;
+    let graph = Graph::new(&ctx)?;
+    // SAFETY: the buffer holds one u32 and outlives the executable graph.
+    let reset = unsafe { [graph.add_memset_node(&[], &Memset::d32(counter.as_raw(), 0, 1))?] };
+    let handle = graph.create_conditional_handle(Some(1))?;
+    let (_, body) = graph.add_while_node(&reset, handle)?;
+    // SAFETY: while_cond(counter: *mut u32, n: u32, handle: u64) touches one u32.
+    unsafe {
+        body.add_kernel_node(
+            &[],
+            &body_fn,
+            &LaunchConfig::new(1, 1),
+            &(counter.as_arg(), LOOPS, handle),
+        )?;
+    }
+    let exec = graph.instantiate(InstantiateFlags::empty())?;
+    for launch_no in 1..=2 {
+        exec.launch(&stream)?;
+        stream.synchronize()?;
+        check_eq(
+            read_u32(&counter)?,
+            vec![LOOPS],
+            &format!("counter after launch {launch_no}"),
         )?;
     }
     Ok(())

@@ -36,6 +36,14 @@ pub const fn align_up(off: usize, align: usize) -> usize {
 /// pointers and the power-of-two vector types, and differ for structs, arrays and
 /// three-component vectors (a `{float; float4}` struct, size 32 and alignment 16, after an
 /// `int`: offset 16 by alignment, 32 by size).
+///
+/// Settled on hardware (H100, driver 580, CUDA 13.0; `hw_device`'s
+/// `device_side_launch_param_layout`): the device runtime reads a
+/// `cudaGetParameterBufferV2` buffer at the kernel's own parameter offsets, which are the
+/// [`Alignment`](Self::Alignment) offsets (the ones `cuFuncGetParamInfo` reports). A
+/// buffer written by [`SizeMultiple`](Self::SizeMultiple) for a kernel taking a struct
+/// after an `int` and a `float2` after that struct hands the child shifted bytes. The
+/// guide's "multiple of its size" wording holds only where size and alignment agree.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
 pub enum LayoutRule {
     /// Each parameter at the smallest multiple of its device **alignment** at or past the
