@@ -10,6 +10,9 @@
 //! counted by a global allocator), `chain` (256 dependent kernels, us/kernel, stream /
 //! stream+PDL / graph / graph+PDL), `crossover` (the same from 33K to 4M elements) and
 //! `pair` (PDL pair with a prolog). With `--cpp` it prints the Rust/C++ ratio per row.
+//! `--graph-probe` instead times the captured-graph chain under variations (stream kind,
+//! buffer origin, runtime initialized, order in the process) to tell cuda-core's part
+//! from the GPU's state.
 //! Speed is reported, not asserted; every chain and pair result is checked.
 
 mod common;
@@ -120,6 +123,13 @@ fn main() {
         csv: format!("{HEADER}\n"),
     };
     println!("{HEADER}");
+    if args.iter().any(|a| a == "--graph-probe") {
+        if let Err(e) = graph_probe(&ctx) {
+            eprintln!("bench: error: {e}");
+            std::process::exit(1);
+        }
+        return;
+    }
     if let Err(e) = run(&ctx, &mut rows, quick, [load_ms, init_ms, ctx_ms]) {
         eprintln!("bench: error: {e}");
         std::process::exit(1);
@@ -427,4 +437,116 @@ fn compare(rust: &str, cpp: &str) {
             );
         }
     }
+}
+
+/// `--graph-probe`: the captured-graph chain (no PDL, 33792 elements) under variations
+/// of how its pieces are made, to find where cuda-core's graph chain differs from the
+/// C++ reference's.
+fn graph_probe(ctx: &Context) -> R {
+    use common::enqueue_chain;
+    use cuda_core::StreamFlags;
+    use cuda_core::graph::{Capture, CaptureMode, InstantiateFlags};
+    let module = Module::from_ptx(ctx, cuda_workspace::ptx::KERNELS)?;
+    let f = module.function("chain_step")?;
+    let sms = ctx.device().multiprocessor_count()?;
+    let n = sms * BLOCK;
+    let links = 256;
+    let run = |label: &str,
+               stream: &Stream<'_>,
+               bufs: &[DeviceBuffer<'_, u32>; 2],
+               drop_graph: bool|
+     -> R {
+        let capture = Capture::begin(ctx, stream, CaptureMode::Global)?;
+        enqueue_chain(&f, stream, bufs, n, sms, links, false)?;
+        let graph = capture.end()?;
+        let exec = graph.instantiate(InstantiateFlags::empty())?;
+        if drop_graph {
+            drop(graph);
+        }
+        exec.upload(stream)?;
+        let (e0, e1) = (
+            Event::new(ctx, EventFlags::empty())?,
+            Event::new(ctx, EventFlags::empty())?,
+        );
+        let mut us = Vec::new();
+        for r in 0..22 {
+            e0.record(stream)?;
+            exec.launch(stream)?;
+            e1.record(stream)?;
+            e1.synchronize()?;
+            if r >= 2 {
+                us.push(1000.0 * f64::from(Event::elapsed_ms(&e0, &e1)?) / links as f64);
+            }
+        }
+        let (med, min, max) = stats(&mut us);
+        println!("graph-probe {label:<40} {med:.4} us/kernel (min {min:.4}, max {max:.4})");
+        Ok(())
+    };
+    let new_bufs = || -> R<[DeviceBuffer<'_, u32>; 2]> {
+        Ok([
+            DeviceBuffer::zeroed(ctx, n as usize)?,
+            DeviceBuffer::zeroed(ctx, n as usize)?,
+        ])
+    };
+    for mode in [
+        ChainMode::Graph,
+        ChainMode::Stream,
+        ChainMode::StreamPdl,
+        ChainMode::Graph,
+        ChainMode::GraphPdl,
+        ChainMode::Graph,
+    ] {
+        let mut us = chain_bench(ctx, &module, mode, n, sms, links, 20)?;
+        let (med, _, _) = stats(&mut us);
+        println!(
+            "graph-probe chain_bench {:<28} {med:.4} us/kernel",
+            mode.name()
+        );
+    }
+    let nb = Stream::non_blocking(ctx)?;
+    let bufs = new_bufs()?;
+    run("baseline (non-blocking stream)", &nb, &bufs, false)?;
+    run("graph dropped after instantiate", &nb, &bufs, true)?;
+    let blocking = Stream::new(ctx, StreamFlags::empty())?;
+    run("blocking stream", &blocking, &bufs, false)?;
+    run("baseline again", &nb, &bufs, false)?;
+    // Buffers from the runtime (cudaMalloc), after the runtime initialized.
+    let rt = cuda_sys::runtime()?;
+    let mut raw = [core::ptr::null_mut(); 2];
+    for p in &mut raw {
+        // SAFETY: valid out-pointer; freed below.
+        unsafe { rt.cudaMalloc()?(p, n as usize * 4) }.result()?;
+    }
+    // SAFETY: the runtime allocations hold n u32s; into_raw below keeps them from being
+    // freed by cuMemFree (they are released with cudaFree).
+    let rt_bufs = unsafe {
+        [
+            DeviceBuffer::<u32>::from_raw(raw[0] as u64, n as usize, ctx),
+            DeviceBuffer::<u32>::from_raw(raw[1] as u64, n as usize, ctx),
+        ]
+    };
+    run(
+        "runtime initialized, cudaMalloc buffers",
+        &nb,
+        &rt_bufs,
+        false,
+    )?;
+    run("runtime initialized, cuda-core buffers", &nb, &bufs, false)?;
+    let mut rt_stream = core::ptr::null_mut();
+    // SAFETY: valid out-pointer; the stream is borrowed below and destroyed at the end.
+    unsafe { rt.cudaStreamCreateWithFlags()?(&mut rt_stream, 1) }.result()?;
+    // SAFETY: a live stream of this context, not destroyed by the borrow.
+    let borrowed = unsafe { Stream::borrow_raw(rt_stream.cast(), ctx) };
+    run(
+        "runtime stream (cudaStreamCreateWithFlags)",
+        &borrowed,
+        &bufs,
+        false,
+    )?;
+    for b in rt_bufs {
+        let (p, _) = b.into_raw();
+        // SAFETY: allocated by cudaMalloc above.
+        unsafe { rt.cudaFree()?(p as *mut core::ffi::c_void) }.result()?;
+    }
+    Ok(())
 }

@@ -154,7 +154,7 @@ impl ChainMode {
 /// Enqueues `links` chain_step kernels ping-ponging between `buf[0]` and `buf[1]`;
 /// with PDL, kernel mode 1 (wait, then trigger early) and the attribute on every link
 /// after the first (as the C++ reference does).
-fn enqueue_chain(
+pub fn enqueue_chain(
     f: &Function<'_>,
     stream: &Stream<'_>,
     buf: &[DeviceBuffer<'_, u32>; 2],
