@@ -12,7 +12,8 @@
 //! `pair` (PDL pair with a prolog). With `--cpp` it prints the Rust/C++ ratio per row.
 //! `--graph-probe` instead times the captured-graph chain under variations (stream kind,
 //! buffer origin, runtime initialized, order in the process) to tell cuda-core's part
-//! from the GPU's state.
+//! from the GPU's state. `--interleave LIB.so` alternates Rust and C++ chains (the C++
+//! reference built as a library by `cpp/build.sh`) in one process, round by round.
 //! Speed is reported, not asserted; every chain and pair result is checked.
 
 mod common;
@@ -123,6 +124,13 @@ fn main() {
         csv: format!("{HEADER}\n"),
     };
     println!("{HEADER}");
+    if let Some(lib) = arg("--interleave") {
+        if let Err(e) = interleave(&ctx, &lib) {
+            eprintln!("bench: error: {e}");
+            std::process::exit(1);
+        }
+        return;
+    }
     if args.iter().any(|a| a == "--graph-probe") {
         if let Err(e) = graph_probe(&ctx) {
             eprintln!("bench: error: {e}");
@@ -189,7 +197,7 @@ fn run(ctx: &Context, rows: &mut Rows, quick: bool, cold: [f64; 3]) -> R {
         rows.add("rust", "loader", "load_driver_warm", 0, 0, "ms", &mut warm);
     }
 
-    launch_costs(ctx, &module, &stream, rows, quick)?;
+    launch_costs(ctx, &module, &stream, rows, quick, None)?;
 
     let n = sms * BLOCK;
     for mode in ChainMode::ALL {
@@ -268,12 +276,15 @@ fn time_launches(
     Ok((ns, allocs as f64 / (batches * BATCH) as f64))
 }
 
+/// The host cost of each launch path (rows `launch`); with `cpp`, instead alternates
+/// each case with the C++ library's same case for 8 rounds and prints the comparison.
 fn launch_costs(
     ctx: &Context,
     module: &Module<'_>,
     stream: &Stream<'_>,
     rows: &mut Rows,
     quick: bool,
+    cpp: Option<CppLaunch>,
 ) -> R {
     let batches = if quick { 10 } else { 50 };
     let empty = module.function("empty_kernel")?;
@@ -314,6 +325,32 @@ fn launch_costs(
             }),
         ),
     ];
+    if let Some(cpp) = cpp {
+        println!("interleaved, 8 rounds of 10 batches of 1000 launches: ns/launch (host)");
+        println!(
+            "{:<11} {:>8} {:>8} {:>9} {:>17}",
+            "case", "rust", "c++", "rust/c++", "round ratios"
+        );
+        for (k, (case, mut f)) in cases.into_iter().enumerate() {
+            let (mut rust, mut cxx, mut ratios) = (Vec::new(), Vec::new(), Vec::new());
+            for _ in 0..8 {
+                let (mut ns, _) = time_launches(stream, 10, &mut f)?;
+                let r = stats(&mut ns).0;
+                // SAFETY: a plain value; the library checks its own calls.
+                let c = unsafe { cpp(k as i32) };
+                rust.push(r);
+                cxx.push(c);
+                ratios.push(r / c);
+            }
+            let (r, c) = (stats(&mut rust).0, stats(&mut cxx).0);
+            let (_, lo, hi) = stats(&mut ratios);
+            println!(
+                "{case:<11} {r:>8.1} {c:>8.1} {:>9.3} {lo:>8.3}..{hi:.3}",
+                r / c
+            );
+        }
+        return Ok(());
+    }
     for (case, mut f) in cases {
         let (mut ns, allocs) = time_launches(stream, batches, &mut f)?;
         rows.add("rust", "launch", case, 0, 0, "ns/launch", &mut ns);
@@ -547,6 +584,67 @@ fn graph_probe(ctx: &Context) -> R {
         let (p, _) = b.into_raw();
         // SAFETY: allocated by cudaMalloc above.
         unsafe { rt.cudaFree()?(p as *mut core::ffi::c_void) }.result()?;
+    }
+    Ok(())
+}
+
+/// `cpp_chain_us(variant, n, links, reps)` of the C++ reference library: the median
+/// us/kernel of `reps` chains.
+type CppChain = unsafe extern "C" fn(i32, u32, i32, i32) -> f64;
+/// `cpp_launch_ns(case)`: median ns per launch of driver-API case 0..4 (plain0, ex_pdl0,
+/// ptrs4, packed4), the same order as [`launch_costs`]' cases.
+type CppLaunch = unsafe extern "C" fn(i32) -> f64;
+
+/// `--interleave LIB.so`: for each chain mode, 8 rounds of (Rust chain, C++ chain), 5
+/// timed chains each, so both run in the same process and GPU state; prints the median
+/// of each side's round medians and the spread of the per-round ratio.
+fn interleave(ctx: &Context, lib: &str) -> R {
+    let path = std::ffi::CString::new(lib)?;
+    let library = cuda_sys::Library::open(&path).map_err(|e| format!("{lib}: {}", e.0))?;
+    let sym = library.symbol(c"cpp_chain_us");
+    if sym.is_null() {
+        return Err(format!("{lib} has no cpp_chain_us").into());
+    }
+    // SAFETY: cpp_chain_us is `extern "C" double(int, unsigned, int, int)` (bench.cu).
+    let cpp: CppChain = unsafe { core::mem::transmute::<*mut core::ffi::c_void, CppChain>(sym) };
+    let module = Module::from_ptx(ctx, cuda_workspace::ptx::KERNELS)?;
+    let launch_sym = library.symbol(c"cpp_launch_ns");
+    if !launch_sym.is_null() {
+        // SAFETY: cpp_launch_ns is `extern "C" double(int)` (bench.cu).
+        let f = unsafe { core::mem::transmute::<*mut core::ffi::c_void, CppLaunch>(launch_sym) };
+        let stream = Stream::non_blocking(ctx)?;
+        let mut rows = Rows { csv: String::new() };
+        launch_costs(ctx, &module, &stream, &mut rows, true, Some(f))?;
+    }
+    let sms = ctx.device().multiprocessor_count()?;
+    let n = sms * BLOCK;
+    const ROUNDS: usize = 8;
+    const REPS: usize = 5;
+    println!(
+        "interleaved, {ROUNDS} rounds of {REPS} chains of 256 kernels, {n} elements: us/kernel"
+    );
+    println!(
+        "{:<11} {:>8} {:>8} {:>9} {:>17}",
+        "mode", "rust", "c++", "rust/c++", "round ratios"
+    );
+    for (variant, mode) in ChainMode::ALL.into_iter().enumerate() {
+        let (mut rust, mut cxx, mut ratios) = (Vec::new(), Vec::new(), Vec::new());
+        for _ in 0..ROUNDS {
+            let mut us = chain_bench(ctx, &module, mode, n, sms, 256, REPS)?;
+            let r = stats(&mut us).0;
+            // SAFETY: plain values; the library checks its own results and exits on error.
+            let c = unsafe { cpp(variant as i32, n, 256, REPS as i32) };
+            rust.push(r);
+            cxx.push(c);
+            ratios.push(r / c);
+        }
+        let (r, c) = (stats(&mut rust).0, stats(&mut cxx).0);
+        let (_, lo, hi) = stats(&mut ratios);
+        println!(
+            "{:<11} {r:>8.4} {c:>8.4} {:>9.3} {lo:>8.3}..{hi:.3}",
+            mode.name(),
+            r / c
+        );
     }
     Ok(())
 }

@@ -158,9 +158,14 @@ static Stats stats(std::vector<double> v) {
 }
 
 static FILE* g_csv = nullptr;
+// Library mode: rows are not printed; the last median is kept for the caller.
+static bool g_silent = false;
+static double g_last_median = 0;
 
 static void row(const char* impl, const char* section, const char* kase, unsigned elems,
                 unsigned prolog, const char* unit, Stats s) {
+    g_last_median = s.median;
+    if (g_silent) return;
     char line[512];
     snprintf(line, sizeof line, "%s,%s,%s,%u,%u,%s,%.4f,%.4f,%.4f,%zu\n", impl, section, kase,
              elems, prolog, unit, s.median, s.min, s.max, s.samples);
@@ -190,7 +195,8 @@ static Stats launch_cost(cudaStream_t s, F&& launch_one) {
     return stats(ns);
 }
 
-static void bench_launch(cudaStream_t s) {
+// `only` >= 0 runs just that driver-API case (0 plain0, 1 ex_pdl0, 2 ptrs4, 3 packed4).
+static void bench_launch(cudaStream_t s, int only) {
     CUstream cs = (CUstream)s;
     cudaFunction_t rf_empty, rf_chain;
     CK(cudaGetFuncBySymbol(&rf_empty, (const void*)empty_kernel));
@@ -203,6 +209,7 @@ static void bench_launch(cudaStream_t s) {
     unsigned n = 0, mode = 0;
 
     // Driver API.
+    if (only < 0 || only == 0)
     row("cpp-drv", "launch", "plain0", 0, 0, "ns/launch", launch_cost(s, [&] {
             CKD(cuLaunchKernel(f_empty, 1, 1, 1, 1, 1, 1, 0, cs, nullptr, nullptr));
         }));
@@ -215,9 +222,11 @@ static void bench_launch(cudaStream_t s) {
     cfg.hStream = cs;
     cfg.attrs = attr;
     cfg.numAttrs = 1;
+    if (only < 0 || only == 1)
     row("cpp-drv", "launch", "ex_pdl0", 0, 0, "ns/launch", launch_cost(s, [&] {
             CKD(cuLaunchKernelEx(&cfg, f_empty, nullptr, nullptr));
         }));
+    if (only < 0 || only == 2)
     row("cpp-drv", "launch", "ptrs4", 0, 0, "ns/launch", launch_cost(s, [&] {
             void* args[4] = {&in, &out, &n, &mode};
             CKD(cuLaunchKernel(f_chain, 1, 1, 1, 1, 1, 1, 0, cs, args, nullptr));
@@ -227,6 +236,7 @@ static void bench_launch(cudaStream_t s) {
     CUlaunchConfig cfg0 = cfg;
     cfg0.attrs = nullptr;
     cfg0.numAttrs = 0;
+    if (only < 0 || only == 3)
     row("cpp-drv", "launch", "packed4", 0, 0, "ns/launch", launch_cost(s, [&] {
             // Device layout of (const u32*, u32*, u32, u32): offsets 0, 8, 16, 20; 24 bytes.
             alignas(8) unsigned char buf[24];
@@ -240,6 +250,11 @@ static void bench_launch(cudaStream_t s) {
             CKD(cuLaunchKernelEx(&cfg0, f_chain, nullptr, extra));
         }));
 
+    if (only >= 0) {
+        CK(cudaFree(in));
+        CK(cudaFree(out));
+        return;
+    }
     // Runtime API.
     row("cpp-rt", "launch", "plain0", 0, 0, "ns/launch",
         launch_cost(s, [&] { empty_kernel<<<1, 1, 0, s>>>(); }));
@@ -421,6 +436,7 @@ static Stats pair_bench(cudaStream_t s, bool pdl, unsigned n, unsigned prolog, i
     return stats(us);
 }
 
+#ifndef BENCH_LIB
 int main(int argc, char** argv) {
     std::string csv_path, ptx_path;
     for (int i = 1; i < argc; ++i) {
@@ -478,7 +494,7 @@ int main(int argc, char** argv) {
     cudaStream_t s;
     CK(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
 
-    bench_launch(s);
+    bench_launch(s, -1);
 
     const int links = 256;
     for (int v = STREAM; v <= GRAPH_PDL; ++v)
@@ -514,3 +530,27 @@ int main(int argc, char** argv) {
     fprintf(stderr, "# wrote %s\n", csv_path.c_str());
     return 0;
 }
+#endif  // BENCH_LIB
+
+#ifdef BENCH_LIB
+// Library build (build.sh --lib: nvcc -DBENCH_LIB -shared): the Rust bench loads this and
+// alternates Rust and C++ chains in one process (`bench --interleave`), so both see the
+// same GPU state. Uses the primary context, which cuda-core shares.
+static cudaStream_t lib_stream() {
+    static cudaStream_t s = nullptr;
+    g_silent = true;
+    g_quick = true;  // 10 timed batches of 1000 launches per call
+    if (!s) CK(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
+    return s;
+}
+
+extern "C" double cpp_chain_us(int variant, unsigned n, int links, int reps) {
+    return chain_bench(lib_stream(), (Variant)variant, n, links, reps).median;
+}
+
+// Median ns per launch of driver-API case `kase` (0 plain0, 1 ex_pdl0, 2 ptrs4, 3 packed4).
+extern "C" double cpp_launch_ns(int kase) {
+    bench_launch(lib_stream(), kase);
+    return g_last_median;
+}
+#endif

@@ -15,3 +15,8 @@ cuda_root=$(cd "$(dirname "$nvcc")/.." && pwd)
 "$nvcc" -O3 -std=c++17 -arch=sm_90 -lineinfo "$here/bench.cu" -o "$out" \
   -L"$cuda_root/lib64" -L"$cuda_root/lib64/stubs" -lcuda
 echo "built $out"
+# The same code as a shared library for `bench --interleave` (cudart linked statically,
+# so the library needs only libcuda at run time).
+"$nvcc" -O3 -std=c++17 -arch=sm_90 -DBENCH_LIB -shared -Xcompiler -fPIC "$here/bench.cu" \
+  -o "$out.so" -L"$cuda_root/lib64" -L"$cuda_root/lib64/stubs" -lcuda \
+  && echo "built $out.so" || echo "could not build $out.so (bench --interleave unavailable)"

@@ -234,6 +234,10 @@ if [ "$BENCH" = 1 ]; then
   echo "=== bench (Rust) vs C++"
   bin/bench --csv "$LOGS/bench.csv" --cpp "$LOGS/bench_cpp.csv" > "$LOGS/bench.log" 2>&1 || echo "bench failed"
   sed -n '/^section /,$p' "$LOGS/bench.log"
+  if [ -f "$PWD/bench_cpp.so" ]; then
+    echo "=== bench --interleave (Rust and C++ chains alternating in one process)"
+    bin/bench --interleave "$PWD/bench_cpp.so" 2>&1 | tee "$LOGS/bench_interleave.log"
+  fi
   grep -E "error|allocs/launch" "$LOGS/bench.log" | head -20
 fi
 if [ "$SANITIZE" = 1 ] && command -v compute-sanitizer >/dev/null; then
