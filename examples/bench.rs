@@ -332,22 +332,12 @@ fn launch_costs(
             "case", "rust", "c++", "rust/c++", "round ratios"
         );
         for (k, (case, mut f)) in cases.into_iter().enumerate() {
-            let (mut rust, mut cxx, mut ratios) = (Vec::new(), Vec::new(), Vec::new());
-            for _ in 0..8 {
+            let line = ab_rounds(8, 1, || {
                 let (mut ns, _) = time_launches(stream, 10, &mut f)?;
-                let r = stats(&mut ns).0;
                 // SAFETY: a plain value; the library checks its own calls.
-                let c = unsafe { cpp(k as i32) };
-                rust.push(r);
-                cxx.push(c);
-                ratios.push(r / c);
-            }
-            let (r, c) = (stats(&mut rust).0, stats(&mut cxx).0);
-            let (_, lo, hi) = stats(&mut ratios);
-            println!(
-                "{case:<11} {r:>8.1} {c:>8.1} {:>9.3} {lo:>8.3}..{hi:.3}",
-                r / c
-            );
+                Ok((stats(&mut ns).0, unsafe { cpp(k as i32) }))
+            })?;
+            println!("{case:<11} {line}");
         }
         return Ok(());
     }
@@ -628,23 +618,33 @@ fn interleave(ctx: &Context, lib: &str) -> R {
         "mode", "rust", "c++", "rust/c++", "round ratios"
     );
     for (variant, mode) in ChainMode::ALL.into_iter().enumerate() {
-        let (mut rust, mut cxx, mut ratios) = (Vec::new(), Vec::new(), Vec::new());
-        for _ in 0..ROUNDS {
+        let line = ab_rounds(ROUNDS, 4, || {
             let mut us = chain_bench(ctx, &module, mode, n, sms, 256, REPS)?;
-            let r = stats(&mut us).0;
             // SAFETY: plain values; the library checks its own results and exits on error.
-            let c = unsafe { cpp(variant as i32, n, 256, REPS as i32) };
-            rust.push(r);
-            cxx.push(c);
-            ratios.push(r / c);
-        }
-        let (r, c) = (stats(&mut rust).0, stats(&mut cxx).0);
-        let (_, lo, hi) = stats(&mut ratios);
-        println!(
-            "{:<11} {r:>8.4} {c:>8.4} {:>9.3} {lo:>8.3}..{hi:.3}",
-            mode.name(),
-            r / c
-        );
+            Ok((stats(&mut us).0, unsafe {
+                cpp(variant as i32, n, 256, REPS as i32)
+            }))
+        })?;
+        println!("{:<11} {line}", mode.name());
     }
     Ok(())
+}
+
+/// Runs `rounds` rounds of `one` (each a Rust median and the C++ median measured right
+/// after it) and formats: Rust and C++ medians of the round medians (`decimals`), their
+/// ratio, and the range of the per-round ratios.
+fn ab_rounds(rounds: usize, decimals: usize, mut one: impl FnMut() -> R<(f64, f64)>) -> R<String> {
+    let (mut rust, mut cxx, mut ratios) = (Vec::new(), Vec::new(), Vec::new());
+    for _ in 0..rounds {
+        let (r, c) = one()?;
+        rust.push(r);
+        cxx.push(c);
+        ratios.push(r / c);
+    }
+    let (r, c) = (stats(&mut rust).0, stats(&mut cxx).0);
+    let (_, lo, hi) = stats(&mut ratios);
+    Ok(format!(
+        "{r:>8.decimals$} {c:>8.decimals$} {:>9.3} {lo:>8.3}..{hi:.3}",
+        r / c
+    ))
 }
