@@ -125,7 +125,8 @@ fn main() {
     };
     println!("{HEADER}");
     if let Some(lib) = arg("--interleave") {
-        if let Err(e) = interleave(&ctx, &lib) {
+        let rounds = arg("--rounds").and_then(|r| r.parse().ok()).unwrap_or(8);
+        if let Err(e) = interleave(&ctx, &lib, rounds) {
             eprintln!("bench: error: {e}");
             std::process::exit(1);
         }
@@ -284,7 +285,7 @@ fn launch_costs(
     stream: &Stream<'_>,
     rows: &mut Rows,
     quick: bool,
-    cpp: Option<CppLaunch>,
+    cpp: Option<(CppLaunch, usize)>,
 ) -> R {
     let batches = if quick { 10 } else { 50 };
     let empty = module.function("empty_kernel")?;
@@ -301,6 +302,7 @@ fn launch_costs(
         u32,
     )>()?;
 
+    let mut packed = PackedArgs::<64>::with_rule(LayoutRule::Alignment);
     // SAFETY (all closures below): empty_kernel takes no parameters; chain_step(in, out,
     // n = 0, mode = 0) touches no memory; the stream is synchronized between batches.
     let cases: [(&str, LaunchOne<'_>); 4] = [
@@ -318,21 +320,23 @@ fn launch_costs(
         ),
         (
             "packed4",
+            // Packs on every launch into one reused buffer (clear + extend, the hot-loop
+            // use: a new PackedArgs also zeroes its 64-entry parameter record).
             Box::new(|| {
-                let mut p = PackedArgs::<64>::with_rule(LayoutRule::Alignment);
-                p.extend(&args)?;
-                unsafe { launch_packed(&chain, &cfg, &p) }.map_err(Into::into)
+                packed.clear();
+                packed.extend(&args)?;
+                unsafe { launch_packed(&chain, &cfg, &packed) }.map_err(Into::into)
             }),
         ),
     ];
-    if let Some(cpp) = cpp {
-        println!("interleaved, 8 rounds of 10 batches of 1000 launches: ns/launch (host)");
+    if let Some((cpp, rounds)) = cpp {
+        println!("interleaved, {rounds} rounds of 10 batches of 1000 launches: ns/launch (host)");
         println!(
             "{:<11} {:>8} {:>8} {:>9} {:>17}",
             "case", "rust", "c++", "rust/c++", "round ratios"
         );
         for (k, (case, mut f)) in cases.into_iter().enumerate() {
-            let line = ab_rounds(8, 1, || {
+            let line = ab_rounds(rounds, 1, || {
                 let (mut ns, _) = time_launches(stream, 10, &mut f)?;
                 // SAFETY: a plain value; the library checks its own calls.
                 Ok((stats(&mut ns).0, unsafe { cpp(k as i32) }))
@@ -585,10 +589,11 @@ type CppChain = unsafe extern "C" fn(i32, u32, i32, i32) -> f64;
 /// ptrs4, packed4), the same order as [`launch_costs`]' cases.
 type CppLaunch = unsafe extern "C" fn(i32) -> f64;
 
-/// `--interleave LIB.so`: for each chain mode, 8 rounds of (Rust chain, C++ chain), 5
+/// `--interleave LIB.so [--rounds N]`: the launch cases, then for each chain mode, N
+/// (default 8) rounds of (Rust chain, C++ chain), 5
 /// timed chains each, so both run in the same process and GPU state; prints the median
 /// of each side's round medians and the spread of the per-round ratio.
-fn interleave(ctx: &Context, lib: &str) -> R {
+fn interleave(ctx: &Context, lib: &str, rounds: usize) -> R {
     let path = std::ffi::CString::new(lib)?;
     let library = cuda_sys::Library::open(&path).map_err(|e| format!("{lib}: {}", e.0))?;
     let sym = library.symbol(c"cpp_chain_us");
@@ -604,21 +609,20 @@ fn interleave(ctx: &Context, lib: &str) -> R {
         let f = unsafe { core::mem::transmute::<*mut core::ffi::c_void, CppLaunch>(launch_sym) };
         let stream = Stream::non_blocking(ctx)?;
         let mut rows = Rows { csv: String::new() };
-        launch_costs(ctx, &module, &stream, &mut rows, true, Some(f))?;
+        launch_costs(ctx, &module, &stream, &mut rows, true, Some((f, rounds)))?;
     }
     let sms = ctx.device().multiprocessor_count()?;
     let n = sms * BLOCK;
-    const ROUNDS: usize = 8;
     const REPS: usize = 5;
     println!(
-        "interleaved, {ROUNDS} rounds of {REPS} chains of 256 kernels, {n} elements: us/kernel"
+        "interleaved, {rounds} rounds of {REPS} chains of 256 kernels, {n} elements: us/kernel"
     );
     println!(
         "{:<11} {:>8} {:>8} {:>9} {:>17}",
         "mode", "rust", "c++", "rust/c++", "round ratios"
     );
     for (variant, mode) in ChainMode::ALL.into_iter().enumerate() {
-        let line = ab_rounds(ROUNDS, 4, || {
+        let line = ab_rounds(rounds, 4, || {
             let mut us = chain_bench(ctx, &module, mode, n, sms, 256, REPS)?;
             // SAFETY: plain values; the library checks its own results and exits on error.
             Ok((stats(&mut us).0, unsafe {

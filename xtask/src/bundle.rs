@@ -236,7 +236,7 @@ if [ "$BENCH" = 1 ]; then
   sed -n '/^section /,$p' "$LOGS/bench.log"
   if [ -f "$PWD/bench_cpp.so" ]; then
     echo "=== bench --interleave (Rust and C++ chains alternating in one process)"
-    bin/bench --interleave "$PWD/bench_cpp.so" 2>&1 | tee "$LOGS/bench_interleave.log"
+    bin/bench --interleave "$PWD/bench_cpp.so" --rounds 30 2>&1 | tee "$LOGS/bench_interleave.log"
   fi
   grep -E "error|allocs/launch" "$LOGS/bench.log" | head -20
 fi

@@ -210,7 +210,9 @@ impl<'ctx, T: Copy> DeviceBuffer<'ctx, T> {
         self.len.saturating_mul(core::mem::size_of::<T>())
     }
 
-    /// `cuMemcpyHtoD`: copies `src` (of the same length) into the buffer, synchronously.
+    /// `cuMemcpyHtoD`: copies `src` (of the same length) into the buffer; the copy has
+    /// landed when this returns (for pageable memory the driver may return once `src` is
+    /// staged, so this also waits for the legacy stream).
     ///
     /// # Errors
     /// [`Error::InvalidArgument`] when the lengths differ; driver errors.
@@ -226,8 +228,9 @@ impl<'ctx, T: Copy> DeviceBuffer<'ctx, T> {
             drv!(
                 cu,
                 cuMemcpyHtoD(self.ptr, src.as_ptr().cast::<c_void>(), self.size_bytes())
-            )
-        }
+            )?
+        };
+        legacy_stream_sync(cu)
     }
 
     /// `cuMemcpyDtoH`: copies the buffer into `dst` (of the same length), synchronously.
@@ -404,7 +407,8 @@ impl<'ctx, T: Copy> DeviceBuffer<'ctx, T> {
         }
     }
 
-    /// `cuMemsetD8`: sets every byte to `value`.
+    /// `cuMemsetD8`: sets every byte to `value`; complete when this returns (it waits for
+    /// the legacy stream, where the driver queues it).
     ///
     /// # Errors
     /// Driver errors.
@@ -422,7 +426,8 @@ impl<'ctx, T: Copy> DeviceBuffer<'ctx, T> {
         memset_d8(self.ptr, self.size_bytes(), value, Some(stream))
     }
 
-    /// `cuMemsetD32`: sets every 32-bit word to `value`.
+    /// `cuMemsetD32`: sets every 32-bit word to `value`; complete when this returns (it
+    /// waits for the legacy stream, where the driver queues it).
     ///
     /// # Errors
     /// [`Error::InvalidArgument`] unless the size is a multiple of 4; driver errors.
@@ -471,7 +476,10 @@ pub(crate) fn memset_d8(
     unsafe {
         match stream {
             Some(s) => drv!(cu, cuMemsetD8Async(ptr, value, bytes, s.as_raw())),
-            None => drv!(cu, cuMemsetD8(ptr, value, bytes)),
+            None => {
+                drv!(cu, cuMemsetD8(ptr, value, bytes))?;
+                legacy_stream_sync(cu)
+            }
         }
     }
 }
@@ -497,7 +505,19 @@ pub(crate) fn memset_d32(
     unsafe {
         match stream {
             Some(s) => drv!(cu, cuMemsetD32Async(ptr, value, words, s.as_raw())),
-            None => drv!(cu, cuMemsetD32(ptr, value, words)),
+            None => {
+                drv!(cu, cuMemsetD32(ptr, value, words))?;
+                legacy_stream_sync(cu)
+            }
         }
     }
+}
+
+/// `cuStreamSynchronize(CU_STREAM_LEGACY)`: waits for the "synchronous" memsets and
+/// host-to-device copies, which the driver queues on the legacy default stream and may
+/// still be running when they return. Without this, work on a non-blocking stream (which
+/// does not wait for the legacy stream) could run before or under them.
+fn legacy_stream_sync(cu: &cuda_sys::DriverApi) -> Result<()> {
+    // SAFETY: the legacy stream handle is always valid in a context.
+    unsafe { drv!(cu, cuStreamSynchronize(cuda_sys::CU_STREAM_LEGACY)) }
 }
