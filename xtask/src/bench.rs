@@ -313,19 +313,20 @@ fn render(stamps: &[Stamp]) -> String {
         let sec_start = rows.iter().filter(|s| s.secondary).map(|s| s.start).min();
         let sec_mid = rows.iter().filter(|s| s.secondary).map(|s| s.mid).min();
         let mut title = format!("pair `{pair}`");
+        let mut detail = String::new();
         if let (Some(pe), Some(ps), Some(ss)) = (prim_end, prim_start, sec_start) {
             let overlap = pe as f64 / 1e3 - ss as f64 / 1e3;
+            let _ = write!(title, ": primary {:.2} us", (pe - ps) as f64 / 1e3);
             let _ = write!(
-                title,
-                ": primary {:.2} us; secondary's first block started {:.2} us {} the primary's last block ended",
-                (pe - ps) as f64 / 1e3,
+                detail,
+                "secondary's first block started {:.2} us {} the primary's last block ended",
                 overlap.abs(),
                 if overlap > 0.0 { "before" } else { "after" }
             );
             if let Some(sm) = sec_mid {
                 let _ = write!(
-                    title,
-                    "; first wait returned {:+.2} us after it",
+                    detail,
+                    "; its first wait returned {:+.2} us after that",
                     (sm as f64 - pe as f64) / 1e3
                 );
             }
@@ -333,8 +334,14 @@ fn render(stamps: &[Stamp]) -> String {
         let _ = writeln!(
             o,
             r#"<text x="{left}" y="{}" font-size="13" font-weight="bold">{}</text>"#,
-            top + 24.0,
+            top + 20.0,
             esc(&title)
+        );
+        let _ = writeln!(
+            o,
+            r#"<text x="{left}" y="{}" font-size="12">{}</text>"#,
+            top + 36.0,
+            esc(&detail)
         );
         // Frame and SM labels.
         let _ = writeln!(
