@@ -8,6 +8,7 @@ use super::{DeviceRepr, PackError};
 /// `align` need not be a power of two (the [`LayoutRule::SizeMultiple`] rule rounds to
 /// sizes such as 12); an `align` of 0 is treated as 1.
 #[must_use]
+#[inline]
 pub const fn checked_align_up(off: usize, align: usize) -> Option<usize> {
     let align = if align == 0 { 1 } else { align };
     match off % align {
@@ -22,6 +23,7 @@ pub const fn checked_align_up(off: usize, align: usize) -> Option<usize> {
 /// result exceeds every parameter-buffer limit, so callers that compare against a limit
 /// need no separate overflow check.
 #[must_use]
+#[inline]
 pub const fn align_up(off: usize, align: usize) -> usize {
     match checked_align_up(off, align) {
         Some(v) => v,
@@ -62,6 +64,7 @@ impl LayoutRule {
     /// The offset of a parameter of `size` bytes aligned to `align`, placed after a
     /// previous parameter ending at `end`; `None` on overflow.
     #[must_use]
+    #[inline]
     pub const fn place(self, end: usize, size: usize, align: usize) -> Option<usize> {
         match self {
             Self::Alignment => checked_align_up(end, align),
@@ -103,6 +106,7 @@ pub struct ParamInfo {
 
 /// Places parameter `index` (with `spec`) after a previous parameter ending at `end`,
 /// within a buffer of `capacity` bytes: the step both packers share.
+#[inline]
 pub(crate) const fn place_param(
     rule: LayoutRule,
     end: usize,

@@ -5,7 +5,8 @@ use core::fmt;
 use super::layout::place_param;
 use super::write::store;
 use super::{
-    ArgVisitor, DeviceRepr, KernelArgs, LayoutMismatch, LayoutRule, PackError, ParamInfo, ParamSpec,
+    ArgVisitor, DeviceRepr, KernelArgs, LayoutMismatch, LayoutRule, PackError, ParamInfo,
+    ParamSpec, align_up, params_size,
 };
 
 /// The classic limit on a kernel's parameter bytes, and the size of the device-side
@@ -126,13 +127,52 @@ impl<const CAP: usize> PackedArgs<CAP> {
 
     /// Appends every parameter of `args`, in order.
     ///
+    /// Into an empty buffer placing by [`LayoutRule::Alignment`] (a new one, or one just
+    /// [`clear`](Self::clear)ed: the hot-loop use), the layout of `A` is computed at
+    /// compile time and the parameters are stored at constant offsets; otherwise each is
+    /// placed as by [`push`](Self::push). Both give the same bytes and records.
+    ///
     /// # Errors
     /// As [`push`](Self::push); the parameters before the failing one stay packed.
+    #[inline]
     pub fn extend<A: KernelArgs>(&mut self, args: &A) -> Result<(), PackError> {
+        if self.count == 0 && self.rule == LayoutRule::Alignment && self.pack_aligned(args) {
+            return Ok(());
+        }
         args.visit(&mut Pusher(self))
     }
 
+    /// Packs `args` into this empty buffer at the [`LayoutRule::Alignment`] offsets known
+    /// at compile time. Returns `false`, leaving the buffer empty, when they do not fit:
+    /// the general path then reports which parameter failed.
+    #[inline]
+    fn pack_aligned<A: KernelArgs>(&mut self, args: &A) -> bool {
+        let size = const {
+            match params_size(LayoutRule::Alignment, A::PARAMS) {
+                Some(size) => size,
+                None => usize::MAX,
+            }
+        };
+        let Some(bytes) = self.buf.0.get_mut(..size) else {
+            return false;
+        };
+        bytes.fill(0);
+        let mut writer = AlignedWriter {
+            bytes,
+            params: &mut self.params,
+            end: 0,
+            index: 0,
+        };
+        if args.visit(&mut writer).is_err() {
+            return false;
+        }
+        self.len = size;
+        self.count = writer.index;
+        true
+    }
+
     /// Removes every parameter.
+    #[inline]
     pub fn clear(&mut self) {
         self.len = 0;
         self.count = 0;
@@ -227,6 +267,43 @@ impl<const CAP: usize> fmt::Debug for PackedArgs<CAP> {
             .field("len", &self.len)
             .field("params", &self.params())
             .finish_non_exhaustive()
+    }
+}
+
+/// Stores each visited parameter at the next alignment offset of a zeroed byte slice that
+/// holds the whole list, and records it. Once inlined, the offsets are constants.
+struct AlignedWriter<'a> {
+    bytes: &'a mut [u8],
+    params: &'a mut [ParamInfo; MAX_PARAMS],
+    end: usize,
+    index: usize,
+}
+
+impl ArgVisitor for AlignedWriter<'_> {
+    /// The list does not fit: more than [`MAX_PARAMS`], or past the slice.
+    type Error = ();
+
+    #[inline]
+    fn visit<T: DeviceRepr>(&mut self, value: &T) -> Result<(), ()> {
+        let offset = align_up(self.end, T::DEVICE_ALIGN);
+        let end = offset.saturating_add(T::DEVICE_SIZE);
+        let (Some(dst), Some(slot)) = (
+            self.bytes.get_mut(offset..end),
+            self.params.get_mut(self.index),
+        ) else {
+            return Err(());
+        };
+        // SAFETY: `dst` is exactly `T::DEVICE_SIZE` bytes of the buffer, which `value` (a
+        // shared reference) cannot overlap.
+        unsafe { store(value, dst.as_mut_ptr()) };
+        *slot = ParamInfo {
+            offset,
+            size: T::DEVICE_SIZE,
+            align: T::DEVICE_ALIGN,
+        };
+        self.end = end;
+        self.index += 1;
+        Ok(())
     }
 }
 
@@ -415,6 +492,57 @@ mod tests {
         assert_eq!(offsets(&by_align), [4, 16]);
         assert_eq!(offsets(&by_size), [12, 24]);
         assert_eq!(by_size.rule(), LayoutRule::SizeMultiple);
+    }
+
+    /// Packs `args` one `push` at a time: the general path.
+    struct PushEach<'a>(&'a mut PackedArgs);
+
+    impl ArgVisitor for PushEach<'_> {
+        type Error = PackError;
+        fn visit<T: DeviceRepr>(&mut self, value: &T) -> Result<(), PackError> {
+            self.0.push(value)
+        }
+    }
+
+    #[test]
+    fn compile_time_path_matches_push() {
+        let args = guide_args();
+        let mut fast = PackedArgs::new();
+        fast.push(&[u64::MAX; 8]).unwrap();
+        fast.clear(); // stale bytes under the padding must be zeroed again
+        fast.extend(&args).unwrap();
+        let mut slow = PackedArgs::new();
+        args.visit(&mut PushEach(&mut slow)).unwrap();
+        assert_eq!(fast.as_bytes(), slow.as_bytes());
+        assert_eq!(fast.params(), slow.params());
+        assert_eq!(fast.len(), 56);
+
+        // Appending to a non-empty buffer takes the general path, and the result is the
+        // same as packing the concatenation.
+        let mut two = PackedArgs::from_args(&(1u8,)).unwrap();
+        two.extend(&(2u64, Float4::new(1.0, 2.0, 3.0, 4.0)))
+            .unwrap();
+        let one = PackedArgs::from_args(&(1u8, 2u64, Float4::new(1.0, 2.0, 3.0, 4.0))).unwrap();
+        assert_eq!(two.as_bytes(), one.as_bytes());
+        assert_eq!(two.params(), one.params());
+
+        // A list that does not fit falls back and names the failing parameter.
+        let e = PackedArgs::from_args(&([0u8; 4090], 1u64)).unwrap_err();
+        assert_eq!(
+            e,
+            PackError::TooLarge {
+                index: 1,
+                needed: 4104,
+                capacity: 4096
+            }
+        );
+        let mut small = PackedArgs::<16>::default();
+        assert!(small.extend(&(1u64, 2u32, 3u64)).is_err());
+        assert_eq!(
+            small.len(),
+            12,
+            "the parameters before the failing one stay packed"
+        );
     }
 
     #[test]
