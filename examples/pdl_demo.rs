@@ -132,7 +132,7 @@ fn run(ctx: &cuda_core::Context, stamps_path: Option<&str>) -> R {
         "\n2. chain of 256 dependent kernels ({sms}x{BLOCK} threads, each reads the previous output)"
     );
     for mode in ChainMode::ALL {
-        let mut us = chain_bench(ctx, &module, mode, n, sms, 256, 20)?;
+        let mut us = chain_bench(ctx, &module.function("chain_step")?, mode, n, sms, 256, 20)?;
         let (med, min, max) = stats(&mut us);
         println!(
             "   {:<11} {med:6.3} us/kernel (min {min:.3}, max {max:.3}), result checked",

@@ -176,18 +176,18 @@ pub fn enqueue_chain(
     Ok(())
 }
 
-/// Microseconds per kernel for `reps` timed chains of `links` kernels of `n` elements
+/// Microseconds per kernel for `reps` timed chains of `links` launches of `f` (chain_step,
+/// from ptx/ or the nvcc-built one) on `n` elements
 /// (after 2 warm-up chains), timed with events; checks the result at the end.
 pub fn chain_bench(
     ctx: &Context,
-    module: &Module<'_>,
+    f: &Function<'_>,
     mode: ChainMode,
     n: u32,
     grid: u32,
     links: usize,
     reps: usize,
 ) -> R<Vec<f64>> {
-    let f = module.function("chain_step")?;
     let stream = Stream::non_blocking(ctx)?;
     let x0: Vec<u32> = (0..n)
         .map(|i| i.wrapping_mul(2_654_435_761) ^ 0x9e37_79b9)
@@ -199,7 +199,7 @@ pub fn chain_bench(
     buf[1].memset_d32(0xffff_ffff)?;
     let exec = if mode.graph() {
         let capture = Capture::begin(ctx, &stream, CaptureMode::Global)?;
-        enqueue_chain(&f, &stream, &buf, n, grid, links, mode.pdl())?;
+        enqueue_chain(f, &stream, &buf, n, grid, links, mode.pdl())?;
         let graph = capture.end()?;
         let exec = graph.instantiate(InstantiateFlags::empty())?;
         exec.upload(&stream)?;
@@ -217,7 +217,7 @@ pub fn chain_bench(
         e0.record(&stream)?;
         match &exec {
             Some(exec) => exec.launch(&stream)?,
-            None => enqueue_chain(&f, &stream, &buf, n, grid, links, mode.pdl())?,
+            None => enqueue_chain(f, &stream, &buf, n, grid, links, mode.pdl())?,
         }
         e1.record(&stream)?;
         e1.synchronize()?;

@@ -544,8 +544,35 @@ static cudaStream_t lib_stream() {
     return s;
 }
 
-extern "C" double cpp_chain_us(int variant, unsigned n, int links, int reps) {
-    return chain_bench(lib_stream(), (Variant)variant, n, links, reps).median;
+// Median us/kernel of `reps` chains. `kernel` null: the nvcc-built chain_step through the
+// runtime; else that CUfunction (the Rust-built chain_step, from the caller's module in the
+// same primary context) through the driver API, as with --ptx.
+extern "C" double cpp_chain_us(int variant, unsigned n, int links, int reps, void* kernel) {
+    cudaStream_t s = lib_stream();
+    g_ptx_chain = (CUfunction)kernel;
+    const double us = chain_bench(s, (Variant)variant, n, links, reps).median;
+    g_ptx_chain = nullptr;
+    return us;
+}
+
+// Median us/pair of `reps` runs of 64 pairs (nvcc-built pdl_primary / pdl_secondary).
+extern "C" double cpp_pair_us(int pdl, unsigned n, unsigned prolog, int reps) {
+    return pair_bench(lib_stream(), pdl != 0, n, prolog, 64, reps).median;
+}
+
+// The nvcc-built kernel `name` (chain_step, pdl_primary, pdl_secondary, empty_kernel) as a
+// CUfunction of the primary context, so the Rust side can launch it; null if unknown.
+extern "C" void* cpp_kernel(const char* name) {
+    const void* sym = nullptr;
+    if (!strcmp(name, "chain_step")) sym = (const void*)chain_step;
+    else if (!strcmp(name, "pdl_primary")) sym = (const void*)pdl_primary;
+    else if (!strcmp(name, "pdl_secondary")) sym = (const void*)pdl_secondary;
+    else if (!strcmp(name, "empty_kernel")) sym = (const void*)empty_kernel;
+    if (!sym) return nullptr;
+    lib_stream();
+    cudaFunction_t f;
+    CK(cudaGetFuncBySymbol(&f, sym));
+    return (void*)f;
 }
 
 // Median ns per launch of driver-API case `kase` (0 plain0, 1 ex_pdl0, 2 ptrs4, 3 packed4).

@@ -12,11 +12,15 @@
 //! `pair` (PDL pair with a prolog). With `--cpp` it prints the Rust/C++ ratio per row.
 //! `--graph-probe` instead times the captured-graph chain under variations (stream kind,
 //! buffer origin, runtime initialized, order in the process) to tell cuda-core's part
-//! from the GPU's state. `--interleave LIB.so` alternates Rust and C++ chains (the C++
-//! reference built as a library by `cpp/build.sh`) in one process, round by round.
+//! from the GPU's state. `--interleave LIB.so [--rounds N] [--csv PATH]` instead
+//! alternates Rust and the C++ reference (built as a library by `cpp/build.sh`) in one
+//! process, round by round, over every section (see `interleave.rs`); that is the
+//! comparison to quote, since separate processes see different GPU states.
 //! Speed is reported, not asserted; every chain and pair result is checked.
 
+#[path = "../common/mod.rs"]
 mod common;
+mod interleave;
 
 use std::alloc::{GlobalAlloc, Layout, System};
 use std::fmt::Write as _;
@@ -27,6 +31,7 @@ use common::{BLOCK, ChainMode, Pair, R, chain_bench, open_gpu, stats};
 use cuda_core::args::{LayoutRule, PackedArgs};
 use cuda_core::launch::{LaunchConfig, launch, launch_packed, launch_plain};
 use cuda_core::{Context, DeviceBuffer, Event, EventFlags, Module, Stream};
+use interleave::{CppLaunch, Rounds, ratio_text};
 
 /// Counts heap allocations, to show that the launch path makes none.
 struct Counting;
@@ -126,7 +131,11 @@ fn main() {
     println!("{HEADER}");
     if let Some(lib) = arg("--interleave") {
         let rounds = arg("--rounds").and_then(|r| r.parse().ok()).unwrap_or(8);
-        if let Err(e) = interleave(&ctx, &lib, rounds) {
+        let csv = arg("--csv").unwrap_or_else(|| match std::env::var("OUT") {
+            Ok(o) if !o.is_empty() => format!("{o}/bench_interleave.csv"),
+            _ => "bench_interleave.csv".into(),
+        });
+        if let Err(e) = interleave::interleave(&ctx, &lib, rounds, &csv) {
             eprintln!("bench: error: {e}");
             std::process::exit(1);
         }
@@ -199,10 +208,19 @@ fn run(ctx: &Context, rows: &mut Rows, quick: bool, cold: [f64; 3]) -> R {
     }
 
     launch_costs(ctx, &module, &stream, rows, quick, None)?;
+    let chain_fn = module.function("chain_step")?;
 
     let n = sms * BLOCK;
     for mode in ChainMode::ALL {
-        let mut us = chain_bench(ctx, &module, mode, n, sms, 256, if quick { 5 } else { 20 })?;
+        let mut us = chain_bench(
+            ctx,
+            &chain_fn,
+            mode,
+            n,
+            sms,
+            256,
+            if quick { 5 } else { 20 },
+        )?;
         rows.add("rust", "chain", mode.name(), n, 0, "us/kernel", &mut us);
     }
     for elems in [
@@ -211,7 +229,7 @@ fn run(ctx: &Context, rows: &mut Rows, quick: bool, cold: [f64; 3]) -> R {
         for mode in ChainMode::ALL {
             let mut us = chain_bench(
                 ctx,
-                &module,
+                &chain_fn,
                 mode,
                 elems,
                 sms,
@@ -278,7 +296,8 @@ fn time_launches(
 }
 
 /// The host cost of each launch path (rows `launch`); with `cpp`, instead alternates
-/// each case with the C++ library's same case for 8 rounds and prints the comparison.
+/// each case with the C++ library's same case for the given number of rounds, prints the
+/// comparison and returns the rounds.
 fn launch_costs(
     ctx: &Context,
     module: &Module<'_>,
@@ -286,7 +305,7 @@ fn launch_costs(
     rows: &mut Rows,
     quick: bool,
     cpp: Option<(CppLaunch, usize)>,
-) -> R {
+) -> R<Vec<(&'static str, Rounds<2>)>> {
     let batches = if quick { 10 } else { 50 };
     let empty = module.function("empty_kernel")?;
     let chain = module.function("chain_step")?;
@@ -332,18 +351,25 @@ fn launch_costs(
     if let Some((cpp, rounds)) = cpp {
         println!("interleaved, {rounds} rounds of 10 batches of 1000 launches: ns/launch (host)");
         println!(
-            "{:<11} {:>8} {:>8} {:>9} {:>17}",
-            "case", "rust", "c++", "rust/c++", "round ratios"
+            "{:<11} {:>8} {:>8}  {:<18}",
+            "case", "rust", "c++", "rust/c++ (rounds)"
         );
+        let mut out = Vec::with_capacity(cases.len());
         for (k, (case, mut f)) in cases.into_iter().enumerate() {
-            let line = ab_rounds(rounds, 1, || {
+            let r = Rounds::run(rounds, || {
                 let (mut ns, _) = time_launches(stream, 10, &mut f)?;
                 // SAFETY: a plain value; the library checks its own calls.
-                Ok((stats(&mut ns).0, unsafe { cpp(k as i32) }))
+                Ok([stats(&mut ns).0, unsafe { cpp(k as i32) }])
             })?;
-            println!("{case:<11} {line}");
+            println!(
+                "{case:<11} {:>8.1} {:>8.1}  {:<18}",
+                r.median(0),
+                r.median(1),
+                ratio_text(r.ratio(0, 1))
+            );
+            out.push((case, r));
         }
-        return Ok(());
+        return Ok(out);
     }
     for (case, mut f) in cases {
         let (mut ns, allocs) = time_launches(stream, batches, &mut f)?;
@@ -381,7 +407,7 @@ fn launch_costs(
         check(unsafe { lk(f_chain, 1, 1, 1, 1, 1, 1, 0, s, ptrs.as_mut_ptr(), null) })
     })?;
     rows.add("rust-raw", "launch", "ptrs4", 0, 0, "ns/launch", &mut ns);
-    Ok(())
+    Ok(Vec::new())
 }
 
 /// Microseconds per pair over `reps` timed runs of 64 pairs (after 2 warm-up runs).
@@ -527,7 +553,7 @@ fn graph_probe(ctx: &Context) -> R {
         ChainMode::GraphPdl,
         ChainMode::Graph,
     ] {
-        let mut us = chain_bench(ctx, &module, mode, n, sms, links, 20)?;
+        let mut us = chain_bench(ctx, &f, mode, n, sms, links, 20)?;
         let (med, _, _) = stats(&mut us);
         println!(
             "graph-probe chain_bench {:<28} {med:.4} us/kernel",
@@ -580,75 +606,4 @@ fn graph_probe(ctx: &Context) -> R {
         unsafe { rt.cudaFree()?(p as *mut core::ffi::c_void) }.result()?;
     }
     Ok(())
-}
-
-/// `cpp_chain_us(variant, n, links, reps)` of the C++ reference library: the median
-/// us/kernel of `reps` chains.
-type CppChain = unsafe extern "C" fn(i32, u32, i32, i32) -> f64;
-/// `cpp_launch_ns(case)`: median ns per launch of driver-API case 0..4 (plain0, ex_pdl0,
-/// ptrs4, packed4), the same order as [`launch_costs`]' cases.
-type CppLaunch = unsafe extern "C" fn(i32) -> f64;
-
-/// `--interleave LIB.so [--rounds N]`: the launch cases, then for each chain mode, N
-/// (default 8) rounds of (Rust chain, C++ chain), 5
-/// timed chains each, so both run in the same process and GPU state; prints the median
-/// of each side's round medians and the spread of the per-round ratio.
-fn interleave(ctx: &Context, lib: &str, rounds: usize) -> R {
-    let path = std::ffi::CString::new(lib)?;
-    let library = cuda_sys::Library::open(&path).map_err(|e| format!("{lib}: {}", e.0))?;
-    let sym = library.symbol(c"cpp_chain_us");
-    if sym.is_null() {
-        return Err(format!("{lib} has no cpp_chain_us").into());
-    }
-    // SAFETY: cpp_chain_us is `extern "C" double(int, unsigned, int, int)` (bench.cu).
-    let cpp: CppChain = unsafe { core::mem::transmute::<*mut core::ffi::c_void, CppChain>(sym) };
-    let module = Module::from_ptx(ctx, cuda_workspace::ptx::KERNELS)?;
-    let launch_sym = library.symbol(c"cpp_launch_ns");
-    if !launch_sym.is_null() {
-        // SAFETY: cpp_launch_ns is `extern "C" double(int)` (bench.cu).
-        let f = unsafe { core::mem::transmute::<*mut core::ffi::c_void, CppLaunch>(launch_sym) };
-        let stream = Stream::non_blocking(ctx)?;
-        let mut rows = Rows { csv: String::new() };
-        launch_costs(ctx, &module, &stream, &mut rows, true, Some((f, rounds)))?;
-    }
-    let sms = ctx.device().multiprocessor_count()?;
-    let n = sms * BLOCK;
-    const REPS: usize = 5;
-    println!(
-        "interleaved, {rounds} rounds of {REPS} chains of 256 kernels, {n} elements: us/kernel"
-    );
-    println!(
-        "{:<11} {:>8} {:>8} {:>9} {:>17}",
-        "mode", "rust", "c++", "rust/c++", "round ratios"
-    );
-    for (variant, mode) in ChainMode::ALL.into_iter().enumerate() {
-        let line = ab_rounds(rounds, 4, || {
-            let mut us = chain_bench(ctx, &module, mode, n, sms, 256, REPS)?;
-            // SAFETY: plain values; the library checks its own results and exits on error.
-            Ok((stats(&mut us).0, unsafe {
-                cpp(variant as i32, n, 256, REPS as i32)
-            }))
-        })?;
-        println!("{:<11} {line}", mode.name());
-    }
-    Ok(())
-}
-
-/// Runs `rounds` rounds of `one` (each a Rust median and the C++ median measured right
-/// after it) and formats: Rust and C++ medians of the round medians (`decimals`), their
-/// ratio, and the range of the per-round ratios.
-fn ab_rounds(rounds: usize, decimals: usize, mut one: impl FnMut() -> R<(f64, f64)>) -> R<String> {
-    let (mut rust, mut cxx, mut ratios) = (Vec::new(), Vec::new(), Vec::new());
-    for _ in 0..rounds {
-        let (r, c) = one()?;
-        rust.push(r);
-        cxx.push(c);
-        ratios.push(r / c);
-    }
-    let (r, c) = (stats(&mut rust).0, stats(&mut cxx).0);
-    let (_, lo, hi) = stats(&mut ratios);
-    Ok(format!(
-        "{r:>8.decimals$} {c:>8.decimals$} {:>9.3} {lo:>8.3}..{hi:.3}",
-        r / c
-    ))
 }

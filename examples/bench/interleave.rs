@@ -1,0 +1,377 @@
+//! `bench --interleave LIB.so`: cuda-core and the C++ reference (bench.cu built as a
+//! library) measured alternately in one process, round by round, so both sides see the
+//! same GPU state (clocks, caches, the driver's internal pools).
+//!
+//! Each round measures every side once, back to back; a table row is the median of the
+//! round medians per side, their ratio, and the range of the per-round ratios.
+
+use std::ffi::{CStr, c_char, c_void};
+use std::fmt::Write as _;
+
+use cuda_core::{Context, Function, Module, Stream};
+
+use crate::common::{BLOCK, ChainMode, Pair, R, chain_bench, stats};
+use crate::{Rows, launch_costs, pair_bench};
+
+/// `cpp_chain_us(variant, n, links, reps, kernel)`: median us/kernel of `reps` chains; a
+/// null `kernel` runs the nvcc-built chain_step, else that `CUfunction`.
+type CppChain = unsafe extern "C" fn(i32, u32, i32, i32, *mut c_void) -> f64;
+/// `cpp_pair_us(pdl, n, prolog, reps)`: median us/pair of `reps` runs of 64 pairs.
+type CppPair = unsafe extern "C" fn(i32, u32, u32, i32) -> f64;
+/// `cpp_launch_ns(case)`: median ns per launch of driver-API case 0..4 (plain0, ex_pdl0,
+/// ptrs4, packed4), the order of [`launch_costs`]' cases.
+pub type CppLaunch = unsafe extern "C" fn(i32) -> f64;
+/// `cpp_kernel(name)`: an nvcc-built kernel as a `CUfunction` of the primary context.
+type CppKernel = unsafe extern "C" fn(*const c_char) -> *mut c_void;
+
+/// The C++ reference library and its entry points.
+struct CppLib {
+    chain: CppChain,
+    pair: CppPair,
+    launch: CppLaunch,
+    kernel: CppKernel,
+    /// Kept loaded for the process: the functions above and the kernels' code live in it.
+    _library: cuda_sys::Library,
+}
+
+impl CppLib {
+    fn open(path: &str) -> R<Self> {
+        let c_path = std::ffi::CString::new(path)?;
+        let library = cuda_sys::Library::open(&c_path).map_err(|e| format!("{path}: {}", e.0))?;
+        let sym = |name: &CStr| {
+            let p = library.symbol(name);
+            if p.is_null() {
+                Err(format!("{path} has no {}", name.to_string_lossy()))
+            } else {
+                Ok(p)
+            }
+        };
+        // SAFETY: each symbol is the `extern "C"` function of that name in bench.cu
+        // (BENCH_LIB), whose signature the matching type alias spells out.
+        unsafe {
+            Ok(Self {
+                chain: core::mem::transmute::<*mut c_void, CppChain>(sym(c"cpp_chain_us")?),
+                pair: core::mem::transmute::<*mut c_void, CppPair>(sym(c"cpp_pair_us")?),
+                launch: core::mem::transmute::<*mut c_void, CppLaunch>(sym(c"cpp_launch_ns")?),
+                kernel: core::mem::transmute::<*mut c_void, CppKernel>(sym(c"cpp_kernel")?),
+                _library: library,
+            })
+        }
+    }
+
+    /// The nvcc-built kernel `name`, as a cuda-core function.
+    fn function(&self, name: &CStr) -> R<Function<'_>> {
+        // SAFETY: a NUL-terminated name; the library returns null for unknown names.
+        let raw = unsafe { (self.kernel)(name.as_ptr()) };
+        if raw.is_null() {
+            return Err(format!("the C++ library has no kernel {}", name.to_string_lossy()).into());
+        }
+        // SAFETY: a CUfunction of the primary context (cudaGetFuncBySymbol), valid while
+        // the library stays loaded, which the returned borrow of `self` guarantees.
+        Ok(unsafe { Function::from_raw(raw.cast()) })
+    }
+}
+
+/// Per-round medians of the sides measured in each round.
+pub struct Rounds<const K: usize>(Vec<[f64; K]>);
+
+impl<const K: usize> Rounds<K> {
+    /// Runs `rounds` rounds of `one`, which measures each of the `K` sides once.
+    pub fn run(rounds: usize, mut one: impl FnMut() -> R<[f64; K]>) -> R<Self> {
+        let mut all = Vec::with_capacity(rounds);
+        for _ in 0..rounds {
+            all.push(one()?);
+        }
+        Ok(Self(all))
+    }
+
+    /// Median over the rounds of side `i`.
+    pub fn median(&self, i: usize) -> f64 {
+        stats(&mut self.0.iter().map(|r| r[i]).collect::<Vec<_>>()).0
+    }
+
+    /// Side `a` over side `b`: the ratio of their medians and the range of the per-round
+    /// ratios.
+    pub fn ratio(&self, a: usize, b: usize) -> (f64, f64, f64) {
+        let (_, lo, hi) = stats(&mut self.0.iter().map(|r| r[a] / r[b]).collect::<Vec<_>>());
+        (self.median(a) / self.median(b), lo, hi)
+    }
+}
+
+/// Rows of the interleaved CSV: one per compared pair of sides.
+struct Csv(String);
+
+impl Csv {
+    const HEADER: &str = "section,case,elems,prolog,unit,lhs,rhs,lhs_median,rhs_median,ratio,ratio_min,ratio_max,rounds";
+
+    #[allow(clippy::too_many_arguments)]
+    fn add<const K: usize>(
+        &mut self,
+        section: &str,
+        case: &str,
+        elems: u32,
+        prolog: u32,
+        unit: &str,
+        sides: [&str; K],
+        r: &Rounds<K>,
+        (a, b): (usize, usize),
+    ) {
+        let (ratio, lo, hi) = r.ratio(a, b);
+        let _ = writeln!(
+            self.0,
+            "{section},{case},{elems},{prolog},{unit},{},{},{:.4},{:.4},{ratio:.4},{lo:.4},{hi:.4},{}",
+            sides[a],
+            sides[b],
+            r.median(a),
+            r.median(b),
+            r.0.len()
+        );
+    }
+}
+
+/// Formats `ratio (lo..hi)`.
+pub fn ratio_text((ratio, lo, hi): (f64, f64, f64)) -> String {
+    format!("{ratio:.3} ({lo:.2}..{hi:.2})")
+}
+
+/// `--interleave LIB.so [--rounds N] [--csv PATH]`: launch costs, the 256-kernel chain
+/// with both kernel builds under both hosts, the crossover sweep and the PDL pair, each
+/// alternating Rust and C++ round by round. Writes the comparisons to `csv_path`.
+pub fn interleave(ctx: &Context, lib: &str, rounds: usize, csv_path: &str) -> R {
+    let cpp = CppLib::open(lib)?;
+    let module = Module::from_ptx(ctx, cuda_workspace::ptx::KERNELS)?;
+    let rust_chain = module.function("chain_step")?;
+    let nvcc_chain = cpp.function(c"chain_step")?;
+    // The nvcc kernel must take what the Rust kernel takes: (in, out, n, mode).
+    nvcc_chain.verify_args::<(
+        cuda_core::DevicePtr<u32>,
+        cuda_core::DevicePtr<u32>,
+        u32,
+        u32,
+    )>()?;
+    let mut csv = Csv(format!("{}\n", Csv::HEADER));
+
+    // 1. Host cost of one launch.
+    let stream = Stream::non_blocking(ctx)?;
+    let mut rows = Rows { csv: String::new() };
+    let launch = launch_costs(
+        ctx,
+        &module,
+        &stream,
+        &mut rows,
+        true,
+        Some((cpp.launch, rounds)),
+    )?;
+    for (case, r) in &launch {
+        csv.add(
+            "launch",
+            case,
+            0,
+            0,
+            "ns/launch",
+            ["rust", "cpp"],
+            r,
+            (0, 1),
+        );
+    }
+
+    // 2. The chain, 2 hosts x 2 kernel builds.
+    let sms = ctx.device().multiprocessor_count()?;
+    let n = sms * BLOCK;
+    const REPS: usize = 5;
+    const LINKS: usize = 256;
+    println!(
+        "\ninterleaved, {rounds} rounds of {REPS} chains of {LINKS} kernels, {n} elements: us/kernel"
+    );
+    println!("  host x kernel: cuda-core or C++ (runtime API; driver API for the Rust kernel) x");
+    println!("  Rust (ptx/) or nvcc chain_step; ratios are medians (per-round range)");
+    println!(
+        "{:<11} {:>8} {:>8} {:>8} {:>8}  {:<18} {:<18} {:<18} {:<18}",
+        "mode",
+        "rs/rs",
+        "c++/rs",
+        "rs/nvcc",
+        "c++/nvcc",
+        "all Rust/all C++",
+        "host, Rust kernel",
+        "host, nvcc kernel",
+        "kernel, Rust host"
+    );
+    let sides = [
+        "rust-host-rust-kernel",
+        "cpp-host-rust-kernel",
+        "rust-host-nvcc-kernel",
+        "cpp-host-nvcc-kernel",
+    ];
+    for (variant, mode) in ChainMode::ALL.into_iter().enumerate() {
+        let r = Rounds::run(rounds, || {
+            let rs_rs = stats(&mut chain_bench(
+                ctx,
+                &rust_chain,
+                mode,
+                n,
+                sms,
+                LINKS,
+                REPS,
+            )?)
+            .0;
+            // SAFETY (both calls): plain values and a live CUfunction of this context; the
+            // library checks its own results and exits on error.
+            let cpp_rs = unsafe {
+                (cpp.chain)(
+                    variant as i32,
+                    n,
+                    LINKS as i32,
+                    REPS as i32,
+                    rust_chain.as_raw().cast(),
+                )
+            };
+            let rs_nvcc = stats(&mut chain_bench(
+                ctx,
+                &nvcc_chain,
+                mode,
+                n,
+                sms,
+                LINKS,
+                REPS,
+            )?)
+            .0;
+            let cpp_nvcc = unsafe {
+                (cpp.chain)(
+                    variant as i32,
+                    n,
+                    LINKS as i32,
+                    REPS as i32,
+                    core::ptr::null_mut(),
+                )
+            };
+            Ok([rs_rs, cpp_rs, rs_nvcc, cpp_nvcc])
+        })?;
+        println!(
+            "{:<11} {:>8.4} {:>8.4} {:>8.4} {:>8.4}  {:<18} {:<18} {:<18} {:<18}",
+            mode.name(),
+            r.median(0),
+            r.median(1),
+            r.median(2),
+            r.median(3),
+            ratio_text(r.ratio(0, 3)),
+            ratio_text(r.ratio(0, 1)),
+            ratio_text(r.ratio(2, 3)),
+            ratio_text(r.ratio(0, 2)),
+        );
+        for pair in [(0, 3), (0, 1), (2, 3), (0, 2)] {
+            csv.add("chain", mode.name(), n, 0, "us/kernel", sides, &r, pair);
+        }
+    }
+
+    // 3. The crossover: elements per kernel, all Rust against all C++.
+    let sweep_rounds = (rounds / 3).max(3);
+    println!(
+        "\ninterleaved crossover, {sweep_rounds} rounds of {REPS} chains of {LINKS} kernels: us/kernel"
+    );
+    println!(
+        "{:>8} {:<11} {:>9} {:>9}  {:<18} {:>12} {:>12}",
+        "elems", "mode", "rust", "c++", "rust/c++", "PDL rust", "PDL c++"
+    );
+    for elems in [
+        33_792u32, 131_072, 262_144, 524_288, 1_048_576, 2_097_152, 4_194_304,
+    ] {
+        let mut without = [0.0f64; 2];
+        for (variant, mode) in ChainMode::ALL.into_iter().enumerate() {
+            let r = Rounds::run(sweep_rounds, || {
+                let rust = stats(&mut chain_bench(
+                    ctx,
+                    &rust_chain,
+                    mode,
+                    elems,
+                    sms,
+                    LINKS,
+                    REPS,
+                )?)
+                .0;
+                // SAFETY: plain values; the library checks its own results.
+                let c = unsafe {
+                    (cpp.chain)(
+                        variant as i32,
+                        elems,
+                        LINKS as i32,
+                        REPS as i32,
+                        core::ptr::null_mut(),
+                    )
+                };
+                Ok([rust, c])
+            })?;
+            // The PDL column: this mode minus the same mode without PDL, per side.
+            let gain = if matches!(mode, ChainMode::StreamPdl | ChainMode::GraphPdl) {
+                [
+                    format!("{:+.3}", r.median(0) - without[0]),
+                    format!("{:+.3}", r.median(1) - without[1]),
+                ]
+            } else {
+                without = [r.median(0), r.median(1)];
+                [String::new(), String::new()]
+            };
+            println!(
+                "{elems:>8} {:<11} {:>9.3} {:>9.3}  {:<18} {:>12} {:>12}",
+                mode.name(),
+                r.median(0),
+                r.median(1),
+                ratio_text(r.ratio(0, 1)),
+                gain[0],
+                gain[1]
+            );
+            csv.add(
+                "crossover",
+                mode.name(),
+                elems,
+                0,
+                "us/kernel",
+                ["rust", "cpp"],
+                &r,
+                (0, 1),
+            );
+        }
+    }
+
+    // 4. The PDL pair with a prolog before griddepcontrol.wait.
+    println!(
+        "\ninterleaved pair (primary works 0 ns after its early trigger), {sweep_rounds} rounds: us/pair"
+    );
+    println!(
+        "{:>8} {:>6} {:<6} {:>9} {:>9}  {:<18}",
+        "elems", "prolog", "case", "rust", "c++", "rust/c++"
+    );
+    for elems in [33_792u32, 1_048_576] {
+        let pair = Pair::new(ctx, &module, elems, sms)?;
+        for prolog in [0u32, 1024, 16_384] {
+            for pdl in [false, true] {
+                let r = Rounds::run(sweep_rounds, || {
+                    let rust = stats(&mut pair_bench(ctx, &pair, &stream, pdl, prolog, REPS)?).0;
+                    // SAFETY: plain values; the library checks its own results.
+                    let c = unsafe { (cpp.pair)(i32::from(pdl), elems, prolog, REPS as i32) };
+                    Ok([rust, c])
+                })?;
+                let case = if pdl { "pdl" } else { "plain" };
+                println!(
+                    "{elems:>8} {prolog:>6} {case:<6} {:>9.3} {:>9.3}  {:<18}",
+                    r.median(0),
+                    r.median(1),
+                    ratio_text(r.ratio(0, 1))
+                );
+                csv.add(
+                    "pair",
+                    case,
+                    elems,
+                    prolog,
+                    "us/pair",
+                    ["rust", "cpp"],
+                    &r,
+                    (0, 1),
+                );
+            }
+        }
+    }
+    std::fs::write(csv_path, &csv.0)?;
+    eprintln!("# wrote {csv_path}");
+    Ok(())
+}
