@@ -189,8 +189,16 @@ unsafe extern "C" fn cu_module_load_data_ex(
     let text = unsafe { std::ffi::CStr::from_ptr(image.cast::<c_char>()) }
         .to_string_lossy()
         .into_owned();
-    let opts = unsafe { std::slice::from_raw_parts(options, n as usize) };
-    let vals = unsafe { std::slice::from_raw_parts(values, n as usize) };
+    let (opts, vals): (&[CUjit_option], &[*mut c_void]) = if n == 0 {
+        (&[], &[]) // the arrays may be null then
+    } else {
+        unsafe {
+            (
+                std::slice::from_raw_parts(options, n as usize),
+                std::slice::from_raw_parts(values, n as usize),
+            )
+        }
+    };
     let find = |o: CUjit_option| opts.iter().position(|&x| x == o).map(|i| vals[i]);
     log(format!("cuModuleLoadDataEx options={n}"));
     if text.contains("bad") {
@@ -263,8 +271,16 @@ unsafe extern "C" fn cu_link_create(
     values: *mut *mut c_void,
     state: *mut cuda_sys::CUlinkState,
 ) -> CUresult {
-    let opts = unsafe { std::slice::from_raw_parts(options, n as usize) };
-    let vals = unsafe { std::slice::from_raw_parts(values, n as usize) };
+    let (opts, vals): (&[CUjit_option], &[*mut c_void]) = if n == 0 {
+        (&[], &[]) // the arrays may be null then
+    } else {
+        unsafe {
+            (
+                std::slice::from_raw_parts(options, n as usize),
+                std::slice::from_raw_parts(values, n as usize),
+            )
+        }
+    };
     let find = |o: CUjit_option| opts.iter().position(|&x| x == o).map(|i| vals[i] as usize);
     *LINK_LOG.lock().unwrap() = (
         find(CUjit_option::CU_JIT_ERROR_LOG_BUFFER).unwrap_or(0),
@@ -720,5 +736,25 @@ fn linker_logs_and_destroys_once() {
         complete < load && load < destroy && destroy < unload,
         "{log:#?}"
     );
+    assert_eq!(count(&log, "cuLinkDestroy"), 1, "{log:#?}");
+
+    // A link state made outside cuda-core: adopted, used, destroyed once on drop.
+    let mut raw = std::ptr::null_mut();
+    // SAFETY: no options; a valid out-pointer.
+    let rc = unsafe { cu_link_create(0, std::ptr::null_mut(), std::ptr::null_mut(), &mut raw) };
+    assert_eq!(rc, OK);
+    let handle = format!("cuLinkDestroy {:#x}", raw as usize);
+    take_log();
+    {
+        // SAFETY: a live link state of the mock's one context, owned by nobody else.
+        let mut adopted = unsafe { Linker::from_raw(raw, &ctx) };
+        assert_eq!(adopted.as_raw(), raw);
+        adopted.add_ptx("ok", "adopted.ptx").unwrap();
+        assert!(adopted.error_log().is_empty());
+        assert!(adopted.info_log_bytes().is_empty());
+    }
+    let log = take_log();
+    position(&log, "cuLinkAddData");
+    assert_eq!(count(&log, &handle), 1, "{log:#?}");
     assert_eq!(count(&log, "cuLinkDestroy"), 1, "{log:#?}");
 }

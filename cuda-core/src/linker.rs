@@ -147,6 +147,31 @@ impl<'ctx, 'log> Linker<'ctx, 'log> {
         })
     }
 
+    /// Takes ownership of a link state of `ctx` made elsewhere (`cuLinkCreate` with the
+    /// caller's own options); dropping the result destroys it (`cuLinkDestroy`).
+    ///
+    /// The linker keeps no log of its own: [`error_log`](Self::error_log) and
+    /// [`info_log_bytes`](Self::info_log_bytes) are empty, and errors carry no JIT log
+    /// (whatever log buffers the creator passed still receive it).
+    ///
+    /// # Safety
+    /// `raw` must be a live link state created while `ctx` was current, that nothing
+    /// else destroys, and whose option arrays and log buffers (if any) stay valid until
+    /// the result is dropped.
+    #[must_use]
+    pub unsafe fn from_raw(raw: CUlinkState, ctx: &'ctx Context) -> Self {
+        Self {
+            raw,
+            ctx,
+            storage: ptr::null_mut(),
+            #[cfg(feature = "alloc")]
+            owns_storage: false,
+            error_log: LogBuffer::new(None, false),
+            info_log: LogBuffer::new(None, false),
+            _storage: PhantomData,
+        }
+    }
+
     /// The raw `CUlinkState`.
     pub fn as_raw(&self) -> CUlinkState {
         self.raw
