@@ -28,7 +28,9 @@ compile_error!(
 pub mod chain;
 pub mod cluster;
 pub mod echo;
+pub mod fill;
 pub mod grid;
+pub mod grid_barrier;
 pub mod mbar_forms;
 pub mod mbar_pipeline;
 pub mod pdl;

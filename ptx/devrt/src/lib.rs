@@ -25,4 +25,5 @@ compile_error!(
 );
 
 pub mod dyn_launch;
+pub mod set_selector;
 pub mod while_cond;
