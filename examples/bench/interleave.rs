@@ -2,8 +2,9 @@
 //! library) measured alternately in one process, round by round, so both sides see the
 //! same GPU state (clocks, caches, the driver's internal pools).
 //!
-//! Each round measures every side once, back to back; a table row is the median of the
-//! round medians per side, their ratio, and the range of the per-round ratios.
+//! Each round measures every side once, back to back, the starting side rotating from
+//! round to round; a table row is the median of the round medians per side, their ratio,
+//! and the range of the per-round ratios.
 
 use std::ffi::{CStr, c_char, c_void};
 use std::fmt::Write as _;
@@ -75,12 +76,22 @@ impl CppLib {
 /// Per-round medians of the sides measured in each round.
 pub struct Rounds<const K: usize>(Vec<[f64; K]>);
 
+/// One side of a comparison: measures once, returns its median.
+pub type Side<'a> = &'a mut dyn FnMut() -> R<f64>;
+
 impl<const K: usize> Rounds<K> {
-    /// Runs `rounds` rounds of `one`, which measures each of the `K` sides once.
-    pub fn run(rounds: usize, mut one: impl FnMut() -> R<[f64; K]>) -> R<Self> {
+    /// Runs `rounds` rounds; each measures every side once, starting with side
+    /// `round % K` and going round the list, so no side always goes first (or follows
+    /// the same other side).
+    pub fn run(rounds: usize, sides: [Side<'_>; K]) -> R<Self> {
         let mut all = Vec::with_capacity(rounds);
-        for _ in 0..rounds {
-            all.push(one()?);
+        for round in 0..rounds {
+            let mut medians = [0.0; K];
+            for k in 0..K {
+                let i = (round + k) % K;
+                medians[i] = sides[i]()?;
+            }
+            all.push(medians);
         }
         Ok(Self(all))
     }
@@ -204,49 +215,23 @@ pub fn interleave(ctx: &Context, lib: &str, rounds: usize, csv_path: &str) -> R 
         "cpp-host-nvcc-kernel",
     ];
     for (variant, mode) in ChainMode::ALL.into_iter().enumerate() {
-        let r = Rounds::run(rounds, || {
-            let rs_rs = stats(&mut chain_bench(
-                ctx,
-                &rust_chain,
-                mode,
-                n,
-                sms,
-                LINKS,
-                REPS,
-            )?)
-            .0;
-            // SAFETY (both calls): plain values and a live CUfunction of this context; the
+        let cpp_chain = |kernel: *mut c_void| {
+            // SAFETY: plain values and null or a live CUfunction of this context; the
             // library checks its own results and exits on error.
-            let cpp_rs = unsafe {
-                (cpp.chain)(
-                    variant as i32,
-                    n,
-                    LINKS as i32,
-                    REPS as i32,
-                    rust_chain.as_raw().cast(),
-                )
-            };
-            let rs_nvcc = stats(&mut chain_bench(
-                ctx,
-                &nvcc_chain,
-                mode,
-                n,
-                sms,
-                LINKS,
-                REPS,
-            )?)
-            .0;
-            let cpp_nvcc = unsafe {
-                (cpp.chain)(
-                    variant as i32,
-                    n,
-                    LINKS as i32,
-                    REPS as i32,
-                    core::ptr::null_mut(),
-                )
-            };
-            Ok([rs_rs, cpp_rs, rs_nvcc, cpp_nvcc])
-        })?;
+            Ok(unsafe { (cpp.chain)(variant as i32, n, LINKS as i32, REPS as i32, kernel) })
+        };
+        let rust_host = |f: &Function<'_>| -> R<f64> {
+            Ok(stats(&mut chain_bench(ctx, f, mode, n, sms, LINKS, REPS)?).0)
+        };
+        let r = Rounds::run(
+            rounds,
+            [
+                &mut || rust_host(&rust_chain),
+                &mut || cpp_chain(rust_chain.as_raw().cast()),
+                &mut || rust_host(&nvcc_chain),
+                &mut || cpp_chain(core::ptr::null_mut()),
+            ],
+        )?;
         println!(
             "{:<11} {:>8.4} {:>8.4} {:>8.4} {:>8.4}  {:<18} {:<18} {:<18} {:<18}",
             mode.name(),
@@ -278,29 +263,25 @@ pub fn interleave(ctx: &Context, lib: &str, rounds: usize, csv_path: &str) -> R 
     ] {
         let mut without = [0.0f64; 2];
         for (variant, mode) in ChainMode::ALL.into_iter().enumerate() {
-            let r = Rounds::run(sweep_rounds, || {
-                let rust = stats(&mut chain_bench(
-                    ctx,
-                    &rust_chain,
-                    mode,
-                    elems,
-                    sms,
-                    LINKS,
-                    REPS,
-                )?)
-                .0;
-                // SAFETY: plain values; the library checks its own results.
-                let c = unsafe {
-                    (cpp.chain)(
-                        variant as i32,
-                        elems,
-                        LINKS as i32,
-                        REPS as i32,
-                        core::ptr::null_mut(),
-                    )
-                };
-                Ok([rust, c])
-            })?;
+            let r = Rounds::run(
+                sweep_rounds,
+                [
+                    &mut || {
+                        let mut us = chain_bench(ctx, &rust_chain, mode, elems, sms, LINKS, REPS)?;
+                        Ok(stats(&mut us).0)
+                    },
+                    // SAFETY: plain values; the library checks its own results.
+                    &mut || unsafe {
+                        Ok((cpp.chain)(
+                            variant as i32,
+                            elems,
+                            LINKS as i32,
+                            REPS as i32,
+                            core::ptr::null_mut(),
+                        ))
+                    },
+                ],
+            )?;
             // The PDL column: this mode minus the same mode without PDL, per side.
             let gain = if matches!(mode, ChainMode::StreamPdl | ChainMode::GraphPdl) {
                 [
@@ -345,12 +326,18 @@ pub fn interleave(ctx: &Context, lib: &str, rounds: usize, csv_path: &str) -> R 
         let pair = Pair::new(ctx, &module, elems, sms)?;
         for prolog in [0u32, 1024, 16_384] {
             for pdl in [false, true] {
-                let r = Rounds::run(sweep_rounds, || {
-                    let rust = stats(&mut pair_bench(ctx, &pair, &stream, pdl, prolog, REPS)?).0;
-                    // SAFETY: plain values; the library checks its own results.
-                    let c = unsafe { (cpp.pair)(i32::from(pdl), elems, prolog, REPS as i32) };
-                    Ok([rust, c])
-                })?;
+                let r = Rounds::run(
+                    sweep_rounds,
+                    [
+                        &mut || {
+                            Ok(stats(&mut pair_bench(ctx, &pair, &stream, pdl, prolog, REPS)?).0)
+                        },
+                        // SAFETY: plain values; the library checks its own results.
+                        &mut || unsafe {
+                            Ok((cpp.pair)(i32::from(pdl), elems, prolog, REPS as i32))
+                        },
+                    ],
+                )?;
                 let case = if pdl { "pdl" } else { "plain" };
                 println!(
                     "{elems:>8} {prolog:>6} {case:<6} {:>9.3} {:>9.3}  {:<18}",

@@ -356,11 +356,14 @@ fn launch_costs(
         );
         let mut out = Vec::with_capacity(cases.len());
         for (k, (case, mut f)) in cases.into_iter().enumerate() {
-            let r = Rounds::run(rounds, || {
-                let (mut ns, _) = time_launches(stream, 10, &mut f)?;
-                // SAFETY: a plain value; the library checks its own calls.
-                Ok([stats(&mut ns).0, unsafe { cpp(k as i32) }])
-            })?;
+            let r = Rounds::run(
+                rounds,
+                [
+                    &mut || Ok(stats(&mut time_launches(stream, 10, &mut f)?.0).0),
+                    // SAFETY: a plain value; the library checks its own calls.
+                    &mut || Ok(unsafe { cpp(k as i32) }),
+                ],
+            )?;
             println!(
                 "{case:<11} {:>8.1} {:>8.1}  {:<18}",
                 r.median(0),
