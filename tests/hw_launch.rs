@@ -2,222 +2,17 @@
 //! launch, driver errors, and the cluster, cooperative, PDL, programmatic-event and
 //! priority attributes.
 //!
-//! The kernels are hand-written PTX below (checked with `ptxas -arch=sm_90`), so this
-//! suite does not depend on the Rust kernels in ptx/.
+//! The kernels are the Rust ones of `ptx/generated/kernels.ptx` (`cargo xtask ptx`):
+//! `param_echo` (ptx/src/echo.rs), `fill` (ptx/src/fill.rs), `cluster_mbarrier`
+//! (ptx/src/cluster.rs), `grid_barrier` (ptx/src/grid_barrier.rs) and the PDL pair
+//! `pdl_primary` / `pdl_secondary` (ptx/src/pdl.rs). Each test states the parameters it
+//! passes; the values it checks are the ones those kernels document.
 
 use cuda_core::args::{Float2, Float4, LayoutMismatch, PackedArgs};
 use cuda_core::launch::{LaunchConfig, launch, launch_checked, launch_packed, launch_plain};
 use cuda_core::{Context, Device, DeviceBuffer, Error, Event, EventFlags, Module, Stream};
 use cuda_sys::CUresult;
-use cuda_workspace::{TestResult, check, check_eq, require_sm};
-
-const PTX: &str = r#".version 8.0
-.target sm_90
-.address_size 64
-
-// (out, u8, u16, u32, f64, float2, i8, float4, u64): stores each parameter at its own
-// parameter-buffer offset in `out` (0, 8, 10, 12, 16, 24, 32, 48, 64; 72 bytes).
-.visible .entry param_echo(
-    .param .u64 p_out,
-    .param .u8 p_a,
-    .param .u16 p_b,
-    .param .u32 p_c,
-    .param .f64 p_d,
-    .param .align 8 .b8 p_e[8],
-    .param .s8 p_f,
-    .param .align 16 .b8 p_g[16],
-    .param .u64 p_h
-)
-{
-    .reg .b64 %rd<4>;
-    .reg .b32 %r<8>;
-    .reg .b16 %h<4>;
-    .reg .f64 %fd<2>;
-    ld.param.u64 %rd1, [p_out];
-    cvta.to.global.u64 %rd1, %rd1;
-    st.global.u64 [%rd1], %rd1;
-    ld.param.u8 %h1, [p_a];
-    st.global.u8 [%rd1+8], %h1;
-    ld.param.u16 %h2, [p_b];
-    st.global.u16 [%rd1+10], %h2;
-    ld.param.u32 %r1, [p_c];
-    st.global.u32 [%rd1+12], %r1;
-    ld.param.f64 %fd1, [p_d];
-    st.global.f64 [%rd1+16], %fd1;
-    ld.param.v2.u32 {%r2, %r3}, [p_e];
-    st.global.v2.u32 [%rd1+24], {%r2, %r3};
-    ld.param.s8 %h3, [p_f];
-    st.global.u8 [%rd1+32], %h3;
-    ld.param.v4.u32 {%r4, %r5, %r6, %r7}, [p_g];
-    st.global.v4.u32 [%rd1+48], {%r4, %r5, %r6, %r7};
-    ld.param.u64 %rd2, [p_h];
-    st.global.u64 [%rd1+64], %rd2;
-    ret;
-}
-
-// (u64, u32): does nothing; its layout is (0, 8), (8, 4).
-.visible .entry sig_u64_u32(
-    .param .u64 p_a,
-    .param .u32 p_b
-)
-{
-    ret;
-}
-
-// (out: *u32, n: u32): out[i] = i * 3 + 1 for i < n.
-.visible .entry fill(
-    .param .u64 p_out,
-    .param .u32 p_n
-)
-{
-    .reg .pred %p;
-    .reg .b32 %r<6>;
-    .reg .b64 %rd<4>;
-    mov.u32 %r1, %ctaid.x;
-    mov.u32 %r2, %ntid.x;
-    mov.u32 %r3, %tid.x;
-    mad.lo.u32 %r1, %r1, %r2, %r3;
-    ld.param.u32 %r4, [p_n];
-    setp.ge.u32 %p, %r1, %r4;
-    @%p bra DONE;
-    ld.param.u64 %rd1, [p_out];
-    cvta.to.global.u64 %rd1, %rd1;
-    mul.wide.u32 %rd2, %r1, 4;
-    add.u64 %rd1, %rd1, %rd2;
-    mad.lo.u32 %r5, %r1, 3, 1;
-    st.global.u32 [%rd1], %r5;
-DONE:
-    ret;
-}
-
-// (out: *u32): out[4 * ctaid.x + k] = clusterid.x, cluster_ctarank, cluster_nctarank,
-// nclusterid.x (written by thread 0 of each block).
-.visible .entry cluster_ids(
-    .param .u64 p_out
-)
-{
-    .reg .pred %p;
-    .reg .b32 %r<8>;
-    .reg .b64 %rd<4>;
-    mov.u32 %r1, %tid.x;
-    setp.ne.u32 %p, %r1, 0;
-    @%p bra DONE;
-    ld.param.u64 %rd1, [p_out];
-    cvta.to.global.u64 %rd1, %rd1;
-    mov.u32 %r2, %ctaid.x;
-    mul.wide.u32 %rd2, %r2, 16;
-    add.u64 %rd1, %rd1, %rd2;
-    mov.u32 %r3, %clusterid.x;
-    mov.u32 %r4, %cluster_ctarank;
-    mov.u32 %r5, %cluster_nctarank;
-    mov.u32 %r6, %nclusterid.x;
-    st.global.v4.u32 [%rd1], {%r3, %r4, %r5, %r6};
-DONE:
-    ret;
-}
-
-// (counter: *u32, out: *u32): a hand-made grid barrier. Thread 0 of each block
-// increments `counter` and spins until every block has arrived (all blocks must be
-// resident: a cooperative launch guarantees it), then writes what it saw to
-// out[ctaid.x].
-.visible .entry grid_barrier(
-    .param .u64 p_counter,
-    .param .u64 p_out
-)
-{
-    .reg .pred %p;
-    .reg .b32 %r<8>;
-    .reg .b64 %rd<6>;
-    mov.u32 %r1, %tid.x;
-    setp.ne.u32 %p, %r1, 0;
-    @%p bra WAIT;
-    ld.param.u64 %rd1, [p_counter];
-    cvta.to.global.u64 %rd1, %rd1;
-    mov.u32 %r2, %nctaid.x;
-    atom.release.gpu.global.add.u32 %r3, [%rd1], 1;
-SPIN:
-    ld.acquire.gpu.global.u32 %r4, [%rd1];
-    setp.lt.u32 %p, %r4, %r2;
-    @%p bra SPIN;
-    ld.param.u64 %rd2, [p_out];
-    cvta.to.global.u64 %rd2, %rd2;
-    mov.u32 %r5, %ctaid.x;
-    mul.wide.u32 %rd3, %r5, 4;
-    add.u64 %rd2, %rd2, %rd3;
-    st.global.u32 [%rd2], %r4;
-WAIT:
-    bar.sync 0;
-    ret;
-}
-
-// PDL primary (data: *u32, n: u32): lets dependents launch at once, then spins a while
-// and writes data[i] = 2 * i + 1.
-.visible .entry pdl_primary(
-    .param .u64 p_data,
-    .param .u32 p_n
-)
-{
-    .reg .pred %p;
-    .reg .b32 %r<8>;
-    .reg .b64 %rd<6>;
-    griddepcontrol.launch_dependents;
-    mov.u32 %r1, %ctaid.x;
-    mov.u32 %r2, %ntid.x;
-    mov.u32 %r3, %tid.x;
-    mad.lo.u32 %r1, %r1, %r2, %r3;
-    ld.param.u32 %r4, [p_n];
-    setp.ge.u32 %p, %r1, %r4;
-    @%p bra DONE;
-    // Delay about 20 us so an early dependent would read stale data without the wait.
-    mov.u64 %rd4, %globaltimer;
-DELAY:
-    mov.u64 %rd5, %globaltimer;
-    sub.u64 %rd5, %rd5, %rd4;
-    setp.lt.u64 %p, %rd5, 20000;
-    @%p bra DELAY;
-    ld.param.u64 %rd1, [p_data];
-    cvta.to.global.u64 %rd1, %rd1;
-    mul.wide.u32 %rd2, %r1, 4;
-    add.u64 %rd1, %rd1, %rd2;
-    mad.lo.u32 %r5, %r1, 2, 1;
-    st.global.u32 [%rd1], %r5;
-DONE:
-    ret;
-}
-
-// PDL secondary (data: *u32, out: *u32, n: u32): griddepcontrol.wait, then
-// out[i] = data[i] + 1.
-.visible .entry pdl_secondary(
-    .param .u64 p_data,
-    .param .u64 p_out,
-    .param .u32 p_n
-)
-{
-    .reg .pred %p;
-    .reg .b32 %r<8>;
-    .reg .b64 %rd<6>;
-    griddepcontrol.wait;
-    mov.u32 %r1, %ctaid.x;
-    mov.u32 %r2, %ntid.x;
-    mov.u32 %r3, %tid.x;
-    mad.lo.u32 %r1, %r1, %r2, %r3;
-    ld.param.u32 %r4, [p_n];
-    setp.ge.u32 %p, %r1, %r4;
-    @%p bra DONE;
-    ld.param.u64 %rd1, [p_data];
-    cvta.to.global.u64 %rd1, %rd1;
-    mul.wide.u32 %rd2, %r1, 4;
-    add.u64 %rd1, %rd1, %rd2;
-    ld.global.u32 %r5, [%rd1];
-    add.u32 %r5, %r5, 1;
-    ld.param.u64 %rd3, [p_out];
-    cvta.to.global.u64 %rd3, %rd3;
-    add.u64 %rd3, %rd3, %rd2;
-    st.global.u32 [%rd3], %r5;
-DONE:
-    ret;
-}
-"#;
+use cuda_workspace::{Outcome, TestResult, check, check_eq, ptx, require_sm};
 
 fn main() {
     cuda_workspace::run_suite(
@@ -238,73 +33,158 @@ fn main() {
     );
 }
 
-/// The mixed parameter list of `param_echo`, and its device offsets.
-type Echo<P> = (P, u8, u16, u32, f64, Float2, i8, Float4, u64);
-const ECHO_OFFSETS: [(usize, usize); 9] = [
+cuda_core::kernel_struct! {
+    /// `struct Pair { float a; float4 b; }` (size 32, alignment 16), as in ptx/src/echo.rs.
+    struct Pair {
+        a: f32,
+        b: Float4,
+    }
+}
+
+/// The parameter list of `param_echo` (ptx/src/echo.rs): `(out, a: i32, b: float4,
+/// c: u8, d: f32, e: *const u8, f: float2, g: Pair)`.
+type Echo<P> = (P, i32, Float4, u8, f32, *const u8, Float2, Pair);
+/// `param_echo`'s device parameter layout, (offset, size) per parameter.
+const ECHO_OFFSETS: [(usize, usize); 8] = [
     (0, 8),
-    (8, 1),
-    (10, 2),
-    (12, 4),
-    (16, 8),
-    (24, 8),
+    (8, 4),
+    (16, 16),
     (32, 1),
-    (48, 16),
-    (64, 8),
+    (36, 4),
+    (40, 8),
+    (48, 8),
+    (64, 32),
 ];
-const ECHO_BYTES: usize = 72;
+/// Size of `param_echo`'s parameter buffer.
+const ECHO_PARAM_BYTES: usize = 96;
+/// Bytes of `out` that `param_echo`'s echo spans.
+const ECHO_OUT_BYTES: usize = 128;
 const POISON: u8 = 0xEE;
+
+const ECHO_A: i32 = -1_234_567_890;
+const ECHO_B: [f32; 4] = [1.0, -2.5, 3.75, f32::MAX];
+const ECHO_C: u8 = 0xA5;
+const ECHO_D: f32 = -3.25e10;
+const ECHO_E: u64 = 0x0123_4567_89AB_CDEF;
+const ECHO_F: [f32; 2] = [1.5, -2.0];
+const ECHO_G_A: f32 = -7.0;
+const ECHO_G_B: [f32; 4] = [0.5, 6.25, -1.0e-3, 42.0];
 
 fn echo_args<P: Copy>(out: P) -> Echo<P> {
     (
         out,
-        0xA5,
-        0xBEEF,
-        0xDEAD_BEEF,
-        -3.25e10,
-        Float2::new(1.5, -2.0),
-        -7,
-        Float4::new(1.0, -2.5, 3.75, f32::MAX),
-        0x0123_4567_89AB_CDEF,
+        ECHO_A,
+        Float4::new(ECHO_B[0], ECHO_B[1], ECHO_B[2], ECHO_B[3]),
+        ECHO_C,
+        ECHO_D,
+        ECHO_E as *const u8,
+        Float2::new(ECHO_F[0], ECHO_F[1]),
+        Pair {
+            a: ECHO_G_A,
+            b: Float4::new(ECHO_G_B[0], ECHO_G_B[1], ECHO_G_B[2], ECHO_G_B[3]),
+        },
     )
 }
 
-/// Checks every byte `param_echo` wrote: each parameter at its offset with the bytes
-/// the host packed, every padding byte still poisoned.
-fn check_echo(got: &[u8], expected: &PackedArgs) -> TestResult {
+/// What `param_echo` copies where: (value, its offset in the parameter buffer, its
+/// offset in `out`, the bytes the host passes). `g`'s 12 bytes of padding (parameter
+/// offsets 68..80) are not echoed.
+fn echo_pieces() -> [(&'static str, usize, usize, Vec<u8>); 8] {
+    let f32s = |v: &[f32]| -> Vec<u8> { v.iter().flat_map(|x| x.to_le_bytes()).collect() };
+    [
+        ("a", 8, 0, ECHO_A.to_le_bytes().to_vec()),
+        ("b", 16, 16, f32s(&ECHO_B)),
+        ("c", 32, 32, vec![ECHO_C]),
+        ("d", 36, 48, ECHO_D.to_le_bytes().to_vec()),
+        ("e", 40, 64, ECHO_E.to_le_bytes().to_vec()),
+        ("f", 48, 80, f32s(&ECHO_F)),
+        ("g.a", 64, 96, ECHO_G_A.to_le_bytes().to_vec()),
+        ("g.b", 80, 112, f32s(&ECHO_G_B)),
+    ]
+}
+
+/// Checks the host's packing of the echo parameters (layout and bytes) and every byte
+/// `param_echo` wrote: each parameter's bytes at its echo offset, every other byte of
+/// the echo still poisoned.
+fn check_echo(got: &[u8], packed: &PackedArgs) -> TestResult {
     check_eq(
-        expected.len(),
-        ECHO_BYTES,
+        packed.len(),
+        ECHO_PARAM_BYTES,
         "packed size of the echo parameters",
     )?;
-    let layout: Vec<(usize, usize)> = expected
-        .params()
-        .iter()
-        .map(|p| (p.offset, p.size))
-        .collect();
+    let layout: Vec<(usize, usize)> = packed.params().iter().map(|p| (p.offset, p.size)).collect();
     check_eq(
         layout.as_slice(),
         &ECHO_OFFSETS[..],
         "host layout of the echo parameters",
     )?;
-    let want = expected.as_bytes();
-    let mut covered = [false; ECHO_BYTES];
-    for (i, &(off, size)) in ECHO_OFFSETS.iter().enumerate() {
-        check(got[off..off + size] == want[off..off + size], || {
+    check_eq(got.len(), ECHO_OUT_BYTES, "echo bytes read back")?;
+    let host = packed.as_bytes();
+    let mut covered = [false; ECHO_OUT_BYTES];
+    for (name, param_off, out_off, want) in echo_pieces() {
+        let n = want.len();
+        check(host[param_off..param_off + n] == want[..], || {
             format!(
-                "parameter {i} (offset {off}, {size} bytes): kernel saw {:02x?}, host passed {:02x?}",
-                &got[off..off + size],
-                &want[off..off + size]
+                "parameter {name} (offset {param_off}, {n} bytes): host packed {:02x?}, value is {want:02x?}",
+                &host[param_off..param_off + n]
             )
         })?;
-        covered[off..off + size].iter_mut().for_each(|c| *c = true);
+        check(got[out_off..out_off + n] == want[..], || {
+            format!(
+                "parameter {name} (offset {param_off}, {n} bytes, echoed at {out_off}): kernel saw \
+                 {:02x?}, host passed {want:02x?}",
+                &got[out_off..out_off + n]
+            )
+        })?;
+        covered[out_off..out_off + n]
+            .iter_mut()
+            .for_each(|c| *c = true);
     }
     for (i, c) in covered.iter().enumerate() {
         check(*c || got[i] == POISON, || {
-            format!("padding byte {i} was overwritten: {:#04x}", got[i])
+            format!(
+                "echo byte {i} (no parameter) was overwritten: {:#04x}",
+                got[i]
+            )
         })?;
     }
     Ok(())
 }
+
+/// The 128-byte, 16-byte aligned `out` of `param_echo`, poisoned.
+fn echo_out(ctx: &Context) -> Result<DeviceBuffer<'_, u8>, Outcome> {
+    let mut out = DeviceBuffer::<u8>::new(ctx, ECHO_OUT_BYTES)?;
+    out.memset_d8(POISON)?;
+    check(out.as_raw() % 16 == 0, || {
+        "echo buffer not 16-byte aligned".into()
+    })?;
+    Ok(out)
+}
+
+/// `fill`'s value at `i` (ptx/src/fill.rs): `3i + 1`.
+fn fill_value(i: u32) -> u32 {
+    i.wrapping_mul(3).wrapping_add(1)
+}
+
+/// `pdl_primary`'s value at `i` (ptx/src/pdl.rs): `3i + 7`.
+fn primary_value(i: u32) -> u32 {
+    i.wrapping_mul(3).wrapping_add(7)
+}
+
+/// `pdl_secondary`'s value at `i` after `pdl_primary`: `2 * (3i + 7) + 1`.
+fn secondary_value(i: u32) -> u32 {
+    primary_value(i).wrapping_mul(2).wrapping_add(1)
+}
+
+/// How long each `pdl_primary` block busy-waits (after its trigger, before its writes):
+/// a dependent that read without `griddepcontrol.wait` would see stale data.
+const PRIMARY_WORK_NS: u32 = 20_000;
+/// `u64` timestamps the PDL pair writes per block (`[start, mid, end, smid]`).
+const STAMPS_PER_BLOCK: usize = 4;
+/// `u32` words `cluster_mbarrier` writes per block.
+const CLUSTER_RECORD_WORDS: usize = 16;
+/// What `cluster_mbarrier`'s output holds before the launch.
+const WORD_POISON: u32 = 0xDEAD_BEEF;
 
 fn u32_buffer<'c>(ctx: &'c Context, n: usize) -> Result<DeviceBuffer<'c, u32>, Error> {
     DeviceBuffer::zeroed(ctx, n)
@@ -316,22 +196,36 @@ fn read_u32(buf: &DeviceBuffer<'_, u32>) -> Result<Vec<u32>, Error> {
     Ok(v)
 }
 
+/// Fails unless `got[i] == fill_value(i)` for every `i`.
+fn check_filled(got: &[u32], what: &str) -> TestResult {
+    match got
+        .iter()
+        .enumerate()
+        .find(|&(i, &v)| v != fill_value(i as u32))
+    {
+        None => Ok(()),
+        Some((i, v)) => Err(Outcome::Fail(format!(
+            "{what}: out[{i}] = {v}, expected {}",
+            fill_value(i as u32)
+        ))),
+    }
+}
+
 fn pointer_array_args_reach_the_kernel() -> TestResult {
     require_sm(9, 0)?;
     let ctx = Context::primary(Device::get(0)?)?;
-    let module = Module::from_ptx(&ctx, PTX)?;
+    let module = Module::from_ptx(&ctx, ptx::KERNELS)?;
     let f = module.function("param_echo")?;
     let stream = Stream::non_blocking(&ctx)?;
-    let mut out = DeviceBuffer::<u8>::new(&ctx, ECHO_BYTES)?;
-    out.memset_d8(POISON)?;
+    let out = echo_out(&ctx)?;
     let args = echo_args(out.as_arg());
     f.verify_args::<Echo<u64>>()?;
     let cfg = LaunchConfig::new(1, 1).stream(&stream);
-    // SAFETY: the argument types match `param_echo`; `out` holds the 72 bytes it writes
-    // and outlives the synchronize below.
+    // SAFETY: the argument types match `param_echo`; `out` holds the 128 16-byte aligned
+    // bytes it writes and outlives the synchronize below; `e` is never dereferenced.
     unsafe { launch(&f, &cfg, &args)? };
     stream.synchronize()?;
-    let mut got = vec![0u8; ECHO_BYTES];
+    let mut got = vec![0u8; ECHO_OUT_BYTES];
     out.copy_to_host(&mut got)?;
     check_echo(&got, &PackedArgs::from_args(&args)?)
 }
@@ -339,18 +233,17 @@ fn pointer_array_args_reach_the_kernel() -> TestResult {
 fn packed_args_reach_the_kernel() -> TestResult {
     require_sm(9, 0)?;
     let ctx = Context::primary(Device::get(0)?)?;
-    let module = Module::from_ptx(&ctx, PTX)?;
+    let module = Module::from_ptx(&ctx, ptx::KERNELS)?;
     let f = module.function("param_echo")?;
     let stream = Stream::non_blocking(&ctx)?;
-    let mut out = DeviceBuffer::<u8>::new(&ctx, ECHO_BYTES)?;
-    out.memset_d8(POISON)?;
+    let out = echo_out(&ctx)?;
     let packed = PackedArgs::from_args(&echo_args(out.as_arg()))?;
     let cfg = LaunchConfig::new(1, 1).stream(&stream);
     // SAFETY: the packed layout is `param_echo`'s (checked by the checked test too);
-    // `out` holds the 72 bytes it writes.
+    // `out` holds the 128 16-byte aligned bytes it writes.
     unsafe { launch_packed(&f, &cfg, &packed)? };
     stream.synchronize()?;
-    let mut got = vec![0u8; ECHO_BYTES];
+    let mut got = vec![0u8; ECHO_OUT_BYTES];
     out.copy_to_host(&mut got)?;
     check_echo(&got, &packed)
 }
@@ -358,18 +251,18 @@ fn packed_args_reach_the_kernel() -> TestResult {
 fn checked_launch_accepts_the_right_layout() -> TestResult {
     require_sm(9, 0)?;
     let ctx = Context::primary(Device::get(0)?)?;
-    let module = Module::from_ptx(&ctx, PTX)?;
+    let module = Module::from_ptx(&ctx, ptx::KERNELS)?;
     let f = module.function("param_echo")?;
     let stream = Stream::non_blocking(&ctx)?;
-    let mut out = DeviceBuffer::<u8>::new(&ctx, ECHO_BYTES)?;
-    out.memset_d8(POISON)?;
+    let out = echo_out(&ctx)?;
     let packed = PackedArgs::from_args(&echo_args(out.as_arg()))?;
     f.verify_packed(&packed)?;
     let cfg = LaunchConfig::new(1, 1).stream(&stream);
-    // SAFETY: `out` holds the 72 bytes the kernel writes; the layout is checked.
+    // SAFETY: `out` holds the 128 16-byte aligned bytes the kernel writes; the layout is
+    // checked.
     unsafe { launch_checked(&f, &cfg, &packed)? };
     stream.synchronize()?;
-    let mut got = vec![0u8; ECHO_BYTES];
+    let mut got = vec![0u8; ECHO_OUT_BYTES];
     out.copy_to_host(&mut got)?;
     check_echo(&got, &packed)
 }
@@ -377,15 +270,19 @@ fn checked_launch_accepts_the_right_layout() -> TestResult {
 fn checked_launch_rejects_a_wrong_signature() -> TestResult {
     require_sm(9, 0)?;
     let ctx = Context::primary(Device::get(0)?)?;
-    let module = Module::from_ptx(&ctx, PTX)?;
-    let f = module.function("sig_u64_u32")?;
+    let module = Module::from_ptx(&ctx, ptx::KERNELS)?;
+    let f = module.function("fill")?;
     let stream = Stream::non_blocking(&ctx)?;
-    let cfg = LaunchConfig::new(1, 1).stream(&stream);
+    let n = 32u32;
+    let out = u32_buffer(&ctx, n as usize)?;
+    let cfg = LaunchConfig::new(1, n).stream(&stream);
 
-    // The kernel takes (u64, u32): (0, 8), (8, 4).
+    // fill(out: *mut u32, n: u32) takes (u64, u32): (0, 8), (8, 4).
     f.verify_args::<(u64, u32)>()?;
-    let swapped = PackedArgs::from_args(&(1u32, 2u64))?;
-    // SAFETY: the kernel touches no memory; the check must refuse before launching.
+    // Were the check to let this through, `fill` would read n = 0 (the low half of the
+    // u64) and write nothing.
+    let swapped = PackedArgs::from_args(&(1u32, 0u64))?;
+    // SAFETY: the check must refuse before launching; see above for a wrong acceptance.
     let e = unsafe { launch_checked(&f, &cfg, &swapped) }
         .err()
         .ok_or("launch_checked accepted (u32, u64) for a (u64, u32) kernel")?;
@@ -449,17 +346,18 @@ fn checked_launch_rejects_a_wrong_signature() -> TestResult {
         || format!("verify_args::<(u32, u32)>: {e:?}"),
     )?;
 
-    let right = PackedArgs::from_args(&(1u64, 2u32))?;
-    // SAFETY: the kernel touches no memory.
+    // The right signature, the pointer passed as a plain u64.
+    let right = PackedArgs::from_args(&(out.as_raw(), n))?;
+    // SAFETY: `fill` writes out[0..n]; `out` holds n u32s.
     unsafe { launch_checked(&f, &cfg, &right)? };
     stream.synchronize()?;
-    Ok(())
+    check_filled(&read_u32(&out)?, "fill launched with (u64, u32)")
 }
 
 fn oversized_block_is_rejected() -> TestResult {
     require_sm(9, 0)?;
     let ctx = Context::primary(Device::get(0)?)?;
-    let module = Module::from_ptx(&ctx, PTX)?;
+    let module = Module::from_ptx(&ctx, ptx::KERNELS)?;
     let f = module.function("fill")?;
     let stream = Stream::non_blocking(&ctx)?;
     let out = u32_buffer(&ctx, 4096)?;
@@ -508,20 +406,16 @@ fn oversized_block_is_rejected() -> TestResult {
 
     // The stream still works after the refused launches.
     let ok = LaunchConfig::new(16, 256).stream(&stream);
-    // SAFETY: 16 * 256 = 4096 threads write `out[0..4096]`.
+    // SAFETY: `fill` writes `out[0..4096]`.
     unsafe { launch(&f, &ok, &args)? };
     stream.synchronize()?;
-    let got = read_u32(&out)?;
-    check(
-        got.iter().enumerate().all(|(i, &v)| v == i as u32 * 3 + 1),
-        || "fill after the refused launches computed wrong values".into(),
-    )
+    check_filled(&read_u32(&out)?, "fill after the refused launches")
 }
 
 fn plain_launch() -> TestResult {
     require_sm(9, 0)?;
     let ctx = Context::primary(Device::get(0)?)?;
-    let module = Module::from_ptx(&ctx, PTX)?;
+    let module = Module::from_ptx(&ctx, ptx::KERNELS)?;
     let f = module.function("fill")?;
     let stream = Stream::non_blocking(&ctx)?;
     let n = 1000u32;
@@ -530,11 +424,7 @@ fn plain_launch() -> TestResult {
     // SAFETY: `fill` writes out[0..n].
     unsafe { launch_plain(&f, &cfg, &(out.as_arg(), n))? };
     stream.synchronize()?;
-    let got = read_u32(&out)?;
-    check(
-        got.iter().enumerate().all(|(i, &v)| v == i as u32 * 3 + 1),
-        || format!("plain launch: first values {:?}", &got[..4]),
-    )?;
+    check_filled(&read_u32(&out)?, "plain launch")?;
     let with_attr = cfg.clone().priority(0)?;
     // SAFETY: refused before any driver call.
     let e = unsafe { launch_plain(&f, &with_attr, &(out.as_arg(), n)) }
@@ -546,25 +436,46 @@ fn plain_launch() -> TestResult {
 fn cluster_launch_reports_cluster_ids() -> TestResult {
     require_sm(9, 0)?;
     let ctx = Context::primary(Device::get(0)?)?;
-    let module = Module::from_ptx(&ctx, PTX)?;
-    let f = module.function("cluster_ids")?;
+    let module = Module::from_ptx(&ctx, ptx::KERNELS)?;
+    let f = module.function("cluster_mbarrier")?;
     let stream = Stream::non_blocking(&ctx)?;
     let blocks = 8u32;
-    let out = u32_buffer(&ctx, 4 * blocks as usize)?;
+    let size = 2u32;
+    let out = DeviceBuffer::from_slice(
+        &ctx,
+        &vec![WORD_POISON; CLUSTER_RECORD_WORDS * blocks as usize],
+    )?;
     let cfg = LaunchConfig::new(blocks, 32)
         .stream(&stream)
-        .cluster_dim(2)?;
-    // SAFETY: `cluster_ids` writes 4 values per block into `out`.
+        .cluster_dim(size)?;
+    // SAFETY: cluster_mbarrier(out: *mut u32) writes 16 words per block into `out`; 1-D
+    // grid in clusters of (2, 1, 1).
     unsafe { launch(&f, &cfg, &(out.as_arg(),))? };
     stream.synchronize()?;
     let got = read_u32(&out)?;
     for b in 0..blocks {
-        let i = 4 * b as usize;
+        let rec = &got[CLUSTER_RECORD_WORDS * b as usize..][..CLUSTER_RECORD_WORDS];
+        let (cluster, rank) = (b / size, b % size);
+        // Words 2, 0, 1, 4 of the record.
         check_eq(
-            &got[i..i + 4],
-            &[b / 2, b % 2, 2, blocks / 2][..],
+            [rec[2], rec[0], rec[1], rec[4]],
+            [cluster, rank, size, blocks / size],
             &format!("block {b}: [clusterid.x, cluster_ctarank, cluster_nctarank, nclusterid.x]"),
         )?;
+        check_eq(
+            [rec[3], rec[5], rec[7]],
+            [rank, size, 1],
+            &format!("block {b}: [cluster_ctaid.x, cluster_nctaid.x, marker]"),
+        )?;
+        if rank == 0 {
+            // What each rank of the cluster stored into rank 0's shared memory
+            // (`blockIdx.x + 1`), which only works inside a real cluster.
+            check_eq(
+                &rec[8..8 + size as usize],
+                &[cluster * size + 1, cluster * size + 2][..],
+                &format!("block {b}: slots rank 0 received"),
+            )?;
+        }
     }
     Ok(())
 }
@@ -575,7 +486,7 @@ fn cooperative_launch_grid_barrier() -> TestResult {
     if !ctx.device().supports_cooperative_launch()? {
         return cuda_workspace::skip("the device does not support cooperative launches");
     }
-    let module = Module::from_ptx(&ctx, PTX)?;
+    let module = Module::from_ptx(&ctx, ptx::KERNELS)?;
     let f = module.function("grid_barrier")?;
     let stream = Stream::non_blocking(&ctx)?;
     let grid = ctx.device().multiprocessor_count()?;
@@ -584,8 +495,9 @@ fn cooperative_launch_grid_barrier() -> TestResult {
     let cfg = LaunchConfig::new(grid, 64)
         .stream(&stream)
         .cooperative(true)?;
-    // SAFETY: `grid_barrier` increments `counter[0]` and writes out[0..grid]; one block
-    // per SM is co-resident, which the cooperative launch checks.
+    // SAFETY: grid_barrier(counter: *mut u32, out: *mut u32) increments the zeroed
+    // `counter[0]` and writes out[0..grid]; one block per SM is co-resident, which the
+    // cooperative launch checks.
     unsafe { launch(&f, &cfg, &(counter.as_arg(), out.as_arg()))? };
     stream.synchronize()?;
     check_eq(read_u32(&counter)?, vec![grid], "blocks that arrived")?;
@@ -598,37 +510,58 @@ fn cooperative_launch_grid_barrier() -> TestResult {
 fn pdl_between_two_kernels() -> TestResult {
     require_sm(9, 0)?;
     let ctx = Context::primary(Device::get(0)?)?;
-    let module = Module::from_ptx(&ctx, PTX)?;
+    let module = Module::from_ptx(&ctx, ptx::KERNELS)?;
     let primary = module.function("pdl_primary")?;
     let secondary = module.function("pdl_secondary")?;
     let stream = Stream::non_blocking(&ctx)?;
-    let n = 132 * 256u32;
-    let data = u32_buffer(&ctx, n as usize)?;
+    let (grid, block) = (132u32, 256u32);
+    let n = grid * block;
+    let mut data = u32_buffer(&ctx, n as usize)?;
     let mut out = u32_buffer(&ctx, n as usize)?;
-    let first = LaunchConfig::new(132, 256).stream(&stream);
-    let dependent = LaunchConfig::new(132, 256)
+    let primary_stamps = DeviceBuffer::<u64>::zeroed(&ctx, STAMPS_PER_BLOCK * grid as usize)?;
+    let secondary_stamps = DeviceBuffer::<u64>::zeroed(&ctx, STAMPS_PER_BLOCK * grid as usize)?;
+    let first = LaunchConfig::new(grid, block).stream(&stream);
+    let dependent = LaunchConfig::new(grid, block)
         .stream(&stream)
         .programmatic_stream_serialization()?;
     for round in 0..3 {
-        // SAFETY: `pdl_primary` writes data[0..n]; `pdl_secondary` waits on it
-        // (griddepcontrol.wait), reads data[0..n] and writes out[0..n].
+        // SAFETY: pdl_primary(out, n, stamps, work_ns) writes data[0..n] and 4 stamps
+        // per block; pdl_secondary(in, out, n, stamps, prolog_iters) waits on it
+        // (griddepcontrol.wait), reads data[0..n], writes out[0..n] and 4 stamps per
+        // block. Every buffer outlives the synchronize below.
         unsafe {
-            launch(&primary, &first, &(data.as_arg(), n))?;
-            launch(&secondary, &dependent, &(data.as_arg(), out.as_arg(), n))?;
+            launch(
+                &primary,
+                &first,
+                &(data.as_arg(), n, primary_stamps.as_arg(), PRIMARY_WORK_NS),
+            )?;
+            launch(
+                &secondary,
+                &dependent,
+                &(
+                    data.as_arg(),
+                    out.as_arg(),
+                    n,
+                    secondary_stamps.as_arg(),
+                    0u32,
+                ),
+            )?;
         }
         stream.synchronize()?;
         let got = read_u32(&out)?;
         if let Some((i, v)) = got
             .iter()
             .enumerate()
-            .find(|&(i, &v)| v != 2 * i as u32 + 2)
+            .find(|&(i, &v)| v != secondary_value(i as u32))
         {
-            return Err(cuda_workspace::Outcome::Fail(format!(
+            return Err(Outcome::Fail(format!(
                 "round {round}: out[{i}] = {v}, expected {} (secondary read before the primary wrote?)",
-                2 * i + 2
+                secondary_value(i as u32)
             )));
         }
+        // Each round starts from zeros, so an early read shows in every round.
         out.memset_d8(0)?;
+        data.memset_d8(0)?;
     }
     Ok(())
 }
@@ -636,23 +569,32 @@ fn pdl_between_two_kernels() -> TestResult {
 fn programmatic_event_attribute_accepted() -> TestResult {
     require_sm(9, 0)?;
     let ctx = Context::primary(Device::get(0)?)?;
-    let module = Module::from_ptx(&ctx, PTX)?;
+    let module = Module::from_ptx(&ctx, ptx::KERNELS)?;
     let primary = module.function("pdl_primary")?;
     let fill = module.function("fill")?;
     let a = Stream::non_blocking(&ctx)?;
     let b = Stream::non_blocking(&ctx)?;
-    let n = 132 * 128u32;
+    let (grid, block) = (132u32, 128u32);
+    let n = grid * block;
     for trigger_at_block_start in [false, true] {
         let event = Event::new(&ctx, EventFlags::DISABLE_TIMING)?;
         let data = u32_buffer(&ctx, n as usize)?;
         let other = u32_buffer(&ctx, n as usize)?;
-        let cfg = LaunchConfig::new(132, 128)
+        let stamps = DeviceBuffer::<u64>::zeroed(&ctx, STAMPS_PER_BLOCK * grid as usize)?;
+        let cfg = LaunchConfig::new(grid, block)
             .stream(&a)
             .programmatic_event(&event, trigger_at_block_start)?;
-        // SAFETY: `pdl_primary` writes data[0..n].
-        unsafe { launch(&primary, &cfg, &(data.as_arg(), n))? };
+        // SAFETY: pdl_primary(out, n, stamps, work_ns) writes data[0..n] and 4 stamps per
+        // block.
+        unsafe {
+            launch(
+                &primary,
+                &cfg,
+                &(data.as_arg(), n, stamps.as_arg(), PRIMARY_WORK_NS),
+            )?
+        };
         b.wait_event(&event)?;
-        let after = LaunchConfig::new(132, 128).stream(&b);
+        let after = LaunchConfig::new(grid, block).stream(&b);
         // SAFETY: `fill` writes other[0..n]; it does not read `data`.
         unsafe { launch(&fill, &after, &(other.as_arg(), n))? };
         a.synchronize()?;
@@ -660,11 +602,15 @@ fn programmatic_event_attribute_accepted() -> TestResult {
         let d = read_u32(&data)?;
         let o = read_u32(&other)?;
         check(
-            d.iter().enumerate().all(|(i, &v)| v == 2 * i as u32 + 1),
+            d.iter()
+                .enumerate()
+                .all(|(i, &v)| v == primary_value(i as u32)),
             || format!("trigger_at_block_start={trigger_at_block_start}: primary output wrong"),
         )?;
         check(
-            o.iter().enumerate().all(|(i, &v)| v == 3 * i as u32 + 1),
+            o.iter()
+                .enumerate()
+                .all(|(i, &v)| v == fill_value(i as u32)),
             || format!("trigger_at_block_start={trigger_at_block_start}: dependent output wrong"),
         )?;
     }
@@ -674,7 +620,7 @@ fn programmatic_event_attribute_accepted() -> TestResult {
 fn priority_attribute_accepted() -> TestResult {
     require_sm(9, 0)?;
     let ctx = Context::primary(Device::get(0)?)?;
-    let module = Module::from_ptx(&ctx, PTX)?;
+    let module = Module::from_ptx(&ctx, ptx::KERNELS)?;
     let f = module.function("fill")?;
     let stream = Stream::non_blocking(&ctx)?;
     let range = ctx.stream_priority_range()?;
@@ -687,11 +633,7 @@ fn priority_attribute_accepted() -> TestResult {
         // SAFETY: `fill` writes out[0..n].
         unsafe { launch(&f, &cfg, &(out.as_arg(), n))? };
         stream.synchronize()?;
-        let got = read_u32(&out)?;
-        check(
-            got.iter().enumerate().all(|(i, &v)| v == i as u32 * 3 + 1),
-            || format!("priority {priority}: wrong values"),
-        )?;
+        check_filled(&read_u32(&out)?, &format!("priority {priority}"))?;
     }
     Ok(())
 }
