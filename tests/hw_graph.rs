@@ -4,8 +4,11 @@
 //! alloc/free nodes replayed with stable pool usage, host-node closures, and the other
 //! explicit nodes.
 //!
-//! The kernels are hand-written PTX below (checked with `ptxas -arch=sm_90`; the
-//! device-runtime ones also with `nvlink` against `libcudadevrt.a`).
+//! The kernels are the Rust ones built by `cargo xtask ptx`: from
+//! `ptx/generated/kernels.ptx`, `chain_step` (ptx/src/chain.rs), `fill` and `write_value`
+//! (ptx/src/fill.rs); from `ptx/generated/devrt.ptx`, linked with `libcudadevrt.a`,
+//! `while_cond` (ptx/devrt/src/while_cond.rs) and `set_selector`
+//! (ptx/devrt/src/set_selector.rs), which set conditional handles from device code.
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU32, Ordering};
@@ -23,169 +26,7 @@ use cuda_core::{
 use cuda_sys::{
     CUgraphDependencyType, CUgraphExecUpdateResult, CUgraphNodeType, CUstreamCaptureStatus,
 };
-use cuda_workspace::{Outcome, TestResult, check, check_eq, require_gpu, require_sm, skip};
-
-const PTX: &str = r#".version 8.0
-.target sm_90
-.address_size 64
-
-// PDL chain step (data: *u32, n: u32): lets the next step launch, waits for the
-// previous one (griddepcontrol.wait), then data[i] += 1.
-.visible .entry chain_step(
-    .param .u64 p_data,
-    .param .u32 p_n
-)
-{
-    .reg .pred %p;
-    .reg .b32 %r<8>;
-    .reg .b64 %rd<4>;
-    griddepcontrol.launch_dependents;
-    griddepcontrol.wait;
-    mov.u32 %r1, %ctaid.x;
-    mov.u32 %r2, %ntid.x;
-    mov.u32 %r3, %tid.x;
-    mad.lo.u32 %r1, %r1, %r2, %r3;
-    ld.param.u32 %r4, [p_n];
-    setp.ge.u32 %p, %r1, %r4;
-    @%p bra DONE;
-    ld.param.u64 %rd1, [p_data];
-    cvta.to.global.u64 %rd1, %rd1;
-    mul.wide.u32 %rd2, %r1, 4;
-    add.u64 %rd1, %rd1, %rd2;
-    ld.global.u32 %r5, [%rd1];
-    add.u32 %r5, %r5, 1;
-    st.global.u32 [%rd1], %r5;
-DONE:
-    ret;
-}
-
-// (out: *u32, value: u32): out[0] = value.
-.visible .entry write_value(
-    .param .u64 p_out,
-    .param .u32 p_value
-)
-{
-    .reg .b32 %r<2>;
-    .reg .b64 %rd<2>;
-    ld.param.u64 %rd1, [p_out];
-    cvta.to.global.u64 %rd1, %rd1;
-    ld.param.u32 %r1, [p_value];
-    st.global.u32 [%rd1], %r1;
-    ret;
-}
-
-// (out: *u32, n: u32): out[i] = i * 3 + 1 for i < n.
-.visible .entry fill(
-    .param .u64 p_out,
-    .param .u32 p_n
-)
-{
-    .reg .pred %p;
-    .reg .b32 %r<6>;
-    .reg .b64 %rd<4>;
-    mov.u32 %r1, %ctaid.x;
-    mov.u32 %r2, %ntid.x;
-    mov.u32 %r3, %tid.x;
-    mad.lo.u32 %r1, %r1, %r2, %r3;
-    ld.param.u32 %r4, [p_n];
-    setp.ge.u32 %p, %r1, %r4;
-    @%p bra DONE;
-    ld.param.u64 %rd1, [p_out];
-    cvta.to.global.u64 %rd1, %rd1;
-    mul.wide.u32 %rd2, %r1, 4;
-    add.u64 %rd1, %rd1, %rd2;
-    mad.lo.u32 %r5, %r1, 3, 1;
-    st.global.u32 [%rd1], %r5;
-DONE:
-    ret;
-}
-"#;
-
-/// Kernels calling `cudaGraphSetConditional`: link with `libcudadevrt.a`.
-const DEVRT_PTX: &str = r#".version 8.0
-.target sm_90
-.address_size 64
-
-.extern .func cudaGraphSetConditional
-(
-    .param .b64 cudaGraphSetConditional_param_0,
-    .param .b32 cudaGraphSetConditional_param_1
-)
-;
-
-// WHILE body (counter: *u32, runs: *u32, handle: u64, n: u32), one thread:
-// runs += 1; counter += 1; cudaGraphSetConditional(handle, counter < n).
-.visible .entry while_body(
-    .param .u64 p_counter,
-    .param .u64 p_runs,
-    .param .u64 p_handle,
-    .param .u32 p_n
-)
-{
-    .reg .pred %p;
-    .reg .b32 %r<6>;
-    .reg .b64 %rd<4>;
-    ld.param.u64 %rd1, [p_counter];
-    cvta.to.global.u64 %rd1, %rd1;
-    ld.param.u64 %rd2, [p_runs];
-    cvta.to.global.u64 %rd2, %rd2;
-    ld.global.u32 %r1, [%rd2];
-    add.u32 %r1, %r1, 1;
-    st.global.u32 [%rd2], %r1;
-    ld.global.u32 %r2, [%rd1];
-    add.u32 %r2, %r2, 1;
-    st.global.u32 [%rd1], %r2;
-    ld.param.u32 %r3, [p_n];
-    setp.lt.u32 %p, %r2, %r3;
-    selp.u32 %r4, 1, 0, %p;
-    ld.param.u64 %rd3, [p_handle];
-    {
-    .param .b64 param0;
-    st.param.b64 [param0], %rd3;
-    .param .b32 param1;
-    st.param.b32 [param1], %r4;
-    call.uni cudaGraphSetConditional, (param0, param1);
-    }
-    ret;
-}
-
-// (handle: u64, selector: *u32), one thread: cudaGraphSetConditional(handle, *selector).
-.visible .entry set_selector(
-    .param .u64 p_handle,
-    .param .u64 p_selector
-)
-{
-    .reg .b32 %r<2>;
-    .reg .b64 %rd<3>;
-    ld.param.u64 %rd1, [p_selector];
-    cvta.to.global.u64 %rd1, %rd1;
-    ld.global.u32 %r1, [%rd1];
-    ld.param.u64 %rd2, [p_handle];
-    {
-    .param .b64 param0;
-    st.param.b64 [param0], %rd2;
-    .param .b32 param1;
-    st.param.b32 [param1], %r1;
-    call.uni cudaGraphSetConditional, (param0, param1);
-    }
-    ret;
-}
-
-// (out: *u32, value: u32): out[0] = value.
-.visible .entry write_value(
-    .param .u64 p_out,
-    .param .u32 p_value
-)
-{
-    .reg .b32 %r<2>;
-    .reg .b64 %rd<2>;
-    ld.param.u64 %rd1, [p_out];
-    cvta.to.global.u64 %rd1, %rd1;
-    ld.param.u32 %r1, [p_value];
-    st.global.u32 [%rd1], %r1;
-    ret;
-}
-"#;
+use cuda_workspace::{Outcome, TestResult, check, check_eq, ptx, require_gpu, require_sm, skip};
 
 fn main() {
     cuda_workspace::run_suite(
@@ -242,13 +83,14 @@ fn devrt_lib() -> Option<String> {
         .find(|p| std::path::Path::new(p).is_file())
 }
 
-/// The device-runtime kernels, linked with `libcudadevrt.a`, or a skip.
-fn devrt_module(ctx: &Context) -> Result<Module<'_>, Outcome> {
-    link_devrt(ctx, DEVRT_PTX)
+/// The plain kernels (`ptx/generated/kernels.ptx`).
+fn kernels_module(ctx: &Context) -> Result<Module<'_>, Error> {
+    Module::from_ptx(ctx, ptx::KERNELS)
 }
 
-/// `ptx` linked with `libcudadevrt.a`, or a skip when the library is not found.
-fn link_devrt<'c>(ctx: &'c Context, ptx: &str) -> Result<Module<'c>, Outcome> {
+/// The device-runtime kernels (`ptx/generated/devrt.ptx`) linked with `libcudadevrt.a`,
+/// or a skip when the library is not found.
+fn devrt_module(ctx: &Context) -> Result<Module<'_>, Outcome> {
     let Some(lib) = devrt_lib() else {
         return skip(
             "libcudadevrt.a not found (set CUDA_DEVRT_LIB, or CUDA_PATH / CUDA_HOME, or install \
@@ -257,8 +99,36 @@ fn link_devrt<'c>(ctx: &'c Context, ptx: &str) -> Result<Module<'c>, Outcome> {
     };
     let mut linker = Linker::new(ctx, JitOptions::default())?;
     linker.add_library_file(&lib)?;
-    linker.add_ptx(ptx, "graph_devrt.ptx")?;
+    linker.add_ptx(ptx::DEVRT, "devrt.ptx")?;
     Ok(linker.into_module()?)
+}
+
+/// `chain_step`'s mode 1 (`CHAIN_WAIT_TRIGGER_EARLY` in ptx/src/chain.rs):
+/// `griddepcontrol.wait`, then `griddepcontrol.launch_dependents`, then
+/// `out[i] = in[i] + 1`.
+const CHAIN_WAIT_TRIGGER_EARLY: u32 = 1;
+
+/// The two buffers of a `chain_step` chain, zeroed: link `k` reads `bufs[k % 2]` and
+/// writes `bufs[(k + 1) % 2]`, so after an even number of links `bufs[0]` has grown by
+/// that number.
+fn chain_buffers(ctx: &Context) -> Result<[DeviceBuffer<'_, u32>; 2], Error> {
+    Ok([
+        DeviceBuffer::zeroed(ctx, N as usize)?,
+        DeviceBuffer::zeroed(ctx, N as usize)?,
+    ])
+}
+
+/// `chain_step(in, out, n, mode)`'s arguments for link `k` of a chain over `bufs`.
+fn link_args(
+    bufs: &[DeviceBuffer<'_, u32>; 2],
+    k: usize,
+) -> (DevicePtr<u32>, DevicePtr<u32>, u32, u32) {
+    (
+        bufs[k % 2].as_arg(),
+        bufs[(k + 1) % 2].as_arg(),
+        N,
+        CHAIN_WAIT_TRIGGER_EARLY,
+    )
 }
 
 fn pdl_cfg<'a>(stream: &'a Stream<'_>, pdl: bool) -> Result<LaunchConfig<'a>, Error> {
@@ -273,20 +143,25 @@ fn pdl_cfg<'a>(stream: &'a Stream<'_>, pdl: bool) -> Result<LaunchConfig<'a>, Er
 fn captured_pdl_chain_has_programmatic_edges() -> TestResult {
     require_sm(9, 0)?;
     let ctx = Context::primary(Device::get(0)?)?;
-    let module = Module::from_ptx(&ctx, PTX)?;
+    let module = kernels_module(&ctx)?;
     let step = module.function("chain_step")?;
     let stream = Stream::non_blocking(&ctx)?;
-    let mut data = DeviceBuffer::<u32>::zeroed(&ctx, N as usize)?;
+    let mut bufs = chain_buffers(&ctx)?;
     const K: usize = 8;
+    // The chain ends in bufs[0], where the next graph launch starts.
+    const _: () = assert!(K % 2 == 0);
 
     // The stream version.
     for i in 0..K {
-        // SAFETY: `chain_step` reads and writes data[0..N].
-        unsafe { launch(&step, &pdl_cfg(&stream, i > 0)?, &(data.as_arg(), N))? };
+        // SAFETY: chain_step(in, out, n, mode) reads bufs[i % 2][0..N] and writes
+        // bufs[(i + 1) % 2][0..N] (two distinct buffers).
+        unsafe { launch(&step, &pdl_cfg(&stream, i > 0)?, &link_args(&bufs, i))? };
     }
     stream.synchronize()?;
-    all_equal(&read_u32(&data)?, K as u32, "stream PDL chain")?;
-    data.memset_d8(0)?;
+    all_equal(&read_u32(&bufs[0])?, K as u32, "stream PDL chain")?;
+    for buf in &mut bufs {
+        buf.memset_d8(0)?;
+    }
 
     // The same launches, captured.
     let capture = Capture::begin(&ctx, &stream, CaptureMode::Global)?;
@@ -296,8 +171,8 @@ fn captured_pdl_chain_has_programmatic_edges() -> TestResult {
         "status while capturing",
     )?;
     for i in 0..K {
-        // SAFETY: as above; `data` outlives every launch of the graph below.
-        unsafe { launch(&step, &pdl_cfg(&stream, i > 0)?, &(data.as_arg(), N))? };
+        // SAFETY: as above; `bufs` outlives every launch of the graph below.
+        unsafe { launch(&step, &pdl_cfg(&stream, i > 0)?, &link_args(&bufs, i))? };
     }
     let mut deps = [std::ptr::null_mut(); 4];
     let mut deps_data = [EdgeData::DEFAULT; 4];
@@ -347,42 +222,47 @@ fn captured_pdl_chain_has_programmatic_edges() -> TestResult {
     exec.launch(&stream)?;
     stream.synchronize()?;
     all_equal(
-        &read_u32(&data)?,
+        &read_u32(&bufs[0])?,
         K as u32,
         "captured PDL chain, one launch",
     )?;
     exec.launch(&stream)?;
     stream.synchronize()?;
     all_equal(
-        &read_u32(&data)?,
+        &read_u32(&bufs[0])?,
         2 * K as u32,
         "captured PDL chain, two launches",
     )
 }
 
+/// Link `k` of a `chain_step` chain over `bufs`, as a kernel node without dependencies.
 fn step_node<'g>(
     graph: &'g Graph<'_>,
     step: &Function<'_>,
-    data: &DeviceBuffer<'_, u32>,
+    bufs: &[DeviceBuffer<'_, u32>; 2],
+    k: usize,
 ) -> Result<GraphNode<'g>, Error> {
     let cfg = LaunchConfig::new(BLOCKS, THREADS);
-    // SAFETY: `chain_step` reads and writes data[0..N]; `data` outlives the graph's
-    // executable graphs in every test that calls this.
-    unsafe { graph.add_kernel_node(&[], step, &cfg, &(data.as_arg(), N)) }
+    // SAFETY: chain_step(in, out, n, mode) reads bufs[k % 2][0..N] and writes
+    // bufs[(k + 1) % 2][0..N]; `bufs` outlives the graph's executable graphs in every
+    // test that calls this.
+    unsafe { graph.add_kernel_node(&[], step, &cfg, &link_args(bufs, k)) }
 }
 
 fn explicit_chain_with_programmatic_edges() -> TestResult {
     require_sm(9, 0)?;
     let ctx = Context::primary(Device::get(0)?)?;
-    let module = Module::from_ptx(&ctx, PTX)?;
+    let module = kernels_module(&ctx)?;
     let step = module.function("chain_step")?;
     let stream = Stream::non_blocking(&ctx)?;
-    let data = DeviceBuffer::<u32>::zeroed(&ctx, N as usize)?;
+    let bufs = chain_buffers(&ctx)?;
     const K: usize = 6;
+    // The chain ends in bufs[0], where the next graph launch starts.
+    const _: () = assert!(K % 2 == 0);
 
     let graph = Graph::new(&ctx)?;
     let nodes: Vec<GraphNode<'_>> = (0..K)
-        .map(|_| step_node(&graph, &step, &data))
+        .map(|k| step_node(&graph, &step, &bufs, k))
         .collect::<Result<_, _>>()?;
     for i in 1..K {
         // The last edge waits only for launch completion; chain_step's
@@ -422,7 +302,7 @@ fn explicit_chain_with_programmatic_edges() -> TestResult {
         exec.launch(&stream)?;
         stream.synchronize()?;
         all_equal(
-            &read_u32(&data)?,
+            &read_u32(&bufs[0])?,
             round * K as u32,
             &format!("explicit chain, launch {round}"),
         )?;
@@ -430,24 +310,21 @@ fn explicit_chain_with_programmatic_edges() -> TestResult {
     Ok(())
 }
 
+/// A WHILE node whose body, `while_cond`, adds 1 to `counter` at each run and sets the
+/// handle to `counter < LOOPS`. The memset node ahead of the loop zeroes `counter` at
+/// each graph launch, so afterwards `counter` is the number of body runs of that launch.
 fn while_loop_runs_until_counter() -> TestResult {
     require_sm(9, 0)?;
     let ctx = Context::primary(Device::get(0)?)?;
     let module = devrt_module(&ctx)?;
-    let body_fn = module.function("while_body")?;
+    let body_fn = module.function("while_cond")?;
     let stream = Stream::non_blocking(&ctx)?;
     let counter = DeviceBuffer::<u32>::zeroed(&ctx, 1)?;
-    let runs = DeviceBuffer::<u32>::zeroed(&ctx, 1)?;
     const LOOPS: u32 = 10;
 
     let graph = Graph::new(&ctx)?;
-    // SAFETY: both buffers hold one u32 and outlive the executable graph.
-    let reset = unsafe {
-        [
-            graph.add_memset_node(&[], &Memset::d32(counter.as_raw(), 0, 1))?,
-            graph.add_memset_node(&[], &Memset::d32(runs.as_raw(), 0, 1))?,
-        ]
-    };
+    // SAFETY: the buffer holds one u32 and outlives the executable graph.
+    let reset = unsafe { [graph.add_memset_node(&[], &Memset::d32(counter.as_raw(), 0, 1))?] };
     // Reset to 1 (loop) at each launch: the body runs at least once.
     let handle = graph.create_conditional_handle(Some(1))?;
     let (node, body) = graph.add_while_node(&reset, handle)?;
@@ -456,13 +333,14 @@ fn while_loop_runs_until_counter() -> TestResult {
         CUgraphNodeType::CU_GRAPH_NODE_TYPE_CONDITIONAL,
         "node type",
     )?;
-    // SAFETY: `while_body` (counter*, runs*, handle, n) touches one u32 of each buffer.
+    // SAFETY: while_cond(counter: *mut u32, n: u32, handle: u64) touches one u32 of
+    // `counter`; `handle` belongs to this graph.
     unsafe {
         body.add_kernel_node(
             &[],
             &body_fn,
             &LaunchConfig::new(1, 1),
-            &(counter.as_arg(), runs.as_arg(), handle, LOOPS),
+            &(counter.as_arg(), LOOPS, handle),
         )?;
     }
     check_eq(body.node_count()?, 1, "nodes in the body")?;
@@ -474,23 +352,18 @@ fn while_loop_runs_until_counter() -> TestResult {
         check_eq(
             read_u32(&counter)?,
             vec![LOOPS],
-            &format!("counter after launch {launch_no}"),
-        )?;
-        check_eq(
-            read_u32(&runs)?,
-            vec![LOOPS],
-            &format!("body runs in launch {launch_no}"),
+            &format!("body runs (counter) in launch {launch_no}"),
         )?;
     }
     Ok(())
 }
 
-/// The WHILE loop again with the Rust kernel `while_cond` (ptx/devrt), whose handle is
-/// set through cuda-core's device-side `ConditionalHandle::set`.
+/// The WHILE loop with another trip count and nothing but the loop: `while_cond` sets the
+/// handle through cuda-core's device-side `ConditionalHandle::set`.
 fn while_loop_with_rust_device_helper() -> TestResult {
     require_sm(9, 0)?;
     let ctx = Context::primary(Device::get(0)?)?;
-    let module = link_devrt(&ctx, cuda_workspace::ptx::DEVRT)?;
+    let module = devrt_module(&ctx)?;
     let body_fn = module.function("while_cond")?;
     let stream = Stream::non_blocking(&ctx)?;
     let counter = DeviceBuffer::<u32>::zeroed(&ctx, 1)?;
@@ -525,9 +398,10 @@ fn while_loop_with_rust_device_helper() -> TestResult {
 fn switch_chooses_among_three_bodies() -> TestResult {
     require_sm(9, 0)?;
     let ctx = Context::primary(Device::get(0)?)?;
-    let module = devrt_module(&ctx)?;
-    let set_selector = module.function("set_selector")?;
-    let write_value = module.function("write_value")?;
+    let devrt = devrt_module(&ctx)?;
+    let kernels = kernels_module(&ctx)?;
+    let set_selector = devrt.function("set_selector")?;
+    let write_value = kernels.function("write_value")?;
     let stream = Stream::non_blocking(&ctx)?;
     let mut selector = DeviceBuffer::<u32>::zeroed(&ctx, 1)?;
     let mut out = DeviceBuffer::<u32>::zeroed(&ctx, 1)?;
@@ -535,12 +409,13 @@ fn switch_chooses_among_three_bodies() -> TestResult {
     let graph = Graph::new(&ctx)?;
     let handle = graph.create_conditional_handle(None)?;
     let one = LaunchConfig::new(1, 1);
-    // SAFETY: `set_selector` (handle, u32*) reads one u32 of `selector`.
+    // SAFETY: set_selector(handle: u64, selector: *const u32) reads one u32 of
+    // `selector`; `handle` belongs to this graph.
     let set =
         unsafe { graph.add_kernel_node(&[], &set_selector, &one, &(handle, selector.as_arg()))? };
     let (_, bodies) = graph.add_switch_node::<3>(&[set], handle)?;
     for (i, body) in bodies.iter().enumerate() {
-        // SAFETY: `write_value` (u32*, u32) writes one u32 of `out`.
+        // SAFETY: write_value(out: *mut u32, value: u32) writes one u32 of `out`.
         unsafe { body.add_kernel_node(&[], &write_value, &one, &(out.as_arg(), 100 + i as u32))? };
     }
     let exec = graph.instantiate(InstantiateFlags::empty())?;
@@ -563,7 +438,7 @@ fn switch_chooses_among_three_bodies() -> TestResult {
 fn exec_update_kernel_params_and_whole_graph() -> TestResult {
     require_gpu()?;
     let ctx = Context::primary(Device::get(0)?)?;
-    let module = Module::from_ptx(&ctx, PTX)?;
+    let module = kernels_module(&ctx)?;
     let write_value = module.function("write_value")?;
     let stream = Stream::non_blocking(&ctx)?;
     let mut out = DeviceBuffer::<u32>::zeroed(&ctx, 1)?;
@@ -607,7 +482,7 @@ fn exec_update_kernel_params_and_whole_graph() -> TestResult {
 fn invalid_update_reports_topology_change() -> TestResult {
     require_gpu()?;
     let ctx = Context::primary(Device::get(0)?)?;
-    let module = Module::from_ptx(&ctx, PTX)?;
+    let module = kernels_module(&ctx)?;
     let write_value = module.function("write_value")?;
     let stream = Stream::non_blocking(&ctx)?;
     let out = DeviceBuffer::<u32>::zeroed(&ctx, 1)?;
@@ -663,7 +538,7 @@ fn invalid_update_reports_topology_change() -> TestResult {
 fn mem_alloc_free_nodes_replay_stably() -> TestResult {
     require_gpu()?;
     let ctx = Context::primary(Device::get(0)?)?;
-    let module = Module::from_ptx(&ctx, PTX)?;
+    let module = kernels_module(&ctx)?;
     let fill = module.function("fill")?;
     let stream = Stream::non_blocking(&ctx)?;
     let device = ctx.device();
@@ -786,7 +661,7 @@ fn host_node_closure_runs_and_is_freed() -> TestResult {
 fn other_nodes_and_capture_into_graph() -> TestResult {
     require_gpu()?;
     let ctx = Context::primary(Device::get(0)?)?;
-    let module = Module::from_ptx(&ctx, PTX)?;
+    let module = kernels_module(&ctx)?;
     let write_value = module.function("write_value")?;
     let fill = module.function("fill")?;
     let stream = Stream::non_blocking(&ctx)?;
