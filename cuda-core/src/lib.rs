@@ -16,6 +16,8 @@ extern crate alloc;
 extern crate std;
 
 pub mod args;
+mod dim3;
+pub use dim3::Dim3;
 
 #[cfg(target_arch = "nvptx64")]
 pub mod device;
@@ -61,7 +63,7 @@ pub use function::{ClusterConfig, Function};
 #[cfg(not(target_arch = "nvptx64"))]
 pub use graph::{Graph, GraphExec};
 #[cfg(not(target_arch = "nvptx64"))]
-pub use launch::{Dim3, LaunchConfig};
+pub use launch::LaunchConfig;
 #[cfg(not(target_arch = "nvptx64"))]
 pub use limits::Limit;
 #[cfg(not(target_arch = "nvptx64"))]

@@ -30,7 +30,6 @@
 //! used by its protocol) makes their methods safe. Every `unsafe` block carries a
 //! `// SAFETY:` comment.
 
-mod dim3;
 mod fence;
 mod phase;
 pub mod ptx_asm;
@@ -48,6 +47,7 @@ mod grid_dep;
 mod launch;
 mod mbarrier;
 
+pub use crate::dim3::Dim3;
 #[cfg(all(target_feature = "sm_90", target_feature = "ptx80"))]
 pub use cluster::cluster_arrive_relaxed;
 #[cfg(all(target_feature = "sm_90", target_feature = "ptx78"))]
@@ -56,7 +56,6 @@ pub use cluster::{
     cluster_dim, cluster_grid_dim, cluster_id, cluster_sync, cluster_wait, map_shared_rank,
 };
 pub use devrt_ffi::{cudaGetParameterBufferV2, cudaGraphSetConditional, cudaLaunchDeviceV2};
-pub use dim3::Dim3;
 pub use fence::{fence_acq_rel, fence_sc};
 #[cfg(all(target_feature = "sm_90", target_feature = "ptx80"))]
 pub use fence::{fence_mbarrier_init, fence_proxy_async};

@@ -29,13 +29,12 @@
 
 mod attr;
 mod config;
-mod dim3;
 mod kernel;
 mod verify;
 
+pub use crate::dim3::Dim3;
 pub use attr::{LaunchAttribute, TooManyAttributes};
 pub use config::{LaunchConfig, MAX_LAUNCH_ATTRIBUTES};
-pub use dim3::Dim3;
 pub use kernel::{launch, launch_checked, launch_packed, launch_plain};
 
 impl From<TooManyAttributes> for crate::error::Error {

@@ -1,16 +1,19 @@
-//! [`Dim3`]: grid, block and cluster extents on the host.
+//! [`Dim3`]: CUDA's `dim3`, shared by the host launch builders and the device code.
 
-/// CUDA `dim3` on the host: a grid, block or cluster extent.
+/// CUDA `dim3`: a grid, block or cluster extent, or a three-component index.
 ///
-/// Converts from `u32` (`(x, 1, 1)`), `(u32, u32)` (`(x, y, 1)`) and
-/// `(u32, u32, u32)`, so launch builders accept `256`, `(16, 16)` or `(4, 4, 4)`.
+/// `#[repr(C)]`, so it passes by value to the device runtime as the C type does
+/// (`.param .align 4 .b8 [12]`). Converts from `u32` (`(x, 1, 1)`), `(u32, u32)`
+/// (`(x, y, 1)`), `(u32, u32, u32)` and `[u32; 3]`, so launch builders accept `256`,
+/// `(16, 16)` or `(4, 4, 4)`.
+#[repr(C)]
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub struct Dim3 {
-    /// Extent along x.
+    /// Extent or index along x.
     pub x: u32,
-    /// Extent along y.
+    /// Extent or index along y.
     pub y: u32,
-    /// Extent along z.
+    /// Extent or index along z.
     pub z: u32,
 }
 
