@@ -14,9 +14,10 @@ use cuda_core::{Context, Function, Module, Stream};
 use crate::common::{BLOCK, ChainMode, Pair, R, chain_bench, stats};
 use crate::{Rows, launch_costs, pair_bench};
 
-/// `cpp_chain_us(variant, n, links, reps, kernel)`: median us/kernel of `reps` chains; a
-/// null `kernel` runs the nvcc-built chain_step, else that `CUfunction`.
-type CppChain = unsafe extern "C" fn(i32, u32, i32, i32, *mut c_void) -> f64;
+/// `cpp_chain_us(variant, n, links, reps, kernel, grid)`: median us/kernel of `reps`
+/// chains of `grid` x 256 threads; a null `kernel` runs the nvcc-built chain_step, else
+/// that `CUfunction`.
+type CppChain = unsafe extern "C" fn(i32, u32, i32, i32, *mut c_void, u32) -> f64;
 /// `cpp_pair_us(pdl, n, prolog, reps)`: median us/pair of `reps` runs of 64 pairs.
 type CppPair = unsafe extern "C" fn(i32, u32, u32, i32) -> f64;
 /// `cpp_launch_ns(case)`: median ns per launch of driver-API case 0..4 (plain0, ex_pdl0,
@@ -165,25 +166,24 @@ pub fn interleave(ctx: &Context, lib: &str, rounds: usize, csv_path: &str) -> R 
     // 1. Host cost of one launch.
     let stream = Stream::non_blocking(ctx)?;
     let mut rows = Rows { csv: String::new() };
+    let nvcc_empty = cpp.function(c"empty_kernel")?;
     let launch = launch_costs(
         ctx,
         &module,
         &stream,
         &mut rows,
         true,
-        Some((cpp.launch, rounds)),
+        Some((cpp.launch, rounds, [&nvcc_empty, &nvcc_chain])),
     )?;
+    let launch_sides = [
+        "rust-host-rust-kernel",
+        "rust-host-nvcc-kernel",
+        "cpp-host-nvcc-kernel",
+    ];
     for (case, r) in &launch {
-        csv.add(
-            "launch",
-            case,
-            0,
-            0,
-            "ns/launch",
-            ["rust", "cpp"],
-            r,
-            (0, 1),
-        );
+        for pair in [(0, 2), (1, 2)] {
+            csv.add("launch", case, 0, 0, "ns/launch", launch_sides, r, pair);
+        }
     }
 
     // 2. The chain, 2 hosts x 2 kernel builds.
@@ -218,7 +218,7 @@ pub fn interleave(ctx: &Context, lib: &str, rounds: usize, csv_path: &str) -> R 
         let cpp_chain = |kernel: *mut c_void| {
             // SAFETY: plain values and null or a live CUfunction of this context; the
             // library checks its own results and exits on error.
-            Ok(unsafe { (cpp.chain)(variant as i32, n, LINKS as i32, REPS as i32, kernel) })
+            Ok(unsafe { (cpp.chain)(variant as i32, n, LINKS as i32, REPS as i32, kernel, sms) })
         };
         let rust_host = |f: &Function<'_>| -> R<f64> {
             Ok(stats(&mut chain_bench(ctx, f, mode, n, sms, LINKS, REPS)?).0)
@@ -249,68 +249,79 @@ pub fn interleave(ctx: &Context, lib: &str, rounds: usize, csv_path: &str) -> R 
         }
     }
 
-    // 3. The crossover: elements per kernel, all Rust against all C++.
+    // 3. The crossover: elements per kernel, all Rust against all C++, on two grid shapes:
+    // one block per SM looping over the elements (the chain above), and one thread per
+    // element (elems / 256 blocks, several waves).
     let sweep_rounds = (rounds / 3).max(3);
     println!(
         "\ninterleaved crossover, {sweep_rounds} rounds of {REPS} chains of {LINKS} kernels: us/kernel"
     );
+    println!("  PDL: this mode minus the same mode without PDL (negative: PDL is faster)");
     println!(
-        "{:>8} {:<11} {:>9} {:>9}  {:<18} {:>12} {:>12}",
-        "elems", "mode", "rust", "c++", "rust/c++", "PDL rust", "PDL c++"
+        "{:>8} {:>6} {:<11} {:>9} {:>9}  {:<18} {:>9} {:>9}",
+        "elems", "grid", "mode", "rust", "c++", "rust/c++", "PDL rust", "PDL c++"
     );
-    for elems in [
-        33_792u32, 131_072, 262_144, 524_288, 1_048_576, 2_097_152, 4_194_304,
-    ] {
-        let mut without = [0.0f64; 2];
-        for (variant, mode) in ChainMode::ALL.into_iter().enumerate() {
-            let r = Rounds::run(
-                sweep_rounds,
-                [
-                    &mut || {
-                        let mut us = chain_bench(ctx, &rust_chain, mode, elems, sms, LINKS, REPS)?;
-                        Ok(stats(&mut us).0)
-                    },
-                    // SAFETY: plain values; the library checks its own results.
-                    &mut || unsafe {
-                        Ok((cpp.chain)(
-                            variant as i32,
-                            elems,
-                            LINKS as i32,
-                            REPS as i32,
-                            core::ptr::null_mut(),
-                        ))
-                    },
-                ],
-            )?;
-            // The PDL column: this mode minus the same mode without PDL, per side.
-            let gain = if matches!(mode, ChainMode::StreamPdl | ChainMode::GraphPdl) {
-                [
-                    format!("{:+.3}", r.median(0) - without[0]),
-                    format!("{:+.3}", r.median(1) - without[1]),
-                ]
+    for (section, one_per_thread) in [("crossover", false), ("crossover_full", true)] {
+        for elems in [
+            33_792u32, 131_072, 262_144, 524_288, 1_048_576, 2_097_152, 4_194_304,
+        ] {
+            let grid = if one_per_thread {
+                elems.div_ceil(BLOCK)
             } else {
-                without = [r.median(0), r.median(1)];
-                [String::new(), String::new()]
+                sms
             };
-            println!(
-                "{elems:>8} {:<11} {:>9.3} {:>9.3}  {:<18} {:>12} {:>12}",
-                mode.name(),
-                r.median(0),
-                r.median(1),
-                ratio_text(r.ratio(0, 1)),
-                gain[0],
-                gain[1]
-            );
-            csv.add(
-                "crossover",
-                mode.name(),
-                elems,
-                0,
-                "us/kernel",
-                ["rust", "cpp"],
-                &r,
-                (0, 1),
-            );
+            let mut without = [0.0f64; 2];
+            for (variant, mode) in ChainMode::ALL.into_iter().enumerate() {
+                let r = Rounds::run(
+                    sweep_rounds,
+                    [
+                        &mut || {
+                            let mut us =
+                                chain_bench(ctx, &rust_chain, mode, elems, grid, LINKS, REPS)?;
+                            Ok(stats(&mut us).0)
+                        },
+                        // SAFETY: plain values; the library checks its own results.
+                        &mut || unsafe {
+                            Ok((cpp.chain)(
+                                variant as i32,
+                                elems,
+                                LINKS as i32,
+                                REPS as i32,
+                                core::ptr::null_mut(),
+                                grid,
+                            ))
+                        },
+                    ],
+                )?;
+                let pdl = if matches!(mode, ChainMode::StreamPdl | ChainMode::GraphPdl) {
+                    [
+                        format!("{:+.3}", r.median(0) - without[0]),
+                        format!("{:+.3}", r.median(1) - without[1]),
+                    ]
+                } else {
+                    without = [r.median(0), r.median(1)];
+                    [String::new(), String::new()]
+                };
+                println!(
+                    "{elems:>8} {grid:>6} {:<11} {:>9.3} {:>9.3}  {:<18} {:>9} {:>9}",
+                    mode.name(),
+                    r.median(0),
+                    r.median(1),
+                    ratio_text(r.ratio(0, 1)),
+                    pdl[0],
+                    pdl[1]
+                );
+                csv.add(
+                    section,
+                    mode.name(),
+                    elems,
+                    0,
+                    "us/kernel",
+                    ["rust", "cpp"],
+                    &r,
+                    (0, 1),
+                );
+            }
         }
     }
 

@@ -30,7 +30,7 @@ use std::time::Instant;
 use common::{BLOCK, ChainMode, Pair, R, chain_bench, open_gpu, stats};
 use cuda_core::args::{LayoutRule, PackedArgs};
 use cuda_core::launch::{LaunchConfig, launch, launch_packed, launch_plain};
-use cuda_core::{Context, DeviceBuffer, Event, EventFlags, Module, Stream};
+use cuda_core::{Context, DeviceBuffer, DevicePtr, Event, EventFlags, Function, Module, Stream};
 use interleave::{CppLaunch, Rounds, ratio_text};
 
 /// Counts heap allocations, to show that the launch path makes none.
@@ -295,17 +295,61 @@ fn time_launches(
     Ok((ns, allocs as f64 / (batches * BATCH) as f64))
 }
 
-/// The host cost of each launch path (rows `launch`); with `cpp`, instead alternates
-/// each case with the C++ library's same case for the given number of rounds, prints the
-/// comparison and returns the rounds.
+/// The four launch paths timed by [`launch_costs`], on kernels `empty` (no parameters) and
+/// `chain` (chain_step), in the order of the C++ library's cases: plain0, ex_pdl0, ptrs4,
+/// packed4.
+fn launch_cases<'a>(
+    empty: &'a Function<'a>,
+    chain: &'a Function<'a>,
+    cfg: &'a LaunchConfig<'a>,
+    pdl: &'a LaunchConfig<'a>,
+    args: &'a (DevicePtr<u32>, DevicePtr<u32>, u32, u32),
+    packed: &'a mut PackedArgs<64>,
+) -> [(&'static str, LaunchOne<'a>); 4] {
+    // SAFETY (all closures): empty_kernel takes no parameters; chain_step(in, out, n = 0,
+    // mode = 0) touches no memory; the stream is synchronized between batches.
+    [
+        (
+            "plain0",
+            Box::new(|| unsafe { launch_plain(empty, cfg, &()) }.map_err(Into::into)),
+        ),
+        (
+            "ex_pdl0",
+            Box::new(|| unsafe { launch(empty, pdl, &()) }.map_err(Into::into)),
+        ),
+        (
+            "ptrs4",
+            Box::new(|| unsafe { launch_plain(chain, cfg, args) }.map_err(Into::into)),
+        ),
+        (
+            "packed4",
+            // Packs on every launch into one reused buffer (clear + extend, the hot-loop
+            // use).
+            Box::new(|| {
+                packed.clear();
+                packed.extend(args)?;
+                unsafe { launch_packed(chain, cfg, packed) }.map_err(Into::into)
+            }),
+        ),
+    ]
+}
+
+/// With `cpp`: the C++ library's launch cases, the rounds to run, and the nvcc-built
+/// `empty_kernel` and `chain_step` for cuda-core to launch too.
+type CppLaunchSide<'a> = (CppLaunch, usize, [&'a Function<'a>; 2]);
+
+/// The host cost of each launch path (rows `launch`); with `cpp`, instead alternates each
+/// case between cuda-core on the Rust kernels, cuda-core on the nvcc kernels and the C++
+/// library (nvcc kernels) for the given number of rounds, prints the comparison and
+/// returns the rounds (sides in that order).
 fn launch_costs(
     ctx: &Context,
     module: &Module<'_>,
     stream: &Stream<'_>,
     rows: &mut Rows,
     quick: bool,
-    cpp: Option<(CppLaunch, usize)>,
-) -> R<Vec<(&'static str, Rounds<2>)>> {
+    cpp: Option<CppLaunchSide<'_>>,
+) -> R<Vec<(&'static str, Rounds<3>)>> {
     let batches = if quick { 10 } else { 50 };
     let empty = module.function("empty_kernel")?;
     let chain = module.function("chain_step")?;
@@ -314,61 +358,40 @@ fn launch_costs(
     let args = (input.as_arg(), out.as_arg(), 0u32, 0u32);
     let cfg = LaunchConfig::new(1, 1).stream(stream);
     let pdl = cfg.clone().programmatic_stream_serialization()?;
-    chain.verify_args::<(
-        cuda_core::DevicePtr<u32>,
-        cuda_core::DevicePtr<u32>,
-        u32,
-        u32,
-    )>()?;
+    chain.verify_args::<(DevicePtr<u32>, DevicePtr<u32>, u32, u32)>()?;
 
     let mut packed = PackedArgs::<64>::with_rule(LayoutRule::Alignment);
-    // SAFETY (all closures below): empty_kernel takes no parameters; chain_step(in, out,
-    // n = 0, mode = 0) touches no memory; the stream is synchronized between batches.
-    let cases: [(&str, LaunchOne<'_>); 4] = [
-        (
-            "plain0",
-            Box::new(|| unsafe { launch_plain(&empty, &cfg, &()) }.map_err(Into::into)),
-        ),
-        (
-            "ex_pdl0",
-            Box::new(|| unsafe { launch(&empty, &pdl, &()) }.map_err(Into::into)),
-        ),
-        (
-            "ptrs4",
-            Box::new(|| unsafe { launch_plain(&chain, &cfg, &args) }.map_err(Into::into)),
-        ),
-        (
-            "packed4",
-            // Packs on every launch into one reused buffer (clear + extend, the hot-loop
-            // use: a new PackedArgs also zeroes its 64-entry parameter record).
-            Box::new(|| {
-                packed.clear();
-                packed.extend(&args)?;
-                unsafe { launch_packed(&chain, &cfg, &packed) }.map_err(Into::into)
-            }),
-        ),
-    ];
-    if let Some((cpp, rounds)) = cpp {
+    let cases = launch_cases(&empty, &chain, &cfg, &pdl, &args, &mut packed);
+    if let Some((cpp, rounds, [nvcc_empty, nvcc_chain])) = cpp {
+        nvcc_chain.verify_args::<(DevicePtr<u32>, DevicePtr<u32>, u32, u32)>()?;
+        let mut packed_nvcc = PackedArgs::<64>::with_rule(LayoutRule::Alignment);
+        let nvcc_cases = launch_cases(nvcc_empty, nvcc_chain, &cfg, &pdl, &args, &mut packed_nvcc);
         println!("interleaved, {rounds} rounds of 10 batches of 1000 launches: ns/launch (host)");
         println!(
-            "{:<11} {:>8} {:>8}  {:<18}",
-            "case", "rust", "c++", "rust/c++ (rounds)"
+            "  cuda-core on the Rust kernels (rs/rs) and on the nvcc ones (rs/nvcc), C++ on nvcc's"
+        );
+        println!(
+            "{:<9} {:>8} {:>8} {:>8}  {:<18} {:<18}",
+            "case", "rs/rs", "rs/nvcc", "c++", "rs/rs / c++", "rs/nvcc / c++"
         );
         let mut out = Vec::with_capacity(cases.len());
-        for (k, (case, mut f)) in cases.into_iter().enumerate() {
+        for (k, ((case, mut f), (_, mut g))) in cases.into_iter().zip(nvcc_cases).enumerate() {
             let r = Rounds::run(
                 rounds,
                 [
                     &mut || Ok(stats(&mut time_launches(stream, 10, &mut f)?.0).0),
+                    &mut || Ok(stats(&mut time_launches(stream, 10, &mut g)?.0).0),
                     // SAFETY: a plain value; the library checks its own calls.
                     &mut || Ok(unsafe { cpp(k as i32) }),
                 ],
             )?;
             println!(
-                "{case:<11} {:>8.1} {:>8.1}  {:<18}",
+                "{case:<9} {:>8.1} {:>8.1} {:>8.1}  {:<18} {:<18}",
                 r.median(0),
                 r.median(1),
-                ratio_text(r.ratio(0, 1))
+                r.median(2),
+                ratio_text(r.ratio(0, 2)),
+                ratio_text(r.ratio(1, 2))
             );
             out.push((case, r));
         }

@@ -288,12 +288,13 @@ static const char* VARIANT_NAMES[] = {"stream", "stream_pdl", "graph", "graph_pd
 // code with the other kernel separates kernel code from launch-path differences.
 static CUfunction g_ptx_chain = nullptr;
 
-static void enqueue_chain(cudaStream_t s, unsigned* buf[2], unsigned n, int links, bool pdl) {
+static void enqueue_chain(cudaStream_t s, unsigned* buf[2], unsigned n, int links, bool pdl,
+                          unsigned grid) {
     cudaLaunchAttribute attr[1] = {};
     attr[0].id = cudaLaunchAttributeProgrammaticStreamSerialization;
     attr[0].val.programmaticStreamSerializationAllowed = 1;
     cudaLaunchConfig_t cfg = {};
-    cfg.gridDim = dim3(GRID);
+    cfg.gridDim = dim3(grid);
     cfg.blockDim = dim3(BLOCK);
     cfg.stream = s;
     cfg.attrs = attr;
@@ -301,7 +302,7 @@ static void enqueue_chain(cudaStream_t s, unsigned* buf[2], unsigned n, int link
     dattr[0].id = CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION;
     dattr[0].value.programmaticStreamSerializationAllowed = 1;
     CUlaunchConfig dcfg = {};
-    dcfg.gridDimX = GRID;
+    dcfg.gridDimX = grid;
     dcfg.gridDimY = dcfg.gridDimZ = 1;
     dcfg.blockDimX = BLOCK;
     dcfg.blockDimY = dcfg.blockDimZ = 1;
@@ -319,14 +320,15 @@ static void enqueue_chain(cudaStream_t s, unsigned* buf[2], unsigned n, int link
             cfg.numAttrs = k == 0 ? 0 : 1;
             CK(cudaLaunchKernelEx(&cfg, chain_step, in, out, n, 1u));
         } else {
-            chain_step<<<GRID, BLOCK, 0, s>>>(in, out, n, 0u);
+            chain_step<<<grid, BLOCK, 0, s>>>(in, out, n, 0u);
         }
     }
 }
 
 // us per kernel: `reps` timed chains of `links` kernels (after 2 warm-up chains); checks
 // that buf[0] == x0 + links * chains at the end.
-static Stats chain_bench(cudaStream_t s, Variant v, unsigned n, int links, int reps) {
+static Stats chain_bench(cudaStream_t s, Variant v, unsigned n, int links, int reps,
+                         unsigned grid = GRID) {
     std::vector<unsigned> x0(n), host(n);
     for (unsigned i = 0; i < n; ++i) x0[i] = i * 2654435761u ^ 0x9e3779b9u;
     unsigned* buf[2];
@@ -340,7 +342,7 @@ static Stats chain_bench(cudaStream_t s, Variant v, unsigned n, int links, int r
     if (graph) {
         cudaGraph_t g;
         CK(cudaStreamBeginCapture(s, cudaStreamCaptureModeGlobal));
-        enqueue_chain(s, buf, n, links, pdl);
+        enqueue_chain(s, buf, n, links, pdl, grid);
         CK(cudaStreamEndCapture(s, &g));
         CK(cudaGraphInstantiate(&exec, g, 0));
         CK(cudaGraphDestroy(g));
@@ -356,7 +358,7 @@ static Stats chain_bench(cudaStream_t s, Variant v, unsigned n, int links, int r
         if (graph)
             CK(cudaGraphLaunch(exec, s));
         else
-            enqueue_chain(s, buf, n, links, pdl);
+            enqueue_chain(s, buf, n, links, pdl, grid);
         CK(cudaEventRecord(e1, s));
         CK(cudaEventSynchronize(e1));
         float ms = 0;
@@ -544,13 +546,14 @@ static cudaStream_t lib_stream() {
     return s;
 }
 
-// Median us/kernel of `reps` chains. `kernel` null: the nvcc-built chain_step through the
-// runtime; else that CUfunction (the Rust-built chain_step, from the caller's module in the
-// same primary context) through the driver API, as with --ptx.
-extern "C" double cpp_chain_us(int variant, unsigned n, int links, int reps, void* kernel) {
+// Median us/kernel of `reps` chains of `grid` x 256 threads. `kernel` null: the nvcc-built
+// chain_step through the runtime; else that CUfunction (the Rust-built chain_step, from the
+// caller's module in the same primary context) through the driver API, as with --ptx.
+extern "C" double cpp_chain_us(int variant, unsigned n, int links, int reps, void* kernel,
+                               unsigned grid) {
     cudaStream_t s = lib_stream();
     g_ptx_chain = (CUfunction)kernel;
-    const double us = chain_bench(s, (Variant)variant, n, links, reps).median;
+    const double us = chain_bench(s, (Variant)variant, n, links, reps, grid).median;
     g_ptx_chain = nullptr;
     return us;
 }
