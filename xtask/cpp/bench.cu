@@ -336,6 +336,10 @@ static Stats chain_bench(cudaStream_t s, Variant v, unsigned n, int links, int r
     CK(cudaMalloc(&buf[1], n * sizeof(unsigned)));
     CK(cudaMemcpy(buf[0], x0.data(), n * sizeof(unsigned), cudaMemcpyHostToDevice));
     CK(cudaMemset(buf[1], 0xff, n * sizeof(unsigned)));
+    // cudaMemset (and a pageable cudaMemcpy's DMA) run on the legacy stream, which the
+    // non-blocking stream `s` does not wait for: without this the memset can land after
+    // the first link wrote buf[1] (seen on the H100 as a wrong chain result).
+    CK(cudaDeviceSynchronize());
     const bool pdl = v == STREAM_PDL || v == GRAPH_PDL;
     const bool graph = v == GRAPH || v == GRAPH_PDL;
     cudaGraphExec_t exec = nullptr;
@@ -370,7 +374,7 @@ static Stats chain_bench(cudaStream_t s, Variant v, unsigned n, int links, int r
     const unsigned total = (unsigned)(links * (warm + reps));
     for (unsigned i = 0; i < n; ++i) {
         if (host[i] != x0[i] + total) {
-            fprintf(stderr, "chain %s n=%u: element %u is %u, expected %u\n", VARIANT_NAMES[v], n,
+            fprintf(stderr, "C++ chain %s n=%u: element %u is %u, expected %u\n", VARIANT_NAMES[v], n,
                     i, host[i], x0[i] + total);
             exit(1);
         }
@@ -394,6 +398,7 @@ static Stats pair_bench(cudaStream_t s, bool pdl, unsigned n, unsigned prolog, i
     CK(cudaMalloc(&st_p, GRID * 4 * sizeof(unsigned long long)));
     CK(cudaMalloc(&st_s, GRID * 4 * sizeof(unsigned long long)));
     CK(cudaMemset(b, 0xff, n * sizeof(unsigned)));
+    CK(cudaDeviceSynchronize());  // as in chain_bench: the legacy stream vs `s`
     cudaLaunchAttribute attr[1] = {};
     attr[0].id = cudaLaunchAttributeProgrammaticStreamSerialization;
     attr[0].val.programmaticStreamSerializationAllowed = 1;
@@ -424,7 +429,7 @@ static Stats pair_bench(cudaStream_t s, bool pdl, unsigned n, unsigned prolog, i
     CK(cudaMemcpy(host.data(), b, n * sizeof(unsigned), cudaMemcpyDeviceToHost));
     for (unsigned i = 0; i < n; ++i) {
         if (host[i] != i * 6u + 15u) {
-            fprintf(stderr, "pair n=%u: element %u is %u, expected %u\n", n, i, host[i],
+            fprintf(stderr, "C++ pair n=%u: element %u is %u, expected %u\n", n, i, host[i],
                     i * 6u + 15u);
             exit(1);
         }
