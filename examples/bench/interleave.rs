@@ -11,7 +11,7 @@ use std::fmt::Write as _;
 
 use cuda_core::{Context, Function, Module, Stream};
 
-use crate::common::{BLOCK, ChainMode, Pair, R, chain_bench, stats};
+use crate::common::{BLOCK, ChainMode, Pair, R, chain_bench, chain_bench_trigger, stats};
 use crate::{Rows, launch_costs, pair_bench};
 
 /// `cpp_chain_us(variant, n, links, reps, kernel, grid)`: median us/kernel of `reps`
@@ -326,7 +326,71 @@ pub fn interleave(ctx: &Context, lib: &str, rounds: usize, csv_path: &str) -> R 
         }
     }
 
-    // 4. The PDL pair with a prolog before griddepcontrol.wait.
+    // 4. Where the trigger goes, for the shapes where PDL helps and where it hurts:
+    // captured graphs of the Rust chain_step, without PDL and with each kernel mode.
+    println!(
+        "\nPDL trigger placement (graph, Rust kernels), {sweep_rounds} rounds of {REPS} chains of {LINKS} kernels: us/kernel"
+    );
+    println!(
+        "{:>8} {:>6} {:>9} {:>12} {:>12} {:>12}",
+        "elems", "grid", "no PDL", "wait+early", "wait+late", "wait only"
+    );
+    for (elems, one_per_thread) in [
+        (1_048_576u32, false),
+        (33_792, true),
+        (1_048_576, true),
+        (4_194_304, true),
+    ] {
+        let grid = if one_per_thread {
+            elems.div_ceil(BLOCK)
+        } else {
+            sms
+        };
+        let run = |pdl: Option<u32>| -> R<f64> {
+            let mut us = chain_bench_trigger(
+                ctx,
+                &rust_chain,
+                ChainMode::Graph,
+                pdl,
+                elems,
+                grid,
+                LINKS,
+                REPS,
+            )?;
+            Ok(stats(&mut us).0)
+        };
+        let r = Rounds::run(
+            sweep_rounds,
+            [
+                &mut || run(None),
+                &mut || run(Some(1)),
+                &mut || run(Some(2)),
+                &mut || run(Some(3)),
+            ],
+        )?;
+        println!(
+            "{elems:>8} {grid:>6} {:>9.3} {:>12.3} {:>12.3} {:>12.3}",
+            r.median(0),
+            r.median(1),
+            r.median(2),
+            r.median(3)
+        );
+        let sides = ["no-pdl", "pdl-wait-early", "pdl-wait-late", "pdl-wait-only"];
+        for pair in [(1, 0), (2, 0), (3, 0)] {
+            csv.add(
+                "trigger",
+                "graph",
+                elems,
+                grid,
+                "us/kernel",
+                sides,
+                &r,
+                pair,
+            );
+        }
+    }
+
+    // 5. The PDL pair with a prolog before griddepcontrol.wait.
     println!(
         "\ninterleaved pair (primary works 0 ns after its early trigger), {sweep_rounds} rounds: us/pair"
     );

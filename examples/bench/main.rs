@@ -540,7 +540,7 @@ fn graph_probe(ctx: &Context) -> R {
                drop_graph: bool|
      -> R {
         let capture = Capture::begin(ctx, stream, CaptureMode::Global)?;
-        enqueue_chain(&f, stream, bufs, n, sms, links, false)?;
+        enqueue_chain(&f, stream, bufs, n, sms, links, None)?;
         let graph = capture.end()?;
         let exec = graph.instantiate(InstantiateFlags::empty())?;
         if drop_graph {

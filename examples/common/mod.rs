@@ -152,8 +152,9 @@ impl ChainMode {
 }
 
 /// Enqueues `links` chain_step kernels ping-ponging between `buf[0]` and `buf[1]`;
-/// with PDL, kernel mode 1 (wait, then trigger early) and the attribute on every link
-/// after the first (as the C++ reference does).
+/// with PDL, the attribute on every link after the first (as the C++ reference does) and
+/// kernel mode `trigger` (1: wait, then trigger early; 2: wait, work, trigger; 3: wait
+/// only), else mode 0.
 pub fn enqueue_chain(
     f: &Function<'_>,
     stream: &Stream<'_>,
@@ -161,14 +162,18 @@ pub fn enqueue_chain(
     n: u32,
     grid: u32,
     links: usize,
-    pdl: bool,
+    pdl: Option<u32>,
 ) -> R {
     let plain = LaunchConfig::new(grid, BLOCK).stream(stream);
     let with_pdl = plain.clone().programmatic_stream_serialization()?;
     for k in 0..links {
         let (input, out) = (buf[k & 1].as_arg(), buf[(k + 1) & 1].as_arg());
-        let cfg = if pdl && k > 0 { &with_pdl } else { &plain };
-        let mode: u32 = if pdl { 1 } else { 0 };
+        let cfg = if pdl.is_some() && k > 0 {
+            &with_pdl
+        } else {
+            &plain
+        };
+        let mode = pdl.unwrap_or(0);
         // SAFETY: chain_step(in: *const u32, out: *mut u32, n: u32, mode: u32): both
         // buffers hold n words and outlive the stream's work (the caller synchronizes).
         unsafe { launch(f, cfg, &(input, out, n, mode))? };
@@ -188,6 +193,23 @@ pub fn chain_bench(
     links: usize,
     reps: usize,
 ) -> R<Vec<f64>> {
+    let pdl = mode.pdl().then_some(1);
+    chain_bench_trigger(ctx, f, mode, pdl, n, grid, links, reps)
+}
+
+/// [`chain_bench`] with the PDL kernel mode chosen: `pdl` as for [`enqueue_chain`] (the
+/// graph or stream choice is taken from `mode`, PDL or not from `pdl`).
+#[allow(clippy::too_many_arguments)]
+pub fn chain_bench_trigger(
+    ctx: &Context,
+    f: &Function<'_>,
+    mode: ChainMode,
+    pdl: Option<u32>,
+    n: u32,
+    grid: u32,
+    links: usize,
+    reps: usize,
+) -> R<Vec<f64>> {
     let stream = Stream::non_blocking(ctx)?;
     let x0: Vec<u32> = (0..n)
         .map(|i| i.wrapping_mul(2_654_435_761) ^ 0x9e37_79b9)
@@ -199,7 +221,7 @@ pub fn chain_bench(
     buf[1].memset_d32(0xffff_ffff)?;
     let exec = if mode.graph() {
         let capture = Capture::begin(ctx, &stream, CaptureMode::Global)?;
-        enqueue_chain(f, &stream, &buf, n, grid, links, mode.pdl())?;
+        enqueue_chain(f, &stream, &buf, n, grid, links, pdl)?;
         let graph = capture.end()?;
         let exec = graph.instantiate(InstantiateFlags::empty())?;
         exec.upload(&stream)?;
@@ -217,7 +239,7 @@ pub fn chain_bench(
         e0.record(&stream)?;
         match &exec {
             Some(exec) => exec.launch(&stream)?,
-            None => enqueue_chain(f, &stream, &buf, n, grid, links, mode.pdl())?,
+            None => enqueue_chain(f, &stream, &buf, n, grid, links, pdl)?,
         }
         e1.record(&stream)?;
         e1.synchronize()?;
