@@ -12,6 +12,10 @@
 //!    whether the secondary's prolog overlapped the primary.
 //! 2. A chain of 256 dependent kernels, per-kernel time with and without PDL, on a
 //!    stream and as a captured graph.
+//! 3. Where PDL hurts: the same chain with one thread per element (several waves of
+//!    blocks per kernel), and a multi-wave PDL pair whose stamps show the secondary's
+//!    blocks starting before the primary's last blocks have (so before every primary
+//!    block could have triggered).
 //!
 //! Without a GPU it says so and exits successfully.
 
@@ -19,7 +23,9 @@ mod common;
 
 use std::io::Write as _;
 
-use common::{BLOCK, ChainMode, Pair, R, STAMPS, chain_bench, open_gpu, stats};
+use common::{
+    BLOCK, ChainMode, Pair, R, STAMPS, chain_bench, chain_bench_trigger, open_gpu, stats,
+};
 use cuda_core::{Event, EventFlags, Module, Stream};
 
 const PRIMARY_WORK_NS: u32 = 10_000;
@@ -137,6 +143,54 @@ fn run(ctx: &cuda_core::Context, stamps_path: Option<&str>) -> R {
         println!(
             "   {:<11} {med:6.3} us/kernel (min {min:.3}, max {max:.3}), result checked",
             mode.name()
+        );
+    }
+    multi_wave(ctx, &module, &stream)
+}
+
+/// Section 3: PDL on kernels of several waves of blocks.
+fn multi_wave(ctx: &cuda_core::Context, module: &Module<'_>, stream: &Stream<'_>) -> R {
+    const N: u32 = 1 << 20;
+    let grid = N / BLOCK;
+    println!(
+        "\n3. one thread per element: {N} elements, {grid}x{BLOCK} threads per kernel (several waves)"
+    );
+    let chain = module.function("chain_step")?;
+    for (label, pdl) in [
+        ("no PDL", None),
+        ("PDL, trigger at entry", Some(1)),
+        ("PDL, trigger at the end", Some(2)),
+        ("PDL, no trigger (wait only)", Some(3)),
+    ] {
+        let mut us = chain_bench_trigger(ctx, &chain, ChainMode::Graph, pdl, N, grid, 256, 20)?;
+        let (med, min, _) = stats(&mut us);
+        println!("   graph chain, {label:<28} {med:6.3} us/kernel (min {min:.3}), result checked");
+    }
+    // The pair with a multi-wave primary that triggers at entry: were secondary blocks
+    // resident before the primary's last block had even started?
+    let pair = Pair::new(ctx, module, N, grid)?;
+    let mut early = Vec::new();
+    for _ in 0..20 {
+        pair.enqueue(stream, true, 0, 0)?;
+        stream.synchronize()?;
+        pair.check()?;
+        let (p, s) = pair.stamps()?;
+        let last_primary_start = p.chunks(STAMPS).map(|b| b[0]).max().unwrap_or(0);
+        early.push(
+            s.chunks(STAMPS)
+                .filter(|b| b[0] < last_primary_start)
+                .count() as f64,
+        );
+    }
+    let (med, min, max) = stats(&mut early);
+    println!(
+        "   PDL pair, primary triggers at entry: in the median pair {med:.0} of {grid} secondary \
+         blocks (min {min:.0}, max {max:.0}, 20 pairs) started before the primary's last block did"
+    );
+    if max > 0.0 {
+        println!(
+            "   so the secondary launched before every primary block had triggered: its waiting \
+             blocks take SM slots the primary's later waves need"
         );
     }
     Ok(())
