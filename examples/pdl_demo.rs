@@ -13,9 +13,8 @@
 //! 2. A chain of 256 dependent kernels, per-kernel time with and without PDL, on a
 //!    stream and as a captured graph.
 //! 3. Where PDL hurts: the same chain with one thread per element (several waves of
-//!    blocks per kernel), and a multi-wave PDL pair whose stamps show the secondary's
-//!    blocks starting before the primary's last blocks have (so before every primary
-//!    block could have triggered).
+//!    blocks per kernel) by trigger placement, and a multi-wave pair whose stamps show
+//!    when the secondary's blocks start and how long it runs once the primary is done.
 //!
 //! Without a GPU it says so and exits successfully.
 
@@ -166,32 +165,60 @@ fn multi_wave(ctx: &cuda_core::Context, module: &Module<'_>, stream: &Stream<'_>
         let (med, min, _) = stats(&mut us);
         println!("   graph chain, {label:<28} {med:6.3} us/kernel (min {min:.3}), result checked");
     }
-    // The pair with a multi-wave primary that triggers at entry: were secondary blocks
-    // resident before the primary's last block had even started?
+    // The pair with a multi-wave primary that triggers at entry, from the stamps: when
+    // the secondary's blocks started, and how long the secondary took once the primary
+    // was done.
     let pair = Pair::new(ctx, module, N, grid)?;
-    let mut early = Vec::new();
-    for _ in 0..20 {
-        pair.enqueue(stream, true, 0, 0)?;
-        stream.synchronize()?;
-        pair.check()?;
-        let (p, s) = pair.stamps()?;
-        let last_primary_start = p.chunks(STAMPS).map(|b| b[0]).max().unwrap_or(0);
-        early.push(
-            s.chunks(STAMPS)
-                .filter(|b| b[0] < last_primary_start)
-                .count() as f64,
-        );
-    }
-    let (med, min, max) = stats(&mut early);
-    println!(
-        "   PDL pair, primary triggers at entry: in the median pair {med:.0} of {grid} secondary \
-         blocks (min {min:.0}, max {max:.0}, 20 pairs) started before the primary's last block did"
-    );
-    if max > 0.0 {
+    for (pdl, work_ns) in [(false, 0), (true, 0), (false, 2000), (true, 2000)] {
+        let (mut early, mut waiting, mut after, mut primary) = (vec![], vec![], vec![], vec![]);
+        let mut per_sm = (vec![], vec![]);
+        for _ in 0..20 {
+            pair.enqueue(stream, pdl, work_ns, 0)?;
+            stream.synchronize()?;
+            pair.check()?;
+            let (p, s) = pair.stamps()?;
+            let p_first = col(&p, 0).min().unwrap_or(0);
+            let p_last_start = col(&p, 0).max().unwrap_or(0);
+            let p_end = col(&p, 2).max().unwrap_or(0);
+            let s_end = col(&s, 2).max().unwrap_or(0);
+            let s_first = col(&s, 0).min().unwrap_or(0);
+            early.push(col(&s, 0).filter(|&t| t < p_last_start).count() as f64);
+            waiting.push(col(&s, 0).filter(|&t| t < p_end).count() as f64);
+            primary.push(p_end.saturating_sub(p_first) as f64 / 1000.0);
+            // The secondary's own time: from the primary's end (or its first block, if it
+            // started later) to its last block's end.
+            after.push(s_end.saturating_sub(p_end.max(s_first)) as f64 / 1000.0);
+            // How evenly the secondary's blocks spread over the SMs.
+            let mut count = std::collections::BTreeMap::<u64, u32>::new();
+            for sm in col(&s, 3) {
+                *count.entry(sm).or_default() += 1;
+            }
+            per_sm
+                .0
+                .push(f64::from(count.values().copied().min().unwrap_or(0)));
+            per_sm
+                .1
+                .push(f64::from(count.values().copied().max().unwrap_or(0)));
+        }
+        let med = |v: &mut Vec<f64>| stats(v).0;
         println!(
-            "   so the secondary launched before every primary block had triggered: its waiting \
-             blocks take SM slots the primary's later waves need"
+            "   pair, primary blocks work {:>4} ns, {:<11} primary {:5.2} us; secondary blocks \
+             started before the primary's last block: {:.0}, before its end: {:.0} of {grid}; \
+             secondary after the primary: {:5.2} us, its blocks per SM {:.0}..{:.0} (medians of 20)",
+            work_ns,
+            if pdl { "with PDL:" } else { "without:" },
+            med(&mut primary),
+            med(&mut early),
+            med(&mut waiting),
+            med(&mut after),
+            med(&mut per_sm.0),
+            med(&mut per_sm.1)
         );
     }
     Ok(())
+}
+
+/// Column `k` of per-block stamps (`STAMPS` per block).
+fn col(v: &[u64], k: usize) -> impl Iterator<Item = u64> + '_ {
+    v.chunks(STAMPS).map(move |b| b[k])
 }
