@@ -193,7 +193,8 @@ pub fn interleave(ctx: &Context, lib: &str, rounds: usize, csv_path: &str) -> R 
     const REPS: usize = 5;
     const LINKS: usize = 256;
     println!(
-        "\ninterleaved, {rounds} rounds of {REPS} chains of {LINKS} kernels, {n} elements: us/kernel"
+        "\ninterleaved, {rounds} rounds (stream modes {}: host-bound, noisier) of {REPS} chains of {LINKS} kernels, {n} elements: us/kernel",
+        3 * rounds
     );
     println!("  host x kernel: cuda-core or C++ (runtime API; driver API for the Rust kernel) x");
     println!("  Rust (ptx/) or nvcc chain_step; ratios are medians (per-round range)");
@@ -224,8 +225,9 @@ pub fn interleave(ctx: &Context, lib: &str, rounds: usize, csv_path: &str) -> R 
         let rust_host = |f: &Function<'_>| -> R<f64> {
             Ok(stats(&mut chain_bench(ctx, f, mode, n, sms, LINKS, REPS)?).0)
         };
+        let chain_rounds = if mode.graph() { rounds } else { 3 * rounds };
         let r = Rounds::run(
-            rounds,
+            chain_rounds,
             [
                 &mut || rust_host(&rust_chain),
                 &mut || cpp_chain(rust_chain.as_raw().cast()),
@@ -294,7 +296,7 @@ pub fn interleave(ctx: &Context, lib: &str, rounds: usize, csv_path: &str) -> R 
                         },
                     ],
                 )?;
-                let pdl = if matches!(mode, ChainMode::StreamPdl | ChainMode::GraphPdl) {
+                let pdl = if mode.pdl() {
                     [
                         format!("{:+.3}", r.median(0) - without[0]),
                         format!("{:+.3}", r.median(1) - without[1]),

@@ -142,11 +142,11 @@ impl ChainMode {
         }
     }
 
-    fn pdl(self) -> bool {
+    pub fn pdl(self) -> bool {
         matches!(self, ChainMode::StreamPdl | ChainMode::GraphPdl)
     }
 
-    fn graph(self) -> bool {
+    pub fn graph(self) -> bool {
         matches!(self, ChainMode::Graph | ChainMode::GraphPdl)
     }
 }
