@@ -147,8 +147,9 @@ pub fn ratio_text((ratio, lo, hi): (f64, f64, f64)) -> String {
 }
 
 /// `--interleave LIB.so [--rounds N] [--csv PATH]`: launch costs, the 256-kernel chain
-/// with both kernel builds under both hosts, the crossover sweep and the PDL pair, each
-/// alternating Rust and C++ round by round. Writes the comparisons to `csv_path`.
+/// with both kernel builds under both hosts, the crossover sweep on two grid shapes and
+/// the PDL pair, each alternating Rust and C++ round by round, and the PDL trigger
+/// placement (Rust only). Writes the comparisons to `csv_path`.
 pub fn interleave(ctx: &Context, lib: &str, rounds: usize, csv_path: &str) -> R {
     let cpp = CppLib::open(lib)?;
     let module = Module::from_ptx(ctx, cuda_workspace::ptx::KERNELS)?;
