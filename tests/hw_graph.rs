@@ -35,7 +35,7 @@ fn main() {
             captured_pdl_chain_has_programmatic_edges,
             explicit_chain_with_programmatic_edges,
             while_loop_runs_until_counter,
-            while_loop_with_rust_device_helper,
+            while_loop_single_trip,
             switch_chooses_among_three_bodies,
             exec_update_kernel_params_and_whole_graph,
             invalid_update_reports_topology_change,
@@ -310,17 +310,17 @@ fn explicit_chain_with_programmatic_edges() -> TestResult {
     Ok(())
 }
 
-/// A WHILE node whose body, `while_cond`, adds 1 to `counter` at each run and sets the
-/// handle to `counter < LOOPS`. The memset node ahead of the loop zeroes `counter` at
-/// each graph launch, so afterwards `counter` is the number of body runs of that launch.
-fn while_loop_runs_until_counter() -> TestResult {
+/// A WHILE node whose body, `while_cond` (built on cuda-core's device-side
+/// `ConditionalHandle::set`), adds 1 to `counter` at each run and sets the handle to
+/// `counter < loops`. The memset node ahead of the loop zeroes `counter` at each graph
+/// launch, so after each of `launches` launches `counter` is that launch's body runs.
+fn while_loop(loops: u32, launches: u32) -> TestResult {
     require_sm(9, 0)?;
     let ctx = Context::primary(Device::get(0)?)?;
     let module = devrt_module(&ctx)?;
     let body_fn = module.function("while_cond")?;
     let stream = Stream::non_blocking(&ctx)?;
     let counter = DeviceBuffer::<u32>::zeroed(&ctx, 1)?;
-    const LOOPS: u32 = 10;
 
     let graph = Graph::new(&ctx)?;
     // SAFETY: the buffer holds one u32 and outlives the executable graph.
@@ -340,59 +340,31 @@ fn while_loop_runs_until_counter() -> TestResult {
             &[],
             &body_fn,
             &LaunchConfig::new(1, 1),
-            &(counter.as_arg(), LOOPS, handle),
+            &(counter.as_arg(), loops, handle),
         )?;
     }
     check_eq(body.node_count()?, 1, "nodes in the body")?;
 
     let exec = graph.instantiate(InstantiateFlags::empty())?;
-    for launch_no in 1..=2 {
+    for launch_no in 1..=launches {
         exec.launch(&stream)?;
         stream.synchronize()?;
         check_eq(
             read_u32(&counter)?,
-            vec![LOOPS],
+            vec![loops],
             &format!("body runs (counter) in launch {launch_no}"),
         )?;
     }
     Ok(())
 }
 
-/// The WHILE loop with another trip count and nothing but the loop: `while_cond` sets the
-/// handle through cuda-core's device-side `ConditionalHandle::set`.
-fn while_loop_with_rust_device_helper() -> TestResult {
-    require_sm(9, 0)?;
-    let ctx = Context::primary(Device::get(0)?)?;
-    let module = devrt_module(&ctx)?;
-    let body_fn = module.function("while_cond")?;
-    let stream = Stream::non_blocking(&ctx)?;
-    let counter = DeviceBuffer::<u32>::zeroed(&ctx, 1)?;
-    const LOOPS: u32 = 7;
-    let graph = Graph::new(&ctx)?;
-    // SAFETY: the buffer holds one u32 and outlives the executable graph.
-    let reset = unsafe { [graph.add_memset_node(&[], &Memset::d32(counter.as_raw(), 0, 1))?] };
-    let handle = graph.create_conditional_handle(Some(1))?;
-    let (_, body) = graph.add_while_node(&reset, handle)?;
-    // SAFETY: while_cond(counter: *mut u32, n: u32, handle: u64) touches one u32.
-    unsafe {
-        body.add_kernel_node(
-            &[],
-            &body_fn,
-            &LaunchConfig::new(1, 1),
-            &(counter.as_arg(), LOOPS, handle),
-        )?;
-    }
-    let exec = graph.instantiate(InstantiateFlags::empty())?;
-    for launch_no in 1..=2 {
-        exec.launch(&stream)?;
-        stream.synchronize()?;
-        check_eq(
-            read_u32(&counter)?,
-            vec![LOOPS],
-            &format!("counter after launch {launch_no}"),
-        )?;
-    }
-    Ok(())
+fn while_loop_runs_until_counter() -> TestResult {
+    while_loop(10, 2)
+}
+
+/// One trip: the handle starts at 1, so the body runs once and sets it to 0.
+fn while_loop_single_trip() -> TestResult {
+    while_loop(1, 3)
 }
 
 fn switch_chooses_among_three_bodies() -> TestResult {

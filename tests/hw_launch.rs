@@ -211,7 +211,19 @@ fn check_filled(got: &[u32], what: &str) -> TestResult {
     }
 }
 
-fn pointer_array_args_reach_the_kernel() -> TestResult {
+/// How an echo test hands `param_echo` its parameters.
+#[derive(Clone, Copy)]
+enum EchoPath {
+    /// `launch` with the `kernelParams` pointer array.
+    Pointers,
+    /// `launch_packed` with one buffer.
+    Packed,
+    /// `launch_checked`: the buffer, checked against `cuFuncGetParamInfo` first.
+    Checked,
+}
+
+/// Launches `param_echo` through `path` and checks every echoed byte.
+fn echo_through(path: EchoPath) -> TestResult {
     require_sm(9, 0)?;
     let ctx = Context::primary(Device::get(0)?)?;
     let module = Module::from_ptx(&ctx, ptx::KERNELS)?;
@@ -219,52 +231,39 @@ fn pointer_array_args_reach_the_kernel() -> TestResult {
     let stream = Stream::non_blocking(&ctx)?;
     let out = echo_out(&ctx)?;
     let args = echo_args(out.as_arg());
-    f.verify_args::<Echo<u64>>()?;
+    let packed = PackedArgs::from_args(&args)?;
     let cfg = LaunchConfig::new(1, 1).stream(&stream);
-    // SAFETY: the argument types match `param_echo`; `out` holds the 128 16-byte aligned
-    // bytes it writes and outlives the synchronize below; `e` is never dereferenced.
-    unsafe { launch(&f, &cfg, &args)? };
+    // SAFETY (all three): the argument types, and so the packed layout, are
+    // `param_echo`'s (`verify_args` / `verify_packed` check it against the driver); `out`
+    // holds the 128 16-byte aligned bytes the kernel writes and outlives the synchronize
+    // below; `e` is never dereferenced.
+    match path {
+        EchoPath::Pointers => {
+            f.verify_args::<Echo<u64>>()?;
+            unsafe { launch(&f, &cfg, &args)? };
+        }
+        EchoPath::Packed => unsafe { launch_packed(&f, &cfg, &packed)? },
+        EchoPath::Checked => {
+            f.verify_packed(&packed)?;
+            unsafe { launch_checked(&f, &cfg, &packed)? };
+        }
+    }
     stream.synchronize()?;
     let mut got = vec![0u8; ECHO_OUT_BYTES];
     out.copy_to_host(&mut got)?;
-    check_echo(&got, &PackedArgs::from_args(&args)?)
+    check_echo(&got, &packed)
+}
+
+fn pointer_array_args_reach_the_kernel() -> TestResult {
+    echo_through(EchoPath::Pointers)
 }
 
 fn packed_args_reach_the_kernel() -> TestResult {
-    require_sm(9, 0)?;
-    let ctx = Context::primary(Device::get(0)?)?;
-    let module = Module::from_ptx(&ctx, ptx::KERNELS)?;
-    let f = module.function("param_echo")?;
-    let stream = Stream::non_blocking(&ctx)?;
-    let out = echo_out(&ctx)?;
-    let packed = PackedArgs::from_args(&echo_args(out.as_arg()))?;
-    let cfg = LaunchConfig::new(1, 1).stream(&stream);
-    // SAFETY: the packed layout is `param_echo`'s (checked by the checked test too);
-    // `out` holds the 128 16-byte aligned bytes it writes.
-    unsafe { launch_packed(&f, &cfg, &packed)? };
-    stream.synchronize()?;
-    let mut got = vec![0u8; ECHO_OUT_BYTES];
-    out.copy_to_host(&mut got)?;
-    check_echo(&got, &packed)
+    echo_through(EchoPath::Packed)
 }
 
 fn checked_launch_accepts_the_right_layout() -> TestResult {
-    require_sm(9, 0)?;
-    let ctx = Context::primary(Device::get(0)?)?;
-    let module = Module::from_ptx(&ctx, ptx::KERNELS)?;
-    let f = module.function("param_echo")?;
-    let stream = Stream::non_blocking(&ctx)?;
-    let out = echo_out(&ctx)?;
-    let packed = PackedArgs::from_args(&echo_args(out.as_arg()))?;
-    f.verify_packed(&packed)?;
-    let cfg = LaunchConfig::new(1, 1).stream(&stream);
-    // SAFETY: `out` holds the 128 16-byte aligned bytes the kernel writes; the layout is
-    // checked.
-    unsafe { launch_checked(&f, &cfg, &packed)? };
-    stream.synchronize()?;
-    let mut got = vec![0u8; ECHO_OUT_BYTES];
-    out.copy_to_host(&mut got)?;
-    check_echo(&got, &packed)
+    echo_through(EchoPath::Checked)
 }
 
 fn checked_launch_rejects_a_wrong_signature() -> TestResult {
