@@ -137,7 +137,16 @@ fn run(ctx: &cuda_core::Context, stamps_path: Option<&str>) -> R {
         "\n2. chain of 256 dependent kernels ({sms}x{BLOCK} threads, each reads the previous output)"
     );
     for mode in ChainMode::ALL {
-        let mut us = chain_bench(ctx, &module.function("chain_step")?, mode, n, sms, 256, 20)?;
+        let mut us = chain_bench(
+            ctx,
+            &stream,
+            &module.function("chain_step")?,
+            mode,
+            n,
+            sms,
+            256,
+            20,
+        )?;
         let (med, min, max) = stats(&mut us);
         println!(
             "   {:<11} {med:6.3} us/kernel (min {min:.3}, max {max:.3}), result checked",
@@ -161,7 +170,8 @@ fn multi_wave(ctx: &cuda_core::Context, module: &Module<'_>, stream: &Stream<'_>
         ("PDL, trigger at the end", Some(2)),
         ("PDL, no trigger (wait only)", Some(3)),
     ] {
-        let mut us = chain_bench_trigger(ctx, &chain, ChainMode::Graph, pdl, N, grid, 256, 20)?;
+        let mut us =
+            chain_bench_trigger(ctx, stream, &chain, ChainMode::Graph, pdl, N, grid, 256, 20)?;
         let (med, min, _) = stats(&mut us);
         println!("   graph chain, {label:<28} {med:6.3} us/kernel (min {min:.3}), result checked");
     }

@@ -224,7 +224,10 @@ pub fn interleave(ctx: &Context, lib: &str, rounds: usize, csv_path: &str) -> R 
             Ok(unsafe { (cpp.chain)(variant as i32, n, LINKS as i32, REPS as i32, kernel, sms) })
         };
         let rust_host = |f: &Function<'_>| -> R<f64> {
-            Ok(stats(&mut chain_bench(ctx, f, mode, n, sms, LINKS, REPS)?).0)
+            Ok(stats(&mut chain_bench(
+                ctx, &stream, f, mode, n, sms, LINKS, REPS,
+            )?)
+            .0)
         };
         let chain_rounds = if mode.graph() { rounds } else { 3 * rounds };
         let r = Rounds::run(
@@ -280,8 +283,16 @@ pub fn interleave(ctx: &Context, lib: &str, rounds: usize, csv_path: &str) -> R 
                     sweep_rounds,
                     [
                         &mut || {
-                            let mut us =
-                                chain_bench(ctx, &rust_chain, mode, elems, grid, LINKS, REPS)?;
+                            let mut us = chain_bench(
+                                ctx,
+                                &stream,
+                                &rust_chain,
+                                mode,
+                                elems,
+                                grid,
+                                LINKS,
+                                REPS,
+                            )?;
                             Ok(stats(&mut us).0)
                         },
                         // SAFETY: plain values; the library checks its own results.
@@ -352,6 +363,7 @@ pub fn interleave(ctx: &Context, lib: &str, rounds: usize, csv_path: &str) -> R 
         let run = |pdl: Option<u32>| -> R<f64> {
             let mut us = chain_bench_trigger(
                 ctx,
+                &stream,
                 &rust_chain,
                 ChainMode::Graph,
                 pdl,

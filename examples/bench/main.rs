@@ -214,6 +214,7 @@ fn run(ctx: &Context, rows: &mut Rows, quick: bool, cold: [f64; 3]) -> R {
     for mode in ChainMode::ALL {
         let mut us = chain_bench(
             ctx,
+            &stream,
             &chain_fn,
             mode,
             n,
@@ -229,6 +230,7 @@ fn run(ctx: &Context, rows: &mut Rows, quick: bool, cold: [f64; 3]) -> R {
         for mode in ChainMode::ALL {
             let mut us = chain_bench(
                 ctx,
+                &stream,
                 &chain_fn,
                 mode,
                 elems,
@@ -571,6 +573,7 @@ fn graph_probe(ctx: &Context) -> R {
             DeviceBuffer::zeroed(ctx, n as usize)?,
         ])
     };
+    let stream = Stream::non_blocking(ctx)?;
     for mode in [
         ChainMode::Graph,
         ChainMode::Stream,
@@ -579,7 +582,7 @@ fn graph_probe(ctx: &Context) -> R {
         ChainMode::GraphPdl,
         ChainMode::Graph,
     ] {
-        let mut us = chain_bench(ctx, &f, mode, n, sms, links, 20)?;
+        let mut us = chain_bench(ctx, &stream, &f, mode, n, sms, links, 20)?;
         let (med, _, _) = stats(&mut us);
         println!(
             "graph-probe chain_bench {:<28} {med:.4} us/kernel",

@@ -182,10 +182,13 @@ pub fn enqueue_chain(
 }
 
 /// Microseconds per kernel for `reps` timed chains of `links` launches of `f` (chain_step,
-/// from ptx/ or the nvcc-built one) on `n` elements
-/// (after 2 warm-up chains), timed with events; checks the result at the end.
+/// from ptx/ or the nvcc-built one) on `n` elements (after 2 warm-up chains), on
+/// `stream` (callers reuse one, as the C++ reference does), timed with events; checks the
+/// result at the end.
+#[allow(clippy::too_many_arguments)]
 pub fn chain_bench(
     ctx: &Context,
+    stream: &Stream<'_>,
     f: &Function<'_>,
     mode: ChainMode,
     n: u32,
@@ -194,7 +197,7 @@ pub fn chain_bench(
     reps: usize,
 ) -> R<Vec<f64>> {
     let pdl = mode.pdl().then_some(1);
-    chain_bench_trigger(ctx, f, mode, pdl, n, grid, links, reps)
+    chain_bench_trigger(ctx, stream, f, mode, pdl, n, grid, links, reps)
 }
 
 /// [`chain_bench`] with the PDL kernel mode chosen: `pdl` as for [`enqueue_chain`] (the
@@ -202,6 +205,7 @@ pub fn chain_bench(
 #[allow(clippy::too_many_arguments)]
 pub fn chain_bench_trigger(
     ctx: &Context,
+    stream: &Stream<'_>,
     f: &Function<'_>,
     mode: ChainMode,
     pdl: Option<u32>,
@@ -210,7 +214,6 @@ pub fn chain_bench_trigger(
     links: usize,
     reps: usize,
 ) -> R<Vec<f64>> {
-    let stream = Stream::non_blocking(ctx)?;
     let x0: Vec<u32> = (0..n)
         .map(|i| i.wrapping_mul(2_654_435_761) ^ 0x9e37_79b9)
         .collect();
@@ -220,11 +223,11 @@ pub fn chain_bench_trigger(
     ];
     buf[1].memset_d32(0xffff_ffff)?;
     let exec = if mode.graph() {
-        let capture = Capture::begin(ctx, &stream, CaptureMode::Global)?;
-        enqueue_chain(f, &stream, &buf, n, grid, links, pdl)?;
+        let capture = Capture::begin(ctx, stream, CaptureMode::Global)?;
+        enqueue_chain(f, stream, &buf, n, grid, links, pdl)?;
         let graph = capture.end()?;
         let exec = graph.instantiate(InstantiateFlags::empty())?;
-        exec.upload(&stream)?;
+        exec.upload(stream)?;
         Some(exec)
     } else {
         None
@@ -236,12 +239,12 @@ pub fn chain_bench_trigger(
     let warm = 2;
     let mut us = Vec::with_capacity(reps);
     for r in 0..warm + reps {
-        e0.record(&stream)?;
+        e0.record(stream)?;
         match &exec {
-            Some(exec) => exec.launch(&stream)?,
-            None => enqueue_chain(f, &stream, &buf, n, grid, links, pdl)?,
+            Some(exec) => exec.launch(stream)?,
+            None => enqueue_chain(f, stream, &buf, n, grid, links, pdl)?,
         }
-        e1.record(&stream)?;
+        e1.record(stream)?;
         e1.synchronize()?;
         if r >= warm {
             us.push(1000.0 * f64::from(Event::elapsed_ms(&e0, &e1)?) / links as f64);
