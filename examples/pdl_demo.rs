@@ -96,8 +96,8 @@ fn run(ctx: &cuda_core::Context, stamps_path: Option<&str>) -> R {
             pair.check()?;
             pair_us.push(1000.0 * f64::from(Event::elapsed_ms(&e0, &e1)?));
             let (p, s) = pair.stamps()?;
-            let primary_end = p.chunks(STAMPS).map(|b| b[2]).max().unwrap_or(0);
-            let secondary_start = s.chunks(STAMPS).map(|b| b[0]).min().unwrap_or(0);
+            let primary_end = col(&p, 2).max().unwrap_or(0);
+            let secondary_start = col(&s, 0).min().unwrap_or(0);
             let gap = secondary_start as f64 - primary_end as f64;
             overlap_us.push(-gap / 1000.0);
             if gap < 0.0 {

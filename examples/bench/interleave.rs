@@ -12,7 +12,7 @@ use std::fmt::Write as _;
 use cuda_core::{Context, Function, Module, Stream};
 
 use crate::common::{BLOCK, ChainMode, Pair, R, chain_bench, chain_bench_trigger, stats};
-use crate::{Rows, launch_costs, pair_bench};
+use crate::{CROSSOVER_ELEMS, Rows, launch_costs, pair_bench};
 
 /// `cpp_chain_us(variant, n, links, reps, kernel, grid)`: median us/kernel of `reps`
 /// chains of `grid` x 256 threads; a null `kernel` runs the nvcc-built chain_step, else
@@ -260,6 +260,14 @@ pub fn interleave(ctx: &Context, lib: &str, rounds: usize, csv_path: &str) -> R 
     // one block per SM looping over the elements (the chain above), and one thread per
     // element (elems / 256 blocks, several waves).
     let sweep_rounds = (rounds / 3).max(3);
+    // Blocks per kernel: one per SM (grid-stride), or one thread per element.
+    let grid_for = |elems: u32, one_per_thread: bool| {
+        if one_per_thread {
+            elems.div_ceil(BLOCK)
+        } else {
+            sms
+        }
+    };
     println!(
         "\ninterleaved crossover, {sweep_rounds} rounds of {REPS} chains of {LINKS} kernels: us/kernel"
     );
@@ -269,14 +277,8 @@ pub fn interleave(ctx: &Context, lib: &str, rounds: usize, csv_path: &str) -> R 
         "elems", "grid", "mode", "rust", "c++", "rust/c++", "PDL rust", "PDL c++"
     );
     for (section, one_per_thread) in [("crossover", false), ("crossover_full", true)] {
-        for elems in [
-            33_792u32, 131_072, 262_144, 524_288, 1_048_576, 2_097_152, 4_194_304,
-        ] {
-            let grid = if one_per_thread {
-                elems.div_ceil(BLOCK)
-            } else {
-                sms
-            };
+        for elems in CROSSOVER_ELEMS {
+            let grid = grid_for(elems, one_per_thread);
             let mut without = [0.0f64; 2];
             for (variant, mode) in ChainMode::ALL.into_iter().enumerate() {
                 let r = Rounds::run(
@@ -355,11 +357,7 @@ pub fn interleave(ctx: &Context, lib: &str, rounds: usize, csv_path: &str) -> R 
         (1_048_576, true),
         (4_194_304, true),
     ] {
-        let grid = if one_per_thread {
-            elems.div_ceil(BLOCK)
-        } else {
-            sms
-        };
+        let grid = grid_for(elems, one_per_thread);
         let run = |pdl: Option<u32>| -> R<f64> {
             let mut us = chain_bench_trigger(
                 ctx,
@@ -393,10 +391,15 @@ pub fn interleave(ctx: &Context, lib: &str, rounds: usize, csv_path: &str) -> R 
         let sides = ["no-pdl", "pdl-wait-early", "pdl-wait-late", "pdl-wait-only"];
         for pair in [(1, 0), (2, 0), (3, 0)] {
             csv.add(
-                "trigger",
+                // Sections named like the crossover's: the grid shape, not a prolog.
+                if one_per_thread {
+                    "trigger_full"
+                } else {
+                    "trigger"
+                },
                 "graph",
                 elems,
-                grid,
+                0,
                 "us/kernel",
                 sides,
                 &r,

@@ -61,6 +61,11 @@ static GLOBAL: Counting = Counting;
 /// One timed enqueue.
 type LaunchOne<'a> = Box<dyn FnMut() -> R + 'a>;
 
+/// Elements per kernel in the crossover sweeps (33,792 = one per thread of 132x256).
+const CROSSOVER_ELEMS: [u32; 7] = [
+    33_792, 131_072, 262_144, 524_288, 1_048_576, 2_097_152, 4_194_304,
+];
+
 const HEADER: &str = "impl,section,case,elems,prolog,unit,median,min,max,samples";
 
 struct Rows {
@@ -224,9 +229,7 @@ fn run(ctx: &Context, rows: &mut Rows, quick: bool, cold: [f64; 3]) -> R {
         )?;
         rows.add("rust", "chain", mode.name(), n, 0, "us/kernel", &mut us);
     }
-    for elems in [
-        33_792u32, 131_072, 262_144, 524_288, 1_048_576, 2_097_152, 4_194_304,
-    ] {
+    for elems in CROSSOVER_ELEMS {
         for mode in ChainMode::ALL {
             let mut us = chain_bench(
                 ctx,

@@ -494,16 +494,6 @@ mod tests {
         assert_eq!(by_size.rule(), LayoutRule::SizeMultiple);
     }
 
-    /// Packs `args` one `push` at a time: the general path.
-    struct PushEach<'a>(&'a mut PackedArgs);
-
-    impl ArgVisitor for PushEach<'_> {
-        type Error = PackError;
-        fn visit<T: DeviceRepr>(&mut self, value: &T) -> Result<(), PackError> {
-            self.0.push(value)
-        }
-    }
-
     #[test]
     fn compile_time_path_matches_push() {
         let args = guide_args();
@@ -512,7 +502,7 @@ mod tests {
         fast.clear(); // stale bytes under the padding must be zeroed again
         fast.extend(&args).unwrap();
         let mut slow = PackedArgs::new();
-        args.visit(&mut PushEach(&mut slow)).unwrap();
+        args.visit(&mut Pusher(&mut slow)).unwrap(); // the general path, one push each
         assert_eq!(fast.as_bytes(), slow.as_bytes());
         assert_eq!(fast.params(), slow.params());
         assert_eq!(fast.len(), 56);
