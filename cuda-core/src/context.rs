@@ -1,10 +1,17 @@
 //! Context management (driver API sections "Primary Context Management" and "Context
-//! Management"): [`Context`], a device's primary context held for as long as it lives.
+//! Management"): [`Context`], a shared owner of a CUDA context.
 //!
-//! Every handle bound to a context ([`Stream`](crate::Stream), [`Event`](crate::Event),
-//! [`Module`](crate::Module), [`DeviceBuffer`](crate::DeviceBuffer), ...) borrows its
-//! `Context` (`Thing<'ctx>`), so none can outlive it: they are dropped (destroyed)
-//! before the context releases the primary context.
+//! Every handle made in a context ([`Stream`](crate::Stream), [`Event`](crate::Event),
+//! [`Module`](crate::Module), [`DeviceBuffer`](crate::DeviceBuffer), ...) keeps a clone of
+//! its `Context`, so the context lives until the last of them is dropped, and each of
+//! them can make the context current on whatever thread it is used from. Handles have no
+//! lifetime parameter tied to the context: an application keeps them in a struct like
+//! any other value.
+//!
+//! Cloning is a reference count (`Arc` with `alloc`; without it a slot of a fixed
+//! static pool of [`MAX_CONTEXTS`] entries, see `shared.rs`). The last drop releases the
+//! primary context (`cuDevicePrimaryCtxRelease`) or destroys a created one
+//! (`cuCtxDestroy`).
 //!
 //! The primary context is the one the CUDA runtime (`libcudart`) uses for the device:
 //! memory, streams and events made here work with runtime calls and the other way round.
@@ -16,9 +23,14 @@ use cuda_sys::{CUcontext, DriverApi};
 
 use crate::Device;
 use crate::driver::api;
-use crate::error::{Result, drv};
+use crate::error::{Error, Result, drv, dropping};
+use crate::shared::{Pooled, Shared, Slot};
 
-/// How a [`Context`] gives up its handle when dropped.
+/// Without `alloc`, how many distinct contexts (each [`Context::primary`] or
+/// [`Context::create`] call, not clones) can be alive at once.
+pub const MAX_CONTEXTS: usize = 32;
+
+/// How a context is given up when its last [`Context`] clone is dropped.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum Ownership {
     /// One primary-context reference: `cuDevicePrimaryCtxRelease`.
@@ -29,23 +41,101 @@ enum Ownership {
     Borrowed,
 }
 
-/// A CUDA context: by default the device's primary context (`cuDevicePrimaryCtxRetain`),
-/// released on drop (`cuDevicePrimaryCtxRelease`).
-///
-/// Not `Send`/`Sync`-restricted by the driver: a context may be used from any thread once
-/// it is current there ([`Context::bind`]).
+/// What the clones of a [`Context`] share.
 #[derive(Debug)]
-pub struct Context {
+pub(crate) struct CtxInner {
     raw: CUcontext,
     device: Device,
     ownership: Ownership,
 }
 
-// SAFETY: a CUcontext is a process-wide handle; the driver synchronizes its use from
-// several threads. The type holds no thread-local state.
-unsafe impl Send for Context {}
-// SAFETY: as above; `&Context` methods are driver calls the driver makes thread-safe.
-unsafe impl Sync for Context {}
+// SAFETY: a CUcontext is a process-wide handle the driver synchronizes; the type holds
+// no thread-local state.
+unsafe impl Send for CtxInner {}
+// SAFETY: as above.
+unsafe impl Sync for CtxInner {}
+
+impl Drop for CtxInner {
+    /// Releases the primary context or destroys a created one; failures go to the
+    /// drop-error sink ([`crate::error::set_drop_error_hook`]).
+    fn drop(&mut self) {
+        // SAFETY: the last clone is gone and every handle made in the context held one,
+        // so nothing uses the context any more; the reference is ours to give up.
+        unsafe {
+            match self.ownership {
+                Ownership::Primary => dropping!(cuDevicePrimaryCtxRelease(self.device.as_raw())),
+                Ownership::Created => dropping!(cuCtxDestroy(self.raw)),
+                Ownership::Borrowed => {}
+            }
+        }
+    }
+}
+
+#[cfg(not(feature = "alloc"))]
+static CONTEXTS: [Slot<CtxInner>; MAX_CONTEXTS] = [const { Slot::new() }; MAX_CONTEXTS];
+
+impl Pooled for CtxInner {
+    fn pool() -> &'static [Slot<Self>] {
+        #[cfg(not(feature = "alloc"))]
+        {
+            &CONTEXTS
+        }
+        #[cfg(feature = "alloc")]
+        {
+            &[]
+        }
+    }
+}
+
+/// A CUDA context: by default the device's primary context (`cuDevicePrimaryCtxRetain`).
+///
+/// A shared owner: [`Clone`] adds a reference, and the context is released
+/// (`cuDevicePrimaryCtxRelease`) or destroyed (`cuCtxDestroy`) when the last clone, and
+/// with it the last handle made in it, is dropped. `Send + Sync`: every method (and every
+/// method of the handles made in it) makes the context current on the calling thread for
+/// the call when it is not already.
+///
+/// ```no_run
+/// # fn main() -> cuda_core::Result<()> {
+/// use cuda_core::{Context, Device, DeviceBuffer, Stream, StreamFlags};
+///
+/// // GPU state kept in a struct: no lifetimes tie the fields to each other.
+/// struct Gpu {
+///     ctx: Context,
+///     stream: Stream,
+///     data: DeviceBuffer<f32>,
+/// }
+/// let ctx = Context::primary(Device::get(0)?)?;
+/// let gpu = Gpu {
+///     stream: Stream::new(&ctx, StreamFlags::NON_BLOCKING)?,
+///     data: DeviceBuffer::zeroed(&ctx, 1024)?,
+///     ctx,
+/// };
+/// std::thread::spawn(move || gpu.stream.synchronize()).join().unwrap()?;
+/// # Ok(()) }
+/// ```
+#[derive(Clone)]
+pub struct Context {
+    inner: Shared<CtxInner>,
+}
+
+impl core::fmt::Debug for Context {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        f.debug_struct("Context")
+            .field("raw", &self.inner.raw)
+            .field("device", &self.inner.device)
+            .field("ownership", &self.inner.ownership)
+            .finish()
+    }
+}
+
+impl PartialEq for Context {
+    /// The same driver context (`CUcontext`), whichever clone or wrapper.
+    fn eq(&self, other: &Self) -> bool {
+        self.inner.raw == other.inner.raw
+    }
+}
+impl Eq for Context {}
 
 /// A stream priority range: lower numbers are higher priority, so `greatest <= least`
 /// (`0` and `-5` on Hopper).
@@ -77,15 +167,51 @@ impl Context {
         let mut raw = ptr::null_mut();
         // SAFETY: `raw` is a valid out-pointer.
         unsafe { drv!(cu, cuDevicePrimaryCtxRetain(&mut raw, device.as_raw()))? };
-        let ctx = Self {
+        let ctx = Self::share(CtxInner {
             raw,
             device,
             ownership: Ownership::Primary,
-        };
+        })?;
         if current_raw(cu)? != raw {
             ctx.bind()?;
         }
         Ok(ctx)
+    }
+
+    /// `cuCtxCreate`: a new context on `device` with `flags` (`CU_CTX_SCHED_*`,
+    /// `CU_CTX_MAP_HOST`, ...), made current on the calling thread as the driver does;
+    /// destroyed (`cuCtxDestroy`) when the last clone and handle are dropped.
+    ///
+    /// Prefer [`Context::primary`] unless you need a context of your own: the CUDA
+    /// runtime and most libraries use the primary one.
+    ///
+    /// # Errors
+    /// Driver errors.
+    #[doc(alias = "cuCtxCreate")]
+    pub fn create(device: Device, flags: u32) -> Result<Self> {
+        let cu = api()?;
+        let mut raw = ptr::null_mut();
+        // SAFETY: valid out-pointer; no creation parameters (null), plain flags.
+        unsafe {
+            drv!(
+                cu,
+                cuCtxCreate(&mut raw, ptr::null_mut(), flags, device.as_raw())
+            )?
+        };
+        Self::share(CtxInner {
+            raw,
+            device,
+            ownership: Ownership::Created,
+        })
+    }
+
+    /// Puts `inner` behind the reference count; without `alloc` and a free pool slot,
+    /// gives the context up again (dropping `inner`) and fails.
+    fn share(inner: CtxInner) -> Result<Self> {
+        Shared::new(inner).map(|inner| Self { inner }).map_err(|inner| {
+            drop(inner);
+            Error::InvalidArgument("too many live contexts (MAX_CONTEXTS without `alloc`)")
+        })
     }
 
     /// [`Context::primary`] of device 0.
@@ -102,12 +228,16 @@ impl Context {
     /// # Safety
     /// `raw` must be `device`'s primary context, retained once by the caller, and the
     /// caller must not release that reference itself.
-    pub unsafe fn from_raw_primary(raw: CUcontext, device: Device) -> Self {
-        Self {
+    ///
+    /// # Errors
+    /// Without `alloc`, when [`MAX_CONTEXTS`] contexts are alive (the reference is
+    /// released again).
+    pub unsafe fn from_raw_primary(raw: CUcontext, device: Device) -> Result<Self> {
+        Self::share(CtxInner {
             raw,
             device,
             ownership: Ownership::Primary,
-        }
+        })
     }
 
     /// Takes ownership of a context made with `cuCtxCreate` on `device`; dropping the
@@ -115,36 +245,50 @@ impl Context {
     ///
     /// # Safety
     /// `raw` must be a live context of `device` that nothing else destroys.
-    pub unsafe fn from_raw(raw: CUcontext, device: Device) -> Self {
-        Self {
+    ///
+    /// # Errors
+    /// Without `alloc`, when [`MAX_CONTEXTS`] contexts are alive (the context is
+    /// destroyed again).
+    pub unsafe fn from_raw(raw: CUcontext, device: Device) -> Result<Self> {
+        Self::share(CtxInner {
             raw,
             device,
             ownership: Ownership::Created,
-        }
+        })
     }
 
     /// Wraps a context owned elsewhere (a library's, the runtime's); dropping the result
     /// does nothing.
     ///
     /// # Safety
-    /// `raw` must be a live context of `device` and stay alive for as long as the result
-    /// and every handle made from it.
-    pub unsafe fn borrow_raw(raw: CUcontext, device: Device) -> Self {
-        Self {
+    /// `raw` must be a live context of `device` and stay alive for as long as the result,
+    /// its clones and every handle made from them.
+    ///
+    /// # Errors
+    /// Without `alloc`, when [`MAX_CONTEXTS`] contexts are alive.
+    pub unsafe fn borrow_raw(raw: CUcontext, device: Device) -> Result<Self> {
+        Self::share(CtxInner {
             raw,
             device,
             ownership: Ownership::Borrowed,
-        }
+        })
     }
 
     /// The raw `CUcontext`.
+    #[inline]
     pub fn as_raw(&self) -> CUcontext {
-        self.raw
+        self.inner.raw
     }
 
     /// The device.
     pub fn device(&self) -> Device {
-        self.device
+        self.inner.device
+    }
+
+    /// Whether `a` and `b` are clones of one [`Context`] value (the same reference
+    /// count), not merely the same driver context.
+    pub fn ptr_eq(a: &Self, b: &Self) -> bool {
+        Shared::ptr_eq(&a.inner, &b.inner)
     }
 
     /// `cuCtxSetCurrent`: makes this context current on the calling thread (to use it from
@@ -156,7 +300,7 @@ impl Context {
     pub fn bind(&self) -> Result<()> {
         let cu = api()?;
         // SAFETY: `raw` is a live context (type invariant).
-        unsafe { drv!(cu, cuCtxSetCurrent(self.raw)) }
+        unsafe { drv!(cu, cuCtxSetCurrent(self.inner.raw)) }
     }
 
     /// `cuCtxGetCurrent`: whether this context is current on the calling thread.
@@ -165,7 +309,7 @@ impl Context {
     /// Driver errors.
     #[doc(alias = "cuCtxGetCurrent")]
     pub fn is_current(&self) -> Result<bool> {
-        Ok(current_raw(api()?)? == self.raw)
+        Ok(current_raw(api()?)? == self.inner.raw)
     }
 
     /// `cuCtxGetCurrent`: the calling thread's current context (null if none); this is
@@ -188,30 +332,18 @@ impl Context {
         let mut raw = ptr::null_mut();
         // SAFETY: valid out-pointer; the reference taken here is released below.
         unsafe {
-            drv!(cu, cuDevicePrimaryCtxRetain(&mut raw, self.device.as_raw()))?;
-            drv!(cu, cuDevicePrimaryCtxRelease(self.device.as_raw()))?;
+            drv!(cu, cuDevicePrimaryCtxRetain(&mut raw, self.inner.device.as_raw()))?;
+            drv!(cu, cuDevicePrimaryCtxRelease(self.inner.device.as_raw()))?;
         }
-        Ok(raw == self.raw)
+        Ok(raw == self.inner.raw)
     }
 
     /// Makes this context current for the guard's lifetime if it is not already
     /// (`cuCtxPushCurrent` / `cuCtxPopCurrent`).
+    #[inline]
     pub(crate) fn enter(&self) -> Result<CurrentGuard<'_>> {
-        let cu = api()?;
-        if current_raw(cu)? == self.raw {
-            return Ok(CurrentGuard {
-                cu,
-                pushed: false,
-                _ctx: PhantomData,
-            });
-        }
-        // SAFETY: `raw` is a live context (type invariant).
-        unsafe { drv!(cu, cuCtxPushCurrent(self.raw))? };
-        Ok(CurrentGuard {
-            cu,
-            pushed: true,
-            _ctx: PhantomData,
-        })
+        // SAFETY: `self` keeps the context alive for the guard's lifetime.
+        unsafe { enter_raw(self.inner.raw) }
     }
 
     /// `cuCtxSynchronize`: waits for all work in the context.
@@ -271,33 +403,8 @@ impl Context {
         let cu = api()?;
         let mut v = 0;
         // SAFETY: live context, valid out-pointer.
-        unsafe { drv!(cu, cuCtxGetApiVersion(self.raw, &mut v))? };
+        unsafe { drv!(cu, cuCtxGetApiVersion(self.inner.raw, &mut v))? };
         Ok(v)
-    }
-}
-
-impl Drop for Context {
-    /// Releases the primary context (`cuDevicePrimaryCtxRelease`) or destroys a created
-    /// one (`cuCtxDestroy`); errors are ignored.
-    fn drop(&mut self) {
-        let Ok(cu) = api() else { return };
-        // SAFETY: the handle is ours to give up (type invariant) and nothing borrows the
-        // context any more (every bound handle borrows it).
-        unsafe {
-            match self.ownership {
-                Ownership::Primary => {
-                    if let Ok(f) = cu.cuDevicePrimaryCtxRelease() {
-                        let _ = f(self.device.as_raw());
-                    }
-                }
-                Ownership::Created => {
-                    if let Ok(f) = cu.cuCtxDestroy() {
-                        let _ = f(self.raw);
-                    }
-                }
-                Ownership::Borrowed => {}
-            }
-        }
     }
 }
 
@@ -306,6 +413,30 @@ fn current_raw(cu: &DriverApi) -> Result<CUcontext> {
     // SAFETY: `cur` is a valid out-pointer.
     unsafe { drv!(cu, cuCtxGetCurrent(&mut cur))? };
     Ok(cur)
+}
+
+/// Makes `raw` current on this thread for the guard's lifetime if it is not already
+/// (`cuCtxGetCurrent`, then `cuCtxPushCurrent` / `cuCtxPopCurrent` only when needed).
+///
+/// # Safety
+/// `raw` must be a live context for the guard's lifetime `'a`.
+#[inline]
+pub(crate) unsafe fn enter_raw<'a>(raw: CUcontext) -> Result<CurrentGuard<'a>> {
+    let cu = api()?;
+    if current_raw(cu)? == raw {
+        return Ok(CurrentGuard {
+            cu,
+            pushed: false,
+            _ctx: PhantomData,
+        });
+    }
+    // SAFETY: `raw` is a live context (the caller's promise).
+    unsafe { drv!(cu, cuCtxPushCurrent(raw))? };
+    Ok(CurrentGuard {
+        cu,
+        pushed: true,
+        _ctx: PhantomData,
+    })
 }
 
 /// Keeps a context current until dropped; pops it if it pushed it.
@@ -322,12 +453,15 @@ impl Drop for CurrentGuard<'_> {
             let mut popped = ptr::null_mut();
             // SAFETY: this guard pushed a context on this thread; popping restores the
             // previous one.
-            if let Ok(f) = self.cu.cuCtxPopCurrent() {
-                let _ = unsafe { f(&mut popped) };
+            // (A failure is reported, not returned: there is nothing to return it to.)
+            match self.cu.cuCtxPopCurrent() {
+                Ok(f) => crate::error::report_drop("cuCtxPopCurrent", unsafe { f(&mut popped) }),
+                Err(_) => crate::error::report_drop(
+                    "cuCtxPopCurrent",
+                    cuda_sys::CUresult::CUDA_ERROR_NOT_INITIALIZED,
+                ),
             }
         }
     }
 }
 
-/// A `PhantomData` marking a handle as bound to a context for `'ctx`.
-pub(crate) type CtxMarker<'ctx> = PhantomData<&'ctx Context>;

@@ -52,3 +52,9 @@ pub fn driver_version() -> Result<i32> {
     unsafe { drv!(cu, cuDriverGetVersion(&mut v))? };
     Ok(v)
 }
+
+/// The driver table for a `Drop`: a handle exists only if the driver was loaded, so this
+/// is `None` only when a mock table was never installed in a test.
+pub(crate) fn api_for_drop() -> Option<&'static DriverApi> {
+    cuda_sys::driver().ok()
+}

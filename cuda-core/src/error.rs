@@ -51,6 +51,11 @@ pub enum Error {
     Layout(LayoutMismatch),
     /// An argument the driver would reject, or that would be unsound to pass to it.
     InvalidArgument(&'static str),
+    /// A call refused because its stream is being captured into a graph: the graph
+    /// would keep what the call names (memory, an event, a closure) by address, with
+    /// nothing tying its lifetime to the graph. Record such work through the
+    /// [`Capture`](crate::graph::Capture), whose methods borrow what the graph names.
+    StreamCapturing(&'static str),
 }
 
 impl Error {
@@ -114,6 +119,11 @@ impl fmt::Display for Error {
             Self::Pack(e) => write!(f, "kernel parameters: {e}"),
             Self::Layout(e) => write!(f, "kernel parameter layout: {e}"),
             Self::InvalidArgument(what) => write!(f, "invalid argument: {what}"),
+            Self::StreamCapturing(call) => write!(
+                f,
+                "{call} refused: the stream is being captured into a graph (record it \
+                 through the Capture, which ties what the graph names to the graph)"
+            ),
         }
     }
 }
@@ -126,7 +136,7 @@ impl core::error::Error for Error {
             Self::MissingSymbol(m) => Some(m),
             Self::Pack(e) => Some(e),
             Self::Layout(e) => Some(e),
-            Self::InvalidArgument(_) => None,
+            Self::InvalidArgument(_) | Self::StreamCapturing(_) => None,
         }
     }
 }
@@ -255,3 +265,78 @@ macro_rules! drv {
     };
 }
 pub(crate) use drv;
+
+/// A driver call that failed inside a `Drop` (`cuMemFree`, `cuStreamDestroy`, ...),
+/// where it cannot be returned: see [`set_drop_error_hook`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct DropError {
+    /// The C function that failed.
+    pub call: &'static str,
+    /// What it returned; `CUDA_ERROR_NOT_INITIALIZED` when the driver could not be
+    /// reached at all (loader failure, missing symbol).
+    pub code: CUresult,
+}
+
+impl fmt::Display for DropError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{} failed while dropping a handle: {}", self.call, self.code)
+    }
+}
+
+static DROP_ERRORS: core::sync::atomic::AtomicUsize = core::sync::atomic::AtomicUsize::new(0);
+static DROP_HOOK: core::sync::atomic::AtomicPtr<()> =
+    core::sync::atomic::AtomicPtr::new(core::ptr::null_mut());
+
+/// How many driver calls failed inside `Drop` implementations of this crate since the
+/// process started (a destroyed handle cannot return its error; it is counted here and
+/// passed to the hook, never swallowed silently).
+#[must_use]
+pub fn drop_error_count() -> usize {
+    DROP_ERRORS.load(core::sync::atomic::Ordering::Relaxed)
+}
+
+/// Installs (or with `None` removes) a function called with every [`DropError`], on the
+/// thread that dropped the handle. It must not panic (a panic in `Drop` may abort) and
+/// should not call this crate (it may run inside a driver call's aftermath).
+pub fn set_drop_error_hook(hook: Option<fn(&DropError)>) {
+    let raw = hook.map_or(core::ptr::null_mut(), |h| h as *mut ());
+    DROP_HOOK.store(raw, core::sync::atomic::Ordering::Release);
+}
+
+/// Counts a failure inside `Drop` and hands it to the hook.
+pub(crate) fn report_drop(call: &'static str, code: CUresult) {
+    if code.is_success() {
+        return;
+    }
+    DROP_ERRORS.fetch_add(1, core::sync::atomic::Ordering::Relaxed);
+    let raw = DROP_HOOK.load(core::sync::atomic::Ordering::Acquire);
+    if !raw.is_null() {
+        // SAFETY: only `set_drop_error_hook` stores here, and only `fn(&DropError)`
+        // pointers cast to `*mut ()`; function pointers and data pointers have the same
+        // size on every target this crate builds for.
+        let hook: fn(&DropError) = unsafe { core::mem::transmute::<*mut (), fn(&DropError)>(raw) };
+        hook(&DropError { call, code });
+    }
+}
+
+/// Runs a driver call inside `Drop`: `dropping!(cuMemFree(ptr))` reports a failure (and a
+/// driver that cannot be reached) through [`report_drop`].
+/// Must be used inside an `unsafe` block; the call carries the C function's contract.
+macro_rules! dropping {
+    ($name:ident ( $($arg:expr),* $(,)? )) => {
+        match $crate::driver::api_for_drop() {
+            Some(cu) => match cu.$name() {
+                Ok(f) => $crate::error::report_drop(stringify!($name), f($($arg),*)),
+                Err(_) => $crate::error::report_drop(
+                    stringify!($name),
+                    cuda_sys::CUresult::CUDA_ERROR_NOT_INITIALIZED,
+                ),
+            },
+            None => $crate::error::report_drop(
+                stringify!($name),
+                cuda_sys::CUresult::CUDA_ERROR_NOT_INITIALIZED,
+            ),
+        }
+    };
+}
+pub(crate) use dropping;

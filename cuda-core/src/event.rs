@@ -5,9 +5,8 @@ use core::ptr;
 
 use cuda_sys::CUevent;
 
-use crate::context::{Context, CtxMarker};
-use crate::driver::api;
-use crate::error::{Result, drv};
+use crate::context::Context;
+use crate::error::{Result, drv, dropping};
 use crate::stream::{Stream, ready};
 
 bitflags::bitflags! {
@@ -26,20 +25,22 @@ bitflags::bitflags! {
     }
 }
 
-/// A CUDA event (`CUevent`) of a context, destroyed on drop (`cuEventDestroy`).
+/// A CUDA event (`CUevent`) of a context, destroyed on drop (`cuEventDestroy`). It keeps
+/// its [`Context`] alive and current where a call needs it, so it can be stored and used
+/// from any thread.
 #[derive(Debug)]
-pub struct Event<'ctx> {
+pub struct Event {
     raw: CUevent,
     owned: bool,
-    _ctx: CtxMarker<'ctx>,
+    ctx: Context,
 }
 
 // SAFETY: a CUevent may be used from any thread; the driver synchronizes it.
-unsafe impl Send for Event<'_> {}
+unsafe impl Send for Event {}
 // SAFETY: as above.
-unsafe impl Sync for Event<'_> {}
+unsafe impl Sync for Event {}
 
-impl<'ctx> Event<'ctx> {
+impl Event {
     /// `cuEventCreate`: a new event with `flags` (empty: `CU_EVENT_DEFAULT`, with timing).
     ///
     /// ```no_run
@@ -59,7 +60,7 @@ impl<'ctx> Event<'ctx> {
     /// # Errors
     /// Driver errors.
     #[doc(alias = "cuEventCreate")]
-    pub fn new(ctx: &'ctx Context, flags: EventFlags) -> Result<Self> {
+    pub fn new(ctx: &Context, flags: EventFlags) -> Result<Self> {
         let g = ctx.enter()?;
         let mut raw = ptr::null_mut();
         // SAFETY: valid out-pointer; the context is current.
@@ -67,7 +68,7 @@ impl<'ctx> Event<'ctx> {
         Ok(Self {
             raw,
             owned: true,
-            _ctx: CtxMarker::default(),
+            ctx: ctx.clone(),
         })
     }
 
@@ -75,11 +76,11 @@ impl<'ctx> Event<'ctx> {
     ///
     /// # Safety
     /// `raw` must be a live event of `ctx` that nothing else destroys.
-    pub unsafe fn from_raw(raw: CUevent, _ctx: &'ctx Context) -> Self {
+    pub unsafe fn from_raw(raw: CUevent, ctx: &Context) -> Self {
         Self {
             raw,
             owned: true,
-            _ctx: CtxMarker::default(),
+            ctx: ctx.clone(),
         }
     }
 
@@ -87,23 +88,32 @@ impl<'ctx> Event<'ctx> {
     ///
     /// # Safety
     /// `raw` must be a live event of `ctx` that stays alive as long as the result.
-    pub unsafe fn borrow_raw(raw: CUevent, _ctx: &'ctx Context) -> Self {
+    pub unsafe fn borrow_raw(raw: CUevent, ctx: &Context) -> Self {
         Self {
             raw,
             owned: false,
-            _ctx: CtxMarker::default(),
+            ctx: ctx.clone(),
         }
     }
 
     /// The raw `CUevent`.
+    #[inline]
     pub fn as_raw(&self) -> CUevent {
         self.raw
+    }
+
+    /// The context the event belongs to.
+    pub fn context(&self) -> &Context {
+        &self.ctx
     }
 
     /// Gives up ownership: returns the raw handle, which the caller must destroy.
     pub fn into_raw(self) -> CUevent {
         let raw = self.raw;
-        core::mem::forget(self);
+        let this = core::mem::ManuallyDrop::new(self);
+        // SAFETY: `this` is never used or dropped again; its context clone is dropped
+        // here exactly once.
+        drop(unsafe { core::ptr::read(&this.ctx) });
         raw
     }
 
@@ -112,10 +122,11 @@ impl<'ctx> Event<'ctx> {
     /// # Errors
     /// Driver errors.
     #[doc(alias = "cuEventRecord")]
-    pub fn record(&self, stream: &Stream<'_>) -> Result<()> {
-        let cu = api()?;
-        // SAFETY: live event and stream.
-        unsafe { drv!(cu, cuEventRecord(self.raw, stream.as_raw())) }
+    pub fn record(&self, stream: &Stream) -> Result<()> {
+        let g = self.ctx.enter()?;
+        // SAFETY: live event and stream; the context is current. Recorded in a capture,
+        // the event only marks a point of it (no graph node names it).
+        unsafe { drv!(g.cu, cuEventRecord(self.raw, stream.as_raw())) }
     }
 
     /// `cuEventQuery`: `true` once the captured work has completed (or if the event was
@@ -125,9 +136,9 @@ impl<'ctx> Event<'ctx> {
     /// Driver errors other than `CUDA_ERROR_NOT_READY`.
     #[doc(alias = "cuEventQuery")]
     pub fn query(&self) -> Result<bool> {
-        let cu = api()?;
-        // SAFETY: live event.
-        let rc = unsafe { cu.cuEventQuery()?(self.raw) };
+        let g = self.ctx.enter()?;
+        // SAFETY: live event; the context is current.
+        let rc = unsafe { g.cu.cuEventQuery()?(self.raw) };
         ready(rc, "cuEventQuery")
     }
 
@@ -137,9 +148,9 @@ impl<'ctx> Event<'ctx> {
     /// Driver errors.
     #[doc(alias = "cuEventSynchronize")]
     pub fn synchronize(&self) -> Result<()> {
-        let cu = api()?;
-        // SAFETY: live event.
-        unsafe { drv!(cu, cuEventSynchronize(self.raw)) }
+        let g = self.ctx.enter()?;
+        // SAFETY: live event; the context is current.
+        unsafe { drv!(g.cu, cuEventSynchronize(self.raw)) }
     }
 
     /// `cuEventElapsedTime`: milliseconds between two completed records (resolution
@@ -149,26 +160,23 @@ impl<'ctx> Event<'ctx> {
     /// `CUDA_ERROR_NOT_READY` if either has not completed, `CUDA_ERROR_INVALID_HANDLE` if
     /// either has `DISABLE_TIMING` or was never recorded.
     #[doc(alias = "cuEventElapsedTime")]
-    pub fn elapsed_ms(start: &Event<'_>, end: &Event<'_>) -> Result<f32> {
-        let cu = api()?;
+    pub fn elapsed_ms(start: &Event, end: &Event) -> Result<f32> {
+        let g = start.ctx.enter()?;
         let mut ms = 0.0f32;
-        // SAFETY: live events, valid out-pointer.
-        unsafe { drv!(cu, cuEventElapsedTime(&mut ms, start.raw, end.raw))? };
+        // SAFETY: live events, valid out-pointer; the context is current.
+        unsafe { drv!(g.cu, cuEventElapsedTime(&mut ms, start.raw, end.raw))? };
         Ok(ms)
     }
 }
 
-impl Drop for Event<'_> {
-    /// `cuEventDestroy` for owned events; errors are ignored.
+impl Drop for Event {
+    /// `cuEventDestroy` for owned events; a failure goes to the drop-error sink.
     fn drop(&mut self) {
         if !self.owned {
             return;
         }
-        if let Ok(cu) = api() {
-            if let Ok(f) = cu.cuEventDestroy() {
-                // SAFETY: the event is ours and nothing borrows it any more.
-                let _ = unsafe { f(self.raw) };
-            }
-        }
+        // SAFETY: the event is ours and nothing borrows it any more (graph nodes that
+        // name it borrow it).
+        unsafe { dropping!(cuEventDestroy(self.raw)) };
     }
 }

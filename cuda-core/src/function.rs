@@ -2,28 +2,48 @@
 //! [`Function`], a kernel of a loaded [`Module`](crate::Module), with its attributes,
 //! its parameter layout (`cuFuncGetParamInfo`) and occupancy queries, clusters included.
 
-use core::marker::PhantomData;
+use core::sync::atomic::{AtomicU32, Ordering};
 
 use cuda_sys::{
-    CUfunction, CUfunction_attribute, CUlaunchAttribute, CUlaunchAttributeValue, CUlaunchConfig,
-    CUresult,
+    CUcontext, CUfunction, CUfunction_attribute, CUlaunchAttribute, CUlaunchAttributeValue,
+    CUlaunchConfig, CUresult,
 };
 
-use crate::driver::api;
+use crate::context::{Context, CurrentGuard, enter_raw};
 use crate::error::{Error, Result, drv};
+use crate::module::Module;
 
-/// A kernel (`CUfunction`) of a module; it borrows the module, so it cannot outlive it.
-/// Functions need no destruction.
-#[derive(Clone, Copy, Debug)]
-pub struct Function<'m> {
+/// A kernel (`CUfunction`) of a [`Module`]. It keeps the module loaded (a clone of it),
+/// so a `Function` can be stored on its own and outlive the `Module` value it came from;
+/// the module is unloaded when the last of them is dropped. Functions need no
+/// destruction of their own.
+///
+/// The context is cached in the function, so the launch path makes it current (when it
+/// is not already) without touching the module.
+#[derive(Debug)]
+pub struct Function {
     raw: CUfunction,
-    _module: PhantomData<&'m ()>,
+    ctx: CUcontext,
+    /// The parameter count once learned from `cuFuncGetParamInfo` (`u32::MAX`: not yet).
+    params: AtomicU32,
+    module: Module,
 }
 
-// SAFETY: a CUfunction may be used from any thread.
-unsafe impl Send for Function<'_> {}
-// SAFETY: as above.
-unsafe impl Sync for Function<'_> {}
+impl Clone for Function {
+    fn clone(&self) -> Self {
+        Self {
+            raw: self.raw,
+            ctx: self.ctx,
+            params: AtomicU32::new(self.params.load(Ordering::Relaxed)),
+            module: self.module.clone(),
+        }
+    }
+}
+
+// SAFETY: a CUfunction may be used from any thread; calls make its context current.
+unsafe impl Send for Function {}
+// SAFETY: as above; the cached count is atomic.
+unsafe impl Sync for Function {}
 
 /// Grid, block and cluster shape for the occupancy queries on clusters.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -39,21 +59,42 @@ pub struct ClusterConfig {
     pub shared_mem_bytes: u32,
 }
 
-impl<'m> Function<'m> {
-    /// Wraps a raw function.
+impl Function {
+    /// Wraps a raw function of `module`; the result keeps `module` loaded.
     ///
     /// # Safety
-    /// `raw` must be a function of a module that stays loaded for `'m`.
-    pub unsafe fn from_raw(raw: CUfunction) -> Self {
+    /// `raw` must be a function of `module`.
+    pub unsafe fn from_raw(raw: CUfunction, module: &Module) -> Self {
         Self {
             raw,
-            _module: PhantomData,
+            ctx: module.context().as_raw(),
+            params: AtomicU32::new(u32::MAX),
+            module: module.clone(),
         }
     }
 
     /// The raw `CUfunction`.
+    #[inline]
     pub fn as_raw(&self) -> CUfunction {
         self.raw
+    }
+
+    /// The module the function belongs to (kept loaded by the function).
+    pub fn module(&self) -> &Module {
+        &self.module
+    }
+
+    /// The context the function's module is loaded in.
+    pub fn context(&self) -> &Context {
+        self.module.context()
+    }
+
+    /// Makes the function's context current for the guard's lifetime (when it is not).
+    #[inline]
+    pub(crate) fn enter(&self) -> Result<CurrentGuard<'_>> {
+        // SAFETY: `self.module` keeps its context (whose raw handle `ctx` is) alive for
+        // the guard's lifetime.
+        unsafe { enter_raw(self.ctx) }
     }
 
     /// `cuFuncGetAttribute`: one attribute's value.
@@ -62,10 +103,10 @@ impl<'m> Function<'m> {
     /// Driver errors.
     #[doc(alias = "cuFuncGetAttribute")]
     pub fn attribute(&self, attr: CUfunction_attribute) -> Result<i32> {
-        let cu = api()?;
+        let g = self.enter()?;
         let mut v = 0;
-        // SAFETY: live function, valid out-pointer.
-        unsafe { drv!(cu, cuFuncGetAttribute(&mut v, attr, self.raw))? };
+        // SAFETY: live function, valid out-pointer; the context is current.
+        unsafe { drv!(g.cu, cuFuncGetAttribute(&mut v, attr, self.raw))? };
         Ok(v)
     }
 
@@ -75,9 +116,9 @@ impl<'m> Function<'m> {
     /// Driver errors (`CUDA_ERROR_INVALID_VALUE` for a value out of range).
     #[doc(alias = "cuFuncSetAttribute")]
     pub fn set_attribute(&self, attr: CUfunction_attribute, value: i32) -> Result<()> {
-        let cu = api()?;
-        // SAFETY: live function, plain values.
-        unsafe { drv!(cu, cuFuncSetAttribute(self.raw, attr, value)) }
+        let g = self.enter()?;
+        // SAFETY: live function, plain values; the context is current.
+        unsafe { drv!(g.cu, cuFuncSetAttribute(self.raw, attr, value)) }
     }
 
     fn attribute_u32(&self, attr: CUfunction_attribute) -> Result<u32> {
@@ -183,38 +224,68 @@ impl<'m> Function<'m> {
     /// kernel's parameter buffer.
     ///
     /// # Errors
-    /// `CUDA_ERROR_INVALID_VALUE` for an index past the last parameter.
+    /// [`Error::InvalidArgument`] for an index at or past [`param_count`](Self::param_count)
+    /// once the count is known; else `CUDA_ERROR_INVALID_VALUE` from the driver for an
+    /// index past the last parameter.
     #[doc(alias = "cuFuncGetParamInfo")]
     pub fn param_info(&self, index: usize) -> Result<(usize, usize)> {
-        let cu = api()?;
+        let known = self.params.load(Ordering::Relaxed);
+        if known != u32::MAX && index >= known as usize {
+            return Err(Error::InvalidArgument(
+                "parameter index past the kernel's last parameter",
+            ));
+        }
+        self.param_info_raw(index)
+    }
+
+    fn param_info_raw(&self, index: usize) -> Result<(usize, usize)> {
+        let g = self.enter()?;
         let (mut offset, mut size) = (0, 0);
-        // SAFETY: live function, valid out-pointers.
+        // SAFETY: live function, valid out-pointers; the context is current.
         unsafe {
             drv!(
-                cu,
+                g.cu,
                 cuFuncGetParamInfo(self.raw, index, &mut offset, &mut size)
             )?
         };
         Ok((offset, size))
     }
 
-    /// The number of parameters: [`Function::param_info`] for 0, 1, ... until the
-    /// driver answers `CUDA_ERROR_INVALID_VALUE`.
+    /// The number of parameters, learned once per `Function` value (and copied to its
+    /// clones) and cached.
+    ///
+    /// CUDA 13.0 has no call that reports the count, so the first call asks
+    /// `cuFuncGetParamInfo` for indices 0, 1, ... until the driver answers
+    /// `CUDA_ERROR_INVALID_VALUE`. That one refused call is the only API error the layout checks make, and
+    /// compute-sanitizer reports it once per function; every later check uses the cached
+    /// count and asks only for indices that exist.
     ///
     /// # Errors
     /// Other driver errors.
+    #[doc(alias = "cuFuncGetParamInfo")]
     pub fn param_count(&self) -> Result<usize> {
-        // A kernel has at most 32764 bytes of parameters, so at most that many.
-        for index in 0..=32764 {
-            match self.param_info(index) {
-                Ok(_) => {}
-                Err(e) if e.is(CUresult::CUDA_ERROR_INVALID_VALUE) => return Ok(index),
+        let known = self.params.load(Ordering::Relaxed);
+        if known != u32::MAX {
+            return Ok(known as usize);
+        }
+        // A kernel has at most 32764 bytes of parameters, so at most that many. Going up
+        // one index at a time makes exactly one refused call.
+        let mut count = 0usize;
+        loop {
+            match self.param_info_raw(count) {
+                Ok(_) if count < 32764 => count += 1,
+                Ok(_) => {
+                    return Err(Error::InvalidArgument(
+                        "cuFuncGetParamInfo reported more than 32764 parameters",
+                    ));
+                }
+                Err(e) if e.is(CUresult::CUDA_ERROR_INVALID_VALUE) => break,
                 Err(e) => return Err(e),
             }
         }
-        Err(Error::InvalidArgument(
-            "cuFuncGetParamInfo reported more than 32764 parameters",
-        ))
+        // At most 32764: fits.
+        self.params.store(count as u32, Ordering::Relaxed);
+        Ok(count)
     }
 
     /// Checks packed parameters against the layout the driver reports for the kernel.
@@ -249,14 +320,14 @@ impl<'m> Function<'m> {
     /// Driver errors.
     #[doc(alias = "cuOccupancyMaxActiveBlocksPerMultiprocessor")]
     pub fn max_active_blocks_per_sm(&self, block_size: u32, dynamic_smem: usize) -> Result<u32> {
-        let cu = api()?;
+        let g = self.enter()?;
         let bs = i32::try_from(block_size)
             .map_err(|_| Error::InvalidArgument("block size too large"))?;
         let mut n = 0;
-        // SAFETY: live function, valid out-pointer.
+        // SAFETY: live function, valid out-pointer; the context is current.
         unsafe {
             drv!(
-                cu,
+                g.cu,
                 cuOccupancyMaxActiveBlocksPerMultiprocessor(&mut n, self.raw, bs, dynamic_smem)
             )?
         };
@@ -285,12 +356,13 @@ impl<'m> Function<'m> {
     /// zero); `config.hStream` must be null or a live stream.
     #[doc(alias = "cuOccupancyMaxPotentialClusterSize")]
     pub unsafe fn max_potential_cluster_size_raw(&self, config: &CUlaunchConfig) -> Result<u32> {
-        let cu = api()?;
+        let g = self.enter()?;
         let mut n = 0;
-        // SAFETY: live function, valid out-pointer; the caller vouches for `config`.
+        // SAFETY: live function, valid out-pointer; the caller vouches for `config`; the
+        // context is current.
         unsafe {
             drv!(
-                cu,
+                g.cu,
                 cuOccupancyMaxPotentialClusterSize(&mut n, self.raw, config)
             )?
         };
@@ -316,10 +388,11 @@ impl<'m> Function<'m> {
     /// As [`Function::max_potential_cluster_size_raw`].
     #[doc(alias = "cuOccupancyMaxActiveClusters")]
     pub unsafe fn max_active_clusters_raw(&self, config: &CUlaunchConfig) -> Result<u32> {
-        let cu = api()?;
+        let g = self.enter()?;
         let mut n = 0;
-        // SAFETY: live function, valid out-pointer; the caller vouches for `config`.
-        unsafe { drv!(cu, cuOccupancyMaxActiveClusters(&mut n, self.raw, config))? };
+        // SAFETY: live function, valid out-pointer; the caller vouches for `config`; the
+        // context is current.
+        unsafe { drv!(g.cu, cuOccupancyMaxActiveClusters(&mut n, self.raw, config))? };
         u32::try_from(n).map_err(|_| Error::InvalidArgument("negative cluster count"))
     }
 }

@@ -15,6 +15,11 @@ extern crate alloc;
 #[cfg(feature = "std")]
 extern crate std;
 
+/// The raw bindings this crate is built on, re-exported so that users reach the same
+/// copy (`cuda_core::cuda_sys::CUstream`, `cuda_core::cuda_sys::driver()`).
+#[cfg(not(target_arch = "nvptx64"))]
+pub use cuda_sys;
+
 pub mod args;
 mod dim3;
 pub use dim3::Dim3;
@@ -48,14 +53,16 @@ pub mod memory;
 #[cfg(not(target_arch = "nvptx64"))]
 mod module;
 #[cfg(not(target_arch = "nvptx64"))]
+mod shared;
+#[cfg(not(target_arch = "nvptx64"))]
 mod stream;
 
 #[cfg(not(target_arch = "nvptx64"))]
-pub use context::{Context, StreamPriorityRange};
+pub use context::{Context, MAX_CONTEXTS, StreamPriorityRange};
 #[cfg(not(target_arch = "nvptx64"))]
 pub use device_host::{Device, DeviceName};
 #[cfg(not(target_arch = "nvptx64"))]
-pub use error::{Error, JitLog, Result};
+pub use error::{DropError, Error, JitLog, Result, drop_error_count, set_drop_error_hook};
 #[cfg(not(target_arch = "nvptx64"))]
 pub use event::{Event, EventFlags};
 #[cfg(not(target_arch = "nvptx64"))]
@@ -71,6 +78,6 @@ pub use linker::{LinkStorage, Linker};
 #[cfg(not(target_arch = "nvptx64"))]
 pub use memory::{AsyncDeviceBuffer, DeviceBuffer, DevicePtr, MemPool, PinnedHostBuffer, Pod};
 #[cfg(not(target_arch = "nvptx64"))]
-pub use module::{Global, JitOptions, Module};
+pub use module::{Global, JitOptions, MAX_MODULES, Module};
 #[cfg(not(target_arch = "nvptx64"))]
 pub use stream::{EventWaitFlags, Stream, StreamFlags};

@@ -343,7 +343,7 @@ impl<'ctx, 'log> Linker<'ctx, 'log> {
     ///
     /// # Errors
     /// As [`Linker::complete`] and [`Module::from_image`].
-    pub fn into_module(mut self) -> Result<Module<'ctx>> {
+    pub fn into_module(mut self) -> Result<Module> {
         let ctx = self.ctx;
         let cubin = self.complete()?;
         Module::from_image(ctx, cubin)
@@ -361,14 +361,10 @@ impl<'ctx, 'log> Linker<'ctx, 'log> {
 }
 
 impl Drop for Linker<'_, '_> {
-    /// `cuLinkDestroy`, then frees boxed storage; errors are ignored.
+    /// `cuLinkDestroy`, then frees boxed storage; a failure goes to the drop-error sink.
     fn drop(&mut self) {
-        if let Ok(cu) = api() {
-            if let Ok(f) = cu.cuLinkDestroy() {
-                // SAFETY: the link state is ours; no cubin slice borrows it any more.
-                let _ = unsafe { f(self.raw) };
-            }
-        }
+        // SAFETY: the link state is ours; no cubin slice borrows it any more.
+        unsafe { crate::error::dropping!(cuLinkDestroy(self.raw)) };
         #[cfg(feature = "alloc")]
         if self.owns_storage {
             // SAFETY: boxed in `new`; the link state that used it is destroyed.

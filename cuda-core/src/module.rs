@@ -10,10 +10,13 @@ use core::ptr;
 
 use cuda_sys::{CUdeviceptr, CUjit_option, CUjit_target, CUmodule};
 
-use crate::context::{Context, CtxMarker};
-use crate::driver::api;
-use crate::error::{Error, JitLog, Result, drv};
+use crate::context::Context;
+use crate::error::{Error, JitLog, Result, drv, dropping};
 use crate::function::Function;
+use crate::shared::{Pooled, Shared, Slot};
+
+/// Without `alloc`, how many modules can be loaded at once (clones do not count).
+pub const MAX_MODULES: usize = 128;
 
 /// JIT options for [`Module::from_ptx_with`], [`Module::from_image_with`] and
 /// [`Linker`](crate::Linker).
@@ -206,18 +209,75 @@ impl<'a> JitOptions<'a> {
     }
 }
 
-/// A module (`CUmodule`) loaded into a context, unloaded on drop (`cuModuleUnload`).
+/// A module (`CUmodule`) loaded into a context: a shared owner, unloaded
+/// (`cuModuleUnload`) when the last clone, and the last [`Function`] taken from it, is
+/// dropped.
+///
+/// Functions keep their module loaded, so a struct can hold a module next to the
+/// functions taken from it (or only the functions):
+///
+/// ```no_run
+/// # fn main() -> cuda_core::Result<()> {
+/// use cuda_core::{Context, Device, Function, Module};
+/// struct Kernels {
+///     fill: Function,
+///     scale: Function,
+/// }
+/// let ctx = Context::primary(Device::get(0)?)?;
+/// let module = Module::from_ptx(&ctx, "...")?;
+/// let kernels = Kernels { fill: module.function("fill")?, scale: module.function("scale")? };
+/// drop(module); // still loaded: the functions hold it
+/// # let _ = kernels; Ok(()) }
+/// ```
+#[derive(Clone, Debug)]
+pub struct Module {
+    inner: Shared<ModuleInner>,
+}
+
+/// What the clones of a [`Module`] share.
 #[derive(Debug)]
-pub struct Module<'ctx> {
+pub(crate) struct ModuleInner {
     raw: CUmodule,
     owned: bool,
-    _ctx: CtxMarker<'ctx>,
+    ctx: Context,
 }
 
 // SAFETY: a CUmodule may be used from any thread; the driver synchronizes it.
-unsafe impl Send for Module<'_> {}
+unsafe impl Send for ModuleInner {}
 // SAFETY: as above.
-unsafe impl Sync for Module<'_> {}
+unsafe impl Sync for ModuleInner {}
+
+impl Drop for ModuleInner {
+    /// `cuModuleUnload` for owned modules; a failure goes to the drop-error sink.
+    fn drop(&mut self) {
+        if !self.owned {
+            return;
+        }
+        let Ok(_g) = self.ctx.enter() else {
+            crate::error::report_drop("cuCtxPushCurrent", cuda_sys::CUresult::CUDA_ERROR_INVALID_CONTEXT);
+            return;
+        };
+        // SAFETY: the module is ours and no clone or Function holds it any more; the
+        // context is current.
+        unsafe { dropping!(cuModuleUnload(self.raw)) };
+    }
+}
+
+#[cfg(not(feature = "alloc"))]
+static MODULES: [Slot<ModuleInner>; MAX_MODULES] = [const { Slot::new() }; MAX_MODULES];
+
+impl Pooled for ModuleInner {
+    fn pool() -> &'static [Slot<Self>] {
+        #[cfg(not(feature = "alloc"))]
+        {
+            &MODULES
+        }
+        #[cfg(feature = "alloc")]
+        {
+            &[]
+        }
+    }
+}
 
 /// A `__device__` global of a module: its device address and size.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -228,7 +288,7 @@ pub struct Global {
     pub size: usize,
 }
 
-impl<'ctx> Module<'ctx> {
+impl Module {
     /// `cuModuleLoadDataEx` of PTX text, JIT-compiled for the context's device.
     ///
     /// The text needs a terminating NUL; with `alloc` one is added when missing (a copy),
@@ -246,7 +306,7 @@ impl<'ctx> Module<'ctx> {
     /// [`Error::Jit`] with the JIT error log when the PTX does not compile (or
     /// [`Error::Driver`] when the driver failed without writing a log); driver errors.
     #[doc(alias = "cuModuleLoadDataEx")]
-    pub fn from_ptx(ctx: &'ctx Context, ptx: &str) -> Result<Self> {
+    pub fn from_ptx(ctx: &Context, ptx: &str) -> Result<Self> {
         Self::from_ptx_with(ctx, ptx, JitOptions::default())
     }
 
@@ -255,7 +315,7 @@ impl<'ctx> Module<'ctx> {
     /// # Errors
     /// As [`Module::from_ptx`].
     #[doc(alias = "cuModuleLoadDataEx")]
-    pub fn from_ptx_with(ctx: &'ctx Context, ptx: &str, options: JitOptions<'_>) -> Result<Self> {
+    pub fn from_ptx_with(ctx: &Context, ptx: &str, options: JitOptions<'_>) -> Result<Self> {
         if ptx.as_bytes().last() == Some(&0) {
             return Self::load(ctx, ptx.as_ptr().cast(), options);
         }
@@ -280,7 +340,7 @@ impl<'ctx> Module<'ctx> {
     /// # Errors
     /// As [`Module::from_ptx`].
     #[doc(alias = "cuModuleLoadDataEx")]
-    pub fn from_ptx_cstr(ctx: &'ctx Context, ptx: &CStr, options: JitOptions<'_>) -> Result<Self> {
+    pub fn from_ptx_cstr(ctx: &Context, ptx: &CStr, options: JitOptions<'_>) -> Result<Self> {
         Self::load(ctx, ptx.as_ptr().cast(), options)
     }
 
@@ -294,7 +354,7 @@ impl<'ctx> Module<'ctx> {
     /// [`Error::InvalidArgument`] for a truncated image; [`Error::Jit`] when embedded
     /// PTX fails to compile; driver errors (`CUDA_ERROR_NO_BINARY_FOR_GPU`, ...).
     #[doc(alias = "cuModuleLoadDataEx")]
-    pub fn from_image(ctx: &'ctx Context, image: &[u8]) -> Result<Self> {
+    pub fn from_image(ctx: &Context, image: &[u8]) -> Result<Self> {
         Self::from_image_with(ctx, image, JitOptions::default())
     }
 
@@ -304,7 +364,7 @@ impl<'ctx> Module<'ctx> {
     /// As [`Module::from_image`].
     #[doc(alias = "cuModuleLoadDataEx")]
     pub fn from_image_with(
-        ctx: &'ctx Context,
+        ctx: &Context,
         image: &[u8],
         options: JitOptions<'_>,
     ) -> Result<Self> {
@@ -312,7 +372,7 @@ impl<'ctx> Module<'ctx> {
         Self::load(ctx, image.as_ptr().cast(), options)
     }
 
-    fn load(ctx: &'ctx Context, image: *const c_void, mut options: JitOptions<'_>) -> Result<Self> {
+    fn load(ctx: &Context, image: *const c_void, mut options: JitOptions<'_>) -> Result<Self> {
         let g = ctx.enter()?;
         let mut list = OptionList::new();
         let (err, _info) = options.build(&mut list);
@@ -333,47 +393,59 @@ impl<'ctx> Module<'ctx> {
         if !rc.is_success() {
             return Err(Error::jit("cuModuleLoadDataEx", rc, err.log()));
         }
-        Ok(Self {
-            raw,
-            owned: true,
-            _ctx: CtxMarker::default(),
-        })
+        // SAFETY: a module just loaded into `ctx`, ours.
+        unsafe { Self::from_raw(raw, ctx) }
     }
 
-    /// Takes ownership of a module of `ctx`; dropping the result unloads it.
+    /// Takes ownership of a module of `ctx`; the last clone unloads it.
     ///
     /// # Safety
     /// `raw` must be a live module of `ctx` that nothing else unloads.
-    pub unsafe fn from_raw(raw: CUmodule, _ctx: &'ctx Context) -> Self {
-        Self {
+    ///
+    /// # Errors
+    /// Without `alloc`, when [`MAX_MODULES`] modules are loaded (the module is unloaded
+    /// again).
+    pub unsafe fn from_raw(raw: CUmodule, ctx: &Context) -> Result<Self> {
+        Self::share(ModuleInner {
             raw,
             owned: true,
-            _ctx: CtxMarker::default(),
-        }
+            ctx: ctx.clone(),
+        })
     }
 
     /// Wraps a module owned elsewhere; dropping the result does nothing.
     ///
     /// # Safety
-    /// `raw` must be a live module of `ctx` that stays loaded as long as the result.
-    pub unsafe fn borrow_raw(raw: CUmodule, _ctx: &'ctx Context) -> Self {
-        Self {
+    /// `raw` must be a live module of `ctx` that stays loaded as long as the result, its
+    /// clones and every [`Function`] taken from them.
+    ///
+    /// # Errors
+    /// Without `alloc`, when [`MAX_MODULES`] modules are wrapped.
+    pub unsafe fn borrow_raw(raw: CUmodule, ctx: &Context) -> Result<Self> {
+        Self::share(ModuleInner {
             raw,
             owned: false,
-            _ctx: CtxMarker::default(),
-        }
+            ctx: ctx.clone(),
+        })
+    }
+
+    fn share(inner: ModuleInner) -> Result<Self> {
+        Shared::new(inner).map(|inner| Self { inner }).map_err(|inner| {
+            drop(inner);
+            Error::InvalidArgument("too many loaded modules (MAX_MODULES without `alloc`)")
+        })
     }
 
     /// The raw `CUmodule`.
+    #[inline]
     pub fn as_raw(&self) -> CUmodule {
-        self.raw
+        self.inner.raw
     }
 
-    /// Gives up ownership: returns the raw handle, which the caller must unload.
-    pub fn into_raw(self) -> CUmodule {
-        let raw = self.raw;
-        core::mem::forget(self);
-        raw
+    /// The context the module is loaded in.
+    #[inline]
+    pub fn context(&self) -> &Context {
+        &self.inner.ctx
     }
 
     /// `cuModuleGetFunction`: the kernel named `name` (its mangled name for C++).
@@ -381,7 +453,7 @@ impl<'ctx> Module<'ctx> {
     /// # Errors
     /// `CUDA_ERROR_NOT_FOUND` when there is none.
     #[doc(alias = "cuModuleGetFunction")]
-    pub fn function(&self, name: &str) -> Result<Function<'_>> {
+    pub fn function(&self, name: &str) -> Result<Function> {
         with_cstr(name, |name| self.function_cstr(name))?
     }
 
@@ -390,13 +462,19 @@ impl<'ctx> Module<'ctx> {
     /// # Errors
     /// As [`Module::function`].
     #[doc(alias = "cuModuleGetFunction")]
-    pub fn function_cstr(&self, name: &CStr) -> Result<Function<'_>> {
-        let cu = api()?;
+    pub fn function_cstr(&self, name: &CStr) -> Result<Function> {
+        let g = self.inner.ctx.enter()?;
         let mut raw = ptr::null_mut();
-        // SAFETY: live module, NUL-terminated name, valid out-pointer.
-        unsafe { drv!(cu, cuModuleGetFunction(&mut raw, self.raw, name.as_ptr()))? };
-        // SAFETY: the function belongs to this module, which the result borrows.
-        Ok(unsafe { Function::from_raw(raw) })
+        // SAFETY: live module, NUL-terminated name, valid out-pointer; the context is
+        // current.
+        unsafe {
+            drv!(
+                g.cu,
+                cuModuleGetFunction(&mut raw, self.inner.raw, name.as_ptr())
+            )?
+        };
+        // SAFETY: the function belongs to this module, which the result keeps loaded.
+        Ok(unsafe { Function::from_raw(raw, self) })
     }
 
     /// `cuModuleGetGlobal`: the address and size of the `__device__` global `name`.
@@ -405,14 +483,15 @@ impl<'ctx> Module<'ctx> {
     /// `CUDA_ERROR_NOT_FOUND` when there is none.
     #[doc(alias = "cuModuleGetGlobal")]
     pub fn global(&self, name: &str) -> Result<Global> {
-        let cu = api()?;
+        let g = self.inner.ctx.enter()?;
         with_cstr(name, |name| {
             let (mut ptr, mut size) = (0, 0);
-            // SAFETY: live module, NUL-terminated name, valid out-pointers.
+            // SAFETY: live module, NUL-terminated name, valid out-pointers; the context
+            // is current.
             unsafe {
                 drv!(
-                    cu,
-                    cuModuleGetGlobal(&mut ptr, &mut size, self.raw, name.as_ptr())
+                    g.cu,
+                    cuModuleGetGlobal(&mut ptr, &mut size, self.inner.raw, name.as_ptr())
                 )?
             };
             Ok(Global { ptr, size })
@@ -425,26 +504,11 @@ impl<'ctx> Module<'ctx> {
     /// Driver errors.
     #[doc(alias = "cuModuleGetFunctionCount")]
     pub fn function_count(&self) -> Result<u32> {
-        let cu = api()?;
+        let g = self.inner.ctx.enter()?;
         let mut n = 0;
-        // SAFETY: live module, valid out-pointer.
-        unsafe { drv!(cu, cuModuleGetFunctionCount(&mut n, self.raw))? };
+        // SAFETY: live module, valid out-pointer; the context is current.
+        unsafe { drv!(g.cu, cuModuleGetFunctionCount(&mut n, self.inner.raw))? };
         Ok(n)
-    }
-}
-
-impl Drop for Module<'_> {
-    /// `cuModuleUnload` for owned modules; errors are ignored.
-    fn drop(&mut self) {
-        if !self.owned {
-            return;
-        }
-        if let Ok(cu) = api() {
-            if let Ok(f) = cu.cuModuleUnload() {
-                // SAFETY: the module is ours; no Function borrows it any more.
-                let _ = unsafe { f(self.raw) };
-            }
-        }
     }
 }
 

@@ -5,11 +5,10 @@
 use core::ffi::c_void;
 use core::ptr;
 
-use cuda_sys::{CUresult, CUstream};
+use cuda_sys::{CUresult, CUstream, CUstreamCaptureStatus};
 
-use crate::context::{Context, CtxMarker};
-use crate::driver::api;
-use crate::error::{Error, Result, drv};
+use crate::context::Context;
+use crate::error::{Error, Result, drv, dropping};
 use crate::event::Event;
 
 bitflags::bitflags! {
@@ -30,23 +29,50 @@ bitflags::bitflags! {
     }
 }
 
-/// A CUDA stream (`CUstream`) of a context, destroyed on drop (`cuStreamDestroy`).
-///
-/// The default streams ([`Stream::legacy`], [`Stream::per_thread`]) are borrowed: their
-/// drop does nothing.
-#[derive(Debug)]
-pub struct Stream<'ctx> {
-    raw: CUstream,
-    owned: bool,
-    _ctx: CtxMarker<'ctx>,
+/// What dropping a [`Stream`] does.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Kind {
+    /// Made here or taken over: `cuStreamDestroy`.
+    Owned,
+    /// The legacy (`CU_STREAM_LEGACY`) or per-thread (`CU_STREAM_PER_THREAD`) default
+    /// stream: nothing to destroy, and never captured by this crate.
+    Default,
+    /// Owned elsewhere ([`Stream::borrow_raw`]): nothing.
+    Borrowed,
 }
 
-// SAFETY: a CUstream may be used from any thread; the driver synchronizes it.
-unsafe impl Send for Stream<'_> {}
-// SAFETY: as above; every `&self` method is one driver call.
-unsafe impl Sync for Stream<'_> {}
+/// A CUDA stream (`CUstream`) of a context, destroyed on drop (`cuStreamDestroy`).
+///
+/// It keeps its [`Context`] alive (a clone) and makes it current where a call needs it,
+/// so a `Stream` can be stored anywhere and used from any thread. The default streams
+/// ([`Stream::legacy`], [`Stream::per_thread`]) are named explicitly; dropping them does
+/// nothing.
+///
+/// # Capture
+/// While a stream is captured into a graph ([`Stream::begin_capture`]), calls that
+/// would make the graph name memory, an event or a closure that nothing ties to the
+/// graph are refused with [`Error::StreamCapturing`]: the asynchronous memsets and
+/// copies of the buffers, [`launch_host_fn`](Self::launch_host_fn),
+/// [`wait_event_with_flags`](Self::wait_event_with_flags) with
+/// [`EventWaitFlags::EXTERNAL`], graph launches. The [`Capture`](crate::graph::Capture)
+/// records them instead, borrowing what they name for as long as the graph lives. The
+/// check is one `cuStreamIsCapturing` call; a stream joins another stream's capture only
+/// through [`wait_event`](Self::wait_event), which takes `&mut self`, so no other thread
+/// can use the stream between the check and the call.
+#[derive(Debug)]
+pub struct Stream {
+    raw: CUstream,
+    kind: Kind,
+    ctx: Context,
+}
 
-impl<'ctx> Stream<'ctx> {
+// SAFETY: a CUstream may be used from any thread; the driver synchronizes it, and every
+// call makes the stream's context current where it needs to.
+unsafe impl Send for Stream {}
+// SAFETY: as above; every `&self` method is one driver call.
+unsafe impl Sync for Stream {}
+
+impl Stream {
     /// `cuStreamCreate`: a new stream with `flags`.
     ///
     /// ```no_run
@@ -61,15 +87,15 @@ impl<'ctx> Stream<'ctx> {
     /// # Errors
     /// Driver errors.
     #[doc(alias = "cuStreamCreate")]
-    pub fn new(ctx: &'ctx Context, flags: StreamFlags) -> Result<Self> {
+    pub fn new(ctx: &Context, flags: StreamFlags) -> Result<Self> {
         let g = ctx.enter()?;
         let mut raw = ptr::null_mut();
         // SAFETY: valid out-pointer; the context is current.
         unsafe { drv!(g.cu, cuStreamCreate(&mut raw, flags.bits()))? };
         Ok(Self {
             raw,
-            owned: true,
-            _ctx: CtxMarker::default(),
+            kind: Kind::Owned,
+            ctx: ctx.clone(),
         })
     }
 
@@ -77,7 +103,7 @@ impl<'ctx> Stream<'ctx> {
     ///
     /// # Errors
     /// Driver errors.
-    pub fn non_blocking(ctx: &'ctx Context) -> Result<Self> {
+    pub fn non_blocking(ctx: &Context) -> Result<Self> {
         Self::new(ctx, StreamFlags::NON_BLOCKING)
     }
 
@@ -88,7 +114,7 @@ impl<'ctx> Stream<'ctx> {
     /// # Errors
     /// Driver errors.
     #[doc(alias = "cuStreamCreateWithPriority")]
-    pub fn with_priority(ctx: &'ctx Context, flags: StreamFlags, priority: i32) -> Result<Self> {
+    pub fn with_priority(ctx: &Context, flags: StreamFlags, priority: i32) -> Result<Self> {
         let g = ctx.enter()?;
         let mut raw = ptr::null_mut();
         // SAFETY: valid out-pointer; the context is current.
@@ -100,27 +126,29 @@ impl<'ctx> Stream<'ctx> {
         };
         Ok(Self {
             raw,
-            owned: true,
-            _ctx: CtxMarker::default(),
+            kind: Kind::Owned,
+            ctx: ctx.clone(),
         })
     }
 
-    /// The legacy default stream (`CU_STREAM_LEGACY`) of the context; not destroyed.
-    pub fn legacy(_ctx: &'ctx Context) -> Self {
+    /// The legacy default stream (`CU_STREAM_LEGACY`) of the context, which synchronizes
+    /// with every blocking stream of the context; not destroyed. It cannot be captured.
+    pub fn legacy(ctx: &Context) -> Self {
         Self {
             raw: cuda_sys::CU_STREAM_LEGACY,
-            owned: false,
-            _ctx: CtxMarker::default(),
+            kind: Kind::Default,
+            ctx: ctx.clone(),
         }
     }
 
-    /// The calling thread's per-thread default stream (`CU_STREAM_PER_THREAD`); not
-    /// destroyed.
-    pub fn per_thread(_ctx: &'ctx Context) -> Self {
+    /// The per-thread default stream (`CU_STREAM_PER_THREAD`) of whichever thread uses
+    /// the handle; not destroyed. This crate refuses to capture it (the synchronous calls
+    /// of a per-thread-default-stream build run on it, and would be captured too).
+    pub fn per_thread(ctx: &Context) -> Self {
         Self {
             raw: cuda_sys::CU_STREAM_PER_THREAD,
-            owned: false,
-            _ctx: CtxMarker::default(),
+            kind: Kind::Default,
+            ctx: ctx.clone(),
         }
     }
 
@@ -128,11 +156,11 @@ impl<'ctx> Stream<'ctx> {
     ///
     /// # Safety
     /// `raw` must be a live stream of `ctx` that nothing else destroys.
-    pub unsafe fn from_raw(raw: CUstream, _ctx: &'ctx Context) -> Self {
+    pub unsafe fn from_raw(raw: CUstream, ctx: &Context) -> Self {
         Self {
             raw,
-            owned: true,
-            _ctx: CtxMarker::default(),
+            kind: Kind::Owned,
+            ctx: ctx.clone(),
         }
     }
 
@@ -140,25 +168,56 @@ impl<'ctx> Stream<'ctx> {
     ///
     /// # Safety
     /// `raw` must be a stream of `ctx` (or a default-stream handle) that stays alive for
-    /// as long as the result.
-    pub unsafe fn borrow_raw(raw: CUstream, _ctx: &'ctx Context) -> Self {
+    /// as long as the result, and that nothing outside this crate captures while the
+    /// result is used (this crate checks capture status on the calls that need it).
+    pub unsafe fn borrow_raw(raw: CUstream, ctx: &Context) -> Self {
         Self {
             raw,
-            owned: false,
-            _ctx: CtxMarker::default(),
+            kind: Kind::Borrowed,
+            ctx: ctx.clone(),
         }
     }
 
     /// The raw `CUstream`.
+    #[inline]
     pub fn as_raw(&self) -> CUstream {
         self.raw
     }
 
-    /// Gives up ownership: returns the raw handle, which the caller must destroy.
+    /// The context the stream belongs to.
+    #[inline]
+    pub fn context(&self) -> &Context {
+        &self.ctx
+    }
+
+    /// Whether this is the legacy or a per-thread default stream.
+    pub fn is_default(&self) -> bool {
+        self.kind == Kind::Default
+    }
+
+    /// Gives up ownership: returns the raw handle, which the caller must destroy (for an
+    /// owned stream).
     pub fn into_raw(self) -> CUstream {
         let raw = self.raw;
-        core::mem::forget(self);
+        let this = core::mem::ManuallyDrop::new(self);
+        // SAFETY: `this` is never used or dropped again; its context clone is dropped
+        // here exactly once.
+        drop(unsafe { ptr::read(&this.ctx) });
         raw
+    }
+
+    /// `cuStreamIsCapturing` as a guard: [`Error::StreamCapturing`] naming `call` unless
+    /// the stream is not capturing.
+    pub(crate) fn ensure_not_capturing(&self, call: &'static str) -> Result<()> {
+        let g = self.ctx.enter()?;
+        let mut status = CUstreamCaptureStatus::CU_STREAM_CAPTURE_STATUS_NONE;
+        // SAFETY: live stream, valid out-pointer; the context is current.
+        unsafe { drv!(g.cu, cuStreamIsCapturing(self.raw, &mut status))? };
+        if status == CUstreamCaptureStatus::CU_STREAM_CAPTURE_STATUS_NONE {
+            Ok(())
+        } else {
+            Err(Error::StreamCapturing(call))
+        }
     }
 
     /// `cuStreamGetPriority`: the stream's priority.
@@ -167,10 +226,10 @@ impl<'ctx> Stream<'ctx> {
     /// Driver errors.
     #[doc(alias = "cuStreamGetPriority")]
     pub fn priority(&self) -> Result<i32> {
-        let cu = api()?;
+        let g = self.ctx.enter()?;
         let mut p = 0;
-        // SAFETY: live stream, valid out-pointer.
-        unsafe { drv!(cu, cuStreamGetPriority(self.raw, &mut p))? };
+        // SAFETY: live stream, valid out-pointer; the context is current.
+        unsafe { drv!(g.cu, cuStreamGetPriority(self.raw, &mut p))? };
         Ok(p)
     }
 
@@ -180,10 +239,10 @@ impl<'ctx> Stream<'ctx> {
     /// Driver errors.
     #[doc(alias = "cuStreamGetFlags")]
     pub fn flags(&self) -> Result<StreamFlags> {
-        let cu = api()?;
+        let g = self.ctx.enter()?;
         let mut f = 0;
-        // SAFETY: live stream, valid out-pointer.
-        unsafe { drv!(cu, cuStreamGetFlags(self.raw, &mut f))? };
+        // SAFETY: live stream, valid out-pointer; the context is current.
+        unsafe { drv!(g.cu, cuStreamGetFlags(self.raw, &mut f))? };
         Ok(StreamFlags::from_bits_retain(f))
     }
 
@@ -194,9 +253,9 @@ impl<'ctx> Stream<'ctx> {
     /// Driver errors other than `CUDA_ERROR_NOT_READY`.
     #[doc(alias = "cuStreamQuery")]
     pub fn query(&self) -> Result<bool> {
-        let cu = api()?;
-        // SAFETY: live stream.
-        let rc = unsafe { cu.cuStreamQuery()?(self.raw) };
+        let g = self.ctx.enter()?;
+        // SAFETY: live stream; the context is current.
+        let rc = unsafe { g.cu.cuStreamQuery()?(self.raw) };
         ready(rc, "cuStreamQuery")
     }
 
@@ -206,31 +265,59 @@ impl<'ctx> Stream<'ctx> {
     /// Driver errors, including those of the stream's asynchronous work.
     #[doc(alias = "cuStreamSynchronize")]
     pub fn synchronize(&self) -> Result<()> {
-        let cu = api()?;
-        // SAFETY: live stream.
-        unsafe { drv!(cu, cuStreamSynchronize(self.raw)) }
+        let g = self.ctx.enter()?;
+        // SAFETY: live stream; the context is current.
+        unsafe { drv!(g.cu, cuStreamSynchronize(self.raw)) }
     }
 
     /// `cuStreamWaitEvent`: later work on this stream waits for `event`'s last record.
     ///
+    /// If the event was recorded in a stream capture, this stream joins that capture
+    /// (its later work is recorded into the same graph, not run). That is why this takes
+    /// `&mut self`: no other thread can be between its capture check and its call on
+    /// this stream while it joins.
+    ///
     /// # Errors
     /// Driver errors.
     #[doc(alias = "cuStreamWaitEvent")]
-    pub fn wait_event(&self, event: &Event<'_>) -> Result<()> {
+    pub fn wait_event(&mut self, event: &Event) -> Result<()> {
         self.wait_event_with_flags(event, EventWaitFlags::empty())
     }
 
     /// `cuStreamWaitEvent` with flags.
     ///
     /// # Errors
-    /// Driver errors.
+    /// [`Error::StreamCapturing`] for [`EventWaitFlags::EXTERNAL`] while the stream is
+    /// capturing (the graph would name the event by address; use
+    /// [`Capturing::wait_event_external`](crate::graph::Capturing::wait_event_external));
+    /// driver errors.
     #[doc(alias = "cuStreamWaitEvent")]
-    pub fn wait_event_with_flags(&self, event: &Event<'_>, flags: EventWaitFlags) -> Result<()> {
-        let cu = api()?;
-        // SAFETY: live stream and event.
+    pub fn wait_event_with_flags(&mut self, event: &Event, flags: EventWaitFlags) -> Result<()> {
+        if flags.contains(EventWaitFlags::EXTERNAL) {
+            self.ensure_not_capturing("cuStreamWaitEvent(CU_EVENT_WAIT_EXTERNAL)")?;
+        }
+        // SAFETY: live stream and event; an external wait is not being captured
+        // (checked above, and `&mut self` keeps the stream from joining a capture
+        // meanwhile).
+        unsafe { self.wait_event_unchecked(event, flags) }
+    }
+
+    /// `cuStreamWaitEvent` without the capture check.
+    ///
+    /// # Safety
+    /// If the stream is capturing and `flags` has `EXTERNAL`, `event` must outlive every
+    /// graph made from the capture.
+    pub(crate) unsafe fn wait_event_unchecked(
+        &self,
+        event: &Event,
+        flags: EventWaitFlags,
+    ) -> Result<()> {
+        let g = self.ctx.enter()?;
+        // SAFETY: live stream and event; the context is current; the event's lifetime in
+        // a capture is the caller's promise.
         unsafe {
             drv!(
-                cu,
+                g.cu,
                 cuStreamWaitEvent(self.raw, event.as_raw(), flags.bits())
             )
         }
@@ -248,24 +335,30 @@ impl<'ctx> Stream<'ctx> {
     /// `f` aborts the process (it cannot unwind into the driver).
     ///
     /// # Errors
-    /// Driver errors.
+    /// [`Error::StreamCapturing`] while the stream is capturing: a captured host function
+    /// runs at every launch of the graph, so a run-once closure cannot be one (use
+    /// [`Capturing::host_fn`](crate::graph::Capturing::host_fn), which the graph owns);
+    /// driver errors.
     #[cfg(feature = "alloc")]
     #[doc(alias = "cuLaunchHostFunc")]
     pub fn launch_host_fn<F>(&self, f: F) -> Result<()>
     where
         F: FnOnce() + Send + 'static,
     {
+        self.ensure_not_capturing("cuLaunchHostFunc")?;
         unsafe extern "C" fn trampoline<F: FnOnce()>(data: *mut c_void) {
             // SAFETY: `data` is the `Box<F>` leaked below, handed to the driver once; the
             // driver calls this once, so the box is reclaimed exactly once.
             let f = unsafe { alloc::boxed::Box::from_raw(data.cast::<F>()) };
             f();
         }
-        let cu = api()?;
-        let launch = cu.cuLaunchHostFunc()?;
+        let g = self.ctx.enter()?;
+        let launch = g.cu.cuLaunchHostFunc()?;
         let data = alloc::boxed::Box::into_raw(alloc::boxed::Box::new(f)).cast::<c_void>();
-        // SAFETY: live stream; `trampoline::<F>` matches `data`'s type; `F: Send + 'static`
-        // so running it on the driver's thread at any later time is sound.
+        // SAFETY: live stream, not capturing (checked above; joining a capture needs
+        // `&mut self`), so the driver calls the trampoline at most once; it matches
+        // `data`'s type; `F: Send + 'static` so running it on the driver's thread at any
+        // later time is sound.
         let rc = unsafe { launch(self.raw, Some(trampoline::<F>), data) };
         if !rc.is_success() {
             // SAFETY: the driver did not take `data`; reclaim and drop it.
@@ -278,33 +371,31 @@ impl<'ctx> Stream<'ctx> {
     ///
     /// # Safety
     /// `f(data)` must be sound to call once, on a driver thread, at any time until the
-    /// stream completes; `data` must stay valid until then. `f` must not call CUDA
-    /// functions and must not unwind.
+    /// stream completes; `data` must stay valid until then. If the stream is capturing,
+    /// `f(data)` runs at every launch of every graph made from the capture instead, and
+    /// must be sound for that. `f` must not call CUDA functions and must not unwind.
     #[doc(alias = "cuLaunchHostFunc")]
     pub unsafe fn launch_host_fn_raw(
         &self,
         f: unsafe extern "C" fn(*mut c_void),
         data: *mut c_void,
     ) -> Result<()> {
-        let cu = api()?;
-        // SAFETY: live stream; the caller vouches for `f` and `data`.
-        unsafe { drv!(cu, cuLaunchHostFunc(self.raw, Some(f), data)) }
+        let g = self.ctx.enter()?;
+        // SAFETY: live stream; the context is current; the caller vouches for `f` and
+        // `data`.
+        unsafe { drv!(g.cu, cuLaunchHostFunc(self.raw, Some(f), data)) }
     }
 }
 
-impl Drop for Stream<'_> {
-    /// `cuStreamDestroy` for owned streams (pending work still completes); errors are
-    /// ignored.
+impl Drop for Stream {
+    /// `cuStreamDestroy` for owned streams (pending work still completes); a failure goes
+    /// to the drop-error sink.
     fn drop(&mut self) {
-        if !self.owned {
+        if self.kind != Kind::Owned {
             return;
         }
-        if let Ok(cu) = api() {
-            if let Ok(f) = cu.cuStreamDestroy() {
-                // SAFETY: the stream is ours and nothing borrows it any more.
-                let _ = unsafe { f(self.raw) };
-            }
-        }
+        // SAFETY: the stream is ours and nothing borrows it any more.
+        unsafe { dropping!(cuStreamDestroy(self.raw)) };
     }
 }
 

@@ -1,6 +1,43 @@
 //! Stream capture: [`Capture`] (a new graph) and [`CaptureToGraph`] (into an existing
-//! graph), plus the capture queries on [`Stream`].
+//! graph), both [`Capturing`] underneath, plus the capture queries on [`Stream`].
+//!
+//! # Lifetimes
+//! A capture takes its stream by `&mut` for as long as it runs, so no other code can
+//! queue work on it meanwhile, and is neither `Send` nor `Sync` (the driver ends a
+//! capture only on the thread that began it, for the global and thread-local modes).
+//! What the captured graph will name is borrowed for `'a`, the graph's lifetime
+//! parameter: the [`Capturing`] methods take buffers, events and functions as `&'a`, and
+//! the graph and its executable graphs cannot outlive them (like `std::thread::scope`,
+//! with `'a` invariant). Safe stream calls that would make the graph name something by
+//! address are refused on a capturing stream ([`Error::StreamCapturing`]); kernel
+//! launches are `unsafe` and their contract covers capture.
+//!
+//! ```compile_fail,E0505
+//! # fn f(ctx: &cuda_core::Context) -> cuda_core::Result<()> {
+//! use cuda_core::{DeviceBuffer, Stream, graph::CaptureMode};
+//! let mut stream = Stream::non_blocking(ctx)?;
+//! let buf = DeviceBuffer::<u32>::new(ctx, 64)?;
+//! let mut cap = stream.begin_capture(CaptureMode::Global)?;
+//! cap.memset_d32(&buf, 7)?;
+//! let graph = cap.end()?;
+//! drop(buf); // error: the graph borrows `buf`
+//! let exec = graph.instantiate(Default::default())?;
+//! # drop(exec); Ok(()) }
+//! ```
+//!
+//! ```compile_fail,E0277
+//! # fn f(ctx: &cuda_core::Context) -> cuda_core::Result<()> {
+//! use cuda_core::{Stream, graph::CaptureMode};
+//! let mut stream = Stream::non_blocking(ctx)?;
+//! let cap = stream.begin_capture(CaptureMode::Global)?;
+//! std::thread::scope(|s| {
+//!     s.spawn(move || cap.end()); // error: a capture stays on its thread
+//! });
+//! # Ok(()) }
+//! ```
 
+use core::marker::PhantomData;
+use core::ops::{Deref, DerefMut};
 use core::ptr;
 
 use cuda_sys::{
@@ -8,11 +45,15 @@ use cuda_sys::{
     CUstreamUpdateCaptureDependencies_flags,
 };
 
+use super::handle::Borrows;
 use super::{EdgeData, Graph, GraphNode};
-use crate::context::Context;
-use crate::driver::api;
+use crate::args::KernelArgs;
 use crate::error::{Error, Result, drv};
-use crate::stream::Stream;
+use crate::event::Event;
+use crate::function::Function;
+use crate::launch::LaunchConfig;
+use crate::memory::{DeviceBuffer, copy_dtod_async, memset_d8, memset_d32, same_len};
+use crate::stream::{EventWaitFlags, Stream};
 
 /// How a capture treats CUDA calls that are not safe during capture
 /// (`CUstreamCaptureMode`), such as `cuMemAlloc` or a synchronizing call.
@@ -61,7 +102,7 @@ impl CaptureInfo {
     }
 }
 
-impl Stream<'_> {
+impl Stream {
     /// `cuStreamIsCapturing`: whether this stream is capturing, not, or in an
     /// invalidated capture.
     ///
@@ -69,18 +110,18 @@ impl Stream<'_> {
     /// Driver errors.
     #[doc(alias = "cuStreamIsCapturing")]
     pub fn capture_status(&self) -> Result<CUstreamCaptureStatus> {
-        let cu = api()?;
+        let g = self.context().enter()?;
         let mut status = CUstreamCaptureStatus::CU_STREAM_CAPTURE_STATUS_NONE;
-        // SAFETY: live stream, valid out-pointer.
-        unsafe { drv!(cu, cuStreamIsCapturing(self.as_raw(), &mut status))? };
+        // SAFETY: live stream, valid out-pointer; the context is current.
+        unsafe { drv!(g.cu, cuStreamIsCapturing(self.as_raw(), &mut status))? };
         Ok(status)
     }
 
     /// `cuStreamGetCaptureInfo` (v3, with edge data): the capture status, ID, graph and
     /// current dependencies. Up to `nodes.len().min(data.len())` dependencies (the
     /// nodes the next captured operation will depend on, and the edge data it will get)
-    /// are copied into `nodes` and `data`; [`CaptureInfo::num_dependencies`] says how
-    /// many there are.
+    /// are copied into `nodes` and `data` as raw handles; [`CaptureInfo::num_dependencies`]
+    /// says how many there are. [`Capturing::dependencies`] gives them as typed nodes.
     ///
     /// # Errors
     /// Driver errors.
@@ -90,18 +131,19 @@ impl Stream<'_> {
         nodes: &mut [CUgraphNode],
         data: &mut [EdgeData],
     ) -> Result<CaptureInfo> {
-        let cu = api()?;
+        let g = self.context().enter()?;
         let mut status = CUstreamCaptureStatus::CU_STREAM_CAPTURE_STATUS_NONE;
         let mut id = 0u64;
         let mut graph: CUgraph = ptr::null_mut();
         let mut deps: *const CUgraphNode = ptr::null();
         let mut edges: *const CUgraphEdgeData = ptr::null();
         let mut n = 0usize;
-        // SAFETY: live stream and valid out-pointers. The arrays the driver returns are
-        // valid until the next call on the stream; they are copied below, before any.
+        // SAFETY: live stream and valid out-pointers; the context is current. The arrays
+        // the driver returns are valid until the next call on the stream; they are
+        // copied below, before any.
         unsafe {
             drv!(
-                cu,
+                g.cu,
                 cuStreamGetCaptureInfo(
                     self.as_raw(),
                     &mut status,
@@ -140,15 +182,18 @@ impl Stream<'_> {
         })
     }
 
-    /// `cuStreamUpdateCaptureDependencies`: replaces (`replace`) or extends the set of
-    /// nodes the next captured operation depends on, with edge data (`data`: one per
-    /// node, or `None` for default edges).
+    /// `cuStreamUpdateCaptureDependencies` with raw node handles (for interop);
+    /// [`Capturing::set_dependencies`] is the safe form.
+    ///
+    /// # Safety
+    /// Every node must be a live node of the graph this stream is capturing into (a
+    /// bogus or dangling handle crashes the driver).
     ///
     /// # Errors
     /// [`Error::InvalidArgument`] when `data` has a different length than `nodes`;
     /// driver errors (`CUDA_ERROR_ILLEGAL_STATE` when not capturing).
     #[doc(alias = "cuStreamUpdateCaptureDependencies")]
-    pub fn update_capture_dependencies(
+    pub unsafe fn update_capture_dependencies_raw(
         &self,
         nodes: &[CUgraphNode],
         data: Option<&[EdgeData]>,
@@ -164,13 +209,14 @@ impl Stream<'_> {
         } else {
             CUstreamUpdateCaptureDependencies_flags::CU_STREAM_ADD_CAPTURE_DEPENDENCIES
         };
-        let cu = api()?;
-        // SAFETY: live stream; `nodes` and `data` hold `nodes.len()` elements (the
-        // driver reads only, despite the `*mut` in the C signature); `EdgeData` is
-        // `repr(transparent)` over `CUgraphEdgeData`.
+        let g = self.context().enter()?;
+        // SAFETY: live stream; `nodes` (live nodes of the capture graph, the caller
+        // says) and `data` hold `nodes.len()` elements (the driver reads only, despite
+        // the `*mut` in the C signature); `EdgeData` is `repr(transparent)` over
+        // `CUgraphEdgeData`; the context is current.
         unsafe {
             drv!(
-                cu,
+                g.cu,
                 cuStreamUpdateCaptureDependencies(
                     self.as_raw(),
                     nodes.as_ptr().cast_mut(),
@@ -181,67 +227,318 @@ impl Stream<'_> {
             )
         }
     }
+
+    /// `cuStreamBeginCapture`: starts capturing this stream in `mode`; the returned
+    /// [`Capture`] ends it. What the captured graph names is borrowed for `'a` through
+    /// the capture's methods.
+    ///
+    /// ```no_run
+    /// # fn main() -> cuda_core::Result<()> {
+    /// use cuda_core::{Context, Device, DeviceBuffer, Stream, graph::CaptureMode};
+    /// let ctx = Context::primary(Device::get(0)?)?;
+    /// let mut stream = Stream::non_blocking(&ctx)?;
+    /// let buf = DeviceBuffer::<u32>::new(&ctx, 1024)?;
+    /// let mut cap = stream.begin_capture(CaptureMode::Global)?;
+    /// cap.memset_d32(&buf, 7)?; // the graph borrows `buf`
+    /// let graph = cap.end()?;
+    /// let exec = graph.instantiate(Default::default())?;
+    /// exec.launch(&stream)?;
+    /// stream.synchronize()?;
+    /// # Ok(()) }
+    /// ```
+    ///
+    /// # Errors
+    /// [`Error::InvalidArgument`] for the per-thread default stream (the synchronous
+    /// calls of a per-thread-default-stream build run on it and would be captured);
+    /// driver errors (`CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED` on the legacy default
+    /// stream, `CUDA_ERROR_ILLEGAL_STATE` when already capturing).
+    #[doc(alias = "cuStreamBeginCapture")]
+    pub fn begin_capture<'a>(&mut self, mode: CaptureMode) -> Result<Capture<'_, 'a>> {
+        Capture::begin(self, mode)
+    }
+}
+
+/// The refusal for default streams.
+fn check_capturable(stream: &Stream) -> Result<()> {
+    if stream.as_raw() == cuda_sys::CU_STREAM_PER_THREAD {
+        return Err(Error::InvalidArgument(
+            "the per-thread default stream is not captured by this crate (its synchronous \
+             calls would be captured too): capture a stream of your own",
+        ));
+    }
+    Ok(())
+}
+
+/// A stream being captured: what [`Capture`] and [`CaptureToGraph`] share. Its methods
+/// record work into the graph and borrow what that work names for `'a`.
+///
+/// Holds the stream exclusively (`&'s mut`); neither `Send` nor `Sync`.
+#[derive(Debug)]
+pub struct Capturing<'s, 'a> {
+    stream: &'s mut Stream,
+    _borrows: Borrows<'a>,
+}
+
+impl<'s, 'a> Capturing<'s, 'a> {
+    /// The stream being captured. Unsafe launches on it are recorded (their contract
+    /// covers every launch of the graph); safe calls that would make the graph name
+    /// something by address are refused on it ([`Error::StreamCapturing`]).
+    #[must_use]
+    pub fn stream(&self) -> &Stream {
+        self.stream
+    }
+
+    /// `cuMemsetD8Async`, captured: a memset node setting every byte of `buf` to `value`
+    /// at each launch of the graph, which borrows `buf` for `'a`.
+    ///
+    /// # Errors
+    /// Driver errors.
+    #[doc(alias = "cuMemsetD8Async")]
+    pub fn memset_d8<T: Copy>(&mut self, buf: &'a DeviceBuffer<T>, value: u8) -> Result<()> {
+        let g = buf.context().enter()?;
+        // SAFETY: `buf` holds `size_bytes` bytes and outlives the graph (`'a`); the
+        // context is current.
+        unsafe {
+            memset_d8(
+                g.cu,
+                buf.as_raw(),
+                buf.size_bytes(),
+                value,
+                Some(self.stream),
+            )
+        }
+    }
+
+    /// `cuMemsetD32Async`, captured: every 32-bit word of `buf` set to `value` at each
+    /// launch of the graph, which borrows `buf` for `'a`.
+    ///
+    /// # Errors
+    /// [`Error::InvalidArgument`] unless the size is a multiple of 4; driver errors.
+    #[doc(alias = "cuMemsetD32Async")]
+    pub fn memset_d32<T: Copy>(&mut self, buf: &'a DeviceBuffer<T>, value: u32) -> Result<()> {
+        let g = buf.context().enter()?;
+        // SAFETY: as in `memset_d8`.
+        unsafe {
+            memset_d32(
+                g.cu,
+                buf.as_raw(),
+                buf.size_bytes(),
+                value,
+                Some(self.stream),
+            )
+        }
+    }
+
+    /// `cuMemcpyDtoDAsync`, captured: a copy of `src` into `dst` (same length) at each
+    /// launch of the graph, which borrows both for `'a`.
+    ///
+    /// # Errors
+    /// [`Error::InvalidArgument`] when the lengths differ; driver errors.
+    #[doc(alias = "cuMemcpyDtoDAsync")]
+    pub fn copy<T: Copy>(
+        &mut self,
+        dst: &'a DeviceBuffer<T>,
+        src: &'a DeviceBuffer<T>,
+    ) -> Result<()> {
+        same_len(dst.len(), src.len())?;
+        // SAFETY: `dst` holds as many bytes as `src`; both outlive the graph (`'a`).
+        unsafe { copy_dtod_async(dst.as_raw(), src, self.stream) }
+    }
+
+    /// `cuStreamWaitEvent` with `CU_EVENT_WAIT_EXTERNAL`, captured: an event-wait node
+    /// naming `event`, which the graph borrows for `'a`.
+    ///
+    /// # Errors
+    /// Driver errors.
+    #[doc(alias = "cuStreamWaitEvent")]
+    pub fn wait_event_external(&mut self, event: &'a Event) -> Result<()> {
+        // SAFETY: the event outlives the graph (`'a`).
+        unsafe {
+            self.stream
+                .wait_event_unchecked(event, EventWaitFlags::EXTERNAL)
+        }
+    }
+
+    /// `cuLaunchHostFunc`, captured: a host node running `f` at every launch of the
+    /// graph. The closure is owned by the graph through a CUDA user object (as
+    /// [`Graph::add_host_node`] does), so cloning or instantiating the graph any number
+    /// of times runs it safely, and it is freed once the graph and its executable graphs
+    /// are gone, launched or not. `f` must not call CUDA functions; a panic aborts.
+    ///
+    /// # Errors
+    /// Driver errors.
+    #[cfg(feature = "alloc")]
+    #[doc(alias = "cuLaunchHostFunc")]
+    #[doc(alias = "cuGraphRetainUserObject")]
+    pub fn host_fn<F>(&mut self, f: F) -> Result<()>
+    where
+        F: Fn() + Send + Sync + 'static,
+    {
+        let info = self.stream.capture_info(&mut [], &mut [])?;
+        if !info.is_active() || info.graph.is_null() {
+            return Err(Error::InvalidArgument(
+                "host_fn: the stream's capture is not active (invalidated)",
+            ));
+        }
+        let (run, data) = super::nodes::graph_owned_closure(info.graph, f)?;
+        // SAFETY: the capture graph owns the closure for as long as any graph or
+        // executable graph made from it can run it; `run` matches `data`'s type; the
+        // closure is `Send + Sync` and reentrant (`Fn`).
+        unsafe { self.stream.launch_host_fn_raw(run, data) }
+    }
+
+    /// `cuLaunchKernelEx`, captured, on this capture's stream (whatever stream `cfg`
+    /// names): a kernel node running `f` at every launch of the graph, which borrows `f`
+    /// for `'a` (keeping its module loaded).
+    ///
+    /// # Errors
+    /// As [`launch`](crate::launch::launch).
+    ///
+    /// # Safety
+    /// As [`launch`](crate::launch::launch), for every launch of every graph made from
+    /// the capture: `A` matches the kernel, and the pointers in `args` stay valid for
+    /// what the kernel does at each of them.
+    #[doc(alias = "cuLaunchKernelEx")]
+    pub unsafe fn launch<A: KernelArgs>(
+        &mut self,
+        f: &'a Function,
+        cfg: &LaunchConfig<'_>,
+        args: &A,
+    ) -> Result<()> {
+        // SAFETY: the capture's stream is alive for the call.
+        let cfg = unsafe { cfg.clone().raw_stream(self.stream.as_raw()) };
+        // SAFETY: forwarded to the caller; `f` outlives the graph (`'a`).
+        unsafe { crate::launch::launch(f, &cfg, args) }
+    }
+
+    /// The capture's status and current dependencies (`cuStreamGetCaptureInfo`), the
+    /// dependencies as nodes of the capture graph borrowed from `self`: up to
+    /// `nodes.len().min(data.len())` are written.
+    ///
+    /// # Errors
+    /// Driver errors.
+    #[doc(alias = "cuStreamGetCaptureInfo")]
+    pub fn dependencies<'c>(
+        &'c self,
+        nodes: &mut [GraphNode<'c>],
+        data: &mut [EdgeData],
+    ) -> Result<CaptureInfo> {
+        let mut raw = [ptr::null_mut(); 16];
+        let info = self.stream.capture_info(&mut raw, data)?;
+        let n = info.num_dependencies.min(raw.len()).min(nodes.len());
+        if info.num_dependencies > raw.len() && nodes.len() > raw.len() {
+            return Err(Error::InvalidArgument(
+                "dependencies: more than 16 capture dependencies; read them with \
+                 Stream::capture_info",
+            ));
+        }
+        for (dst, &src) in nodes.iter_mut().zip(raw.iter()).take(n) {
+            // SAFETY: a node of the capture graph, which lives at least as long as the
+            // capture (`'c` borrows it).
+            *dst = unsafe { GraphNode::from_raw(src) };
+        }
+        Ok(info)
+    }
+
+    /// `cuStreamUpdateCaptureDependencies`: replaces (`replace`) or extends the set of
+    /// nodes the next captured operation depends on, with edge data (`data`: one per
+    /// node, or `None` for default edges). The nodes are typed, so they are live nodes;
+    /// they must belong to the capture graph (from [`dependencies`](Self::dependencies),
+    /// or the target graph of a [`CaptureToGraph`]), else the driver refuses them.
+    ///
+    /// # Errors
+    /// [`Error::InvalidArgument`] when `data` has a different length than `nodes`;
+    /// driver errors.
+    #[doc(alias = "cuStreamUpdateCaptureDependencies")]
+    pub fn set_dependencies(
+        &self,
+        nodes: &[GraphNode<'_>],
+        data: Option<&[EdgeData]>,
+        replace: bool,
+    ) -> Result<()> {
+        let raw = nodes_as_raw(nodes);
+        // SAFETY: live nodes (each `GraphNode` borrows its graph).
+        unsafe { self.stream.update_capture_dependencies_raw(raw, data, replace) }
+    }
+}
+
+/// `nodes` as the raw handles (`GraphNode` is `repr(transparent)`).
+fn nodes_as_raw<'n>(nodes: &'n [GraphNode<'_>]) -> &'n [CUgraphNode] {
+    // SAFETY: `GraphNode` is `repr(transparent)` over `CUgraphNode`.
+    unsafe { core::slice::from_raw_parts(nodes.as_ptr().cast::<CUgraphNode>(), nodes.len()) }
 }
 
 /// A stream capture into a new graph (`cuStreamBeginCapture`), ended by
-/// [`end`](Self::end) (`cuStreamEndCapture`), which returns the graph.
+/// [`end`](Self::end) (`cuStreamEndCapture`), which returns the graph. Record work
+/// through [`Capturing`] (by `Deref`).
 ///
-/// Work enqueued on the stream meanwhile (launches, copies, event records, host
-/// functions) is recorded, not run. Dropping the guard without `end` ends the capture
-/// and destroys what was captured.
+/// Dropping the guard without `end` ends the capture and destroys what was captured.
 #[derive(Debug)]
 #[must_use = "a capture must be ended to get its graph"]
-pub struct Capture<'s, 'ctx> {
-    stream: &'s Stream<'ctx>,
-    ctx: &'ctx Context,
+pub struct Capture<'s, 'a> {
+    inner: Capturing<'s, 'a>,
     active: bool,
 }
 
-impl<'s, 'ctx> Capture<'s, 'ctx> {
-    /// `cuStreamBeginCapture`: starts capturing `stream` (of `ctx`) in `mode`.
+impl<'s, 'a> Capture<'s, 'a> {
+    /// `cuStreamBeginCapture`: starts capturing `stream` in `mode` (see
+    /// [`Stream::begin_capture`]).
     ///
     /// # Errors
-    /// Driver errors (`CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED` on the legacy default
-    /// stream, `CUDA_ERROR_ILLEGAL_STATE` when already capturing).
+    /// As [`Stream::begin_capture`].
     #[doc(alias = "cuStreamBeginCapture")]
-    pub fn begin(ctx: &'ctx Context, stream: &'s Stream<'ctx>, mode: CaptureMode) -> Result<Self> {
-        let cu = api()?;
-        // SAFETY: live stream; plain mode value.
-        unsafe { drv!(cu, cuStreamBeginCapture(stream.as_raw(), mode.as_raw()))? };
+    pub fn begin(stream: &'s mut Stream, mode: CaptureMode) -> Result<Self> {
+        check_capturable(stream)?;
+        let g = stream.context().enter()?;
+        // SAFETY: live stream; plain mode value; the context is current.
+        unsafe { drv!(g.cu, cuStreamBeginCapture(stream.as_raw(), mode.as_raw()))? };
+        drop(g);
         Ok(Self {
-            stream,
-            ctx,
+            inner: Capturing {
+                stream,
+                _borrows: PhantomData,
+            },
             active: true,
         })
     }
 
-    /// The stream being captured.
-    #[must_use]
-    pub fn stream(&self) -> &'s Stream<'ctx> {
-        self.stream
-    }
-
-    /// `cuStreamEndCapture`: ends the capture and returns the captured graph.
+    /// `cuStreamEndCapture`: ends the capture and returns the captured graph, which
+    /// borrows for `'a` what the capture's methods named.
     ///
     /// # Errors
     /// Driver errors: `CUDA_ERROR_STREAM_CAPTURE_INVALIDATED` when an operation during
     /// the capture invalidated it, `CUDA_ERROR_STREAM_CAPTURE_UNJOINED` when another
     /// stream forked from this one was not joined back.
     #[doc(alias = "cuStreamEndCapture")]
-    pub fn end(mut self) -> Result<Graph<'ctx>> {
+    pub fn end(mut self) -> Result<Graph<'a>> {
         self.active = false;
-        let raw = end_capture(self.stream)?;
-        // SAFETY: `cuStreamEndCapture` hands the caller a new graph.
-        Ok(unsafe { Graph::from_raw(raw, self.ctx) })
+        let raw = end_capture(self.inner.stream)?;
+        // SAFETY: `cuStreamEndCapture` hands the caller a new graph of the stream's
+        // context; what its nodes name was borrowed for `'a` by the recording methods
+        // (or promised by unsafe launches).
+        Ok(unsafe { Graph::from_raw(raw, self.inner.stream.context()) })
+    }
+}
+
+impl<'s, 'a> Deref for Capture<'s, 'a> {
+    type Target = Capturing<'s, 'a>;
+    fn deref(&self) -> &Capturing<'s, 'a> {
+        &self.inner
+    }
+}
+
+impl<'s, 'a> DerefMut for Capture<'s, 'a> {
+    fn deref_mut(&mut self) -> &mut Capturing<'s, 'a> {
+        &mut self.inner
     }
 }
 
 impl Drop for Capture<'_, '_> {
     fn drop(&mut self) {
         if self.active {
-            if let Ok(raw) = end_capture(self.stream) {
+            if let Ok(raw) = end_capture(self.inner.stream) {
                 // SAFETY: the graph is ours and unused; dropping destroys it.
-                drop(unsafe { Graph::from_raw(raw, self.ctx) });
+                drop(unsafe { Graph::<'static>::from_raw(raw, self.inner.stream.context()) });
             }
         }
     }
@@ -250,27 +547,28 @@ impl Drop for Capture<'_, '_> {
 /// A stream capture into an existing graph (`cuStreamBeginCaptureToGraph`, CUDA
 /// 12.3+): captured work is added to `graph` after the given dependencies. Ended by
 /// [`end`](Self::end); dropping the guard ends it too (what was captured stays in the
-/// graph).
+/// graph). Record work through [`Capturing`] (by `Deref`): it borrows for the target
+/// graph's `'a`.
 #[derive(Debug)]
 #[must_use = "a capture must be ended"]
-pub struct CaptureToGraph<'s, 'g, 'ctx> {
-    stream: &'s Stream<'ctx>,
-    graph: &'g Graph<'ctx>,
+pub struct CaptureToGraph<'s, 'g, 'a> {
+    inner: Capturing<'s, 'a>,
+    graph: &'g Graph<'a>,
     active: bool,
 }
 
-impl<'s, 'g, 'ctx> CaptureToGraph<'s, 'g, 'ctx> {
+impl<'s, 'g, 'a> CaptureToGraph<'s, 'g, 'a> {
     /// `cuStreamBeginCaptureToGraph`: starts capturing `stream` into `graph`; the first
     /// captured operations depend on `deps` (with `data`: one entry per node, or `None`
     /// for default edges).
     ///
     /// # Errors
     /// [`Error::InvalidArgument`] when `data` has a different length than `deps`; driver
-    /// errors as [`Capture::begin`].
+    /// errors as [`Stream::begin_capture`].
     #[doc(alias = "cuStreamBeginCaptureToGraph")]
     pub fn begin(
-        graph: &'g Graph<'ctx>,
-        stream: &'s Stream<'ctx>,
+        graph: &'g Graph<'a>,
+        stream: &'s mut Stream,
         deps: &[GraphNode<'g>],
         data: Option<&[EdgeData]>,
         mode: CaptureMode,
@@ -280,12 +578,14 @@ impl<'s, 'g, 'ctx> CaptureToGraph<'s, 'g, 'ctx> {
                 "CaptureToGraph::begin: one edge data entry per dependency",
             ));
         }
-        let cu = api()?;
-        // SAFETY: live stream and graph; `deps` and `data` hold `deps.len()` elements of
-        // `repr(transparent)` types over the C ones.
+        check_capturable(stream)?;
+        let g = stream.context().enter()?;
+        // SAFETY: live stream and graph; `deps` (live nodes) and `data` hold
+        // `deps.len()` elements of `repr(transparent)` types over the C ones; the
+        // context is current.
         unsafe {
             drv!(
-                cu,
+                g.cu,
                 cuStreamBeginCaptureToGraph(
                     stream.as_raw(),
                     graph.as_raw(),
@@ -300,8 +600,12 @@ impl<'s, 'g, 'ctx> CaptureToGraph<'s, 'g, 'ctx> {
                 )
             )?;
         }
+        drop(g);
         Ok(Self {
-            stream,
+            inner: Capturing {
+                stream,
+                _borrows: PhantomData,
+            },
             graph,
             active: true,
         })
@@ -309,7 +613,7 @@ impl<'s, 'g, 'ctx> CaptureToGraph<'s, 'g, 'ctx> {
 
     /// The graph being captured into.
     #[must_use]
-    pub fn graph(&self) -> &'g Graph<'ctx> {
+    pub fn graph(&self) -> &'g Graph<'a> {
         self.graph
     }
 
@@ -320,7 +624,20 @@ impl<'s, 'g, 'ctx> CaptureToGraph<'s, 'g, 'ctx> {
     #[doc(alias = "cuStreamEndCapture")]
     pub fn end(mut self) -> Result<()> {
         self.active = false;
-        end_capture(self.stream).map(|_| ())
+        end_capture(self.inner.stream).map(|_| ())
+    }
+}
+
+impl<'s, 'a> Deref for CaptureToGraph<'s, '_, 'a> {
+    type Target = Capturing<'s, 'a>;
+    fn deref(&self) -> &Capturing<'s, 'a> {
+        &self.inner
+    }
+}
+
+impl<'s, 'a> DerefMut for CaptureToGraph<'s, '_, 'a> {
+    fn deref_mut(&mut self) -> &mut Capturing<'s, 'a> {
+        &mut self.inner
     }
 }
 
@@ -328,15 +645,15 @@ impl Drop for CaptureToGraph<'_, '_, '_> {
     fn drop(&mut self) {
         if self.active {
             // The returned handle is the user's graph: nothing to destroy.
-            let _ = end_capture(self.stream);
+            let _ = end_capture(self.inner.stream);
         }
     }
 }
 
-fn end_capture(stream: &Stream<'_>) -> Result<CUgraph> {
-    let cu = api()?;
+fn end_capture(stream: &Stream) -> Result<CUgraph> {
+    let g = stream.context().enter()?;
     let mut raw: CUgraph = ptr::null_mut();
-    // SAFETY: live stream, valid out-pointer.
-    unsafe { drv!(cu, cuStreamEndCapture(stream.as_raw(), &mut raw))? };
+    // SAFETY: live stream, valid out-pointer; the context is current.
+    unsafe { drv!(g.cu, cuStreamEndCapture(stream.as_raw(), &mut raw))? };
     Ok(raw)
 }

@@ -45,7 +45,7 @@ impl ConditionalHandle {
     }
 }
 
-impl<'ctx> Graph<'ctx> {
+impl<'a> Graph<'a> {
     /// `cuGraphConditionalHandleCreate`: a handle for this graph's conditional nodes.
     /// With `default: Some(v)` (`CU_GRAPH_COND_ASSIGN_DEFAULT`) the handle is reset to
     /// `v` at the start of every launch; with `None` it keeps its value between
@@ -89,7 +89,7 @@ impl<'ctx> Graph<'ctx> {
         &'g self,
         deps: &[GraphNode<'_>],
         handle: ConditionalHandle,
-    ) -> Result<(GraphNode<'g>, GraphRef<'g, 'ctx>)> {
+    ) -> Result<(GraphNode<'g>, GraphRef<'g, 'a>)> {
         let (node, [then]) = self.add_conditional::<1>(
             deps,
             handle,
@@ -109,7 +109,7 @@ impl<'ctx> Graph<'ctx> {
         &'g self,
         deps: &[GraphNode<'_>],
         handle: ConditionalHandle,
-    ) -> Result<(GraphNode<'g>, [GraphRef<'g, 'ctx>; 2])> {
+    ) -> Result<(GraphNode<'g>, [GraphRef<'g, 'a>; 2])> {
         self.add_conditional::<2>(
             deps,
             handle,
@@ -131,7 +131,7 @@ impl<'ctx> Graph<'ctx> {
         &'g self,
         deps: &[GraphNode<'_>],
         handle: ConditionalHandle,
-    ) -> Result<(GraphNode<'g>, GraphRef<'g, 'ctx>)> {
+    ) -> Result<(GraphNode<'g>, GraphRef<'g, 'a>)> {
         let (node, [body]) = self.add_conditional::<1>(
             deps,
             handle,
@@ -151,7 +151,7 @@ impl<'ctx> Graph<'ctx> {
         &'g self,
         deps: &[GraphNode<'_>],
         handle: ConditionalHandle,
-    ) -> Result<(GraphNode<'g>, [GraphRef<'g, 'ctx>; N])> {
+    ) -> Result<(GraphNode<'g>, [GraphRef<'g, 'a>; N])> {
         self.add_conditional::<N>(
             deps,
             handle,
@@ -165,7 +165,7 @@ impl<'ctx> Graph<'ctx> {
         deps: &[GraphNode<'_>],
         handle: ConditionalHandle,
         kind: CUgraphConditionalNodeType,
-    ) -> Result<(GraphNode<'g>, [GraphRef<'g, 'ctx>; N])> {
+    ) -> Result<(GraphNode<'g>, [GraphRef<'g, 'a>; N])> {
         let size = u32::try_from(N)
             .ok()
             .filter(|&n| n > 0)

@@ -58,15 +58,20 @@ impl EdgeData {
         reserved: [0; 5],
     });
 
-    /// Edge data from its parts.
+    /// Edge data from its parts, or `None` when `kind` does not fit the C struct's 8-bit
+    /// `type` field (a value above 255 is rejected, never cut down to another type).
+    /// A kind this crate does not name but that fits is kept as given.
     #[must_use]
-    pub const fn new(kind: CUgraphDependencyType, from_port: u8, to_port: u8) -> Self {
-        Self(CUgraphEdgeData {
+    pub const fn new(kind: CUgraphDependencyType, from_port: u8, to_port: u8) -> Option<Self> {
+        if kind.0 > u8::MAX as u32 {
+            return None;
+        }
+        Some(Self(CUgraphEdgeData {
             from_port,
             to_port,
             type_: kind.0 as u8,
             reserved: [0; 5],
-        })
+        }))
     }
 
     /// Wraps raw edge data.
@@ -81,7 +86,8 @@ impl EdgeData {
         self.0
     }
 
-    /// The dependency type (`CU_GRAPH_DEPENDENCY_TYPE_*`).
+    /// The dependency type (`CU_GRAPH_DEPENDENCY_TYPE_*`), as stored: a value this crate
+    /// does not name comes back as that value (see [`EdgeData::kind_name`]).
     #[must_use]
     pub const fn kind(&self) -> CUgraphDependencyType {
         CUgraphDependencyType(self.0.type_ as _)
@@ -104,6 +110,20 @@ impl EdgeData {
     pub const fn is_programmatic(&self) -> bool {
         self.0.type_ as u32 == CUgraphDependencyType::CU_GRAPH_DEPENDENCY_TYPE_PROGRAMMATIC.0
     }
+
+    /// The dependency type's name (`"default"`, `"programmatic"`), or `None` for a type
+    /// this crate does not know (a newer driver's, or raw data): an unknown type is
+    /// reported as unknown, never as one of the known ones.
+    #[must_use]
+    pub const fn kind_name(&self) -> Option<&'static str> {
+        match self.0.type_ as u32 {
+            t if t == CUgraphDependencyType::CU_GRAPH_DEPENDENCY_TYPE_DEFAULT.0 => Some("default"),
+            t if t == CUgraphDependencyType::CU_GRAPH_DEPENDENCY_TYPE_PROGRAMMATIC.0 => {
+                Some("programmatic")
+            }
+            _ => None,
+        }
+    }
 }
 
 impl Default for EdgeData {
@@ -114,11 +134,7 @@ impl Default for EdgeData {
 
 impl fmt::Debug for EdgeData {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        let kind = match self.0.type_ as u32 {
-            0 => "default",
-            1 => "programmatic",
-            _ => "unknown",
-        };
+        let kind = self.kind_name().unwrap_or("unknown");
         f.debug_struct("EdgeData")
             .field("type", &format_args!("{kind} ({})", self.0.type_))
             .field("from_port", &self.0.from_port)
@@ -127,7 +143,7 @@ impl fmt::Debug for EdgeData {
     }
 }
 
-impl<'ctx> Graph<'ctx> {
+impl Graph<'_> {
     /// `cuGraphAddDependencies`: an edge `from -> to` with `data`.
     ///
     /// # Errors
@@ -287,6 +303,8 @@ impl<'ctx> Graph<'ctx> {
 
 #[cfg(test)]
 mod tests {
+    extern crate std;
+
     use super::*;
     use core::mem::{align_of, size_of};
 
@@ -316,8 +334,36 @@ mod tests {
                 1,
                 0
             ),
-            EdgeData::PROGRAMMATIC
+            Some(EdgeData::PROGRAMMATIC)
         );
         assert_eq!(EdgeData::from_raw(p), EdgeData::PROGRAMMATIC);
+    }
+
+    #[test]
+    fn unknown_dependency_types_are_not_reinterpreted() {
+        // 257 does not fit the 8-bit field: as `257 as u8` it would read as programmatic.
+        assert_eq!(EdgeData::new(CUgraphDependencyType(257), 1, 0), None);
+        assert_eq!(EdgeData::new(CUgraphDependencyType(256), 0, 0), None);
+        // A type this crate does not name, but that fits, is kept as given and reported
+        // as unknown.
+        let two = EdgeData::new(CUgraphDependencyType(2), 0, 0).expect("fits in 8 bits");
+        assert_eq!(two.kind(), CUgraphDependencyType(2));
+        assert_eq!(two.as_raw().type_, 2);
+        assert_eq!(two.kind_name(), None);
+        assert!(!two.is_programmatic());
+        let debug = std::format!("{two:?}");
+        assert!(debug.contains("unknown (2)"), "{debug}");
+        let raw = CUgraphEdgeData {
+            from_port: 1,
+            to_port: 0,
+            type_: 255,
+            reserved: [0; 5],
+        };
+        let from_driver = EdgeData::from_raw(raw);
+        assert_eq!(from_driver.kind(), CUgraphDependencyType(255));
+        assert_eq!(from_driver.kind_name(), None);
+        assert!(!from_driver.is_programmatic());
+        assert_eq!(EdgeData::PROGRAMMATIC.kind_name(), Some("programmatic"));
+        assert_eq!(EdgeData::DEFAULT.kind_name(), Some("default"));
     }
 }

@@ -11,10 +11,11 @@ use cuda_sys::{
     CUresult,
 };
 
+use super::handle::Borrows;
 use super::{Graph, GraphNode};
 use crate::context::Context;
 use crate::driver::api;
-use crate::error::{Error, Result, drv};
+use crate::error::{Error, Result, drv, dropping};
 use crate::stream::Stream;
 
 bitflags::bitflags! {
@@ -45,17 +46,20 @@ bitflags::bitflags! {
 /// (changes reach the executable graph only through [`update`](Self::update) or the
 /// per-node setters). Each launch is ordered after the previous launches of the same
 /// executable graph. Memory that its nodes reference by address must stay valid for as
-/// long as it may be launched (see the node-adding functions).
-pub struct GraphExec<'ctx> {
+/// long as it may be launched: it carries the graph's `'a` (see [`Graph`]), so it cannot
+/// outlive what its nodes borrow. It keeps its context alive.
+pub struct GraphExec<'a> {
     raw: CUgraphExec,
-    /// `*const ()`: updates and launches on one thread at a time (not `Sync`).
-    _ctx: PhantomData<(&'ctx Context, *const ())>,
+    ctx: Context,
+    /// Updates and launches on one thread at a time (not `Sync`); `'a` invariant.
+    _borrows: Borrows<'a>,
 }
 
-// SAFETY: an executable graph may be used from any thread, one at a time.
+// SAFETY: an executable graph may be used from any thread, one at a time; what it
+// borrows for `'a` is `Sync`.
 unsafe impl Send for GraphExec<'_> {}
 
-impl<'ctx> Graph<'ctx> {
+impl<'a> Graph<'a> {
     /// `cuGraphInstantiateWithFlags`: an executable graph of this graph.
     ///
     /// # Errors
@@ -63,7 +67,7 @@ impl<'ctx> Graph<'ctx> {
     /// needs [`instantiate_with_upload`](Self::instantiate_with_upload)).
     #[doc(alias = "cuGraphInstantiate")]
     #[doc(alias = "cuGraphInstantiateWithFlags")]
-    pub fn instantiate(&self, flags: InstantiateFlags) -> Result<GraphExec<'ctx>> {
+    pub fn instantiate(&self, flags: InstantiateFlags) -> Result<GraphExec<'a>> {
         let g = self.context().enter()?;
         let mut raw = ptr::null_mut();
         // SAFETY: live graph, valid out-pointer; the graph's context is current.
@@ -73,8 +77,9 @@ impl<'ctx> Graph<'ctx> {
                 cuGraphInstantiate(&mut raw, self.as_raw(), flags.bits())
             )?
         };
-        // SAFETY: a new executable graph, ours.
-        Ok(unsafe { GraphExec::from_raw(raw) })
+        // SAFETY: a new executable graph of the graph's context, ours; its nodes name
+        // what the graph's do, valid for `'a`.
+        Ok(unsafe { GraphExec::from_raw(raw, self.context()) })
     }
 
     /// `cuGraphInstantiateWithParams`: instantiates with `flags` and, when `upload` is
@@ -89,8 +94,8 @@ impl<'ctx> Graph<'ctx> {
     pub fn instantiate_with_upload(
         &self,
         flags: InstantiateFlags,
-        upload: Option<&Stream<'ctx>>,
-    ) -> Result<GraphExec<'ctx>> {
+        upload: Option<&Stream>,
+    ) -> Result<GraphExec<'a>> {
         let g = self.context().enter()?;
         let mut params = CUDA_GRAPH_INSTANTIATE_PARAMS {
             flags: match upload {
@@ -108,8 +113,9 @@ impl<'ctx> Graph<'ctx> {
                 cuGraphInstantiateWithParams(&mut raw, self.as_raw(), &mut params)
             )?;
         }
-        // SAFETY: a new executable graph, ours.
-        Ok(unsafe { GraphExec::from_raw(raw) })
+        // SAFETY: a new executable graph of the graph's context, ours; its nodes name
+        // what the graph's do, valid for `'a`.
+        Ok(unsafe { GraphExec::from_raw(raw, self.context()) })
     }
 }
 
@@ -138,18 +144,24 @@ pub fn instantiate_result_name(r: CUgraphInstantiateResult) -> Option<&'static s
     })
 }
 
-impl<'ctx> GraphExec<'ctx> {
-    /// Takes ownership of an executable graph; dropping the result destroys it.
+impl<'a> GraphExec<'a> {
+    /// Takes ownership of an executable graph of `ctx`; dropping the result destroys it.
     ///
     /// # Safety
-    /// `raw` must be a live executable graph of a context alive for `'ctx`, that
-    /// nothing else destroys.
+    /// `raw` must be a live executable graph of `ctx` that nothing else destroys, and
+    /// whatever its nodes name must stay valid for `'a`.
     #[must_use]
-    pub unsafe fn from_raw(raw: CUgraphExec) -> Self {
+    pub unsafe fn from_raw(raw: CUgraphExec, ctx: &Context) -> Self {
         Self {
             raw,
-            _ctx: PhantomData,
+            ctx: ctx.clone(),
+            _borrows: PhantomData,
         }
+    }
+
+    /// The context the executable graph belongs to.
+    pub fn context(&self) -> &Context {
+        &self.ctx
     }
 
     /// The raw `CUgraphExec`.
@@ -162,21 +174,28 @@ impl<'ctx> GraphExec<'ctx> {
     /// Gives up ownership: the caller destroys the executable graph.
     #[must_use]
     pub fn into_raw(self) -> CUgraphExec {
-        ManuallyDrop::new(self).raw
+        let this = ManuallyDrop::new(self);
+        // SAFETY: `this` is never used or dropped again; its context clone is dropped
+        // here exactly once.
+        drop(unsafe { ptr::read(&this.ctx) });
+        this.raw
     }
 
-    /// `cuGraphLaunch`: runs the graph on `stream`. No allocation, no context bind.
+    /// `cuGraphLaunch`: runs the graph on `stream`. No allocation; one
+    /// `cuStreamIsCapturing` and one `cuCtxGetCurrent` before the launch.
     ///
     /// # Errors
-    /// Driver errors.
+    /// [`Error::StreamCapturing`] while `stream` is being captured (the launch would
+    /// become a child-graph node naming this graph's borrowed memory in a graph that
+    /// does not borrow it); driver errors.
     #[doc(alias = "cuGraphLaunch")]
     #[inline]
-    pub fn launch(&self, stream: &Stream<'_>) -> Result<()> {
-        let cu = api()?;
-        // SAFETY: live executable graph and stream. What the nodes do with memory was
-        // promised when they were added (the node-adding functions are `unsafe` where
-        // they take addresses).
-        unsafe { drv!(cu, cuGraphLaunch(self.raw, stream.as_raw())) }
+    pub fn launch(&self, stream: &Stream) -> Result<()> {
+        stream.ensure_not_capturing("cuGraphLaunch")?;
+        let g = self.ctx.enter()?;
+        // SAFETY: live executable graph and stream (not capturing); the context is
+        // current. What the nodes name is borrowed for `'a`, which `self` cannot outlive.
+        unsafe { drv!(g.cu, cuGraphLaunch(self.raw, stream.as_raw())) }
     }
 
     /// `cuGraphUpload`: uploads the graph's work to the device on `stream` ahead of the
@@ -185,10 +204,10 @@ impl<'ctx> GraphExec<'ctx> {
     /// # Errors
     /// Driver errors.
     #[doc(alias = "cuGraphUpload")]
-    pub fn upload(&self, stream: &Stream<'_>) -> Result<()> {
-        let cu = api()?;
-        // SAFETY: live executable graph and stream.
-        unsafe { drv!(cu, cuGraphUpload(self.raw, stream.as_raw())) }
+    pub fn upload(&self, stream: &Stream) -> Result<()> {
+        let g = self.ctx.enter()?;
+        // SAFETY: live executable graph and stream; the context is current.
+        unsafe { drv!(g.cu, cuGraphUpload(self.raw, stream.as_raw())) }
     }
 
     /// `cuGraphExecGetFlags`: the flags it was instantiated with.
@@ -215,7 +234,7 @@ impl<'ctx> GraphExec<'ctx> {
     /// fault. After a failed update the executable graph keeps its previous parameters
     /// where the update did not apply.
     #[doc(alias = "cuGraphExecUpdate")]
-    pub fn update(&self, graph: &Graph<'_>) -> core::result::Result<(), ExecUpdateError> {
+    pub fn update<'b: 'a>(&self, graph: &Graph<'b>) -> core::result::Result<(), ExecUpdateError> {
         let cu = api().map_err(ExecUpdateError::from)?;
         let update = cu
             .cuGraphExecUpdate()
@@ -272,12 +291,8 @@ impl<'ctx> GraphExec<'ctx> {
 
 impl Drop for GraphExec<'_> {
     fn drop(&mut self) {
-        if let Ok(cu) = cuda_sys::driver() {
-            if let Ok(destroy) = cu.cuGraphExecDestroy() {
-                // SAFETY: we own it; the driver lets launches already enqueued finish.
-                let _ = unsafe { destroy(self.raw) };
-            }
-        }
+        // SAFETY: we own it; the driver lets launches already enqueued finish.
+        unsafe { dropping!(cuGraphExecDestroy(self.raw)) };
     }
 }
 

@@ -10,42 +10,65 @@ use core::ptr;
 use cuda_sys::CUgraph;
 
 use crate::context::Context;
-use crate::driver::api;
-use crate::error::{Result, drv};
+use crate::error::{Result, drv, dropping};
+
+/// The marker every graph-side type carries for `'a`, the lifetime of what its nodes
+/// name: invariant (so a `Graph<'long>` cannot be treated as a `Graph<'short>` to accept
+/// a shorter borrow), and not `Sync` (driver graph objects are not synchronized).
+pub(crate) type Borrows<'a> = PhantomData<(*const (), fn(&'a ()) -> &'a ())>;
 
 /// A CUDA graph (`cuGraphCreate`), destroyed on drop (`cuGraphDestroy`).
 ///
 /// Built explicitly (the `add_*` methods) or by stream capture
-/// ([`Capture`](super::Capture)), then instantiated into a
+/// ([`Stream::begin_capture`](crate::Stream::begin_capture)), then instantiated into a
 /// [`GraphExec`](super::GraphExec). Destroying a graph does not affect executable graphs
 /// instantiated from it.
 ///
+/// `'a` is how long what the graph's nodes name must live: the buffers, events and
+/// functions that node-adding and capture calls borrow for `'a`. The graph, its clones
+/// and every executable graph made from it carry the same `'a`, so none of them can
+/// outlive a buffer one of their nodes writes; a graph that names nothing borrowed is a
+/// `Graph<'static>`, storable anywhere.
+///
+/// ```compile_fail
+/// # fn f(ctx: &cuda_core::Context) -> cuda_core::Result<()> {
+/// use cuda_core::{DeviceBuffer, graph::Graph};
+/// let graph = Graph::new(ctx)?;
+/// let buf = DeviceBuffer::<u32>::new(ctx, 64)?;
+/// graph.add_memset_d32_node(&[], &buf, 7)?;
+/// drop(buf); // error: `buf` is still borrowed by the graph
+/// let exec = graph.instantiate(Default::default())?;
+/// # drop(exec); Ok(()) }
+/// ```
+///
 /// Graph objects are not synchronized by the driver, so `Graph` is `Send` but not
 /// `Sync`: the methods that add nodes and edges take `&self` and run on one thread at a
-/// time. Nodes ([`GraphNode`](super::GraphNode)) borrow the graph, so none outlives it.
-pub struct Graph<'ctx> {
+/// time. Nodes ([`GraphNode`](super::GraphNode)) borrow the graph, so none outlives it,
+/// and stay on its thread.
+pub struct Graph<'a> {
     raw: CUgraph,
     owned: bool,
-    ctx: &'ctx Context,
-    /// `*const ()`: not `Sync` (see above); `Send` is restored below.
-    _not_sync: PhantomData<*const ()>,
+    ctx: Context,
+    _borrows: Borrows<'a>,
 }
 
 // SAFETY: a graph may be used from any thread, one at a time; `Graph` is not `Sync`, so
-// `&Graph` (through which nodes are added) never crosses threads.
+// `&Graph` (through which nodes are added) never crosses threads. What its nodes borrow
+// for `'a` is `Sync` (buffers, events, functions), so holding those borrows on another
+// thread is sound.
 unsafe impl Send for Graph<'_> {}
 
-impl<'ctx> Graph<'ctx> {
+impl<'a> Graph<'a> {
     /// `cuGraphCreate`: an empty graph.
     ///
     /// # Errors
     /// Driver errors.
     #[doc(alias = "cuGraphCreate")]
-    pub fn new(ctx: &'ctx Context) -> Result<Self> {
-        let cu = api()?;
+    pub fn new(ctx: &Context) -> Result<Self> {
+        let g = ctx.enter()?;
         let mut raw = ptr::null_mut();
-        // SAFETY: valid out-pointer; flags must be 0.
-        unsafe { drv!(cu, cuGraphCreate(&mut raw, 0))? };
+        // SAFETY: valid out-pointer; flags must be 0; the context is current.
+        unsafe { drv!(g.cu, cuGraphCreate(&mut raw, 0))? };
         // SAFETY: a new graph, owned by nobody else.
         Ok(unsafe { Self::from_raw(raw, ctx) })
     }
@@ -54,13 +77,13 @@ impl<'ctx> Graph<'ctx> {
     ///
     /// # Safety
     /// `raw` must be a live graph whose nodes belong to `ctx` (or no context), that
-    /// nothing else destroys.
-    pub unsafe fn from_raw(raw: CUgraph, ctx: &'ctx Context) -> Self {
+    /// nothing else destroys, and whatever its nodes name must stay valid for `'a`.
+    pub unsafe fn from_raw(raw: CUgraph, ctx: &Context) -> Self {
         Self {
             raw,
             owned: true,
-            ctx,
-            _not_sync: PhantomData,
+            ctx: ctx.clone(),
+            _borrows: PhantomData,
         }
     }
 
@@ -68,13 +91,14 @@ impl<'ctx> Graph<'ctx> {
     ///
     /// # Safety
     /// `raw` must be a live graph of `ctx` that stays alive while the result and every
-    /// node handle from it are used.
-    pub unsafe fn borrow_raw(raw: CUgraph, ctx: &'ctx Context) -> Self {
+    /// node handle from it are used, and whatever its nodes name must stay valid for
+    /// `'a`.
+    pub unsafe fn borrow_raw(raw: CUgraph, ctx: &Context) -> Self {
         Self {
             raw,
             owned: false,
-            ctx,
-            _not_sync: PhantomData,
+            ctx: ctx.clone(),
+            _borrows: PhantomData,
         }
     }
 
@@ -87,13 +111,16 @@ impl<'ctx> Graph<'ctx> {
     /// Gives up ownership: the caller destroys the graph.
     pub fn into_raw(self) -> CUgraph {
         let this = ManuallyDrop::new(self);
+        // SAFETY: `this` is never used or dropped again; its context clone is dropped
+        // here exactly once.
+        drop(unsafe { ptr::read(&this.ctx) });
         this.raw
     }
 
     /// The context the graph's nodes belong to.
     #[inline]
-    pub fn context(&self) -> &'ctx Context {
-        self.ctx
+    pub fn context(&self) -> &Context {
+        &self.ctx
     }
 
     /// `cuGraphClone`: a deep copy of the graph (nodes, edges, parameters).
@@ -101,13 +128,14 @@ impl<'ctx> Graph<'ctx> {
     /// # Errors
     /// Driver errors.
     #[doc(alias = "cuGraphClone")]
-    pub fn try_clone(&self) -> Result<Graph<'ctx>> {
-        let cu = api()?;
+    pub fn try_clone(&self) -> Result<Graph<'a>> {
+        let g = self.ctx.enter()?;
         let mut raw = ptr::null_mut();
-        // SAFETY: live graph, valid out-pointer.
-        unsafe { drv!(cu, cuGraphClone(&mut raw, self.raw))? };
-        // SAFETY: the clone is new and ours.
-        Ok(unsafe { Self::from_raw(raw, self.ctx) })
+        // SAFETY: live graph, valid out-pointer; the context is current.
+        unsafe { drv!(g.cu, cuGraphClone(&mut raw, self.raw))? };
+        // SAFETY: the clone is new and ours; its nodes name what `self`'s do, valid for
+        // `'a`.
+        Ok(unsafe { Self::from_raw(raw, &self.ctx) })
     }
 }
 
@@ -116,13 +144,9 @@ impl Drop for Graph<'_> {
         if !self.owned {
             return;
         }
-        if let Ok(cu) = cuda_sys::driver() {
-            if let Ok(destroy) = cu.cuGraphDestroy() {
-                // SAFETY: we own the graph and nothing uses it after this (nodes borrow
-                // `self`). Executable graphs made from it are independent of it.
-                let _ = unsafe { destroy(self.raw) };
-            }
-        }
+        // SAFETY: we own the graph and nothing uses it after this (nodes borrow
+        // `self`). Executable graphs made from it are independent of it.
+        unsafe { dropping!(cuGraphDestroy(self.raw)) };
     }
 }
 
@@ -137,30 +161,32 @@ impl fmt::Debug for Graph<'_> {
 
 /// A graph owned by another graph: the body of a conditional node, or the graph inside
 /// a child graph node. It borrows its parent (`'g`) and is never destroyed by the user;
-/// the parent destroys it. Add nodes to it through [`Deref`] to [`Graph`].
-pub struct GraphRef<'g, 'ctx> {
-    graph: ManuallyDrop<Graph<'ctx>>,
-    _parent: PhantomData<&'g Graph<'ctx>>,
+/// the parent destroys it. Add nodes to it through [`Deref`] to [`Graph`]; they borrow
+/// for the parent's `'a`.
+pub struct GraphRef<'g, 'a> {
+    graph: Graph<'a>,
+    _parent: PhantomData<&'g Graph<'a>>,
 }
 
-impl<'g, 'ctx> GraphRef<'g, 'ctx> {
+impl<'g, 'a> GraphRef<'g, 'a> {
     /// Wraps `raw`, owned by `parent`.
     ///
     /// # Safety
     /// `raw` must be a live graph owned by (a node of) `parent`.
-    pub(crate) unsafe fn new(raw: CUgraph, parent: &'g Graph<'ctx>) -> Self {
+    pub(crate) unsafe fn new(raw: CUgraph, parent: &'g Graph<'a>) -> Self {
         Self {
-            // SAFETY: `parent` keeps `raw` alive for `'g`, the caller says.
-            graph: ManuallyDrop::new(unsafe { Graph::borrow_raw(raw, parent.context()) }),
+            // SAFETY: `parent` keeps `raw` alive for `'g`, the caller says; its nodes are
+            // part of `parent`, so they borrow for `'a`.
+            graph: unsafe { Graph::borrow_raw(raw, parent.context()) },
             _parent: PhantomData,
         }
     }
 }
 
-impl<'ctx> Deref for GraphRef<'_, 'ctx> {
-    type Target = Graph<'ctx>;
+impl<'a> Deref for GraphRef<'_, 'a> {
+    type Target = Graph<'a>;
 
-    fn deref(&self) -> &Graph<'ctx> {
+    fn deref(&self) -> &Graph<'a> {
         &self.graph
     }
 }

@@ -25,7 +25,7 @@ use crate::launch::{LaunchAttribute, LaunchConfig};
 
 /// The node parameters for `f` with `cfg`'s shape and the given argument encoding.
 fn node_params(
-    f: &Function<'_>,
+    f: &Function,
     cfg: &LaunchConfig<'_>,
     kernel_params: *mut *mut c_void,
     extra: *mut *mut c_void,
@@ -66,13 +66,15 @@ fn check_node_attributes(cfg: &LaunchConfig<'_>) -> Result<()> {
     Ok(())
 }
 
-impl<'ctx> Graph<'ctx> {
+impl<'a> Graph<'a> {
     /// `cuGraphAddKernelNode`: a node launching `f` with `cfg`'s grid, block and
     /// dynamic shared memory and `args` (pointer array), after `deps` (default edges;
     /// add programmatic edges with [`add_edge`](Self::add_edge)). `cfg`'s stream is
     /// ignored; its attributes are set on the node (`cuGraphKernelNodeSetAttribute`).
     ///
-    /// The driver copies the argument values now; `args` may be dropped after.
+    /// The driver copies the argument values now; `args` may be dropped after. The graph
+    /// borrows `f` for `'a`, which keeps its module loaded for as long as the graph and
+    /// its executable graphs live.
     ///
     /// # Errors
     /// [`Error::InvalidArgument`] if `cfg` carries a stream-only attribute
@@ -89,7 +91,7 @@ impl<'ctx> Graph<'ctx> {
     pub unsafe fn add_kernel_node<A: KernelArgs>(
         &self,
         deps: &[GraphNode<'_>],
-        f: &Function<'_>,
+        f: &'a Function,
         cfg: &LaunchConfig<'_>,
         args: &A,
     ) -> Result<GraphNode<'_>> {
@@ -114,7 +116,7 @@ impl<'ctx> Graph<'ctx> {
     pub unsafe fn add_kernel_node_packed<const CAP: usize>(
         &self,
         deps: &[GraphNode<'_>],
-        f: &Function<'_>,
+        f: &'a Function,
         cfg: &LaunchConfig<'_>,
         packed: &PackedArgs<CAP>,
     ) -> Result<GraphNode<'_>> {
@@ -211,7 +213,7 @@ impl<'ctx> Graph<'ctx> {
     pub unsafe fn set_kernel_node_params<A: KernelArgs>(
         &self,
         node: GraphNode<'_>,
-        f: &Function<'_>,
+        f: &'a Function,
         cfg: &LaunchConfig<'_>,
         args: &A,
     ) -> Result<()> {
@@ -224,7 +226,7 @@ impl<'ctx> Graph<'ctx> {
     }
 }
 
-impl GraphExec<'_> {
+impl<'a> GraphExec<'a> {
     /// `cuGraphExecKernelNodeSetParams`: changes a kernel node's arguments (and shape)
     /// in this executable graph without instantiating again; `node` is the node of the
     /// graph this was instantiated from. The driver refuses changes it cannot apply
@@ -242,7 +244,7 @@ impl GraphExec<'_> {
     pub unsafe fn set_kernel_node_params<A: KernelArgs>(
         &self,
         node: GraphNode<'_>,
-        f: &Function<'_>,
+        f: &'a Function,
         cfg: &LaunchConfig<'_>,
         args: &A,
     ) -> Result<()> {

@@ -17,7 +17,7 @@ use crate::Device;
 use crate::driver::api;
 use crate::error::{Result, drv};
 
-impl<'ctx> Graph<'ctx> {
+impl Graph<'_> {
     /// `cuGraphAddMemAllocNode`: allocates `bytes` of device memory (on this graph's
     /// device) when the node runs; returns the node and the address, fixed for the
     /// graph's lifetime. The memory is valid from the node until a free node (in this

@@ -46,7 +46,7 @@ mod mem;
 mod node;
 mod nodes;
 
-pub use capture::{Capture, CaptureInfo, CaptureMode, CaptureToGraph};
+pub use capture::{Capture, CaptureInfo, CaptureMode, CaptureToGraph, Capturing};
 pub use conditional::ConditionalHandle;
 pub use edge::EdgeData;
 pub use exec::{ExecUpdateError, GraphExec, InstantiateFlags, instantiate_result_name};

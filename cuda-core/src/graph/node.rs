@@ -11,19 +11,35 @@ use crate::driver::api;
 use crate::error::{Result, drv};
 
 /// A node of a graph (`CUgraphNode`), borrowed from the graph for `'g`: cheap to copy,
-/// never outlives its graph. Nodes are destroyed with their graph.
+/// never outlives its graph, never leaves the graph's thread. Nodes are destroyed with
+/// their graph.
+///
+/// ```compile_fail,E0277
+/// # fn f(graph: &cuda_core::graph::Graph<'_>) -> cuda_core::Result<()> {
+/// let node = graph.add_empty_node(&[])?;
+/// std::thread::scope(|s| {
+///     s.spawn(move || node.node_type()); // error: `GraphNode` cannot be sent
+/// });
+/// # Ok(()) }
+/// ```
+///
+/// ```compile_fail,E0505
+/// # fn f(ctx: &cuda_core::Context) -> cuda_core::Result<()> {
+/// let graph = cuda_core::graph::Graph::new(ctx)?;
+/// let node = graph.add_empty_node(&[])?;
+/// drop(graph); // error: the node borrows the graph
+/// node.node_type()?;
+/// # Ok(()) }
+/// ```
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 #[repr(transparent)]
 pub struct GraphNode<'g> {
     raw: CUgraphNode,
-    _graph: PhantomData<&'g ()>,
+    /// Borrows the graph; `*const ()` keeps the node on the graph's thread (neither
+    /// `Send` nor `Sync`): querying a node is a driver call on its graph, which the
+    /// driver does not synchronize with edits made meanwhile on another thread.
+    _graph: PhantomData<(&'g (), *const ())>,
 }
-
-// SAFETY: a node handle is an opaque pointer-sized name; using it is a driver call on
-// its graph, which `Graph`'s own `!Sync` keeps on one thread.
-unsafe impl Send for GraphNode<'_> {}
-// SAFETY: as above.
-unsafe impl Sync for GraphNode<'_> {}
 
 impl<'g> GraphNode<'g> {
     /// A null node, as a placeholder in arrays the driver fills.
@@ -140,7 +156,7 @@ impl<'g> GraphNode<'g> {
     }
 }
 
-impl<'ctx> Graph<'ctx> {
+impl Graph<'_> {
     /// `cuGraphGetNodes`: fills `nodes` with up to its length of the graph's nodes and
     /// returns how many there are in total.
     ///

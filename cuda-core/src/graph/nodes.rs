@@ -1,9 +1,11 @@
 //! The other explicit nodes: empty, memset, memcpy, host function, event record and
 //! wait, child graph.
 //!
-//! Nodes that name memory or an event by address are added by `unsafe` functions: the
-//! graph keeps the address, not a borrow, so the caller promises it stays valid for
-//! every launch of every executable graph made from the graph.
+//! Nodes that name a [`DeviceBuffer`] or an [`Event`] borrow it for the graph's `'a`, so
+//! it outlives the graph and every executable graph made from it. The forms that take a
+//! raw address ([`Memset`], `CUDA_MEMCPY3D`, a C host function) are `unsafe`: the graph
+//! keeps the address, not a borrow, so the caller promises it stays valid for every
+//! launch of every executable graph made from the graph.
 
 use core::ffi::c_void;
 use core::ptr;
@@ -16,8 +18,9 @@ use cuda_sys::{
 use super::kernel_node::deps_ptr;
 use super::{Graph, GraphNode, GraphRef};
 use crate::driver::api;
-use crate::error::{Result, drv};
+use crate::error::{Error, Result, drv};
 use crate::event::Event;
+use crate::memory::{DeviceBuffer, same_len};
 
 /// A memset node's target: `height` rows of `width` elements of `element_size`
 /// (1, 2 or 4) bytes, rows `pitch` bytes apart, all set to `value`.
@@ -65,7 +68,7 @@ impl Memset {
     }
 }
 
-impl<'ctx> Graph<'ctx> {
+impl<'a> Graph<'a> {
     /// `cuGraphAddEmptyNode`: a node that does nothing, to join or fan out
     /// dependencies.
     ///
@@ -128,6 +131,62 @@ impl<'ctx> Graph<'ctx> {
         }
         // SAFETY: a node of `self`, which the result borrows.
         Ok(unsafe { GraphNode::from_raw(node) })
+    }
+
+    /// `cuGraphAddMemsetNode` setting every byte of `buf` to `value`. The graph borrows
+    /// `buf` for `'a`.
+    ///
+    /// # Errors
+    /// Driver errors.
+    #[doc(alias = "cuGraphAddMemsetNode")]
+    pub fn add_memset_d8_node<T: Copy>(
+        &self,
+        deps: &[GraphNode<'_>],
+        buf: &'a DeviceBuffer<T>,
+        value: u8,
+    ) -> Result<GraphNode<'_>> {
+        // SAFETY: `buf` holds `size_bytes` bytes of this context (checked below) and is
+        // borrowed for `'a`, as long as the graph and its executable graphs live.
+        unsafe { self.add_memset_node(deps, &Memset::d8(buf.as_raw(), value, buf.size_bytes())) }
+    }
+
+    /// `cuGraphAddMemsetNode` setting every 32-bit word of `buf` to `value`. The graph
+    /// borrows `buf` for `'a`.
+    ///
+    /// # Errors
+    /// [`Error::InvalidArgument`] unless the size is a multiple of 4; driver errors.
+    #[doc(alias = "cuGraphAddMemsetNode")]
+    pub fn add_memset_d32_node<T: Copy>(
+        &self,
+        deps: &[GraphNode<'_>],
+        buf: &'a DeviceBuffer<T>,
+        value: u32,
+    ) -> Result<GraphNode<'_>> {
+        let bytes = buf.size_bytes();
+        if bytes % 4 != 0 {
+            return Err(Error::InvalidArgument(
+                "memset_d32 needs a size that is a multiple of 4 bytes",
+            ));
+        }
+        // SAFETY: as in `add_memset_d8_node`.
+        unsafe { self.add_memset_node(deps, &Memset::d32(buf.as_raw(), value, bytes / 4)) }
+    }
+
+    /// `cuGraphAddMemcpyNode` copying `src` into `dst` (same length). The graph borrows
+    /// both for `'a`.
+    ///
+    /// # Errors
+    /// [`Error::InvalidArgument`] when the lengths differ; driver errors.
+    #[doc(alias = "cuGraphAddMemcpyNode")]
+    pub fn add_copy_node<T: Copy>(
+        &self,
+        deps: &[GraphNode<'_>],
+        dst: &'a DeviceBuffer<T>,
+        src: &'a DeviceBuffer<T>,
+    ) -> Result<GraphNode<'_>> {
+        same_len(dst.len(), src.len())?;
+        // SAFETY: both hold `size_bytes` bytes and are borrowed for `'a`.
+        unsafe { self.add_memcpy_dtod_node(deps, dst.as_raw(), src.as_raw(), src.size_bytes()) }
     }
 
     /// `cuGraphAddMemcpyNode` with a full `CUDA_MEMCPY3D` description.
@@ -256,82 +315,27 @@ impl<'ctx> Graph<'ctx> {
     where
         F: Fn() + Send + Sync + 'static,
     {
-        use alloc::boxed::Box;
-
-        unsafe extern "C" fn run<F: Fn()>(data: *mut c_void) {
-            // SAFETY: `data` is the `Box<F>` below, alive while any holder of the user
-            // object (graph, executable graphs) lives; shared access only.
-            let f = unsafe { &*data.cast_const().cast::<F>() };
-            f();
-        }
-        unsafe extern "C" fn free<F>(data: *mut c_void) {
-            // SAFETY: called once by the driver when the user object's last reference
-            // goes; the box is reclaimed exactly once.
-            drop(unsafe { Box::from_raw(data.cast::<F>()) });
-        }
-
-        let cu = api()?;
-        let data = Box::into_raw(Box::new(f)).cast::<c_void>();
-        let mut object = ptr::null_mut();
-        // SAFETY: `data` is a live box; `free::<F>` matches its type. With one initial
-        // reference the object owns the box from here on.
-        let rc = unsafe {
-            cu.cuUserObjectCreate()?(
-                &mut object,
-                data,
-                Some(free::<F>),
-                1,
-                cuda_sys::CUuserObject_flags::CU_USER_OBJECT_NO_DESTRUCTOR_SYNC.0,
-            )
-        };
-        if !rc.is_success() {
-            // SAFETY: the driver did not take `data`; reclaim and drop it.
-            drop(unsafe { Box::from_raw(data.cast::<F>()) });
-            return Err(crate::error::Error::driver("cuUserObjectCreate", rc));
-        }
-        // SAFETY: live graph and object; the graph takes over our one reference (MOVE).
-        let moved = unsafe {
-            drv!(
-                cu,
-                cuGraphRetainUserObject(
-                    self.as_raw(),
-                    object,
-                    1,
-                    cuda_sys::CUuserObjectRetain_flags::CU_GRAPH_USER_OBJECT_MOVE.0
-                )
-            )
-        };
-        if let Err(e) = moved {
-            // SAFETY: our reference was not moved; releasing it frees the box.
-            if let Ok(release) = cu.cuUserObjectRelease() {
-                let _ = unsafe { release(object, 1) };
-            }
-            return Err(e);
-        }
+        let (run, data) = graph_owned_closure(self.as_raw(), f)?;
         // SAFETY: the graph owns the closure for as long as any executable graph can
-        // run it; `run::<F>` matches `data`'s type; `F: Send + Sync` so driver threads
-        // may call it, concurrently too.
-        unsafe { self.add_host_node_raw(deps, run::<F>, data) }
+        // run it; `run` matches `data`'s type; `F: Send + Sync` so driver threads may
+        // call it, concurrently too.
+        unsafe { self.add_host_node_raw(deps, run, data) }
     }
 
     /// `cuGraphAddEventRecordNode`: records `event` when the node runs.
     ///
-    /// # Errors
-    /// Driver errors.
-    ///
-    /// # Safety
-    /// `event` must stay alive (not destroyed) for every launch of every executable
-    /// graph made from this graph.
+    /// The graph borrows `event` for `'a`, so it outlives every launch of every
+    /// executable graph made from this graph.
     #[doc(alias = "cuGraphAddEventRecordNode")]
-    pub unsafe fn add_event_record_node(
+    pub fn add_event_record_node(
         &self,
         deps: &[GraphNode<'_>],
-        event: &Event<'_>,
+        event: &'a Event,
     ) -> Result<GraphNode<'_>> {
         let event: CUevent = event.as_raw();
         let cu = api()?;
         let mut node: CUgraphNode = ptr::null_mut();
-        // SAFETY: live graph; the event's lifetime is the caller's promise.
+        // SAFETY: live graph; the event is borrowed for `'a`.
         unsafe {
             drv!(
                 cu,
@@ -354,18 +358,17 @@ impl<'ctx> Graph<'ctx> {
     /// # Errors
     /// Driver errors.
     ///
-    /// # Safety
-    /// As [`add_event_record_node`](Self::add_event_record_node).
+    /// The graph borrows `event` for `'a`.
     #[doc(alias = "cuGraphAddEventWaitNode")]
-    pub unsafe fn add_event_wait_node(
+    pub fn add_event_wait_node(
         &self,
         deps: &[GraphNode<'_>],
-        event: &Event<'_>,
+        event: &'a Event,
     ) -> Result<GraphNode<'_>> {
         let event: CUevent = event.as_raw();
         let cu = api()?;
         let mut node: CUgraphNode = ptr::null_mut();
-        // SAFETY: live graph; the event's lifetime is the caller's promise.
+        // SAFETY: live graph; the event is borrowed for `'a`.
         unsafe {
             drv!(
                 cu,
@@ -389,10 +392,10 @@ impl<'ctx> Graph<'ctx> {
     /// Driver errors (child graphs may not contain alloc/free or conditional nodes on
     /// older drivers).
     #[doc(alias = "cuGraphAddChildGraphNode")]
-    pub fn add_child_graph_node(
+    pub fn add_child_graph_node<'b: 'a>(
         &self,
         deps: &[GraphNode<'_>],
-        child: &Graph<'_>,
+        child: &Graph<'b>,
     ) -> Result<GraphNode<'_>> {
         let cu = api()?;
         let mut node: CUgraphNode = ptr::null_mut();
@@ -419,7 +422,7 @@ impl<'ctx> Graph<'ctx> {
     /// # Errors
     /// Driver errors (`CUDA_ERROR_INVALID_VALUE` for another node type).
     #[doc(alias = "cuGraphChildGraphNodeGetGraph")]
-    pub fn child_graph<'g>(&'g self, node: GraphNode<'g>) -> Result<GraphRef<'g, 'ctx>> {
+    pub fn child_graph<'g>(&'g self, node: GraphNode<'g>) -> Result<GraphRef<'g, 'a>> {
         let cu = api()?;
         let mut raw = ptr::null_mut();
         // SAFETY: live node, valid out-pointer.
@@ -427,4 +430,71 @@ impl<'ctx> Graph<'ctx> {
         // SAFETY: the child graph is owned by `node`, part of `self`.
         Ok(unsafe { GraphRef::new(raw, self) })
     }
+}
+
+/// Boxes `f` and gives the box to `graph` through a CUDA user object
+/// (`cuUserObjectCreate` + `cuGraphRetainUserObject` with `MOVE`): executable graphs made
+/// from the graph hold it too, and it is dropped (on a driver thread) once the graph and
+/// all of them are destroyed and their launches have finished. Returns the function to
+/// call it with and its data pointer, for a host node or a captured host function.
+#[cfg(feature = "alloc")]
+pub(crate) fn graph_owned_closure<F>(
+    graph: cuda_sys::CUgraph,
+    f: F,
+) -> Result<(unsafe extern "C" fn(*mut c_void), *mut c_void)>
+where
+    F: Fn() + Send + Sync + 'static,
+{
+    use alloc::boxed::Box;
+
+    unsafe extern "C" fn run<F: Fn()>(data: *mut c_void) {
+        // SAFETY: `data` is the `Box<F>` below, alive while any holder of the user
+        // object (graph, executable graphs) lives; shared access only.
+        let f = unsafe { &*data.cast_const().cast::<F>() };
+        f();
+    }
+    unsafe extern "C" fn free<F>(data: *mut c_void) {
+        // SAFETY: called once by the driver when the user object's last reference goes;
+        // the box is reclaimed exactly once.
+        drop(unsafe { Box::from_raw(data.cast::<F>()) });
+    }
+
+    let cu = api()?;
+    let create = cu.cuUserObjectCreate()?;
+    let data = Box::into_raw(Box::new(f)).cast::<c_void>();
+    let mut object = ptr::null_mut();
+    // SAFETY: `data` is a live box; `free::<F>` matches its type. With one initial
+    // reference the object owns the box from here on.
+    let rc = unsafe {
+        create(
+            &mut object,
+            data,
+            Some(free::<F>),
+            1,
+            cuda_sys::CUuserObject_flags::CU_USER_OBJECT_NO_DESTRUCTOR_SYNC.0,
+        )
+    };
+    if !rc.is_success() {
+        // SAFETY: the driver did not take `data`; reclaim and drop it.
+        drop(unsafe { Box::from_raw(data.cast::<F>()) });
+        return Err(Error::driver("cuUserObjectCreate", rc));
+    }
+    // SAFETY: live graph and object; the graph takes over our one reference (MOVE).
+    let moved = unsafe {
+        drv!(
+            cu,
+            cuGraphRetainUserObject(
+                graph,
+                object,
+                1,
+                cuda_sys::CUuserObjectRetain_flags::CU_GRAPH_USER_OBJECT_MOVE.0
+            )
+        )
+    };
+    if let Err(e) = moved {
+        // SAFETY: our reference was not moved; releasing it frees the box.
+        unsafe { crate::error::dropping!(cuUserObjectRelease(object, 1)) };
+        return Err(e);
+    }
+    Ok((run::<F>, data))
 }

@@ -66,7 +66,7 @@ impl<'a> LaunchAttribute<'a> {
     #[doc(alias = "CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_EVENT")]
     #[inline]
     #[must_use]
-    pub fn programmatic_event(event: &'a Event<'_>, trigger_at_block_start: bool) -> Self {
+    pub fn programmatic_event(event: &'a Event, trigger_at_block_start: bool) -> Self {
         // SAFETY: `event` is a live event, borrowed for `'a`.
         unsafe { Self::programmatic_event_raw(event.as_raw(), trigger_at_block_start) }
     }
@@ -94,7 +94,7 @@ impl<'a> LaunchAttribute<'a> {
     #[doc(alias = "CU_LAUNCH_ATTRIBUTE_LAUNCH_COMPLETION_EVENT")]
     #[inline]
     #[must_use]
-    pub fn launch_completion_event(event: &'a Event<'_>) -> Self {
+    pub fn launch_completion_event(event: &'a Event) -> Self {
         // SAFETY: `event` is a live event, borrowed for `'a`.
         unsafe { Self::launch_completion_event_raw(event.as_raw()) }
     }
@@ -206,7 +206,19 @@ impl<'a> LaunchAttribute<'a> {
     #[must_use]
     pub fn access_policy_window(window: CUaccessPolicyWindow) -> Self {
         let mut a = Self::zeroed(Id::CU_LAUNCH_ATTRIBUTE_ACCESS_POLICY_WINDOW);
-        a.raw.value.accessPolicyWindow = window;
+        // Field by field: assigning the whole struct would copy its 4 trailing padding
+        // bytes, uninitialized, into the union, whose 64 bytes are read as a whole when
+        // the attribute is copied or compared.
+        // SAFETY: plain writes into the zeroed union's `accessPolicyWindow` member, a
+        // `Copy` struct of plain fields; no byte is read.
+        unsafe {
+            let w = &raw mut a.raw.value.accessPolicyWindow;
+            (&raw mut (*w).base_ptr).write(window.base_ptr);
+            (&raw mut (*w).num_bytes).write(window.num_bytes);
+            (&raw mut (*w).hitRatio).write(window.hitRatio);
+            (&raw mut (*w).hitProp).write(window.hitProp);
+            (&raw mut (*w).missProp).write(window.missProp);
+        }
         a
     }
 

@@ -35,7 +35,7 @@ pub const MAX_LAUNCH_ATTRIBUTES: usize = 8;
 ///
 /// ```no_run
 /// # use cuda_core::launch::{LaunchConfig, TooManyAttributes};
-/// # fn f(stream: &cuda_core::Stream<'_>) -> Result<(), TooManyAttributes> {
+/// # fn f(stream: &cuda_core::Stream) -> Result<(), TooManyAttributes> {
 /// let cfg = LaunchConfig::new(132, 256)
 ///     .stream(stream)
 ///     .shared_mem(1024)
@@ -52,14 +52,19 @@ pub struct LaunchConfig<'a> {
     /// Dynamic shared memory per block, in bytes.
     pub shared_mem_bytes: u32,
     stream: CUstream,
+    /// Whether a stream was named ([`stream`](Self::stream) or
+    /// [`raw_stream`](Self::raw_stream)); a launch without one is refused.
+    has_stream: bool,
     attrs: UnsafeCell<[CUlaunchAttribute; MAX_LAUNCH_ATTRIBUTES]>,
     len: usize,
     _borrow: PhantomData<&'a ()>,
 }
 
 impl<'a> LaunchConfig<'a> {
-    /// `grid` blocks of `block` threads on the current context's default (legacy)
-    /// stream, no dynamic shared memory, no attributes.
+    /// `grid` blocks of `block` threads, no dynamic shared memory, no attributes, and no
+    /// stream yet: a launch names its stream with [`stream`](Self::stream) (the legacy
+    /// default stream is [`Stream::legacy`], an explicit choice like any other) and is
+    /// refused without one. Graph kernel nodes ignore the stream.
     #[inline]
     #[must_use]
     pub fn new(grid: impl Into<Dim3>, block: impl Into<Dim3>) -> Self {
@@ -68,6 +73,7 @@ impl<'a> LaunchConfig<'a> {
             block: block.into(),
             shared_mem_bytes: 0,
             stream: ptr::null_mut(),
+            has_stream: false,
             attrs: UnsafeCell::new([CUlaunchAttribute::default(); MAX_LAUNCH_ATTRIBUTES]),
             len: 0,
             _borrow: PhantomData,
@@ -85,13 +91,14 @@ impl<'a> LaunchConfig<'a> {
     /// Launches into `stream`.
     #[inline]
     #[must_use]
-    pub fn stream(mut self, stream: &'a Stream<'_>) -> Self {
+    pub fn stream(mut self, stream: &'a Stream) -> Self {
         self.stream = stream.as_raw();
+        self.has_stream = true;
         self
     }
 
-    /// Launches into a raw stream handle (null: the default stream;
-    /// `cuda_sys::CU_STREAM_LEGACY` / `CU_STREAM_PER_THREAD` work too).
+    /// Launches into a raw stream handle (null: the default stream of the binding
+    /// mode; `cuda_sys::CU_STREAM_LEGACY` / `CU_STREAM_PER_THREAD` work too).
     ///
     /// # Safety
     /// `stream` must be null, a special stream handle, or a stream that stays valid for
@@ -100,7 +107,28 @@ impl<'a> LaunchConfig<'a> {
     #[must_use]
     pub unsafe fn raw_stream(mut self, stream: CUstream) -> Self {
         self.stream = stream;
+        self.has_stream = true;
         self
+    }
+
+    /// Whether the configuration names a stream.
+    #[inline]
+    #[must_use]
+    pub fn has_stream(&self) -> bool {
+        self.has_stream
+    }
+
+    /// An error unless a stream was named (launches never default to one silently).
+    #[inline]
+    pub(crate) fn require_stream(&self) -> crate::error::Result<()> {
+        if self.has_stream {
+            Ok(())
+        } else {
+            Err(crate::error::Error::InvalidArgument(
+                "LaunchConfig names no stream: add .stream(&stream) (Stream::legacy for the \
+                 legacy default stream)",
+            ))
+        }
     }
 
     /// The stream launches go to.
@@ -267,7 +295,7 @@ impl<'a> LaunchConfig<'a> {
     #[inline]
     pub fn programmatic_event(
         self,
-        event: &'a Event<'_>,
+        event: &'a Event,
         trigger_at_block_start: bool,
     ) -> Result<Self, TooManyAttributes> {
         self.with(LaunchAttribute::programmatic_event(
@@ -282,7 +310,7 @@ impl<'a> LaunchConfig<'a> {
     /// [`TooManyAttributes`] when the list is full.
     #[doc(alias = "CU_LAUNCH_ATTRIBUTE_LAUNCH_COMPLETION_EVENT")]
     #[inline]
-    pub fn launch_completion_event(self, event: &'a Event<'_>) -> Result<Self, TooManyAttributes> {
+    pub fn launch_completion_event(self, event: &'a Event) -> Result<Self, TooManyAttributes> {
         self.with(LaunchAttribute::launch_completion_event(event))
     }
 
@@ -415,6 +443,7 @@ impl Clone for LaunchConfig<'_> {
             block: self.block,
             shared_mem_bytes: self.shared_mem_bytes,
             stream: self.stream,
+            has_stream: self.has_stream,
             attrs: UnsafeCell::new(attrs),
             len: self.len,
             _borrow: PhantomData,

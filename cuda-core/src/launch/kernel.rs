@@ -1,9 +1,11 @@
 //! The launch calls: `cuLaunchKernelEx` with a pointer array or a packed buffer, the
 //! layout-checked packed launch, and plain `cuLaunchKernel`.
 //!
-//! None of them allocates, records an event or binds a context: each builds the
-//! `CUlaunchConfig` (or the `extra` array) on the stack and makes one driver call. The
-//! context is the one the function's module was loaded in; the stream must belong to it.
+//! None of them allocates or records an event: each builds the `CUlaunchConfig` (or the
+//! `extra` array) on the stack and makes one driver call, after making the function's
+//! context current when it is not already (one `cuCtxGetCurrent`; a push and pop only on
+//! a thread where another context, or none, is current). The stream must belong to that
+//! context.
 
 use core::ffi::c_void;
 use core::ptr;
@@ -12,7 +14,6 @@ use cuda_sys::{CU_LAUNCH_PARAM_BUFFER_POINTER, CU_LAUNCH_PARAM_BUFFER_SIZE, CU_L
 
 use super::LaunchConfig;
 use crate::args::{KernelArgs, PackedArgs};
-use crate::driver::api;
 use crate::error::{Error, Result, drv};
 use crate::function::Function;
 
@@ -40,23 +41,32 @@ use crate::function::Function;
 ///   and writes of device memory) until the kernel has finished, and memory the kernel
 ///   writes must not be read or written by the host or other work meanwhile.
 /// - The stream in `cfg` must belong to the context `f` was loaded in.
+/// - If that stream is being captured, the launch becomes a graph node that runs at
+///   every launch of every graph made from the capture: the pointers must be valid, and
+///   `f`'s module loaded, for all of them
+///   ([`Capturing::launch`](crate::graph::Capturing::launch) ties the function to the
+///   graph).
+///
+/// # Errors
+/// [`Error::InvalidArgument`] when `cfg` names no stream.
 #[doc(alias = "cuLaunchKernelEx")]
 #[inline]
 pub unsafe fn launch<A: KernelArgs>(
-    f: &Function<'_>,
+    f: &Function,
     cfg: &LaunchConfig<'_>,
     args: &A,
 ) -> Result<()> {
-    let cu = api()?;
+    cfg.require_stream()?;
+    let g = f.enter()?;
     let raw = cfg.as_raw();
     let mut ptrs = args.arg_ptrs();
     // SAFETY: `raw` points at `cfg`'s attribute array, valid and not otherwise borrowed
     // for this call (see `LaunchConfig`); `ptrs` holds `A::COUNT` pointers into `args`,
-    // alive for the call; the driver copies the parameters before returning. The
-    // kernel-side contract is the caller's.
+    // alive for the call; the driver copies the parameters before returning; the
+    // function's context is current. The kernel-side contract is the caller's.
     unsafe {
         drv!(
-            cu,
+            g.cu,
             cuLaunchKernelEx(&raw, f.as_raw(), ptrs.as_mut_ptr(), ptr::null_mut())
         )
     }
@@ -67,8 +77,10 @@ pub unsafe fn launch<A: KernelArgs>(
 /// CU_LAUNCH_PARAM_END]`), laid out by device alignment.
 ///
 /// # Errors
-/// As [`launch`]; a buffer whose size differs from the kernel's parameter size gives
-/// `CUDA_ERROR_INVALID_VALUE`.
+/// As [`launch`]; a buffer whose size differs from the kernel's parameter size is
+/// refused by the driver (CUDA 13.0 on an H100 answers
+/// `CUDA_ERROR_LAUNCH_OUT_OF_RESOURCES`; use [`launch_checked`] for an error that names
+/// the mismatch).
 ///
 /// # Safety
 /// As [`launch`]: `packed` must hold exactly the kernel's parameters, in order, at the
@@ -78,11 +90,12 @@ pub unsafe fn launch<A: KernelArgs>(
 #[doc(alias = "CU_LAUNCH_PARAM_BUFFER_POINTER")]
 #[inline]
 pub unsafe fn launch_packed<const CAP: usize>(
-    f: &Function<'_>,
+    f: &Function,
     cfg: &LaunchConfig<'_>,
     packed: &PackedArgs<CAP>,
 ) -> Result<()> {
-    let cu = api()?;
+    cfg.require_stream()?;
+    let g = f.enter()?;
     let raw = cfg.as_raw();
     let mut size: usize = packed.len();
     let mut extra: [*mut c_void; 5] = [
@@ -93,11 +106,11 @@ pub unsafe fn launch_packed<const CAP: usize>(
         CU_LAUNCH_PARAM_END,
     ];
     // SAFETY: `extra` is a well-formed, END-terminated list whose buffer pointer and size
-    // pointer are alive for the call; the driver only reads them. `raw` as in `launch`.
-    // The kernel-side contract is the caller's.
+    // pointer are alive for the call; the driver only reads them. `raw` as in `launch`;
+    // the function's context is current. The kernel-side contract is the caller's.
     unsafe {
         drv!(
-            cu,
+            g.cu,
             cuLaunchKernelEx(&raw, f.as_raw(), ptr::null_mut(), extra.as_mut_ptr())
         )
     }
@@ -126,7 +139,7 @@ pub unsafe fn launch_packed<const CAP: usize>(
 #[doc(alias = "cuFuncGetParamInfo")]
 #[inline]
 pub unsafe fn launch_checked<const CAP: usize>(
-    f: &Function<'_>,
+    f: &Function,
     cfg: &LaunchConfig<'_>,
     packed: &PackedArgs<CAP>,
 ) -> Result<()> {
@@ -149,7 +162,7 @@ pub unsafe fn launch_checked<const CAP: usize>(
 #[doc(alias = "cuLaunchKernel")]
 #[inline]
 pub unsafe fn launch_plain<A: KernelArgs>(
-    f: &Function<'_>,
+    f: &Function,
     cfg: &LaunchConfig<'_>,
     args: &A,
 ) -> Result<()> {
@@ -158,13 +171,14 @@ pub unsafe fn launch_plain<A: KernelArgs>(
             "cuLaunchKernel cannot carry launch attributes; use launch (cuLaunchKernelEx)",
         ));
     }
-    let cu = api()?;
+    cfg.require_stream()?;
+    let g = f.enter()?;
     let mut ptrs = args.arg_ptrs();
     // SAFETY: as in `launch`: `ptrs` points into `args`, alive for the call; the driver
-    // copies the parameters before returning.
+    // copies the parameters before returning; the function's context is current.
     unsafe {
         drv!(
-            cu,
+            g.cu,
             cuLaunchKernel(
                 f.as_raw(),
                 cfg.grid.x,
@@ -192,7 +206,7 @@ impl<'a> LaunchConfig<'a> {
     /// As [`launch`].
     #[doc(alias = "cuLaunchKernelEx")]
     #[inline]
-    pub unsafe fn launch<A: KernelArgs>(&self, f: &Function<'_>, args: &A) -> Result<()> {
+    pub unsafe fn launch<A: KernelArgs>(&self, f: &Function, args: &A) -> Result<()> {
         // SAFETY: forwarded to the caller.
         unsafe { launch(f, self, args) }
     }

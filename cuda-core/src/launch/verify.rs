@@ -1,74 +1,27 @@
 //! Checking an argument list against the kernel's parameter layout as the driver reports
 //! it (`cuFuncGetParamInfo`, CUDA 12.4+).
 
-use cuda_sys::{CUfunction, CUresult, DriverApi};
-
 use crate::args::{KernelArgs, LayoutMismatch, LayoutRule, PackedArgs, param_offset};
-use crate::driver::api;
 use crate::error::{Error, Result};
 use crate::function::Function;
 
-/// No kernel has more parameters than this (32 KiB of parameters of one byte each); the
-/// probe for the end of the list stops here in any case.
-const PARAM_LIMIT: usize = 32 * 1024;
-
-/// The kernel's `(offset, size)` per parameter, in order, from `cuFuncGetParamInfo`.
-///
-/// Ends at the first index the driver rejects with `CUDA_ERROR_INVALID_VALUE` (past the
-/// last parameter); any other failure ends it too and is kept in `error`.
-struct Reported<'e> {
-    cu: &'static DriverApi,
-    f: CUfunction,
-    index: usize,
-    error: &'e mut Option<Error>,
-}
-
-impl Iterator for Reported<'_> {
-    type Item = (usize, usize);
-
-    fn next(&mut self) -> Option<(usize, usize)> {
-        if self.error.is_some() || self.index >= PARAM_LIMIT {
-            return None;
-        }
-        let entry = match self.cu.cuFuncGetParamInfo() {
-            Ok(entry) => entry,
-            Err(missing) => {
-                *self.error = Some(Error::MissingSymbol(missing));
-                return None;
-            }
-        };
-        let (mut offset, mut size) = (0usize, 0usize);
-        // SAFETY: `f` is a live function handle (borrowed by the caller) and both
-        // out-pointers are valid.
-        let rc = unsafe { entry(self.f, self.index, &mut offset, &mut size) };
-        match rc {
-            CUresult::CUDA_SUCCESS => {
-                self.index += 1;
-                Some((offset, size))
-            }
-            CUresult::CUDA_ERROR_INVALID_VALUE => None,
-            code => {
-                *self.error = Some(Error::driver("cuFuncGetParamInfo", code));
-                None
-            }
-        }
-    }
-}
-
-/// Runs `check` over the reported layout of `f`; a driver failure wins over a mismatch
-/// it may have caused.
-fn with_reported<F>(f: CUfunction, check: F) -> Result<()>
+/// Runs `check` over the reported layout of `f`: `cuFuncGetParamInfo` for each index
+/// below the kernel's parameter count (cached in `f`, see [`Function::param_count`]), so
+/// no call past the end is made once the count is known. A driver failure wins over a
+/// mismatch it may have caused.
+fn with_reported<F>(f: &Function, check: F) -> Result<()>
 where
     F: FnOnce(&mut dyn Iterator<Item = (usize, usize)>) -> core::result::Result<(), LayoutMismatch>,
 {
-    let cu = api()?;
+    let count = f.param_count()?;
     let mut error = None;
-    let outcome = check(&mut Reported {
-        cu,
-        f,
-        index: 0,
-        error: &mut error,
-    });
+    let outcome = check(&mut (0..count).map_while(|i| match f.param_info(i) {
+        Ok(entry) => Some(entry),
+        Err(e) => {
+            error = Some(e);
+            None
+        }
+    }));
     match (error, outcome) {
         (Some(e), _) => Err(e),
         (None, r) => r.map_err(Error::Layout),
@@ -128,7 +81,7 @@ fn expected_layout<A: KernelArgs>() -> impl ExactSizeIterator<Item = (usize, usi
     })
 }
 
-impl Function<'_> {
+impl Function {
     /// Checks that the argument tuple type `A` matches this kernel's parameters as
     /// `cuFuncGetParamInfo` reports them: the same count, and each parameter at the same
     /// offset (by device alignment) with the same size.
@@ -143,7 +96,7 @@ impl Function<'_> {
     /// 12.4, or a function without parameter info).
     #[doc(alias = "cuFuncGetParamInfo")]
     pub fn verify_args<A: KernelArgs>(&self) -> Result<()> {
-        with_reported(self.as_raw(), |reported| {
+        with_reported(self, |reported| {
             compare_layout(expected_layout::<A>(), reported)
         })
     }
@@ -156,7 +109,7 @@ impl Function<'_> {
     /// As [`verify_args`](Self::verify_args).
     #[doc(alias = "cuFuncGetParamInfo")]
     pub fn verify_packed<const CAP: usize>(&self, packed: &PackedArgs<CAP>) -> Result<()> {
-        with_reported(self.as_raw(), |reported| packed.verify(reported))
+        with_reported(self, |reported| packed.verify(reported))
     }
 }
 

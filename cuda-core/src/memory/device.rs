@@ -7,9 +7,8 @@ use cuda_sys::CUdeviceptr;
 
 use super::{PinnedHostBuffer, Pod, byte_len, same_len};
 use crate::args::DeviceRepr;
-use crate::context::{Context, CtxMarker};
-use crate::driver::api;
-use crate::error::{Error, Result, drv};
+use crate::context::Context;
+use crate::error::{Error, Result, drv, dropping};
 use crate::stream::Stream;
 
 /// A typed device pointer as a kernel argument: 8 bytes, 8-aligned, the `T*` of the
@@ -77,7 +76,11 @@ unsafe impl<T> Send for DevicePtr<T> {}
 unsafe impl<T> Sync for DevicePtr<T> {}
 
 /// `len` values of `T` in device memory of a context (`cuMemAlloc`), freed on drop
-/// (`cuMemFree`).
+/// (`cuMemFree`). It keeps its [`Context`] alive and current where a call needs it, so it
+/// can be stored anywhere and used from any thread.
+///
+/// Device memory is not Rust memory: kernels and graph nodes write it through shared
+/// borrows ([`as_arg`](Self::as_arg)), and the host only ever copies it out.
 ///
 /// ```no_run
 /// # fn main() -> cuda_core::Result<()> {
@@ -88,19 +91,19 @@ unsafe impl<T> Sync for DevicePtr<T> {}
 /// buf.copy_to_host(&mut back)?;
 /// # Ok(()) }
 /// ```
-pub struct DeviceBuffer<'ctx, T: Copy> {
+pub struct DeviceBuffer<T: Copy> {
     ptr: CUdeviceptr,
     len: usize,
-    _ctx: CtxMarker<'ctx>,
+    ctx: Context,
     _t: PhantomData<T>,
 }
 
 // SAFETY: device memory is reachable from any thread; `T: Send` values move with it.
-unsafe impl<T: Copy + Send> Send for DeviceBuffer<'_, T> {}
+unsafe impl<T: Copy + Send> Send for DeviceBuffer<T> {}
 // SAFETY: `&DeviceBuffer` only reads through driver calls.
-unsafe impl<T: Copy + Sync> Sync for DeviceBuffer<'_, T> {}
+unsafe impl<T: Copy + Sync> Sync for DeviceBuffer<T> {}
 
-impl<T: Copy> core::fmt::Debug for DeviceBuffer<'_, T> {
+impl<T: Copy> core::fmt::Debug for DeviceBuffer<T> {
     fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
         f.debug_struct("DeviceBuffer")
             .field("ptr", &format_args!("{:#x}", self.ptr))
@@ -109,7 +112,7 @@ impl<T: Copy> core::fmt::Debug for DeviceBuffer<'_, T> {
     }
 }
 
-impl<'ctx, T: Copy> DeviceBuffer<'ctx, T> {
+impl<T: Copy> DeviceBuffer<T> {
     /// `cuMemAlloc`: room for `len` values, contents unspecified. `len == 0` allocates
     /// nothing (the pointer is 0).
     ///
@@ -117,24 +120,18 @@ impl<'ctx, T: Copy> DeviceBuffer<'ctx, T> {
     /// `CUDA_ERROR_OUT_OF_MEMORY` when the device has not enough memory;
     /// [`Error::InvalidArgument`] when the size in bytes overflows.
     #[doc(alias = "cuMemAlloc")]
-    pub fn new(ctx: &'ctx Context, len: usize) -> Result<Self> {
+    pub fn new(ctx: &Context, len: usize) -> Result<Self> {
         let bytes = byte_len::<T>(len)?;
-        if bytes == 0 {
-            return Ok(Self {
-                ptr: 0,
-                len,
-                _ctx: CtxMarker::default(),
-                _t: PhantomData,
-            });
-        }
-        let g = ctx.enter()?;
         let mut ptr = 0;
-        // SAFETY: valid out-pointer; the context is current.
-        unsafe { drv!(g.cu, cuMemAlloc(&mut ptr, bytes))? };
+        if bytes != 0 {
+            let g = ctx.enter()?;
+            // SAFETY: valid out-pointer; the context is current.
+            unsafe { drv!(g.cu, cuMemAlloc(&mut ptr, bytes))? };
+        }
         Ok(Self {
             ptr,
             len,
-            _ctx: CtxMarker::default(),
+            ctx: ctx.clone(),
             _t: PhantomData,
         })
     }
@@ -143,7 +140,7 @@ impl<'ctx, T: Copy> DeviceBuffer<'ctx, T> {
     ///
     /// # Errors
     /// As [`DeviceBuffer::new`].
-    pub fn zeroed(ctx: &'ctx Context, len: usize) -> Result<Self>
+    pub fn zeroed(ctx: &Context, len: usize) -> Result<Self>
     where
         T: Pod,
     {
@@ -156,7 +153,7 @@ impl<'ctx, T: Copy> DeviceBuffer<'ctx, T> {
     ///
     /// # Errors
     /// As [`DeviceBuffer::new`] and [`DeviceBuffer::copy_from_host`].
-    pub fn from_slice(ctx: &'ctx Context, src: &[T]) -> Result<Self> {
+    pub fn from_slice(ctx: &Context, src: &[T]) -> Result<Self> {
         let mut buf = Self::new(ctx, src.len())?;
         buf.copy_from_host(src)?;
         Ok(buf)
@@ -168,11 +165,11 @@ impl<'ctx, T: Copy> DeviceBuffer<'ctx, T> {
     /// # Safety
     /// `ptr` must come from `cuMemAlloc` (or be 0 with `len * size_of::<T>() == 0`), hold
     /// at least `len` values, and be freed by nothing else.
-    pub unsafe fn from_raw(ptr: CUdeviceptr, len: usize, _ctx: &'ctx Context) -> Self {
+    pub unsafe fn from_raw(ptr: CUdeviceptr, len: usize, ctx: &Context) -> Self {
         Self {
             ptr,
             len,
-            _ctx: CtxMarker::default(),
+            ctx: ctx.clone(),
             _t: PhantomData,
         }
     }
@@ -180,13 +177,22 @@ impl<'ctx, T: Copy> DeviceBuffer<'ctx, T> {
     /// Gives up ownership: returns the address and length; the caller must free it.
     pub fn into_raw(self) -> (CUdeviceptr, usize) {
         let parts = (self.ptr, self.len);
-        core::mem::forget(self);
+        let this = core::mem::ManuallyDrop::new(self);
+        // SAFETY: `this` is never used or dropped again; its context clone is dropped
+        // here exactly once.
+        drop(unsafe { core::ptr::read(&this.ctx) });
         parts
     }
 
     /// The device address (`CUdeviceptr`; 0 for an empty buffer).
+    #[inline]
     pub fn as_raw(&self) -> CUdeviceptr {
         self.ptr
+    }
+
+    /// The context the memory belongs to.
+    pub fn context(&self) -> &Context {
+        &self.ctx
     }
 
     /// The buffer as a kernel argument (`T*` on the device).
@@ -222,15 +228,16 @@ impl<'ctx, T: Copy> DeviceBuffer<'ctx, T> {
         if self.size_bytes() == 0 {
             return Ok(());
         }
-        let cu = api()?;
-        // SAFETY: `src` holds `size_bytes` readable bytes; the buffer holds as many.
+        let g = self.ctx.enter()?;
+        // SAFETY: `src` holds `size_bytes` readable bytes; the buffer holds as many; the
+        // context is current.
         unsafe {
             drv!(
-                cu,
+                g.cu,
                 cuMemcpyHtoD(self.ptr, src.as_ptr().cast::<c_void>(), self.size_bytes())
             )?
         };
-        legacy_stream_sync(cu)
+        legacy_stream_sync(g.cu)
     }
 
     /// `cuMemcpyDtoH`: copies the buffer into `dst` (of the same length), synchronously.
@@ -246,12 +253,12 @@ impl<'ctx, T: Copy> DeviceBuffer<'ctx, T> {
         if self.size_bytes() == 0 {
             return Ok(());
         }
-        let cu = api()?;
+        let g = self.ctx.enter()?;
         // SAFETY: `dst` holds `size_bytes` writable bytes and any bytes are a valid `T`
-        // (`Pod`); the buffer holds as many.
+        // (`Pod`); the buffer holds as many; the context is current.
         unsafe {
             drv!(
-                cu,
+                g.cu,
                 cuMemcpyDtoH(
                     dst.as_mut_ptr().cast::<c_void>(),
                     self.ptr,
@@ -266,14 +273,17 @@ impl<'ctx, T: Copy> DeviceBuffer<'ctx, T> {
     /// # Errors
     /// [`Error::InvalidArgument`] when the lengths differ; driver errors.
     #[doc(alias = "cuMemcpyDtoD")]
-    pub fn copy_from_device(&mut self, src: &DeviceBuffer<'_, T>) -> Result<()> {
+    pub fn copy_from_device(&mut self, src: &DeviceBuffer<T>) -> Result<()> {
         same_len(self.len, src.len)?;
         if self.size_bytes() == 0 {
             return Ok(());
         }
-        let cu = api()?;
-        // SAFETY: both buffers hold `size_bytes` bytes.
-        unsafe { drv!(cu, cuMemcpyDtoD(self.ptr, src.ptr, self.size_bytes())) }
+        let g = self.ctx.enter()?;
+        // SAFETY: both buffers hold `size_bytes` bytes; the context is current.
+        unsafe { drv!(g.cu, cuMemcpyDtoD(self.ptr, src.ptr, self.size_bytes()))? };
+        // `cuMemcpyDtoD` may return before the copy has landed (it is queued on the
+        // legacy stream); wait for it like the other synchronous calls.
+        legacy_stream_sync(g.cu)
     }
 
     /// `cuMemcpyDtoDAsync`: queues a copy of `src` into this buffer on `stream`.
@@ -282,40 +292,37 @@ impl<'ctx, T: Copy> DeviceBuffer<'ctx, T> {
     /// borrows need not outlive the copy.
     ///
     /// # Errors
-    /// [`Error::InvalidArgument`] when the lengths differ; driver errors.
+    /// [`Error::InvalidArgument`] when the lengths differ; [`Error::StreamCapturing`]
+    /// while `stream` is being captured (record the copy with
+    /// [`Capturing::copy`](crate::graph::Capturing::copy), which keeps both buffers
+    /// borrowed by the graph); driver errors.
     #[doc(alias = "cuMemcpyDtoDAsync")]
     pub fn copy_from_device_async(
         &mut self,
-        src: &DeviceBuffer<'_, T>,
-        stream: &Stream<'_>,
+        src: &DeviceBuffer<T>,
+        stream: &Stream,
     ) -> Result<()> {
-        same_len(self.len, src.len)?;
-        if self.size_bytes() == 0 {
-            return Ok(());
-        }
-        let cu = api()?;
-        // SAFETY: both buffers hold `size_bytes` bytes; live stream.
-        unsafe {
-            drv!(
-                cu,
-                cuMemcpyDtoDAsync(self.ptr, src.ptr, self.size_bytes(), stream.as_raw())
-            )
-        }
+        stream.ensure_not_capturing("cuMemcpyDtoDAsync")?;
+        // SAFETY: the stream is not capturing (and cannot start without `&mut`), so the
+        // copy runs once, before the buffers can be freed (`cuMemFree` waits for it).
+        unsafe { copy_dtod_async(self.ptr, src, stream) }
     }
 
     /// `cuMemcpyHtoDAsync`: queues a copy of pinned `src` into the buffer on `stream`.
     ///
     /// # Safety
     /// `src` must not be dropped or written until the stream has executed the copy
-    /// (synchronize the stream or an event recorded after it).
+    /// (synchronize the stream or an event recorded after it). If `stream` is being
+    /// captured, the copy runs at every launch of every graph made from the capture, and
+    /// `src` must stay valid and unwritten for all of them.
     ///
     /// # Errors
     /// [`Error::InvalidArgument`] when the lengths differ; driver errors.
     #[doc(alias = "cuMemcpyHtoDAsync")]
     pub unsafe fn copy_from_host_async(
         &mut self,
-        src: &PinnedHostBuffer<'_, T>,
-        stream: &Stream<'_>,
+        src: &PinnedHostBuffer<T>,
+        stream: &Stream,
     ) -> Result<()> {
         // SAFETY: forwarded contract.
         unsafe { self.copy_from_host_slice_async(src, stream) }
@@ -333,18 +340,18 @@ impl<'ctx, T: Copy> DeviceBuffer<'ctx, T> {
     pub unsafe fn copy_from_host_slice_async(
         &mut self,
         src: &[T],
-        stream: &Stream<'_>,
+        stream: &Stream,
     ) -> Result<()> {
         same_len(self.len, src.len())?;
         if self.size_bytes() == 0 {
             return Ok(());
         }
-        let cu = api()?;
+        let g = self.ctx.enter()?;
         // SAFETY: `src` holds `size_bytes` bytes and (caller) stays valid until the copy
-        // runs; live stream.
+        // runs; live stream; the context is current.
         unsafe {
             drv!(
-                cu,
+                g.cu,
                 cuMemcpyHtoDAsync(
                     self.ptr,
                     src.as_ptr().cast::<c_void>(),
@@ -359,14 +366,16 @@ impl<'ctx, T: Copy> DeviceBuffer<'ctx, T> {
     ///
     /// # Safety
     /// `dst` must not be read, written or dropped until the stream has executed the copy.
+    /// If `stream` is being captured, the copy runs at every launch of every graph made
+    /// from the capture, and this holds for all of them.
     ///
     /// # Errors
     /// [`Error::InvalidArgument`] when the lengths differ; driver errors.
     #[doc(alias = "cuMemcpyDtoHAsync")]
     pub unsafe fn copy_to_host_async(
         &self,
-        dst: &mut PinnedHostBuffer<'_, T>,
-        stream: &Stream<'_>,
+        dst: &mut PinnedHostBuffer<T>,
+        stream: &Stream,
     ) -> Result<()>
     where
         T: Pod,
@@ -383,7 +392,7 @@ impl<'ctx, T: Copy> DeviceBuffer<'ctx, T> {
     /// # Errors
     /// [`Error::InvalidArgument`] when the lengths differ; driver errors.
     #[doc(alias = "cuMemcpyDtoHAsync")]
-    pub unsafe fn copy_to_host_slice_async(&self, dst: &mut [T], stream: &Stream<'_>) -> Result<()>
+    pub unsafe fn copy_to_host_slice_async(&self, dst: &mut [T], stream: &Stream) -> Result<()>
     where
         T: Pod,
     {
@@ -391,12 +400,13 @@ impl<'ctx, T: Copy> DeviceBuffer<'ctx, T> {
         if self.size_bytes() == 0 {
             return Ok(());
         }
-        let cu = api()?;
+        let g = self.ctx.enter()?;
         // SAFETY: `dst` holds `size_bytes` writable bytes, any bytes are a valid `T`, and
-        // (caller) it stays untouched until the copy runs; live stream.
+        // (caller) it stays untouched until the copy runs; live stream; the context is
+        // current.
         unsafe {
             drv!(
-                cu,
+                g.cu,
                 cuMemcpyDtoHAsync(
                     dst.as_mut_ptr().cast::<c_void>(),
                     self.ptr,
@@ -414,16 +424,23 @@ impl<'ctx, T: Copy> DeviceBuffer<'ctx, T> {
     /// Driver errors.
     #[doc(alias = "cuMemsetD8")]
     pub fn memset_d8(&mut self, value: u8) -> Result<()> {
-        memset_d8(self.ptr, self.size_bytes(), value, None)
+        let g = self.ctx.enter()?;
+        // SAFETY: the buffer holds `size_bytes` bytes; no stream.
+        unsafe { memset_d8(g.cu, self.ptr, self.size_bytes(), value, None) }
     }
 
     /// `cuMemsetD8Async`: queues setting every byte to `value` on `stream`.
     ///
     /// # Errors
-    /// Driver errors.
+    /// [`Error::StreamCapturing`] while `stream` is being captured (use
+    /// [`Capturing::memset_d8`](crate::graph::Capturing::memset_d8)); driver errors.
     #[doc(alias = "cuMemsetD8Async")]
-    pub fn memset_d8_async(&mut self, value: u8, stream: &Stream<'_>) -> Result<()> {
-        memset_d8(self.ptr, self.size_bytes(), value, Some(stream))
+    pub fn memset_d8_async(&mut self, value: u8, stream: &Stream) -> Result<()> {
+        stream.ensure_not_capturing("cuMemsetD8Async")?;
+        let g = self.ctx.enter()?;
+        // SAFETY: the buffer holds `size_bytes` bytes; the stream is not capturing, so
+        // the memset runs once, before the buffer can be freed.
+        unsafe { memset_d8(g.cu, self.ptr, self.size_bytes(), value, Some(stream)) }
     }
 
     /// `cuMemsetD32`: sets every 32-bit word to `value`; complete when this returns (it
@@ -433,45 +450,82 @@ impl<'ctx, T: Copy> DeviceBuffer<'ctx, T> {
     /// [`Error::InvalidArgument`] unless the size is a multiple of 4; driver errors.
     #[doc(alias = "cuMemsetD32")]
     pub fn memset_d32(&mut self, value: u32) -> Result<()> {
-        memset_d32(self.ptr, self.size_bytes(), value, None)
+        let g = self.ctx.enter()?;
+        // SAFETY: the buffer holds `size_bytes` bytes; no stream.
+        unsafe { memset_d32(g.cu, self.ptr, self.size_bytes(), value, None) }
     }
 
     /// `cuMemsetD32Async`: queues setting every 32-bit word to `value` on `stream`.
     ///
     /// # Errors
-    /// [`Error::InvalidArgument`] unless the size is a multiple of 4; driver errors.
+    /// [`Error::InvalidArgument`] unless the size is a multiple of 4;
+    /// [`Error::StreamCapturing`] while `stream` is being captured (use
+    /// [`Capturing::memset_d32`](crate::graph::Capturing::memset_d32)); driver errors.
     #[doc(alias = "cuMemsetD32Async")]
-    pub fn memset_d32_async(&mut self, value: u32, stream: &Stream<'_>) -> Result<()> {
-        memset_d32(self.ptr, self.size_bytes(), value, Some(stream))
+    pub fn memset_d32_async(&mut self, value: u32, stream: &Stream) -> Result<()> {
+        stream.ensure_not_capturing("cuMemsetD32Async")?;
+        let g = self.ctx.enter()?;
+        // SAFETY: the buffer holds `size_bytes` bytes; the stream is not capturing, so
+        // the memset runs once, before the buffer can be freed.
+        unsafe { memset_d32(g.cu, self.ptr, self.size_bytes(), value, Some(stream)) }
     }
 }
 
-impl<T: Copy> Drop for DeviceBuffer<'_, T> {
-    /// `cuMemFree` (nothing for an empty buffer); errors are ignored.
+/// `cuMemcpyDtoDAsync` of `src` into `dst_ptr` (as many bytes as `src` holds).
+///
+/// # Safety
+/// `dst_ptr` holds at least `src.size_bytes()` bytes; if `stream` is capturing, both
+/// allocations outlive every graph made from the capture.
+pub(crate) unsafe fn copy_dtod_async<T: Copy>(
+    dst_ptr: CUdeviceptr,
+    src: &DeviceBuffer<T>,
+    stream: &Stream,
+) -> Result<()> {
+    if src.size_bytes() == 0 {
+        return Ok(());
+    }
+    let g = src.ctx.enter()?;
+    // SAFETY: both allocations hold `size_bytes` bytes (the caller's promise for the
+    // destination); live stream; the context is current.
+    unsafe {
+        drv!(
+            g.cu,
+            cuMemcpyDtoDAsync(dst_ptr, src.ptr, src.size_bytes(), stream.as_raw())
+        )
+    }
+}
+
+impl<T: Copy> Drop for DeviceBuffer<T> {
+    /// `cuMemFree` (nothing for an empty buffer); a failure goes to the drop-error sink.
     fn drop(&mut self) {
         if self.ptr == 0 {
             return;
         }
-        if let Ok(cu) = api() {
-            if let Ok(f) = cu.cuMemFree() {
-                // SAFETY: the allocation is ours and nothing borrows it any more.
-                let _ = unsafe { f(self.ptr) };
-            }
-        }
+        let Ok(_g) = self.ctx.enter() else {
+            crate::error::report_drop("cuCtxPushCurrent", cuda_sys::CUresult::CUDA_ERROR_INVALID_CONTEXT);
+            return;
+        };
+        // SAFETY: the allocation is ours and nothing borrows it any more (graphs whose
+        // nodes name it borrow it); the context is current.
+        unsafe { dropping!(cuMemFree(self.ptr)) };
     }
 }
 
 /// `cuMemsetD8[Async]` of `bytes` bytes at `ptr`.
-pub(crate) fn memset_d8(
+///
+/// # Safety
+/// The allocation holds `bytes` bytes, and its context is current; if `stream` is
+/// capturing, the allocation outlives every graph made from the capture.
+pub(crate) unsafe fn memset_d8(
+    cu: &cuda_sys::DriverApi,
     ptr: CUdeviceptr,
     bytes: usize,
     value: u8,
-    stream: Option<&Stream<'_>>,
+    stream: Option<&Stream>,
 ) -> Result<()> {
     if bytes == 0 {
         return Ok(());
     }
-    let cu = api()?;
     // SAFETY: the caller's allocation holds `bytes` bytes; live stream.
     unsafe {
         match stream {
@@ -485,11 +539,15 @@ pub(crate) fn memset_d8(
 }
 
 /// `cuMemsetD32[Async]` of `bytes` bytes (a multiple of 4) at `ptr`.
-pub(crate) fn memset_d32(
+///
+/// # Safety
+/// As [`memset_d8`].
+pub(crate) unsafe fn memset_d32(
+    cu: &cuda_sys::DriverApi,
     ptr: CUdeviceptr,
     bytes: usize,
     value: u32,
-    stream: Option<&Stream<'_>>,
+    stream: Option<&Stream>,
 ) -> Result<()> {
     if bytes % 4 != 0 {
         return Err(Error::InvalidArgument(
@@ -500,7 +558,6 @@ pub(crate) fn memset_d32(
     if words == 0 {
         return Ok(());
     }
-    let cu = api()?;
     // SAFETY: the caller's allocation holds `words` 32-bit words; live stream.
     unsafe {
         match stream {

@@ -23,6 +23,7 @@ mod pinned;
 mod pool;
 
 pub use device::{DeviceBuffer, DevicePtr};
+pub(crate) use device::{copy_dtod_async, memset_d8, memset_d32};
 pub use pinned::PinnedHostBuffer;
 pub use pool::{AsyncDeviceBuffer, MemPool};
 

@@ -6,59 +6,83 @@ use core::marker::PhantomData;
 use core::ptr::{self, NonNull};
 
 use super::{Pod, byte_len};
-use crate::context::{Context, CtxMarker};
-use crate::driver::api;
-use crate::error::{Result, drv};
+use crate::context::Context;
+use crate::error::{Error, Result, drv, dropping};
 
 /// `len` values of `T` in page-locked host memory of a context (`cuMemAllocHost`),
-/// freed on drop (`cuMemFreeHost`). Dereferences to `[T]`; always initialized.
-pub struct PinnedHostBuffer<'ctx, T: Copy> {
+/// freed on drop (`cuMemFreeHost`). Dereferences to `[T]`; always initialized, and
+/// aligned for `T` whatever `T`'s alignment (the driver promises 256 bytes; a `T` that
+/// needs more is placed at an aligned offset inside a larger allocation).
+pub struct PinnedHostBuffer<T: Copy> {
     ptr: NonNull<T>,
     len: usize,
-    /// Whether `ptr` came from the driver (false: a dangling pointer for zero bytes).
-    allocated: bool,
-    _ctx: CtxMarker<'ctx>,
+    /// What `cuMemAllocHost` returned (`None`: nothing allocated, `ptr` is dangling for
+    /// zero bytes).
+    base: Option<NonNull<c_void>>,
+    ctx: Context,
     _t: PhantomData<T>,
 }
 
 // SAFETY: the buffer owns its memory like a `Box<[T]>`.
-unsafe impl<T: Copy + Send> Send for PinnedHostBuffer<'_, T> {}
+unsafe impl<T: Copy + Send> Send for PinnedHostBuffer<T> {}
 // SAFETY: as `[T]`.
-unsafe impl<T: Copy + Sync> Sync for PinnedHostBuffer<'_, T> {}
+unsafe impl<T: Copy + Sync> Sync for PinnedHostBuffer<T> {}
 
-impl<T: Copy + core::fmt::Debug> core::fmt::Debug for PinnedHostBuffer<'_, T> {
+impl<T: Copy + core::fmt::Debug> core::fmt::Debug for PinnedHostBuffer<T> {
     fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
         f.debug_list().entries(self.iter()).finish()
     }
 }
 
-impl<'ctx, T: Copy> PinnedHostBuffer<'ctx, T> {
+/// The offset from `base` to the first address aligned to `align` (a power of two).
+fn align_offset(base: usize, align: usize) -> usize {
+    base.wrapping_neg() & (align - 1)
+}
+
+impl<T: Copy> PinnedHostBuffer<T> {
     /// Allocates room for `len` values; the caller initializes them.
-    fn alloc(ctx: &'ctx Context, len: usize) -> Result<Self> {
+    fn alloc(ctx: &Context, len: usize) -> Result<Self> {
         let bytes = byte_len::<T>(len)?;
         if bytes == 0 {
             return Ok(Self {
                 ptr: NonNull::dangling(),
                 len,
-                allocated: false,
-                _ctx: CtxMarker::default(),
+                base: None,
+                ctx: ctx.clone(),
                 _t: PhantomData,
             });
         }
+        let align = core::mem::align_of::<T>();
         let g = ctx.enter()?;
-        let mut p: *mut c_void = ptr::null_mut();
-        // SAFETY: valid out-pointer; the context is current.
-        unsafe { drv!(g.cu, cuMemAllocHost(&mut p, bytes))? };
-        let Some(ptr) = NonNull::new(p.cast::<T>()) else {
-            return Err(crate::Error::InvalidArgument(
+        let alloc = |size: usize| -> Result<NonNull<c_void>> {
+            let mut p: *mut c_void = ptr::null_mut();
+            // SAFETY: valid out-pointer; the context is current.
+            unsafe { drv!(g.cu, cuMemAllocHost(&mut p, size))? };
+            NonNull::new(p).ok_or(Error::InvalidArgument(
                 "cuMemAllocHost returned a null pointer",
-            ));
+            ))
         };
+        let mut base = alloc(bytes)?;
+        let mut offset = align_offset(base.as_ptr().addr(), align);
+        if offset != 0 {
+            // Over-aligned `T` (more than the driver's guarantee): allocate `align - 1`
+            // bytes more and start at the first aligned address.
+            // SAFETY: ours, unused.
+            unsafe { dropping!(cuMemFreeHost(base.as_ptr())) };
+            let padded = bytes.checked_add(align - 1).ok_or(Error::InvalidArgument(
+                "buffer size in bytes overflows usize",
+            ))?;
+            base = alloc(padded)?;
+            offset = align_offset(base.as_ptr().addr(), align);
+        }
+        // SAFETY: `offset < align` and the allocation holds `bytes + offset` bytes (the
+        // padded one when `offset != 0`), so the result points inside it and is non-null.
+        let ptr = unsafe { NonNull::new_unchecked(base.as_ptr().cast::<u8>().add(offset).cast::<T>()) };
         Ok(Self {
             ptr,
             len,
-            allocated: true,
-            _ctx: CtxMarker::default(),
+            base: Some(base),
+            ctx: ctx.clone(),
             _t: PhantomData,
         })
     }
@@ -69,12 +93,12 @@ impl<'ctx, T: Copy> PinnedHostBuffer<'ctx, T> {
     /// `CUDA_ERROR_OUT_OF_MEMORY`; [`Error::InvalidArgument`](crate::Error::InvalidArgument)
     /// when the size overflows.
     #[doc(alias = "cuMemAllocHost")]
-    pub fn zeroed(ctx: &'ctx Context, len: usize) -> Result<Self>
+    pub fn zeroed(ctx: &Context, len: usize) -> Result<Self>
     where
         T: Pod,
     {
         let buf = Self::alloc(ctx, len)?;
-        if buf.allocated {
+        if buf.base.is_some() {
             // SAFETY: the allocation holds `len` values (`byte_len` bytes); zero bytes
             // are a valid `T` (`Pod`).
             unsafe { ptr::write_bytes(buf.ptr.as_ptr(), 0, len) };
@@ -87,9 +111,9 @@ impl<'ctx, T: Copy> PinnedHostBuffer<'ctx, T> {
     /// # Errors
     /// As [`PinnedHostBuffer::zeroed`].
     #[doc(alias = "cuMemAllocHost")]
-    pub fn from_slice(ctx: &'ctx Context, src: &[T]) -> Result<Self> {
+    pub fn from_slice(ctx: &Context, src: &[T]) -> Result<Self> {
         let buf = Self::alloc(ctx, src.len())?;
-        if buf.allocated {
+        if buf.base.is_some() {
             // SAFETY: the allocation holds `src.len()` values and does not overlap `src`.
             unsafe { ptr::copy_nonoverlapping(src.as_ptr(), buf.ptr.as_ptr(), src.len()) };
         }
@@ -107,7 +131,7 @@ impl<'ctx, T: Copy> PinnedHostBuffer<'ctx, T> {
     }
 }
 
-impl<T: Copy> core::ops::Deref for PinnedHostBuffer<'_, T> {
+impl<T: Copy> core::ops::Deref for PinnedHostBuffer<T> {
     type Target = [T];
     fn deref(&self) -> &[T] {
         // SAFETY: `ptr` holds `len` initialized values (or is dangling with zero bytes),
@@ -116,24 +140,37 @@ impl<T: Copy> core::ops::Deref for PinnedHostBuffer<'_, T> {
     }
 }
 
-impl<T: Copy> core::ops::DerefMut for PinnedHostBuffer<'_, T> {
+impl<T: Copy> core::ops::DerefMut for PinnedHostBuffer<T> {
     fn deref_mut(&mut self) -> &mut [T] {
         // SAFETY: as in `deref`, and `&mut self` is unique.
         unsafe { core::slice::from_raw_parts_mut(self.ptr.as_ptr(), self.len) }
     }
 }
 
-impl<T: Copy> Drop for PinnedHostBuffer<'_, T> {
-    /// `cuMemFreeHost`; errors are ignored.
+impl<T: Copy> Drop for PinnedHostBuffer<T> {
+    /// `cuMemFreeHost`; a failure goes to the drop-error sink.
     fn drop(&mut self) {
-        if !self.allocated {
+        let Some(base) = self.base else { return };
+        let Ok(_g) = self.ctx.enter() else {
+            crate::error::report_drop("cuCtxPushCurrent", cuda_sys::CUresult::CUDA_ERROR_INVALID_CONTEXT);
             return;
-        }
-        if let Ok(cu) = api() {
-            if let Ok(f) = cu.cuMemFreeHost() {
-                // SAFETY: the allocation is ours and nothing borrows it any more.
-                let _ = unsafe { f(self.ptr.as_ptr().cast::<c_void>()) };
-            }
-        }
+        };
+        // SAFETY: the allocation is ours and nothing borrows it any more; the context is
+        // current.
+        unsafe { dropping!(cuMemFreeHost(base.as_ptr())) };
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::align_offset;
+
+    #[test]
+    fn offsets_reach_the_next_aligned_address() {
+        assert_eq!(align_offset(0x1000, 4096), 0);
+        assert_eq!(align_offset(0x1200, 4096), 0xE00);
+        assert_eq!(align_offset(0x1200, 512), 0);
+        assert_eq!(align_offset(0x1100, 1024), 0x300);
+        assert_eq!(align_offset(0x1100, 1), 0);
     }
 }

@@ -9,19 +9,35 @@ use cuda_sys::{CUdeviceptr, CUmemPool_attribute, CUmemPoolProps, CUmemoryPool};
 
 use super::device::{DevicePtr, memset_d8, memset_d32};
 use super::{Pod, byte_len, same_len};
-use crate::context::{Context, CtxMarker};
-use crate::driver::api;
-use crate::error::{Error, Result, drv};
+use crate::context::Context;
+use crate::error::{Error, Result, drv, dropping};
 use crate::stream::Stream;
 
 /// `len` values of `T` allocated in stream order (`cuMemAllocAsync`, or
 /// `cuMemAllocFromPoolAsync` from a [`MemPool`]); freed in stream order on drop
 /// (`cuMemFreeAsync` on the same stream), so work queued before the drop may still use
 /// it. It borrows its stream (and pool), which therefore outlive it.
+///
+/// Borrowing the stream also keeps it out of captures ([`Stream::begin_capture`] takes
+/// the stream by `&mut`): a stream-ordered allocation, memset or free is never recorded
+/// into a graph by this type. On a stream that joined another stream's capture (through
+/// [`Stream::wait_event`]) the calls are refused with [`Error::StreamCapturing`]; a drop
+/// there cannot free (the free would become a graph node) and reports the leak to the
+/// drop-error sink instead.
+///
+/// ```compile_fail
+/// # fn f(ctx: &cuda_core::Context) -> cuda_core::Result<()> {
+/// use cuda_core::{AsyncDeviceBuffer, Stream, graph::CaptureMode};
+/// let mut stream = Stream::non_blocking(ctx)?;
+/// let buf = AsyncDeviceBuffer::<u32>::new(&stream, 256)?;
+/// let capture = stream.begin_capture(CaptureMode::Global)?; // error: `stream` is borrowed
+/// drop(buf);
+/// # drop(capture); Ok(()) }
+/// ```
 pub struct AsyncDeviceBuffer<'s, T: Copy> {
     ptr: CUdeviceptr,
     len: usize,
-    stream: &'s Stream<'s>,
+    stream: &'s Stream,
     _t: PhantomData<T>,
 }
 
@@ -48,13 +64,15 @@ impl<'s, T: Copy> AsyncDeviceBuffer<'s, T> {
     /// `CUDA_ERROR_OUT_OF_MEMORY`; `CUDA_ERROR_NOT_SUPPORTED` without memory-pool
     /// support; [`Error::InvalidArgument`] when the size overflows.
     #[doc(alias = "cuMemAllocAsync")]
-    pub fn new(stream: &'s Stream<'_>, len: usize) -> Result<Self> {
+    pub fn new(stream: &'s Stream, len: usize) -> Result<Self> {
         let bytes = byte_len::<T>(len)?;
         let mut ptr = 0;
         if bytes != 0 {
-            let cu = api()?;
-            // SAFETY: valid out-pointer, live stream.
-            unsafe { drv!(cu, cuMemAllocAsync(&mut ptr, bytes, stream.as_raw()))? };
+            stream.ensure_not_capturing("cuMemAllocAsync")?;
+            let g = stream.context().enter()?;
+            // SAFETY: valid out-pointer, live stream (not capturing); the context is
+            // current.
+            unsafe { drv!(g.cu, cuMemAllocAsync(&mut ptr, bytes, stream.as_raw()))? };
         }
         Ok(Self {
             ptr,
@@ -69,15 +87,17 @@ impl<'s, T: Copy> AsyncDeviceBuffer<'s, T> {
     /// # Errors
     /// As [`AsyncDeviceBuffer::new`].
     #[doc(alias = "cuMemAllocFromPoolAsync")]
-    pub fn from_pool(pool: &'s MemPool<'_>, stream: &'s Stream<'_>, len: usize) -> Result<Self> {
+    pub fn from_pool(pool: &'s MemPool, stream: &'s Stream, len: usize) -> Result<Self> {
         let bytes = byte_len::<T>(len)?;
         let mut ptr = 0;
         if bytes != 0 {
-            let cu = api()?;
-            // SAFETY: valid out-pointer, live pool and stream.
+            stream.ensure_not_capturing("cuMemAllocFromPoolAsync")?;
+            let g = stream.context().enter()?;
+            // SAFETY: valid out-pointer, live pool and stream (not capturing); the
+            // context is current.
             unsafe {
                 drv!(
-                    cu,
+                    g.cu,
                     cuMemAllocFromPoolAsync(&mut ptr, bytes, pool.as_raw(), stream.as_raw())
                 )?
             };
@@ -101,7 +121,7 @@ impl<'s, T: Copy> AsyncDeviceBuffer<'s, T> {
     }
 
     /// The stream the buffer is ordered on.
-    pub fn stream(&self) -> &'s Stream<'s> {
+    pub fn stream(&self) -> &'s Stream {
         self.stream
     }
 
@@ -126,7 +146,10 @@ impl<'s, T: Copy> AsyncDeviceBuffer<'s, T> {
     /// Driver errors.
     #[doc(alias = "cuMemsetD8Async")]
     pub fn memset_d8_async(&mut self, value: u8) -> Result<()> {
-        memset_d8(self.ptr, self.size_bytes(), value, Some(self.stream))
+        self.stream.ensure_not_capturing("cuMemsetD8Async")?;
+        let g = self.stream.context().enter()?;
+        // SAFETY: the allocation holds `size_bytes` bytes; the stream is not capturing.
+        unsafe { memset_d8(g.cu, self.ptr, self.size_bytes(), value, Some(self.stream)) }
     }
 
     /// `cuMemsetD32Async` on the buffer's stream.
@@ -135,7 +158,10 @@ impl<'s, T: Copy> AsyncDeviceBuffer<'s, T> {
     /// [`Error::InvalidArgument`] unless the size is a multiple of 4; driver errors.
     #[doc(alias = "cuMemsetD32Async")]
     pub fn memset_d32_async(&mut self, value: u32) -> Result<()> {
-        memset_d32(self.ptr, self.size_bytes(), value, Some(self.stream))
+        self.stream.ensure_not_capturing("cuMemsetD32Async")?;
+        let g = self.stream.context().enter()?;
+        // SAFETY: the allocation holds `size_bytes` bytes; the stream is not capturing.
+        unsafe { memset_d32(g.cu, self.ptr, self.size_bytes(), value, Some(self.stream)) }
     }
 
     /// `cuMemcpyHtoDAsync` on the buffer's stream.
@@ -144,18 +170,21 @@ impl<'s, T: Copy> AsyncDeviceBuffer<'s, T> {
     /// `src` must stay valid and unwritten until the stream has executed the copy.
     ///
     /// # Errors
-    /// [`Error::InvalidArgument`] when the lengths differ; driver errors.
+    /// [`Error::InvalidArgument`] when the lengths differ; [`Error::StreamCapturing`]
+    /// on a stream that joined a capture; driver errors.
     #[doc(alias = "cuMemcpyHtoDAsync")]
     pub unsafe fn copy_from_host_async(&mut self, src: &[T]) -> Result<()> {
         same_len(self.len, src.len())?;
         if self.size_bytes() == 0 {
             return Ok(());
         }
-        let cu = api()?;
-        // SAFETY: sizes match; the caller keeps `src` valid until the copy runs.
+        self.stream.ensure_not_capturing("cuMemcpyHtoDAsync")?;
+        let g = self.stream.context().enter()?;
+        // SAFETY: sizes match; the caller keeps `src` valid until the copy runs; the
+        // context is current.
         unsafe {
             drv!(
-                cu,
+                g.cu,
                 cuMemcpyHtoDAsync(
                     self.ptr,
                     src.as_ptr().cast::<c_void>(),
@@ -172,7 +201,8 @@ impl<'s, T: Copy> AsyncDeviceBuffer<'s, T> {
     /// `dst` must stay valid and untouched until the stream has executed the copy.
     ///
     /// # Errors
-    /// [`Error::InvalidArgument`] when the lengths differ; driver errors.
+    /// [`Error::InvalidArgument`] when the lengths differ; [`Error::StreamCapturing`]
+    /// on a stream that joined a capture; driver errors.
     #[doc(alias = "cuMemcpyDtoHAsync")]
     pub unsafe fn copy_to_host_async(&self, dst: &mut [T]) -> Result<()>
     where
@@ -182,11 +212,13 @@ impl<'s, T: Copy> AsyncDeviceBuffer<'s, T> {
         if self.size_bytes() == 0 {
             return Ok(());
         }
-        let cu = api()?;
-        // SAFETY: sizes match; any bytes are a valid `T`; the caller keeps `dst` valid.
+        self.stream.ensure_not_capturing("cuMemcpyDtoHAsync")?;
+        let g = self.stream.context().enter()?;
+        // SAFETY: sizes match; any bytes are a valid `T`; the caller keeps `dst` valid;
+        // the context is current.
         unsafe {
             drv!(
-                cu,
+                g.cu,
                 cuMemcpyDtoHAsync(
                     dst.as_mut_ptr().cast::<c_void>(),
                     self.ptr,
@@ -199,42 +231,62 @@ impl<'s, T: Copy> AsyncDeviceBuffer<'s, T> {
 }
 
 impl<T: Copy> Drop for AsyncDeviceBuffer<'_, T> {
-    /// `cuMemFreeAsync` on the buffer's stream; errors are ignored.
+    /// `cuMemFreeAsync` on the buffer's stream; a failure goes to the drop-error sink.
+    /// On a stream that joined a capture the memory is not freed (the free would become
+    /// a node of the graph): that leak is reported to the sink as
+    /// `CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED` naming `cuMemFreeAsync`.
     fn drop(&mut self) {
         if self.ptr == 0 {
             return;
         }
-        if let Ok(cu) = api() {
-            if let Ok(f) = cu.cuMemFreeAsync() {
-                // SAFETY: the allocation is ours; the stream is alive (borrowed).
-                let _ = unsafe { f(self.ptr, self.stream.as_raw()) };
+        match self.stream.ensure_not_capturing("cuMemFreeAsync") {
+            Ok(()) => {}
+            Err(e) => {
+                let code = match e {
+                    Error::StreamCapturing(_) => {
+                        cuda_sys::CUresult::CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED
+                    }
+                    other => other
+                        .code()
+                        .unwrap_or(cuda_sys::CUresult::CUDA_ERROR_NOT_INITIALIZED),
+                };
+                crate::error::report_drop("cuMemFreeAsync", code);
+                return;
             }
         }
+        let Ok(_g) = self.stream.context().enter() else {
+            crate::error::report_drop("cuCtxPushCurrent", cuda_sys::CUresult::CUDA_ERROR_INVALID_CONTEXT);
+            return;
+        };
+        // SAFETY: the allocation is ours; the stream is alive (borrowed) and not
+        // capturing; the context is current.
+        unsafe { dropping!(cuMemFreeAsync(self.ptr, self.stream.as_raw())) };
     }
 }
 
 /// A memory pool (`CUmemoryPool`) for stream-ordered allocation: made with
-/// `cuMemPoolCreate` (destroyed on drop) or the device's default pool (borrowed).
+/// `cuMemPoolCreate` (destroyed on drop) or the device's default pool (borrowed). It
+/// keeps its [`Context`] alive.
 #[derive(Debug)]
-pub struct MemPool<'ctx> {
+pub struct MemPool {
     raw: CUmemoryPool,
     owned: bool,
-    _ctx: CtxMarker<'ctx>,
+    ctx: Context,
 }
 
 // SAFETY: a pool may be used from any thread.
-unsafe impl Send for MemPool<'_> {}
+unsafe impl Send for MemPool {}
 // SAFETY: as above.
-unsafe impl Sync for MemPool<'_> {}
+unsafe impl Sync for MemPool {}
 
-impl<'ctx> MemPool<'ctx> {
+impl MemPool {
     /// `cuMemPoolCreate` of pinned device memory on the context's device, without
     /// shareable handles.
     ///
     /// # Errors
     /// Driver errors.
     #[doc(alias = "cuMemPoolCreate")]
-    pub fn new(ctx: &'ctx Context) -> Result<Self> {
+    pub fn new(ctx: &Context) -> Result<Self> {
         let props = CUmemPoolProps {
             allocType: cuda_sys::CUmemAllocationType::CU_MEM_ALLOCATION_TYPE_PINNED,
             handleTypes: cuda_sys::CUmemAllocationHandleType::CU_MEM_HANDLE_TYPE_NONE,
@@ -252,7 +304,7 @@ impl<'ctx> MemPool<'ctx> {
     /// # Errors
     /// Driver errors.
     #[doc(alias = "cuMemPoolCreate")]
-    pub fn with_props(ctx: &'ctx Context, props: &CUmemPoolProps) -> Result<Self> {
+    pub fn with_props(ctx: &Context, props: &CUmemPoolProps) -> Result<Self> {
         let g = ctx.enter()?;
         let mut raw = ptr::null_mut();
         // SAFETY: valid out-pointer and properties; `win32SecurityAttributes` is read
@@ -261,7 +313,7 @@ impl<'ctx> MemPool<'ctx> {
         Ok(Self {
             raw,
             owned: true,
-            _ctx: CtxMarker::default(),
+            ctx: ctx.clone(),
         })
     }
 
@@ -271,20 +323,20 @@ impl<'ctx> MemPool<'ctx> {
     /// # Errors
     /// Driver errors.
     #[doc(alias = "cuDeviceGetDefaultMemPool")]
-    pub fn default_for(ctx: &'ctx Context) -> Result<Self> {
-        let cu = api()?;
+    pub fn default_for(ctx: &Context) -> Result<Self> {
+        let g = ctx.enter()?;
         let mut raw = ptr::null_mut();
-        // SAFETY: valid out-pointer.
+        // SAFETY: valid out-pointer; the context is current.
         unsafe {
             drv!(
-                cu,
+                g.cu,
                 cuDeviceGetDefaultMemPool(&mut raw, ctx.device().as_raw())
             )?
         };
         Ok(Self {
             raw,
             owned: false,
-            _ctx: CtxMarker::default(),
+            ctx: ctx.clone(),
         })
     }
 
@@ -292,11 +344,11 @@ impl<'ctx> MemPool<'ctx> {
     ///
     /// # Safety
     /// `raw` must be a live pool made with `cuMemPoolCreate` that nothing else destroys.
-    pub unsafe fn from_raw(raw: CUmemoryPool, _ctx: &'ctx Context) -> Self {
+    pub unsafe fn from_raw(raw: CUmemoryPool, ctx: &Context) -> Self {
         Self {
             raw,
             owned: true,
-            _ctx: CtxMarker::default(),
+            ctx: ctx.clone(),
         }
     }
 
@@ -312,7 +364,7 @@ impl<'ctx> MemPool<'ctx> {
     #[doc(alias = "cuMemAllocFromPoolAsync")]
     pub fn alloc_async<'s, T: Copy>(
         &'s self,
-        stream: &'s Stream<'_>,
+        stream: &'s Stream,
         len: usize,
     ) -> Result<AsyncDeviceBuffer<'s, T>> {
         AsyncDeviceBuffer::from_pool(self, stream, len)
@@ -327,12 +379,12 @@ impl<'ctx> MemPool<'ctx> {
         if !is_u64_attribute(attr) {
             return Err(Error::InvalidArgument("not a 64-bit memory pool attribute"));
         }
-        let cu = api()?;
+        let g = self.ctx.enter()?;
         let mut v = 0u64;
         // SAFETY: live pool; the attribute is a `cuuint64_t` one, so 8 bytes are written.
         unsafe {
             drv!(
-                cu,
+                g.cu,
                 cuMemPoolGetAttribute(self.raw, attr, ptr::from_mut(&mut v).cast::<c_void>())
             )?
         };
@@ -348,12 +400,12 @@ impl<'ctx> MemPool<'ctx> {
         if !is_u64_attribute(attr) {
             return Err(Error::InvalidArgument("not a 64-bit memory pool attribute"));
         }
-        let cu = api()?;
+        let g = self.ctx.enter()?;
         let mut v = value;
         // SAFETY: live pool; the attribute is a `cuuint64_t` one, so 8 bytes are read.
         unsafe {
             drv!(
-                cu,
+                g.cu,
                 cuMemPoolSetAttribute(self.raw, attr, ptr::from_mut(&mut v).cast::<c_void>())
             )
         }
@@ -417,25 +469,25 @@ impl<'ctx> MemPool<'ctx> {
     /// Driver errors.
     #[doc(alias = "cuMemPoolTrimTo")]
     pub fn trim_to(&self, min_bytes_to_keep: usize) -> Result<()> {
-        let cu = api()?;
-        // SAFETY: live pool.
-        unsafe { drv!(cu, cuMemPoolTrimTo(self.raw, min_bytes_to_keep)) }
+        let g = self.ctx.enter()?;
+        // SAFETY: live pool; the context is current.
+        unsafe { drv!(g.cu, cuMemPoolTrimTo(self.raw, min_bytes_to_keep)) }
     }
 }
 
-impl Drop for MemPool<'_> {
+impl Drop for MemPool {
     /// `cuMemPoolDestroy` for created pools (the driver defers it while allocations are
-    /// outstanding); errors are ignored.
+    /// outstanding); a failure goes to the drop-error sink.
     fn drop(&mut self) {
         if !self.owned {
             return;
         }
-        if let Ok(cu) = api() {
-            if let Ok(f) = cu.cuMemPoolDestroy() {
-                // SAFETY: the pool is ours; no AsyncDeviceBuffer borrows it any more.
-                let _ = unsafe { f(self.raw) };
-            }
-        }
+        let Ok(_g) = self.ctx.enter() else {
+            crate::error::report_drop("cuCtxPushCurrent", cuda_sys::CUresult::CUDA_ERROR_INVALID_CONTEXT);
+            return;
+        };
+        // SAFETY: the pool is ours; no AsyncDeviceBuffer borrows it any more.
+        unsafe { dropping!(cuMemPoolDestroy(self.raw)) };
     }
 }
 
