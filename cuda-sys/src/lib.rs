@@ -7,7 +7,8 @@
 //! - Functions are reached through a table, [`DriverApi`] (from [`driver()`]) and
 //!   [`RuntimeApi`] (from [`runtime()`]), whose accessors carry the documented names
 //!   (`cuMemAlloc` means the `cuMemAlloc_v2` ABI) and return the function pointer or a
-//!   [`MissingSymbol`] naming it:
+//!   [`MissingSymbol`] naming it. A table never unloads the library it was filled from,
+//!   so these pointers stay valid for the rest of the process.
 //!
 //! ```no_run
 //! # fn main() -> Result<(), Box<dyn core::error::Error>> {
@@ -135,6 +136,25 @@ impl Entry {
     pub fn lookup_cstr(&self) -> &core::ffi::CStr {
         core::ffi::CStr::from_bytes_with_nul(self.lookup.as_bytes()).unwrap_or(c"")
     }
+
+    /// Driver: the exported per-thread-default-stream symbol (`cuMemcpyHtoD_v2_ptds`,
+    /// `cuLaunchKernel_ptsz`), or `None` when the entry has none (`per_thread_version`
+    /// 0, which includes every runtime entry: theirs is in `lookup`).
+    ///
+    /// It is `symbol` with the suffix cuda.h's `__CUDA_API_PTDS` / `__CUDA_API_PTSZ`
+    /// macros append: `_ptds` for the synchronous copies and sets (`cuMemcpy*`,
+    /// `cuMemset*` without `Async`), `_ptsz` for every other function that takes a stream.
+    pub fn per_thread_symbol(&self) -> Option<loader::FixedStr<64>> {
+        if self.per_thread_version == 0 {
+            return None;
+        }
+        let base = self.symbol.trim_end_matches('\0');
+        let synchronous_copy = (base.starts_with("cuMemcpy") || base.starts_with("cuMemset"))
+            && !base.contains("Async");
+        let mut name = loader::FixedStr::new();
+        let fits = name.push(base) && name.push(if synchronous_copy { "_ptds" } else { "_ptsz" });
+        fits.then_some(name)
+    }
 }
 
 /// How to load the tables (loaded mode).
@@ -142,7 +162,9 @@ impl Entry {
 pub struct LoadOptions {
     /// Ask for the per-thread-default-stream variants (`_ptds`/`_ptsz`): the default
     /// stream handle `0` then means the calling thread's stream, as with nvcc's
-    /// `--default-stream per-thread`.
+    /// `--default-stream per-thread`. An entry that has such a variant is loaded only as
+    /// that variant (through `cuGetProcAddress_v2` or `dlsym`): if the library lacks it,
+    /// the entry is missing, never the legacy-stream function in its place.
     pub per_thread_default_stream: bool,
 }
 
@@ -156,7 +178,8 @@ static RUNTIME: once::Once<RuntimeApi, LoadError> = once::Once::new();
 
 /// The process-wide driver table, loaded on first use with default [`LoadOptions`].
 ///
-/// A failed load is remembered: later calls return the same error.
+/// A failed load is remembered: later calls return the same error. If loading panicked,
+/// later calls return [`LoadError::Poisoned`] (they never wait forever).
 pub fn driver() -> Result<&'static DriverApi, &'static LoadError> {
     driver_with(LoadOptions::default())
 }
@@ -194,5 +217,55 @@ pub const fn binding_mode() -> &'static str {
         "linked"
     } else {
         "loaded"
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    extern crate std;
+
+    use super::*;
+
+    fn per_thread(name: &str) -> Option<std::string::String> {
+        let e = DRIVER_ENTRIES.iter().find(|e| e.name == name)?;
+        e.per_thread_symbol().map(|s| s.as_str().into())
+    }
+
+    /// The names cuda.h's `__CUDA_API_PTDS` / `__CUDA_API_PTSZ` give.
+    #[test]
+    fn per_thread_symbols_match_cuda_h() {
+        for (name, symbol) in [
+            ("cuMemcpyHtoD", "cuMemcpyHtoD_v2_ptds"),
+            ("cuMemcpyHtoDAsync", "cuMemcpyHtoDAsync_v2_ptsz"),
+            ("cuMemcpy", "cuMemcpy_ptds"),
+            ("cuMemcpyPeerAsync", "cuMemcpyPeerAsync_ptsz"),
+            ("cuMemsetD2D8", "cuMemsetD2D8_v2_ptds"),
+            ("cuMemsetD8Async", "cuMemsetD8Async_ptsz"),
+            ("cuLaunchKernel", "cuLaunchKernel_ptsz"),
+            ("cuStreamGetCaptureInfo", "cuStreamGetCaptureInfo_v3_ptsz"),
+            ("cuMemPrefetchAsync", "cuMemPrefetchAsync_v2_ptsz"),
+            ("cuStreamGetCtx_v2", "cuStreamGetCtx_v2_ptsz"),
+            ("cuMemcpyBatchAsync", "cuMemcpyBatchAsync_v2_ptsz"),
+        ] {
+            assert_eq!(per_thread(name).as_deref(), Some(symbol), "{name}");
+        }
+        assert_eq!(per_thread("cuInit"), None);
+        assert_eq!(per_thread("cuMemAlloc"), None);
+        let with_variant = DRIVER_ENTRIES.iter().filter(|e| e.per_thread_version != 0);
+        let names: std::vec::Vec<_> = with_variant.filter_map(Entry::per_thread_symbol).collect();
+        // cuda.h (13.0) has 85 such macros, 20 of them `__CUDA_API_PTDS`.
+        assert_eq!(names.len(), 85);
+        assert_eq!(
+            names
+                .iter()
+                .filter(|n| n.as_str().ends_with("_ptds"))
+                .count(),
+            20
+        );
+        assert!(
+            RUNTIME_ENTRIES
+                .iter()
+                .all(|e| e.per_thread_symbol().is_none())
+        );
     }
 }

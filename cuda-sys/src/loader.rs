@@ -4,17 +4,32 @@
 //! Errors carry their text in fixed buffers (no heap), so they are a few KiB: clippy's
 //! size lints are allowed here on purpose.
 //!
-//! `dlopen`/`dlsym`/`dlerror` are called with NUL-terminated strings built in fixed
-//! stack buffers; a library handle is closed only by the [`Library`] that owns it.
+//! `dlopen`/`dlsym`/`dlerror`/`getenv` are called with NUL-terminated strings built in
+//! fixed stack buffers, and what they return is copied out at once; a library handle is
+//! closed only by the [`Library`] that owns it. Opening a library runs its initialisers,
+//! so [`Library::open`] is `unsafe`; the loader itself opens only the CUDA libraries, by
+//! their names or by paths the user gave for them.
 
 #![allow(clippy::result_large_err, clippy::large_enum_variant)]
 
 use core::ffi::{CStr, c_char, c_void};
 use core::fmt;
 
+/// The longest path the loader builds, in bytes (its buffer holds one more, for the NUL).
+pub const MAX_PATH_LEN: usize = PATH_CAPACITY - 1;
+
+/// The size of the loader's path buffer (text and NUL).
+const PATH_CAPACITY: usize = 512;
+
+/// A path the loader builds: [`MAX_PATH_LEN`] bytes at most.
+pub type PathStr = FixedStr<PATH_CAPACITY>;
+
 /// An opened shared library, closed on drop (`dlclose`).
 ///
-/// Tables filled from a library own it, so their function pointers cannot outlive it.
+/// A function pointer read from a library is valid only while the library stays open.
+/// The function tables ([`DriverApi`](crate::DriverApi),
+/// [`RuntimeApi`](crate::RuntimeApi)) keep the library they were filled from open for the
+/// rest of the process: they never close it, even when dropped.
 pub struct Library {
     handle: *mut c_void,
 }
@@ -32,9 +47,19 @@ impl Library {
         }
     }
 
-    /// Opens `path` with `RTLD_NOW | RTLD_LOCAL`.
-    pub fn open(path: &CStr) -> Result<Self, DlError> {
-        // SAFETY: `path` is NUL-terminated; dlopen has no other precondition.
+    /// `dlopen(path, RTLD_NOW | RTLD_LOCAL)`.
+    ///
+    /// # Safety
+    /// Opening a library runs its initialisers (ELF constructors, C++ static
+    /// constructors) and those of the libraries it depends on, in this process, with no
+    /// contract Rust can check; closing it (when the `Library` drops) runs its
+    /// finalisers. The caller must know that the library at `path` (as the dynamic loader
+    /// resolves it) is sound to load and unload here: its initialisers and finalisers
+    /// must not break invariants of this program, and nothing read from it (function
+    /// pointers, addresses of its data) may be used after the `Library` is dropped.
+    pub unsafe fn open(path: &CStr) -> Result<Self, DlError> {
+        // SAFETY: `path` is NUL-terminated; the caller vouches for running the library's
+        // initialisers (see `# Safety`).
         let handle = unsafe { libc::dlopen(path.as_ptr(), libc::RTLD_NOW | libc::RTLD_LOCAL) };
         if handle.is_null() {
             Err(DlError::last())
@@ -97,6 +122,11 @@ impl<const N: usize> FixedStr<N> {
         };
         dst.copy_from_slice(src.as_bytes());
         self.len += take;
+        // Keep the byte after the text 0, so `as_cstr` ends there even when the buffer
+        // held longer text before a `clear`.
+        if let Some(nul) = self.buf.get_mut(self.len) {
+            *nul = 0;
+        }
         take == s.len()
     }
 
@@ -107,10 +137,16 @@ impl<const N: usize> FixedStr<N> {
         core::str::from_utf8(bytes).unwrap_or("")
     }
 
-    /// The text as a C string (the byte after it is always 0).
+    /// The text as a C string (the byte after it is always 0; text with a NUL in it ends
+    /// at that NUL).
     pub fn as_cstr(&self) -> &CStr {
         let bytes = self.buf.get(..=self.len).unwrap_or(&[0]);
         CStr::from_bytes_until_nul(bytes).unwrap_or(c"")
+    }
+
+    /// The most bytes of text the buffer holds (`N - 1`: one byte stays for the NUL).
+    pub const fn capacity() -> usize {
+        N.saturating_sub(1)
     }
 
     /// Forgets the text.
@@ -161,6 +197,32 @@ impl DlError {
     }
 }
 
+/// Why an environment variable could not be used.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum EnvError {
+    /// The value (or the path built from it) is `len` bytes; the buffer holds `max`.
+    TooLong {
+        /// Bytes in the value, or in the path built from it.
+        len: usize,
+        /// The most bytes that fit.
+        max: usize,
+    },
+    /// The value is not UTF-8.
+    NotUtf8,
+}
+
+impl fmt::Display for EnvError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Self::TooLong { len, max } => write!(f, "too long ({len} bytes; at most {max} fit)"),
+            Self::NotUtf8 => f.write_str("not valid UTF-8"),
+        }
+    }
+}
+
+impl core::error::Error for EnvError {}
+
 /// Why a library or its table could not be loaded.
 #[derive(Clone, Copy, Debug)]
 #[non_exhaustive]
@@ -181,8 +243,22 @@ pub enum LoadError {
         /// The missing symbol.
         symbol: &'static str,
     },
+    /// An environment variable that names a path (or the start of one) cannot be used:
+    /// the path is longer than [`MAX_PATH_LEN`], or not UTF-8. Loading stops here rather
+    /// than going on to other candidates, which could load a different library than the
+    /// one the variable names.
+    BadEnvPath {
+        /// The library being searched for.
+        library: &'static str,
+        /// The variable (`CUDA_SYS_LIBCUDA`).
+        variable: &'static str,
+        /// What is wrong with it.
+        problem: EnvError,
+    },
     /// A table was already installed (see `install_driver`).
     AlreadyLoaded,
+    /// An earlier attempt to load this table panicked, so there is no table.
+    Poisoned,
 }
 
 impl fmt::Display for LoadError {
@@ -200,24 +276,69 @@ impl fmt::Display for LoadError {
             Self::MissingEntryPoint { library, symbol } => {
                 write!(f, "{library} was found but has no `{symbol}`")
             }
+            Self::BadEnvPath {
+                library,
+                variable,
+                problem: EnvError::TooLong { len, max },
+            } => write!(
+                f,
+                "could not load {library}: the path from ${variable} is too long \
+                 ({len} bytes; paths of at most {max} bytes are supported)"
+            ),
+            Self::BadEnvPath {
+                library,
+                variable,
+                problem,
+            } => write!(f, "could not load {library}: ${variable} is {problem}"),
             Self::AlreadyLoaded => f.write_str("a CUDA function table was already loaded"),
+            Self::Poisoned => {
+                f.write_str("loading the CUDA function table panicked earlier; it is not loaded")
+            }
         }
     }
 }
 
 impl core::error::Error for LoadError {}
 
-/// Reads an environment variable (no `std`): `None` when unset, empty or not UTF-8.
-pub fn getenv(name: &CStr) -> Option<&'static str> {
-    // SAFETY: `name` is NUL-terminated. The returned pointer stays valid unless the
-    // environment is modified, which this crate never does.
+impl crate::once::Poison for LoadError {
+    fn poisoned() -> Self {
+        Self::Poisoned
+    }
+}
+
+/// Reads an environment variable (no `std`) into an owned buffer: `Ok(None)` when unset
+/// or empty.
+///
+/// The value is copied out at once, so it stays as read whatever later changes the
+/// environment. (Like every `getenv`, the read itself races with a `setenv` on another
+/// thread; that is why `std::env::set_var` is `unsafe`.)
+///
+/// # Errors
+/// [`EnvError::TooLong`] when the value has more than [`FixedStr::<N>::capacity`]
+/// bytes (it is neither cut short nor skipped), [`EnvError::NotUtf8`] when it is not
+/// UTF-8.
+pub fn getenv<const N: usize>(name: &CStr) -> Result<Option<FixedStr<N>>, EnvError> {
+    // SAFETY: `name` is NUL-terminated. The result is null or points to the variable's
+    // NUL-terminated value, which is copied below before this function returns.
     let value = unsafe { libc::getenv(name.as_ptr()) };
     if value.is_null() {
-        return None;
+        return Ok(None);
     }
-    // SAFETY: getenv returns a NUL-terminated string.
-    let text = unsafe { CStr::from_ptr(value) }.to_str().ok()?;
-    (!text.is_empty()).then_some(text)
+    // SAFETY: a non-null getenv result is a NUL-terminated string (see above); the borrow
+    // ends inside this function.
+    let bytes = unsafe { CStr::from_ptr(value) }.to_bytes();
+    let text = core::str::from_utf8(bytes).map_err(|_| EnvError::NotUtf8)?;
+    if text.is_empty() {
+        return Ok(None);
+    }
+    let mut out = FixedStr::new();
+    if !out.push(text) {
+        return Err(EnvError::TooLong {
+            len: text.len(),
+            max: FixedStr::<N>::capacity(),
+        });
+    }
+    Ok(Some(out))
 }
 
 /// Tries candidate paths in order, recording each in `tried`.
@@ -236,36 +357,72 @@ impl Search {
         }
     }
 
-    /// Tries the concatenation of `parts` (one path); records it.
-    pub(crate) fn try_path(&mut self, parts: &[&str]) -> Option<Library> {
-        let mut path = FixedStr::<512>::new();
+    /// Reads `variable`, a path or the start of one: `Ok(None)` when unset or empty, an
+    /// error naming it when it is too long for a path or not UTF-8.
+    pub(crate) fn env(&self, variable: &'static CStr) -> Result<Option<PathStr>, LoadError> {
+        getenv(variable).map_err(|problem| self.bad_env(variable, problem))
+    }
+
+    fn bad_env(&self, variable: &'static CStr, problem: EnvError) -> LoadError {
+        LoadError::BadEnvPath {
+            library: self.library,
+            variable: variable.to_str().unwrap_or("?"),
+            problem,
+        }
+    }
+
+    /// The concatenation of `parts`; a path too long for the buffer is an error that
+    /// names `variable`, the environment variable the path came from.
+    fn build(&self, variable: Option<&'static CStr>, parts: &[&str]) -> Result<PathStr, LoadError> {
+        let mut path = PathStr::new();
         for part in parts {
             if !path.push(part) {
-                return None;
+                let len = parts.iter().map(|p| p.len()).sum();
+                let problem = EnvError::TooLong {
+                    len,
+                    max: MAX_PATH_LEN,
+                };
+                return Err(self.bad_env(variable.unwrap_or(c"?"), problem));
             }
         }
+        Ok(path)
+    }
+
+    /// Tries the concatenation of `parts` (one path, from `variable` if it names one);
+    /// records it.
+    pub(crate) fn try_path(
+        &mut self,
+        variable: Option<&'static CStr>,
+        parts: &[&str],
+    ) -> Result<Option<Library>, LoadError> {
+        let path = self.build(variable, parts)?;
         if !self.tried.as_str().is_empty() {
             self.tried.push(", ");
         }
         self.tried.push(path.as_str());
-        match Library::open(path.as_cstr()) {
-            Ok(lib) => Some(lib),
+        // SAFETY: every path the loader tries is a CUDA library, by its soname, at its
+        // install location, or named by the user's environment for this purpose. These
+        // are NVIDIA's libraries, built to be opened and closed with dlopen/dlclose at
+        // any time (the CUDA runtime itself opens libcuda so); nothing is read from the
+        // handle here, and the tables that read from it never close it.
+        match unsafe { Library::open(path.as_cstr()) } {
+            Ok(lib) => Ok(Some(lib)),
             Err(e) => {
                 self.last = Some(e);
-                None
+                Ok(None)
             }
         }
     }
 
     /// Tries a path without recording it (for wide searches summarised by [`Search::note`]).
-    pub(crate) fn try_quiet(&mut self, parts: &[&str]) -> Option<Library> {
-        let mut path = FixedStr::<512>::new();
-        for part in parts {
-            if !path.push(part) {
-                return None;
-            }
-        }
-        Library::open(path.as_cstr()).ok()
+    pub(crate) fn try_quiet(
+        &mut self,
+        variable: Option<&'static CStr>,
+        parts: &[&str],
+    ) -> Result<Option<Library>, LoadError> {
+        let path = self.build(variable, parts)?;
+        // SAFETY: as in `try_path`: the CUDA runtime of a pip wheel at its install path.
+        Ok(unsafe { Library::open(path.as_cstr()) }.ok())
     }
 
     /// Records a summary of candidates tried quietly.
@@ -288,15 +445,20 @@ impl Search {
 }
 
 /// Opens the driver: `$CUDA_SYS_LIBCUDA`, then `libcuda.so.1`, then `libcuda.so`.
+///
+/// # Errors
+/// [`LoadError::BadEnvPath`] when `$CUDA_SYS_LIBCUDA` is set but longer than
+/// [`MAX_PATH_LEN`] or not UTF-8; [`LoadError::LibraryNotFound`] when no candidate opens.
 pub fn open_driver() -> Result<Library, LoadError> {
+    const VAR: &CStr = c"CUDA_SYS_LIBCUDA";
     let mut search = Search::new("libcuda");
-    if let Some(p) = getenv(c"CUDA_SYS_LIBCUDA") {
-        if let Some(lib) = search.try_path(&[p]) {
+    if let Some(p) = search.env(VAR)? {
+        if let Some(lib) = search.try_path(Some(VAR), &[p.as_str()])? {
             return Ok(lib);
         }
     }
     for name in ["libcuda.so.1", "libcuda.so"] {
-        if let Some(lib) = search.try_path(&[name]) {
+        if let Some(lib) = search.try_path(None, &[name])? {
             return Ok(lib);
         }
     }
@@ -307,34 +469,48 @@ pub fn open_driver() -> Result<Library, LoadError> {
 /// under `$CUDA_PATH`, `$CUDA_HOME` and `/usr/local/cuda`; `libcudart.so.13` on the
 /// loader path; the PyPI wheel (`nvidia/cu13/lib`) in the site-packages of
 /// `$VIRTUAL_ENV`, `~/.local`, `/usr/local` and `/usr` for Python 3.8 to 3.14.
+///
+/// # Errors
+/// [`LoadError::BadEnvPath`] when one of those variables is set but the path built from
+/// it is longer than [`MAX_PATH_LEN`] or not UTF-8 (the search stops there);
+/// [`LoadError::LibraryNotFound`] when no candidate opens.
 pub fn open_runtime() -> Result<Library, LoadError> {
     const SONAME: &str = "libcudart.so.13";
+    const VAR: &CStr = c"CUDA_SYS_LIBCUDART";
     let mut search = Search::new("libcudart");
-    if let Some(p) = getenv(c"CUDA_SYS_LIBCUDART") {
-        if let Some(lib) = search.try_path(&[p]) {
+    if let Some(p) = search.env(VAR)? {
+        if let Some(lib) = search.try_path(Some(VAR), &[p.as_str()])? {
             return Ok(lib);
         }
     }
     for var in [c"CUDA_PATH", c"CUDA_HOME"] {
-        if let Some(root) = getenv(var) {
-            if let Some(lib) = search.try_path(&[root, "/lib64/", SONAME]) {
+        if let Some(root) = search.env(var)? {
+            if let Some(lib) = search.try_path(Some(var), &[root.as_str(), "/lib64/", SONAME])? {
                 return Ok(lib);
             }
         }
     }
-    if let Some(lib) = search.try_path(&["/usr/local/cuda/lib64/", SONAME]) {
+    if let Some(lib) = search.try_path(None, &["/usr/local/cuda/lib64/", SONAME])? {
         return Ok(lib);
     }
-    if let Some(lib) = search.try_path(&[SONAME]) {
+    if let Some(lib) = search.try_path(None, &[SONAME])? {
         return Ok(lib);
     }
-    let home = getenv(c"HOME");
-    let venv = getenv(c"VIRTUAL_ENV");
-    let bases: [(Option<&str>, &str); 4] = [
-        (venv, "/lib/"),
-        (home, "/.local/lib/"),
-        (Some("/usr/local"), "/lib/"),
-        (Some("/usr"), "/lib/"),
+    let venv = search.env(c"VIRTUAL_ENV")?;
+    let home = search.env(c"HOME")?;
+    let bases: [(Option<&CStr>, Option<&str>, &str); 4] = [
+        (
+            Some(c"VIRTUAL_ENV"),
+            venv.as_ref().map(PathStr::as_str),
+            "/lib/",
+        ),
+        (
+            Some(c"HOME"),
+            home.as_ref().map(PathStr::as_str),
+            "/.local/lib/",
+        ),
+        (None, Some("/usr/local"), "/lib/"),
+        (None, Some("/usr"), "/lib/"),
     ];
     const PYTHONS: [&str; 7] = [
         "python3.8",
@@ -345,12 +521,12 @@ pub fn open_runtime() -> Result<Library, LoadError> {
         "python3.13",
         "python3.14",
     ];
-    for (base, lib) in bases {
+    for (var, base, lib) in bases {
         let Some(base) = base else { continue };
         for py in PYTHONS {
             for pkgs in ["/site-packages", "/dist-packages"] {
                 let parts = [base, lib, py, pkgs, "/nvidia/cu13/lib/", SONAME];
-                if let Some(found) = search.try_quiet(&parts) {
+                if let Some(found) = search.try_quiet(var, &parts)? {
                     return Ok(found);
                 }
             }
@@ -358,4 +534,156 @@ pub fn open_runtime() -> Result<Library, LoadError> {
     }
     search.note("<site-packages>/nvidia/cu13/lib/libcudart.so.13 (pip wheel nvidia-cuda-runtime)");
     Err(search.fail())
+}
+
+#[cfg(test)]
+mod tests {
+    extern crate std;
+
+    use super::*;
+    use std::string::String;
+    use std::sync::Mutex;
+
+    /// Tests that write the environment hold this, so no read races a write.
+    static ENV: Mutex<()> = Mutex::new(());
+
+    fn set_env(name: &str, value: &str) {
+        // SAFETY: every test in this crate that reads or writes the environment holds
+        // `ENV`, so no other thread of this test binary touches it concurrently.
+        unsafe { std::env::set_var(name, value) };
+    }
+
+    fn remove_env(name: &str) {
+        // SAFETY: as in `set_env`.
+        unsafe { std::env::remove_var(name) };
+    }
+
+    #[test]
+    fn fixed_str_clear_then_shorter_push() {
+        let mut s = FixedStr::<16>::new();
+        assert!(s.push("hello world"));
+        s.clear();
+        assert!(s.push("hi"));
+        assert_eq!(s.as_str(), "hi");
+        assert_eq!(s.as_cstr(), c"hi");
+        assert!(s.push("!"));
+        assert_eq!(s.as_cstr(), c"hi!");
+        s.clear();
+        assert_eq!((s.as_str(), s.as_cstr()), ("", c""));
+    }
+
+    #[test]
+    fn fixed_str_reports_what_does_not_fit() {
+        let mut s = FixedStr::<6>::new();
+        assert_eq!(FixedStr::<6>::capacity(), 5);
+        assert!(s.push("abcde"));
+        assert!(!s.push("f"));
+        assert_eq!(s.as_cstr(), c"abcde");
+        let mut s = FixedStr::<4>::new();
+        assert!(!s.push("aé€"), "cut on a character boundary");
+        assert_eq!(s.as_str(), "aé");
+        assert_eq!(FixedStr::<0>::new().as_cstr(), c"");
+        assert!(!FixedStr::<0>::new().push("x"));
+    }
+
+    #[test]
+    fn getenv_copies_the_value_out() {
+        let _env = ENV.lock();
+        set_env("CUDA_SYS_TEST_GETENV", "/first/value");
+        let first = getenv::<64>(c"CUDA_SYS_TEST_GETENV");
+        set_env("CUDA_SYS_TEST_GETENV", "/a/second/and/longer/value");
+        assert_eq!(
+            first.map(|v| v.map(|v| String::from(v.as_str()))),
+            Ok(Some("/first/value".into()))
+        );
+        remove_env("CUDA_SYS_TEST_GETENV");
+        assert_eq!(
+            getenv::<64>(c"CUDA_SYS_TEST_GETENV").map(|v| v.is_some()),
+            Ok(false)
+        );
+        set_env("CUDA_SYS_TEST_GETENV", "");
+        assert_eq!(
+            getenv::<64>(c"CUDA_SYS_TEST_GETENV").map(|v| v.is_some()),
+            Ok(false)
+        );
+        remove_env("CUDA_SYS_TEST_GETENV");
+    }
+
+    #[test]
+    fn getenv_reports_a_value_too_long_for_its_buffer() {
+        let _env = ENV.lock();
+        set_env("CUDA_SYS_TEST_GETENV_LONG", "0123456789");
+        assert_eq!(
+            getenv::<10>(c"CUDA_SYS_TEST_GETENV_LONG").map(|v| v.map(|v| String::from(v.as_str()))),
+            Err(EnvError::TooLong { len: 10, max: 9 })
+        );
+        let fits = getenv::<11>(c"CUDA_SYS_TEST_GETENV_LONG");
+        assert_eq!(
+            fits.map(|v| v.map(|v| String::from(v.as_cstr().to_str().unwrap_or("")))),
+            Ok(Some("0123456789".into()))
+        );
+        remove_env("CUDA_SYS_TEST_GETENV_LONG");
+    }
+
+    /// A path variable longer than the path buffer stops the search with an error that
+    /// names it, instead of being skipped (which would load another library).
+    #[test]
+    fn a_path_variable_too_long_is_an_error_naming_it() {
+        let _env = ENV.lock();
+        let long = "/x".repeat(300);
+        set_env("CUDA_SYS_LIBCUDA", &long);
+        let err = open_driver().err();
+        remove_env("CUDA_SYS_LIBCUDA");
+        let Some(LoadError::BadEnvPath {
+            library,
+            variable,
+            problem,
+        }) = err
+        else {
+            panic!("expected BadEnvPath, got {err:?}");
+        };
+        assert_eq!((library, variable), ("libcuda", "CUDA_SYS_LIBCUDA"));
+        assert_eq!(
+            problem,
+            EnvError::TooLong {
+                len: 600,
+                max: MAX_PATH_LEN
+            }
+        );
+        let text = std::format!("{}", err.map_or(LoadError::AlreadyLoaded, |e| e));
+        assert!(
+            text.contains("the path from $CUDA_SYS_LIBCUDA is too long (600 bytes"),
+            "{text}"
+        );
+
+        set_env("CUDA_SYS_LIBCUDART", &long);
+        let err = open_runtime().err();
+        remove_env("CUDA_SYS_LIBCUDART");
+        assert!(
+            matches!(
+                err,
+                Some(LoadError::BadEnvPath {
+                    variable: "CUDA_SYS_LIBCUDART",
+                    ..
+                })
+            ),
+            "{err:?}"
+        );
+
+        // A root that fits the buffer alone but not with the file name added.
+        let root = "/r".repeat(250);
+        set_env("CUDA_SYS_LIBCUDART", "");
+        set_env("CUDA_PATH", &root);
+        let err = open_runtime().err();
+        remove_env("CUDA_PATH");
+        remove_env("CUDA_SYS_LIBCUDART");
+        let expected = EnvError::TooLong {
+            len: 500 + "/lib64/libcudart.so.13".len(),
+            max: MAX_PATH_LEN,
+        };
+        assert!(
+            matches!(err, Some(LoadError::BadEnvPath { variable: "CUDA_PATH", problem, .. }) if problem == expected),
+            "{err:?}"
+        );
+    }
 }

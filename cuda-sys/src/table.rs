@@ -6,7 +6,10 @@
 //! returns the function pointer or a [`MissingSymbol`](crate::MissingSymbol) naming it.
 //!
 //! - `loaded` mode: the table holds `Option<fn>` fields filled by a resolver
-//!   (`cuGetProcAddress_v2`, `dlsym`, or a test's mock).
+//!   (`cuGetProcAddress_v2`, `dlsym`, or a test's mock), and the library they came
+//!   from, which it never closes: the accessors return plain function pointers, which
+//!   may be copied and kept after the table is gone, so they must stay valid for the
+//!   rest of the process.
 //! - `linked` mode: the table is empty and each accessor returns the linked symbol.
 
 /// Builds `DriverApi` and `DRIVER_ENTRIES`.
@@ -30,10 +33,17 @@ macro_rules! driver_table {
         /// headers map to `cuMemAlloc_v2`) and returns its pointer, or a
         /// [`MissingSymbol`]($crate::MissingSymbol) naming it when the driver lacks it.
         /// Calling the pointer is `unsafe` with the C function's own contract.
+        ///
+        /// The table never closes the library it was filled from (dropping the table
+        /// does not drop its [`Library`]($crate::loader::Library)), so every function
+        /// pointer an accessor returns stays valid for the rest of the process, also
+        /// after the table is dropped. Each [`load_driver`](crate::load_driver) keeps one
+        /// more reference to `libcuda` open.
         #[cfg(not(feature = "linked"))]
         #[allow(non_snake_case)]
         pub struct DriverApi {
-            library: $crate::loader::Library,
+            /// Never dropped: see the type's docs.
+            library: ::core::mem::ManuallyDrop<$crate::loader::Library>,
             $( $name: Option<unsafe extern "C" fn($($ty),*) -> $ret>, )*
         }
 
@@ -51,19 +61,21 @@ macro_rules! driver_table {
         impl DriverApi {
             /// Builds a table by asking `resolve` for each entry of
             /// [`DRIVER_ENTRIES`](crate::DRIVER_ENTRIES), in order. A null pointer leaves
-            /// the entry missing.
+            /// the entry missing. The table keeps `library` and never closes it.
             ///
             /// # Safety
             /// Every non-null pointer `resolve` returns must be a function with the C
-            /// signature of the entry it was asked for, valid for as long as the table
-            /// (and `library`) lives.
+            /// signature of the entry it was asked for, and must stay valid for the rest
+            /// of the process: the accessors hand out plain function pointers, which may
+            /// outlive the table. Pointers into `library` qualify, since the table never
+            /// closes it; so do functions of the program itself (a mock).
             pub unsafe fn from_resolver(
                 library: $crate::loader::Library,
                 mut resolve: impl FnMut(&$crate::Entry) -> *mut ::core::ffi::c_void,
             ) -> Self {
                 let mut entries = DRIVER_ENTRIES.iter();
                 Self {
-                    library,
+                    library: ::core::mem::ManuallyDrop::new(library),
                     $( $name: {
                         let ptr = entries.next().map_or(::core::ptr::null_mut(), &mut resolve);
                         // SAFETY: `Option<extern fn>` has the layout of a nullable pointer;
@@ -83,7 +95,7 @@ macro_rules! driver_table {
                 [$( self.$name.is_some(), )*]
             }
 
-            /// The library the table was filled from.
+            /// The library the table was filled from (open for the rest of the process).
             pub fn library(&self) -> &$crate::loader::Library {
                 &self.library
             }
@@ -153,10 +165,17 @@ macro_rules! runtime_table {
         ///
         /// Each accessor returns the function pointer, or a
         /// [`MissingSymbol`]($crate::MissingSymbol) naming it when the library lacks it.
+        /// Calling the pointer is `unsafe` with the C function's own contract.
+        ///
+        /// The table never closes the library it was filled from (dropping the table
+        /// does not drop its [`Library`]($crate::loader::Library)), so every function
+        /// pointer an accessor returns stays valid for the rest of the process, also
+        /// after the table is dropped.
         #[cfg(not(feature = "linked"))]
         #[allow(non_snake_case)]
         pub struct RuntimeApi {
-            library: $crate::loader::Library,
+            /// Never dropped: see the type's docs.
+            library: ::core::mem::ManuallyDrop<$crate::loader::Library>,
             $( $name: Option<unsafe extern "C" fn($($ty),*) -> $ret>, )*
         }
 
@@ -170,17 +189,21 @@ macro_rules! runtime_table {
         #[allow(non_snake_case)]
         impl RuntimeApi {
             /// Builds a table by asking `resolve` for each entry of
-            /// [`RUNTIME_ENTRIES`](crate::RUNTIME_ENTRIES), in order.
+            /// [`RUNTIME_ENTRIES`](crate::RUNTIME_ENTRIES), in order. A null pointer
+            /// leaves the entry missing. The table keeps `library` and never closes it.
             ///
             /// # Safety
-            /// As for [`DriverApi::from_resolver`](crate::DriverApi::from_resolver).
+            /// Every non-null pointer `resolve` returns must be a function with the C
+            /// signature of the entry it was asked for, and must stay valid for the rest
+            /// of the process (as for
+            /// [`DriverApi::from_resolver`](crate::DriverApi::from_resolver)).
             pub unsafe fn from_resolver(
                 library: $crate::loader::Library,
                 mut resolve: impl FnMut(&$crate::Entry) -> *mut ::core::ffi::c_void,
             ) -> Self {
                 let mut entries = RUNTIME_ENTRIES.iter();
                 Self {
-                    library,
+                    library: ::core::mem::ManuallyDrop::new(library),
                     $( $name: {
                         let ptr = entries.next().map_or(::core::ptr::null_mut(), &mut resolve);
                         // SAFETY: nullable function pointer layout; the caller guarantees
@@ -200,7 +223,7 @@ macro_rules! runtime_table {
                 [$( self.$name.is_some(), )*]
             }
 
-            /// The library the table was filled from.
+            /// The library the table was filled from (open for the rest of the process).
             pub fn library(&self) -> &$crate::loader::Library {
                 &self.library
             }
