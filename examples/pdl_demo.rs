@@ -71,7 +71,8 @@ fn run(ctx: &cuda_core::Context, stamps_path: Option<&str>) -> R {
     let module = Module::from_ptx(ctx, cuda_workspace::ptx::KERNELS)?;
     let n = sms * BLOCK;
     let mut pair = Pair::new(ctx, &module, n, sms)?;
-    let stream = Stream::non_blocking(ctx)?;
+    // `mut`: the graph modes of section 2 and 3 capture it.
+    let mut stream = Stream::non_blocking(ctx)?;
     let (e0, e1) = (
         Event::new(ctx, EventFlags::empty())?,
         Event::new(ctx, EventFlags::empty())?,
@@ -139,7 +140,7 @@ fn run(ctx: &cuda_core::Context, stamps_path: Option<&str>) -> R {
     for mode in ChainMode::ALL {
         let mut us = chain_bench(
             ctx,
-            &stream,
+            &mut stream,
             &module.function("chain_step")?,
             mode,
             n,
@@ -153,11 +154,11 @@ fn run(ctx: &cuda_core::Context, stamps_path: Option<&str>) -> R {
             mode.name()
         );
     }
-    multi_wave(ctx, &module, &stream)
+    multi_wave(ctx, &module, &mut stream)
 }
 
 /// Section 3: PDL on kernels of several waves of blocks.
-fn multi_wave(ctx: &cuda_core::Context, module: &Module<'_>, stream: &Stream<'_>) -> R {
+fn multi_wave(ctx: &cuda_core::Context, module: &Module, stream: &mut Stream) -> R {
     const N: u32 = 1 << 20;
     let grid = N / BLOCK;
     println!(

@@ -79,7 +79,7 @@ fn ctx() -> Result<Context, Error> {
 }
 
 /// Copies a whole device buffer back.
-fn read_back<T: Pod + Default>(buf: &DeviceBuffer<'_, T>) -> Result<Vec<T>, Error> {
+fn read_back<T: Pod + Default>(buf: &DeviceBuffer<T>) -> Result<Vec<T>, Error> {
     let mut v = vec![T::default(); buf.len()];
     buf.copy_to_host(&mut v)?;
     Ok(v)
@@ -170,7 +170,7 @@ struct Gate {
 impl Gate {
     /// Queues a host function on `stream` that holds the stream until the gate drops
     /// (at most 10 s).
-    fn hold(stream: &Stream<'_>) -> Result<Self, Error> {
+    fn hold(stream: &Stream) -> Result<Self, Error> {
         let flag = Arc::new(AtomicBool::new(false));
         let held = flag.clone();
         stream.launch_host_fn(move || {
@@ -189,16 +189,16 @@ impl Drop for Gate {
     }
 }
 
-struct PdlKernels<'m> {
-    primary: Function<'m>,
-    secondary: Function<'m>,
+struct PdlKernels {
+    primary: Function,
+    secondary: Function,
 }
 
 /// Runs `reps` repetitions of primary + secondary in batches and checks each one's data
 /// and ordering.
 fn run_pdl(
     ctx: &Context,
-    k: &PdlKernels<'_>,
+    k: &PdlKernels,
     grid: u32,
     sms: u32,
     reps: usize,
@@ -436,7 +436,8 @@ fn pdl_overlap_and_correctness() -> TestResult {
     // the attribute the secondary's prolog must start while the primary still runs.
     check(strict > 0, || {
         format!(
-            "with PDL no secondary block of {} repetitions started before the primary's last              block ended (min gap {:.3} us with PDL, {:.3} us without)",
+            "with PDL no secondary block of {} repetitions started before the primary's last \
+             block ended (min gap {:.3} us with PDL, {:.3} us without)",
             with.len(),
             us(gaps_with.iter().copied().min().unwrap_or(0)),
             us(min_without)
@@ -477,7 +478,9 @@ fn mbarrier_pipeline_many_phases() -> TestResult {
     })?;
     let words = grid as usize * PIPE_PHASES as usize * 96;
     let out = DeviceBuffer::from_slice(&ctx, &vec![POISON; words])?;
-    let cfg = LaunchConfig::new(grid, PIPE_BLOCK);
+    // The legacy default stream, which `ctx.synchronize()` below waits for.
+    let stream = Stream::legacy(&ctx);
+    let cfg = LaunchConfig::new(grid, PIPE_BLOCK).stream(&stream);
     // SAFETY: mbar_pipeline(out: *mut u32, phases: u32): `out` holds
     // grid * phases * 96 words; block (128, 1, 1) as required.
     unsafe { launch(&f, &cfg, &(out.as_arg(), PIPE_PHASES))? };
@@ -550,7 +553,8 @@ fn mbarrier_all_forms() -> TestResult {
     let module = Module::from_ptx(&ctx, ptx::KERNELS)?;
     let f = module.function("mbar_forms")?;
     let out = DeviceBuffer::from_slice(&ctx, &[POISON; 32])?;
-    let cfg = LaunchConfig::new(1, 32).shared_mem(64);
+    let stream = Stream::legacy(&ctx);
+    let cfg = LaunchConfig::new(1, 32).shared_mem(64).stream(&stream);
     // SAFETY: mbar_forms(out: *mut u32): `out` holds 32 words; grid 1, block 32, 64 B of
     // dynamic shared memory as required.
     unsafe { launch(&f, &cfg, &(out.as_arg(),))? };
@@ -610,10 +614,13 @@ fn cluster_ids_and_remote_arrive() -> TestResult {
     let module = Module::from_ptx(&ctx, ptx::KERNELS)?;
     let f = module.function("cluster_mbarrier")?;
     let g = CLUSTER_GRID_CLUSTERS;
+    let stream = Stream::legacy(&ctx);
     for n in [2u32, 4] {
         let blocks = g * n;
         let out = DeviceBuffer::from_slice(&ctx, &vec![POISON; blocks as usize * RECORD_WORDS])?;
-        let cfg = LaunchConfig::new(blocks, CLUSTER_BLOCK).cluster_dim((n, 1, 1))?;
+        let cfg = LaunchConfig::new(blocks, CLUSTER_BLOCK)
+            .stream(&stream)
+            .cluster_dim((n, 1, 1))?;
         // SAFETY: cluster_mbarrier(out: *mut u32): `out` holds 16 words per block; 1-D
         // grid of g * n blocks in clusters of (n, 1, 1), n <= 8.
         unsafe { launch(&f, &cfg, &(out.as_arg(),))? };
@@ -738,13 +745,14 @@ fn cudadevrt_path() -> Option<PathBuf> {
 }
 
 /// Launches a 1x1 devrt parent `(out, status)` and returns (status, echo bytes).
-fn run_parent(ctx: &Context, f: &Function<'_>) -> Result<(u32, Vec<u8>), Outcome> {
+fn run_parent(ctx: &Context, f: &Function) -> Result<(u32, Vec<u8>), Outcome> {
     let out = DeviceBuffer::from_slice(ctx, &[ECHO_SENTINEL; ECHO_LEN])?;
     let status = DeviceBuffer::from_slice(ctx, &[STATUS_SENTINEL])?;
     check(out.as_raw() % 16 == 0, || {
         "echo buffer not 16-byte aligned".into()
     })?;
-    let cfg = LaunchConfig::new(1, 1);
+    let stream = Stream::legacy(ctx);
+    let cfg = LaunchConfig::new(1, 1).stream(&stream);
     // SAFETY: dyn_parent*(out: *mut u8, status: *mut u32): `out` is 128 writable,
     // 16-byte aligned bytes and `status` one word; the child the parent launches
     // completes before the parent grid does, so before the synchronize below.
@@ -841,10 +849,12 @@ fn device_side_launch_param_layout() -> TestResult {
             // The host argument tuple's device layout equals the kernel's.
             echo.verify_args::<EchoArgs>()?;
         }
+        let stream = Stream::legacy(&ctx);
+        let cfg = LaunchConfig::new(1, 1).stream(&stream);
         // SAFETY: dyn_echo(out: *mut u8, a: i32, b: float4, c: u8, d: f32, e: *const u8,
         // g: Pair, f: float2): the tuple has those types in that order; `out` is 128
         // writable 16-byte aligned bytes; `e` is never dereferenced.
-        unsafe { launch(&echo, &LaunchConfig::new(1, 1), &args)? };
+        unsafe { launch(&echo, &cfg, &args)? };
         ctx.synchronize()?;
         let got = read_back(&out)?;
         check(got == expected, || {

@@ -15,8 +15,8 @@ use std::sync::atomic::{AtomicU32, Ordering};
 use std::time::{Duration, Instant};
 
 use cuda_core::graph::{
-    Capture, CaptureMode, CaptureToGraph, EdgeData, ExecUpdateError, Graph, GraphMemUsage,
-    GraphNode, InstantiateFlags, Memset,
+    CaptureMode, CaptureToGraph, EdgeData, ExecUpdateError, Graph, GraphMemUsage, GraphNode,
+    InstantiateFlags,
 };
 use cuda_core::launch::{LaunchConfig, launch};
 use cuda_core::{
@@ -50,7 +50,7 @@ const THREADS: u32 = 256;
 const BLOCKS: u32 = 132;
 const N: u32 = THREADS * BLOCKS;
 
-fn read_u32(buf: &DeviceBuffer<'_, u32>) -> Result<Vec<u32>, Error> {
+fn read_u32(buf: &DeviceBuffer<u32>) -> Result<Vec<u32>, Error> {
     let mut v = vec![0u32; buf.len()];
     buf.copy_to_host(&mut v)?;
     Ok(v)
@@ -84,13 +84,13 @@ fn devrt_lib() -> Option<String> {
 }
 
 /// The plain kernels (`ptx/generated/kernels.ptx`).
-fn kernels_module(ctx: &Context) -> Result<Module<'_>, Error> {
+fn kernels_module(ctx: &Context) -> Result<Module, Error> {
     Module::from_ptx(ctx, ptx::KERNELS)
 }
 
 /// The device-runtime kernels (`ptx/generated/devrt.ptx`) linked with `libcudadevrt.a`,
 /// or a skip when the library is not found.
-fn devrt_module(ctx: &Context) -> Result<Module<'_>, Outcome> {
+fn devrt_module(ctx: &Context) -> Result<Module, Outcome> {
     let Some(lib) = devrt_lib() else {
         return skip(
             "libcudadevrt.a not found (set CUDA_DEVRT_LIB, or CUDA_PATH / CUDA_HOME, or install \
@@ -111,7 +111,7 @@ const CHAIN_WAIT_TRIGGER_EARLY: u32 = 1;
 /// The two buffers of a `chain_step` chain, zeroed: link `k` reads `bufs[k % 2]` and
 /// writes `bufs[(k + 1) % 2]`, so after an even number of links `bufs[0]` has grown by
 /// that number.
-fn chain_buffers(ctx: &Context) -> Result<[DeviceBuffer<'_, u32>; 2], Error> {
+fn chain_buffers(ctx: &Context) -> Result<[DeviceBuffer<u32>; 2], Error> {
     Ok([
         DeviceBuffer::zeroed(ctx, N as usize)?,
         DeviceBuffer::zeroed(ctx, N as usize)?,
@@ -120,7 +120,7 @@ fn chain_buffers(ctx: &Context) -> Result<[DeviceBuffer<'_, u32>; 2], Error> {
 
 /// `chain_step(in, out, n, mode)`'s arguments for link `k` of a chain over `bufs`.
 fn link_args(
-    bufs: &[DeviceBuffer<'_, u32>; 2],
+    bufs: &[DeviceBuffer<u32>; 2],
     k: usize,
 ) -> (DevicePtr<u32>, DevicePtr<u32>, u32, u32) {
     (
@@ -131,8 +131,10 @@ fn link_args(
     )
 }
 
-fn pdl_cfg<'a>(stream: &'a Stream<'_>, pdl: bool) -> Result<LaunchConfig<'a>, Error> {
-    let cfg = LaunchConfig::new(BLOCKS, THREADS).stream(stream);
+/// A link's shape, with programmatic stream serialization when `pdl`, and no stream:
+/// [`Capturing::launch`](cuda_core::graph::Capturing::launch) uses the capture's.
+fn pdl_shape(pdl: bool) -> Result<LaunchConfig<'static>, Error> {
+    let cfg = LaunchConfig::new(BLOCKS, THREADS);
     Ok(if pdl {
         cfg.programmatic_stream_serialization()?
     } else {
@@ -140,12 +142,17 @@ fn pdl_cfg<'a>(stream: &'a Stream<'_>, pdl: bool) -> Result<LaunchConfig<'a>, Er
     })
 }
 
+/// [`pdl_shape`] launched into `stream`.
+fn pdl_cfg(stream: &Stream, pdl: bool) -> Result<LaunchConfig<'_>, Error> {
+    Ok(pdl_shape(pdl)?.stream(stream))
+}
+
 fn captured_pdl_chain_has_programmatic_edges() -> TestResult {
     require_sm(9, 0)?;
     let ctx = Context::primary(Device::get(0)?)?;
     let module = kernels_module(&ctx)?;
     let step = module.function("chain_step")?;
-    let stream = Stream::non_blocking(&ctx)?;
+    let mut stream = Stream::non_blocking(&ctx)?;
     let mut bufs = chain_buffers(&ctx)?;
     const K: usize = 8;
     // The chain ends in bufs[0], where the next graph launch starts.
@@ -164,22 +171,40 @@ fn captured_pdl_chain_has_programmatic_edges() -> TestResult {
     }
 
     // The same launches, captured.
-    let capture = Capture::begin(&ctx, &stream, CaptureMode::Global)?;
+    let capture = stream.begin_capture(CaptureMode::Global)?;
     check_eq(
-        stream.capture_status()?,
+        capture.stream().capture_status()?,
         CUstreamCaptureStatus::CU_STREAM_CAPTURE_STATUS_ACTIVE,
         "status while capturing",
     )?;
-    for i in 0..K {
-        // SAFETY: as above; `bufs` outlives every launch of the graph below.
-        unsafe { launch(&step, &pdl_cfg(&stream, i > 0)?, &link_args(&bufs, i))? };
+    // A safe async memset on the capturing stream would make the graph name `bufs[0]`
+    // without borrowing it: refused, and the capture goes on.
+    match bufs[0].memset_d8_async(0, capture.stream()) {
+        Err(Error::StreamCapturing(_)) => {}
+        other => {
+            return Err(Outcome::Fail(format!(
+                "memset_d8_async on a capturing stream: {other:?}, expected StreamCapturing"
+            )));
+        }
     }
-    let mut deps = [std::ptr::null_mut(); 4];
-    let mut deps_data = [EdgeData::DEFAULT; 4];
-    let info = stream.capture_info(&mut deps, &mut deps_data)?;
-    check(info.is_active() && info.num_dependencies == 1, || {
-        format!("capture info after {K} launches: {info:?}")
-    })?;
+    for i in 0..K {
+        // SAFETY: as above; `bufs` outlives every launch of the graph below (the graph
+        // borrows `step`).
+        unsafe { capture.launch(&step, &pdl_shape(i > 0)?, &link_args(&bufs, i))? };
+    }
+    {
+        let mut deps = [GraphNode::NULL; 4];
+        let mut deps_data = [EdgeData::DEFAULT; 4];
+        let info = capture.dependencies(&mut deps, &mut deps_data)?;
+        check(info.is_active() && info.num_dependencies == 1, || {
+            format!("capture info after {K} launches: {info:?}")
+        })?;
+        check_eq(
+            deps[0].node_type()?,
+            CUgraphNodeType::CU_GRAPH_NODE_TYPE_KERNEL,
+            "capture dependency type",
+        )?;
+    }
     let graph = capture.end()?;
     check_eq(
         stream.capture_status()?,
@@ -236,10 +261,10 @@ fn captured_pdl_chain_has_programmatic_edges() -> TestResult {
 }
 
 /// Link `k` of a `chain_step` chain over `bufs`, as a kernel node without dependencies.
-fn step_node<'g>(
-    graph: &'g Graph<'_>,
-    step: &Function<'_>,
-    bufs: &[DeviceBuffer<'_, u32>; 2],
+fn step_node<'g, 'a>(
+    graph: &'g Graph<'a>,
+    step: &'a Function,
+    bufs: &[DeviceBuffer<u32>; 2],
     k: usize,
 ) -> Result<GraphNode<'g>, Error> {
     let cfg = LaunchConfig::new(BLOCKS, THREADS);
@@ -323,8 +348,8 @@ fn while_loop(loops: u32, launches: u32) -> TestResult {
     let counter = DeviceBuffer::<u32>::zeroed(&ctx, 1)?;
 
     let graph = Graph::new(&ctx)?;
-    // SAFETY: the buffer holds one u32 and outlives the executable graph.
-    let reset = unsafe { [graph.add_memset_node(&[], &Memset::d32(counter.as_raw(), 0, 1))?] };
+    // The graph borrows `counter` (one u32).
+    let reset = [graph.add_memset_d32_node(&[], &counter, 0)?];
     // Reset to 1 (loop) at each launch: the body runs at least once.
     let handle = graph.create_conditional_handle(Some(1))?;
     let (node, body) = graph.add_while_node(&reset, handle)?;
@@ -636,7 +661,7 @@ fn other_nodes_and_capture_into_graph() -> TestResult {
     let module = kernels_module(&ctx)?;
     let write_value = module.function("write_value")?;
     let fill = module.function("fill")?;
-    let stream = Stream::non_blocking(&ctx)?;
+    let mut stream = Stream::non_blocking(&ctx)?;
     let a = DeviceBuffer::<u32>::zeroed(&ctx, 1)?;
     let b = DeviceBuffer::<u32>::zeroed(&ctx, 1024)?;
     let event = Event::new(&ctx, EventFlags::DISABLE_TIMING)?;
@@ -654,8 +679,8 @@ fn other_nodes_and_capture_into_graph() -> TestResult {
         1,
         "nodes in the child copy",
     )?;
-    // SAFETY: `event` outlives `exec`.
-    let record = unsafe { graph.add_event_record_node(&[child_node], &event)? };
+    // The graph borrows `event`.
+    let record = graph.add_event_record_node(&[child_node], &event)?;
     let types = [
         (start, CUgraphNodeType::CU_GRAPH_NODE_TYPE_EMPTY),
         (child_node, CUgraphNodeType::CU_GRAPH_NODE_TYPE_GRAPH),
@@ -666,11 +691,17 @@ fn other_nodes_and_capture_into_graph() -> TestResult {
     }
 
     // Capture a launch into this graph, after the event record node.
-    let capture =
-        CaptureToGraph::begin(&graph, &stream, &[record], None, CaptureMode::ThreadLocal)?;
-    let cfg = LaunchConfig::new(4, 256).stream(&stream);
+    let capture = CaptureToGraph::begin(
+        &graph,
+        &mut stream,
+        &[record],
+        None,
+        CaptureMode::ThreadLocal,
+    )?;
+    // On the capture's stream; the graph borrows `fill`.
+    let cfg = LaunchConfig::new(4, 256);
     // SAFETY: `fill` writes b[0..1024]; `b` outlives `exec`.
-    unsafe { launch(&fill, &cfg, &(b.as_arg(), 1024u32))? };
+    unsafe { capture.launch(&fill, &cfg, &(b.as_arg(), 1024u32))? };
     capture.end()?;
     check_eq(
         graph.node_count()?,

@@ -23,7 +23,7 @@ use cuda_sys::{CUcontext, DriverApi};
 
 use crate::Device;
 use crate::driver::api;
-use crate::error::{Error, Result, drv, dropping};
+use crate::error::{Error, Result, dropping, drv};
 use crate::shared::{Pooled, Shared, Slot};
 
 /// Without `alloc`, how many distinct contexts (each [`Context::primary`] or
@@ -208,10 +208,12 @@ impl Context {
     /// Puts `inner` behind the reference count; without `alloc` and a free pool slot,
     /// gives the context up again (dropping `inner`) and fails.
     fn share(inner: CtxInner) -> Result<Self> {
-        Shared::new(inner).map(|inner| Self { inner }).map_err(|inner| {
-            drop(inner);
-            Error::InvalidArgument("too many live contexts (MAX_CONTEXTS without `alloc`)")
-        })
+        Shared::new(inner)
+            .map(|inner| Self { inner })
+            .map_err(|inner| {
+                drop(inner);
+                Error::InvalidArgument("too many live contexts (MAX_CONTEXTS without `alloc`)")
+            })
     }
 
     /// [`Context::primary`] of device 0.
@@ -332,7 +334,10 @@ impl Context {
         let mut raw = ptr::null_mut();
         // SAFETY: valid out-pointer; the reference taken here is released below.
         unsafe {
-            drv!(cu, cuDevicePrimaryCtxRetain(&mut raw, self.inner.device.as_raw()))?;
+            drv!(
+                cu,
+                cuDevicePrimaryCtxRetain(&mut raw, self.inner.device.as_raw())
+            )?;
             drv!(cu, cuDevicePrimaryCtxRelease(self.inner.device.as_raw()))?;
         }
         Ok(raw == self.inner.raw)
@@ -464,4 +469,3 @@ impl Drop for CurrentGuard<'_> {
         }
     }
 }
-

@@ -279,7 +279,11 @@ pub struct DropError {
 
 impl fmt::Display for DropError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "{} failed while dropping a handle: {}", self.call, self.code)
+        write!(
+            f,
+            "{} failed while dropping a handle: {}",
+            self.call, self.code
+        )
     }
 }
 

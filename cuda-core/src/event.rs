@@ -6,7 +6,7 @@ use core::ptr;
 use cuda_sys::CUevent;
 
 use crate::context::Context;
-use crate::error::{Result, drv, dropping};
+use crate::error::{Result, dropping, drv};
 use crate::stream::{Stream, ready};
 
 bitflags::bitflags! {

@@ -11,7 +11,7 @@ use core::ptr;
 use cuda_sys::{CUdeviceptr, CUjit_option, CUjit_target, CUmodule};
 
 use crate::context::Context;
-use crate::error::{Error, JitLog, Result, drv, dropping};
+use crate::error::{Error, JitLog, Result, dropping, drv};
 use crate::function::Function;
 use crate::shared::{Pooled, Shared, Slot};
 
@@ -254,7 +254,10 @@ impl Drop for ModuleInner {
             return;
         }
         let Ok(_g) = self.ctx.enter() else {
-            crate::error::report_drop("cuCtxPushCurrent", cuda_sys::CUresult::CUDA_ERROR_INVALID_CONTEXT);
+            crate::error::report_drop(
+                "cuCtxPushCurrent",
+                cuda_sys::CUresult::CUDA_ERROR_INVALID_CONTEXT,
+            );
             return;
         };
         // SAFETY: the module is ours and no clone or Function holds it any more; the
@@ -363,11 +366,7 @@ impl Module {
     /// # Errors
     /// As [`Module::from_image`].
     #[doc(alias = "cuModuleLoadDataEx")]
-    pub fn from_image_with(
-        ctx: &Context,
-        image: &[u8],
-        options: JitOptions<'_>,
-    ) -> Result<Self> {
+    pub fn from_image_with(ctx: &Context, image: &[u8], options: JitOptions<'_>) -> Result<Self> {
         check_image(image)?;
         Self::load(ctx, image.as_ptr().cast(), options)
     }
@@ -430,10 +429,12 @@ impl Module {
     }
 
     fn share(inner: ModuleInner) -> Result<Self> {
-        Shared::new(inner).map(|inner| Self { inner }).map_err(|inner| {
-            drop(inner);
-            Error::InvalidArgument("too many loaded modules (MAX_MODULES without `alloc`)")
-        })
+        Shared::new(inner)
+            .map(|inner| Self { inner })
+            .map_err(|inner| {
+                drop(inner);
+                Error::InvalidArgument("too many loaded modules (MAX_MODULES without `alloc`)")
+            })
     }
 
     /// The raw `CUmodule`.

@@ -8,7 +8,7 @@ use core::ptr;
 use cuda_sys::{CUresult, CUstream, CUstreamCaptureStatus};
 
 use crate::context::Context;
-use crate::error::{Error, Result, drv, dropping};
+use crate::error::{Error, Result, dropping, drv};
 use crate::event::Event;
 
 bitflags::bitflags! {

@@ -6,6 +6,7 @@
 //! round to round; a table row is the median of the round medians per side, their ratio,
 //! and the range of the per-round ratios.
 
+use std::cell::RefCell;
 use std::ffi::{CStr, c_char, c_void};
 use std::fmt::Write as _;
 
@@ -39,7 +40,16 @@ struct CppLib {
 impl CppLib {
     fn open(path: &str) -> R<Self> {
         let c_path = std::ffi::CString::new(path)?;
-        let library = cuda_sys::Library::open(&c_path).map_err(|e| format!("{path}: {}", e.0))?;
+        // SAFETY: `path` is the bench's own C++ reference library (xtask/cpp/bench.cu
+        // built with -DBENCH_LIB by xtask/cpp/build.sh), named on the command line for
+        // this; its constructors are plain C++ static initialisation (its own globals,
+        // nvcc's kernel registration, the statically linked CUDA runtime's and the C++
+        // standard library's), which touch nothing of this program. It is kept in the
+        // returned `CppLib` beside the pointers read from it, and the functions made from
+        // its kernels are used only while it is loaded (see `function`), so nothing read
+        // from it outlives it.
+        let library =
+            unsafe { cuda_sys::Library::open(&c_path) }.map_err(|e| format!("{path}: {}", e.0))?;
         let sym = |name: &CStr| {
             let p = library.symbol(name);
             if p.is_null() {
@@ -61,16 +71,32 @@ impl CppLib {
         }
     }
 
-    /// The nvcc-built kernel `name`, as a cuda-core function.
-    fn function(&self, name: &CStr) -> R<Function<'_>> {
+    /// The nvcc-built kernel `name`, as a cuda-core function of `ctx` (the primary
+    /// context, the one the library uses). Its module is the one the CUDA runtime loaded
+    /// for the library's kernels, borrowed (`cuFuncGetModule`, `Module::borrow_raw`):
+    /// dropping the function unloads nothing.
+    ///
+    /// # Safety
+    /// `ctx` must be the primary context, and the result (and every clone of it) must not
+    /// be used after `self` is dropped: the kernel's module belongs to the library.
+    unsafe fn function(&self, ctx: &Context, name: &CStr) -> R<Function> {
         // SAFETY: a NUL-terminated name; the library returns null for unknown names.
         let raw = unsafe { (self.kernel)(name.as_ptr()) };
         if raw.is_null() {
             return Err(format!("the C++ library has no kernel {}", name.to_string_lossy()).into());
         }
-        // SAFETY: a CUfunction of the primary context (cudaGetFuncBySymbol), valid while
-        // the library stays loaded, which the returned borrow of `self` guarantees.
-        Ok(unsafe { Function::from_raw(raw.cast()) })
+        let raw: cuda_sys::CUfunction = raw.cast();
+        let mut module = core::ptr::null_mut();
+        // SAFETY: `raw` is a live CUfunction (cudaGetFuncBySymbol); valid out-pointer.
+        unsafe { cuda_sys::driver()?.cuFuncGetModule()?(&mut module, raw) }
+            .result()
+            .map_err(|e| format!("cuFuncGetModule: {e}"))?;
+        // SAFETY: the module holding `raw`, loaded by the runtime into the primary context
+        // (`ctx`, the caller's promise); it stays loaded while the library is, and the
+        // caller uses the result only while `self` keeps the library loaded.
+        let module = unsafe { Module::borrow_raw(module, ctx) }?;
+        // SAFETY: `raw` is a function of `module` (cuFuncGetModule said so).
+        Ok(unsafe { Function::from_raw(raw, &module) })
     }
 }
 
@@ -154,7 +180,9 @@ pub fn interleave(ctx: &Context, lib: &str, rounds: usize, csv_path: &str) -> R 
     let cpp = CppLib::open(lib)?;
     let module = Module::from_ptx(ctx, cuda_workspace::ptx::KERNELS)?;
     let rust_chain = module.function("chain_step")?;
-    let nvcc_chain = cpp.function(c"chain_step")?;
+    // SAFETY: `ctx` is the primary context (`open_gpu`); the nvcc functions are locals of
+    // this function declared after `cpp`, so they are dropped, and last used, before it.
+    let nvcc_chain = unsafe { cpp.function(ctx, c"chain_step")? };
     // The nvcc kernel must take what the Rust kernel takes: (in, out, n, mode).
     nvcc_chain.verify_args::<(
         cuda_core::DevicePtr<u32>,
@@ -165,13 +193,17 @@ pub fn interleave(ctx: &Context, lib: &str, rounds: usize, csv_path: &str) -> R 
     let mut csv = Csv(format!("{}\n", Csv::HEADER));
 
     // 1. Host cost of one launch.
-    let stream = Stream::non_blocking(ctx)?;
+    // One stream for every section, as before. In a RefCell because the chain's graph
+    // modes capture it (`&mut`) and several sides of one round use it; each borrow is
+    // taken before a measurement starts, never inside a timed loop.
+    let stream = RefCell::new(Stream::non_blocking(ctx)?);
     let mut rows = Rows { csv: String::new() };
-    let nvcc_empty = cpp.function(c"empty_kernel")?;
+    // SAFETY: as for `nvcc_chain`.
+    let nvcc_empty = unsafe { cpp.function(ctx, c"empty_kernel")? };
     let launch = launch_costs(
         ctx,
         &module,
-        &stream,
+        &stream.borrow(),
         &mut rows,
         true,
         // Host launch costs vary most from round to round: twice the rounds.
@@ -223,9 +255,16 @@ pub fn interleave(ctx: &Context, lib: &str, rounds: usize, csv_path: &str) -> R 
             // library checks its own results and exits on error.
             Ok(unsafe { (cpp.chain)(variant as i32, n, LINKS as i32, REPS as i32, kernel, sms) })
         };
-        let rust_host = |f: &Function<'_>| -> R<f64> {
+        let rust_host = |f: &Function| -> R<f64> {
             Ok(stats(&mut chain_bench(
-                ctx, &stream, f, mode, n, sms, LINKS, REPS,
+                ctx,
+                &mut stream.borrow_mut(),
+                f,
+                mode,
+                n,
+                sms,
+                LINKS,
+                REPS,
             )?)
             .0)
         };
@@ -287,7 +326,7 @@ pub fn interleave(ctx: &Context, lib: &str, rounds: usize, csv_path: &str) -> R 
                         &mut || {
                             let mut us = chain_bench(
                                 ctx,
-                                &stream,
+                                &mut stream.borrow_mut(),
                                 &rust_chain,
                                 mode,
                                 elems,
@@ -361,7 +400,7 @@ pub fn interleave(ctx: &Context, lib: &str, rounds: usize, csv_path: &str) -> R 
         let run = |pdl: Option<u32>| -> R<f64> {
             let mut us = chain_bench_trigger(
                 ctx,
-                &stream,
+                &mut stream.borrow_mut(),
                 &rust_chain,
                 ChainMode::Graph,
                 pdl,
@@ -424,7 +463,15 @@ pub fn interleave(ctx: &Context, lib: &str, rounds: usize, csv_path: &str) -> R 
                     sweep_rounds,
                     [
                         &mut || {
-                            Ok(stats(&mut pair_bench(ctx, &pair, &stream, pdl, prolog, REPS)?).0)
+                            Ok(stats(&mut pair_bench(
+                                ctx,
+                                &pair,
+                                &stream.borrow(),
+                                pdl,
+                                prolog,
+                                REPS,
+                            )?)
+                            .0)
                         },
                         // SAFETY: plain values; the library checks its own results.
                         &mut || unsafe {

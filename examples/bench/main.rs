@@ -185,7 +185,8 @@ fn run(ctx: &Context, rows: &mut Rows, quick: bool, cold: [f64; 3]) -> R {
     let module = Module::from_ptx(ctx, cuda_workspace::ptx::KERNELS)?;
     let module_ms = t.elapsed().as_secs_f64() * 1e3;
     let empty = module.function("empty_kernel")?;
-    let stream = Stream::non_blocking(ctx)?;
+    // `mut`: the graph modes of the chain capture it.
+    let mut stream = Stream::non_blocking(ctx)?;
     let t = Instant::now();
     // SAFETY: empty_kernel takes no parameters.
     unsafe { launch_plain(&empty, &LaunchConfig::new(1, 1).stream(&stream), &())? };
@@ -205,9 +206,10 @@ fn run(ctx: &Context, rows: &mut Rows, quick: bool, cold: [f64; 3]) -> R {
         let mut warm = Vec::new();
         for _ in 0..20 {
             let t = Instant::now();
-            let table = cuda_sys::load_driver(cuda_sys::LoadOptions::default())?;
+            // A table never closes libcuda, so this is dlopen of a loaded library plus
+            // resolving every entry.
+            let _table = cuda_sys::load_driver(cuda_sys::LoadOptions::default())?;
             warm.push(t.elapsed().as_secs_f64() * 1e3);
-            drop(table);
         }
         rows.add("rust", "loader", "load_driver_warm", 0, 0, "ms", &mut warm);
     }
@@ -219,7 +221,7 @@ fn run(ctx: &Context, rows: &mut Rows, quick: bool, cold: [f64; 3]) -> R {
     for mode in ChainMode::ALL {
         let mut us = chain_bench(
             ctx,
-            &stream,
+            &mut stream,
             &chain_fn,
             mode,
             n,
@@ -233,7 +235,7 @@ fn run(ctx: &Context, rows: &mut Rows, quick: bool, cold: [f64; 3]) -> R {
         for mode in ChainMode::ALL {
             let mut us = chain_bench(
                 ctx,
-                &stream,
+                &mut stream,
                 &chain_fn,
                 mode,
                 elems,
@@ -276,7 +278,7 @@ fn run(ctx: &Context, rows: &mut Rows, quick: bool, cold: [f64; 3]) -> R {
 /// Times `batches` batches of 1000 enqueues (after 5 warm-up batches), synchronizing
 /// between batches; returns ns per launch and the heap allocations per launch.
 fn time_launches(
-    stream: &Stream<'_>,
+    stream: &Stream,
     batches: usize,
     mut one: impl FnMut() -> R,
 ) -> R<(Vec<f64>, f64)> {
@@ -304,8 +306,8 @@ fn time_launches(
 /// `chain` (chain_step), in the order of the C++ library's cases: plain0, ex_pdl0, ptrs4,
 /// packed4.
 fn launch_cases<'a>(
-    empty: &'a Function<'a>,
-    chain: &'a Function<'a>,
+    empty: &'a Function,
+    chain: &'a Function,
     cfg: &'a LaunchConfig<'a>,
     pdl: &'a LaunchConfig<'a>,
     args: &'a (DevicePtr<u32>, DevicePtr<u32>, u32, u32),
@@ -341,7 +343,7 @@ fn launch_cases<'a>(
 
 /// With `cpp`: the C++ library's launch cases, the rounds to run, and the nvcc-built
 /// `empty_kernel` and `chain_step` for cuda-core to launch too.
-type CppLaunchSide<'a> = (CppLaunch, usize, [&'a Function<'a>; 2]);
+type CppLaunchSide<'a> = (CppLaunch, usize, [&'a Function; 2]);
 
 /// The host cost of each launch path (rows `launch`); with `cpp`, instead alternates each
 /// case between cuda-core on the Rust kernels, cuda-core on the nvcc kernels and the C++
@@ -349,8 +351,8 @@ type CppLaunchSide<'a> = (CppLaunch, usize, [&'a Function<'a>; 2]);
 /// returns the rounds (sides in that order).
 fn launch_costs(
     ctx: &Context,
-    module: &Module<'_>,
-    stream: &Stream<'_>,
+    module: &Module,
+    stream: &Stream,
     rows: &mut Rows,
     quick: bool,
     cpp: Option<CppLaunchSide<'_>>,
@@ -444,8 +446,8 @@ fn launch_costs(
 /// Microseconds per pair over `reps` timed runs of 64 pairs (after 2 warm-up runs).
 fn pair_bench(
     ctx: &Context,
-    pair: &Pair<'_, '_>,
-    stream: &Stream<'_>,
+    pair: &Pair,
+    stream: &Stream,
     pdl: bool,
     prolog: u32,
     reps: usize,
@@ -533,50 +535,48 @@ fn compare(rust: &str, cpp: &str) {
 fn graph_probe(ctx: &Context) -> R {
     use common::enqueue_chain;
     use cuda_core::StreamFlags;
-    use cuda_core::graph::{Capture, CaptureMode, InstantiateFlags};
+    use cuda_core::graph::{CaptureMode, InstantiateFlags};
     let module = Module::from_ptx(ctx, cuda_workspace::ptx::KERNELS)?;
     let f = module.function("chain_step")?;
     let sms = ctx.device().multiprocessor_count()?;
     let n = sms * BLOCK;
     let links = 256;
-    let run = |label: &str,
-               stream: &Stream<'_>,
-               bufs: &[DeviceBuffer<'_, u32>; 2],
-               drop_graph: bool|
-     -> R {
-        let capture = Capture::begin(ctx, stream, CaptureMode::Global)?;
-        enqueue_chain(&f, stream, bufs, n, sms, links, None)?;
-        let graph = capture.end()?;
-        let exec = graph.instantiate(InstantiateFlags::empty())?;
-        if drop_graph {
-            drop(graph);
-        }
-        exec.upload(stream)?;
-        let (e0, e1) = (
-            Event::new(ctx, EventFlags::empty())?,
-            Event::new(ctx, EventFlags::empty())?,
-        );
-        let mut us = Vec::new();
-        for r in 0..22 {
-            e0.record(stream)?;
-            exec.launch(stream)?;
-            e1.record(stream)?;
-            e1.synchronize()?;
-            if r >= 2 {
-                us.push(1000.0 * f64::from(Event::elapsed_ms(&e0, &e1)?) / links as f64);
+    let run =
+        |label: &str, stream: &mut Stream, bufs: &[DeviceBuffer<u32>; 2], drop_graph: bool| -> R {
+            let cap = stream.begin_capture(CaptureMode::Global)?;
+            // `f` and `bufs` outlive `exec`, a local of this closure.
+            enqueue_chain(&f, cap.stream(), bufs, n, sms, links, None)?;
+            let graph = cap.end()?;
+            let exec = graph.instantiate(InstantiateFlags::empty())?;
+            if drop_graph {
+                drop(graph);
             }
-        }
-        let (med, min, max) = stats(&mut us);
-        println!("graph-probe {label:<40} {med:.4} us/kernel (min {min:.4}, max {max:.4})");
-        Ok(())
-    };
-    let new_bufs = || -> R<[DeviceBuffer<'_, u32>; 2]> {
+            exec.upload(stream)?;
+            let (e0, e1) = (
+                Event::new(ctx, EventFlags::empty())?,
+                Event::new(ctx, EventFlags::empty())?,
+            );
+            let mut us = Vec::new();
+            for r in 0..22 {
+                e0.record(stream)?;
+                exec.launch(stream)?;
+                e1.record(stream)?;
+                e1.synchronize()?;
+                if r >= 2 {
+                    us.push(1000.0 * f64::from(Event::elapsed_ms(&e0, &e1)?) / links as f64);
+                }
+            }
+            let (med, min, max) = stats(&mut us);
+            println!("graph-probe {label:<40} {med:.4} us/kernel (min {min:.4}, max {max:.4})");
+            Ok(())
+        };
+    let new_bufs = || -> R<[DeviceBuffer<u32>; 2]> {
         Ok([
             DeviceBuffer::zeroed(ctx, n as usize)?,
             DeviceBuffer::zeroed(ctx, n as usize)?,
         ])
     };
-    let stream = Stream::non_blocking(ctx)?;
+    let mut stream = Stream::non_blocking(ctx)?;
     for mode in [
         ChainMode::Graph,
         ChainMode::Stream,
@@ -585,20 +585,20 @@ fn graph_probe(ctx: &Context) -> R {
         ChainMode::GraphPdl,
         ChainMode::Graph,
     ] {
-        let mut us = chain_bench(ctx, &stream, &f, mode, n, sms, links, 20)?;
+        let mut us = chain_bench(ctx, &mut stream, &f, mode, n, sms, links, 20)?;
         let (med, _, _) = stats(&mut us);
         println!(
             "graph-probe chain_bench {:<28} {med:.4} us/kernel",
             mode.name()
         );
     }
-    let nb = Stream::non_blocking(ctx)?;
+    let mut nb = Stream::non_blocking(ctx)?;
     let bufs = new_bufs()?;
-    run("baseline (non-blocking stream)", &nb, &bufs, false)?;
-    run("graph dropped after instantiate", &nb, &bufs, true)?;
-    let blocking = Stream::new(ctx, StreamFlags::empty())?;
-    run("blocking stream", &blocking, &bufs, false)?;
-    run("baseline again", &nb, &bufs, false)?;
+    run("baseline (non-blocking stream)", &mut nb, &bufs, false)?;
+    run("graph dropped after instantiate", &mut nb, &bufs, true)?;
+    let mut blocking = Stream::new(ctx, StreamFlags::empty())?;
+    run("blocking stream", &mut blocking, &bufs, false)?;
+    run("baseline again", &mut nb, &bufs, false)?;
     // Buffers from the runtime (cudaMalloc), after the runtime initialized.
     let rt = cuda_sys::runtime()?;
     let mut raw = [core::ptr::null_mut(); 2];
@@ -616,19 +616,24 @@ fn graph_probe(ctx: &Context) -> R {
     };
     run(
         "runtime initialized, cudaMalloc buffers",
-        &nb,
+        &mut nb,
         &rt_bufs,
         false,
     )?;
-    run("runtime initialized, cuda-core buffers", &nb, &bufs, false)?;
+    run(
+        "runtime initialized, cuda-core buffers",
+        &mut nb,
+        &bufs,
+        false,
+    )?;
     let mut rt_stream = core::ptr::null_mut();
     // SAFETY: valid out-pointer; the stream is borrowed below and destroyed at the end.
     unsafe { rt.cudaStreamCreateWithFlags()?(&mut rt_stream, 1) }.result()?;
     // SAFETY: a live stream of this context, not destroyed by the borrow.
-    let borrowed = unsafe { Stream::borrow_raw(rt_stream.cast(), ctx) };
+    let mut borrowed = unsafe { Stream::borrow_raw(rt_stream.cast(), ctx) };
     run(
         "runtime stream (cudaStreamCreateWithFlags)",
-        &borrowed,
+        &mut borrowed,
         &bufs,
         false,
     )?;

@@ -4,7 +4,7 @@
 
 use std::error::Error;
 
-use cuda_core::graph::{Capture, CaptureMode, InstantiateFlags};
+use cuda_core::graph::{CaptureMode, InstantiateFlags};
 use cuda_core::launch::{LaunchConfig, launch};
 use cuda_core::{Context, Device, DeviceBuffer, Event, EventFlags, Function, Module, Stream};
 
@@ -42,20 +42,21 @@ pub fn pair_value(i: u32) -> u32 {
     i.wrapping_mul(6).wrapping_add(15)
 }
 
-/// The PDL pair's kernels and buffers for `n` elements on `grid` blocks.
-pub struct Pair<'m, 'ctx> {
-    pub primary: Function<'m>,
-    pub secondary: Function<'m>,
-    pub a: DeviceBuffer<'ctx, u32>,
-    pub b: DeviceBuffer<'ctx, u32>,
-    pub stamps_p: DeviceBuffer<'ctx, u64>,
-    pub stamps_s: DeviceBuffer<'ctx, u64>,
+/// The PDL pair's kernels and buffers for `n` elements on `grid` blocks (it owns them;
+/// the functions keep their module loaded).
+pub struct Pair {
+    pub primary: Function,
+    pub secondary: Function,
+    pub a: DeviceBuffer<u32>,
+    pub b: DeviceBuffer<u32>,
+    pub stamps_p: DeviceBuffer<u64>,
+    pub stamps_s: DeviceBuffer<u64>,
     pub n: u32,
     pub grid: u32,
 }
 
-impl<'m, 'ctx> Pair<'m, 'ctx> {
-    pub fn new(ctx: &'ctx Context, module: &'m Module<'ctx>, n: u32, grid: u32) -> R<Self> {
+impl Pair {
+    pub fn new(ctx: &Context, module: &Module, n: u32, grid: u32) -> R<Self> {
         Ok(Self {
             primary: module.function("pdl_primary")?,
             secondary: module.function("pdl_secondary")?,
@@ -71,7 +72,7 @@ impl<'m, 'ctx> Pair<'m, 'ctx> {
     /// Enqueues the primary (`work_ns` of work after its early trigger) and the secondary
     /// (`prolog` iterations before `griddepcontrol.wait`), the latter with the PDL
     /// attribute when `pdl`.
-    pub fn enqueue(&self, stream: &Stream<'_>, pdl: bool, work_ns: u32, prolog: u32) -> R {
+    pub fn enqueue(&self, stream: &Stream, pdl: bool, work_ns: u32, prolog: u32) -> R {
         let cfg = LaunchConfig::new(self.grid, BLOCK).stream(stream);
         let sec_cfg = if pdl {
             cfg.clone().programmatic_stream_serialization()?
@@ -154,11 +155,12 @@ impl ChainMode {
 /// Enqueues `links` chain_step kernels ping-ponging between `buf[0]` and `buf[1]`;
 /// with PDL, the attribute on every link after the first (as the C++ reference does) and
 /// kernel mode `trigger` (1: wait, then trigger early; 2: wait, work, trigger; 3: wait
-/// only), else mode 0.
+/// only), else mode 0. `stream` may be one being captured (`cap.stream()`): the launches
+/// then become the graph's kernel nodes.
 pub fn enqueue_chain(
-    f: &Function<'_>,
-    stream: &Stream<'_>,
-    buf: &[DeviceBuffer<'_, u32>; 2],
+    f: &Function,
+    stream: &Stream,
+    buf: &[DeviceBuffer<u32>; 2],
     n: u32,
     grid: u32,
     links: usize,
@@ -175,7 +177,9 @@ pub fn enqueue_chain(
         };
         let mode = pdl.unwrap_or(0);
         // SAFETY: chain_step(in: *const u32, out: *mut u32, n: u32, mode: u32): both
-        // buffers hold n words and outlive the stream's work (the caller synchronizes).
+        // buffers hold n words and outlive the stream's work (the caller synchronizes);
+        // when the stream is being captured, the caller keeps `f` and both buffers alive
+        // for as long as the graph made from the capture can run.
         unsafe { launch(f, cfg, &(input, out, n, mode))? };
     }
     Ok(())
@@ -183,13 +187,13 @@ pub fn enqueue_chain(
 
 /// Microseconds per kernel for `reps` timed chains of `links` launches of `f` (chain_step,
 /// from ptx/ or the nvcc-built one) on `n` elements (after 2 warm-up chains), on
-/// `stream` (callers reuse one, as the C++ reference does), timed with events; checks the
-/// result at the end.
+/// `stream` (callers reuse one, as the C++ reference does; graph modes capture it, hence
+/// `&mut`), timed with events; checks the result at the end.
 #[allow(clippy::too_many_arguments)]
 pub fn chain_bench(
     ctx: &Context,
-    stream: &Stream<'_>,
-    f: &Function<'_>,
+    stream: &mut Stream,
+    f: &Function,
     mode: ChainMode,
     n: u32,
     grid: u32,
@@ -205,8 +209,8 @@ pub fn chain_bench(
 #[allow(clippy::too_many_arguments)]
 pub fn chain_bench_trigger(
     ctx: &Context,
-    stream: &Stream<'_>,
-    f: &Function<'_>,
+    stream: &mut Stream,
+    f: &Function,
     mode: ChainMode,
     pdl: Option<u32>,
     n: u32,
@@ -223,9 +227,10 @@ pub fn chain_bench_trigger(
     ];
     buf[1].memset_d32(0xffff_ffff)?;
     let exec = if mode.graph() {
-        let capture = Capture::begin(ctx, stream, CaptureMode::Global)?;
-        enqueue_chain(f, stream, &buf, n, grid, links, pdl)?;
-        let graph = capture.end()?;
+        let cap = stream.begin_capture(CaptureMode::Global)?;
+        // `f` and `buf` outlive `exec` (declared before it in this function).
+        enqueue_chain(f, cap.stream(), &buf, n, grid, links, pdl)?;
+        let graph = cap.end()?;
         let exec = graph.instantiate(InstantiateFlags::empty())?;
         exec.upload(stream)?;
         Some(exec)

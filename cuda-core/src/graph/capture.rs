@@ -17,7 +17,7 @@
 //! use cuda_core::{DeviceBuffer, Stream, graph::CaptureMode};
 //! let mut stream = Stream::non_blocking(ctx)?;
 //! let buf = DeviceBuffer::<u32>::new(ctx, 64)?;
-//! let mut cap = stream.begin_capture(CaptureMode::Global)?;
+//! let cap = stream.begin_capture(CaptureMode::Global)?;
 //! cap.memset_d32(&buf, 7)?;
 //! let graph = cap.end()?;
 //! drop(buf); // error: the graph borrows `buf`
@@ -37,7 +37,7 @@
 //! ```
 
 use core::marker::PhantomData;
-use core::ops::{Deref, DerefMut};
+use core::ops::Deref;
 use core::ptr;
 
 use cuda_sys::{
@@ -238,7 +238,7 @@ impl Stream {
     /// let ctx = Context::primary(Device::get(0)?)?;
     /// let mut stream = Stream::non_blocking(&ctx)?;
     /// let buf = DeviceBuffer::<u32>::new(&ctx, 1024)?;
-    /// let mut cap = stream.begin_capture(CaptureMode::Global)?;
+    /// let cap = stream.begin_capture(CaptureMode::Global)?;
     /// cap.memset_d32(&buf, 7)?; // the graph borrows `buf`
     /// let graph = cap.end()?;
     /// let exec = graph.instantiate(Default::default())?;
@@ -272,7 +272,11 @@ fn check_capturable(stream: &Stream) -> Result<()> {
 /// A stream being captured: what [`Capture`] and [`CaptureToGraph`] share. Its methods
 /// record work into the graph and borrow what that work names for `'a`.
 ///
-/// Holds the stream exclusively (`&'s mut`); neither `Send` nor `Sync`.
+/// Holds the stream exclusively (`&'s mut`); neither `Send` nor `Sync`, so its `&self`
+/// methods run on the capturing thread one at a time. They take `&self` so that nodes
+/// from [`dependencies`](Self::dependencies), which borrow the capture, stay usable
+/// while more work is recorded; [`Capture::end`] takes the capture by value, so no node
+/// handle outlives it.
 #[derive(Debug)]
 pub struct Capturing<'s, 'a> {
     stream: &'s mut Stream,
@@ -294,7 +298,7 @@ impl<'s, 'a> Capturing<'s, 'a> {
     /// # Errors
     /// Driver errors.
     #[doc(alias = "cuMemsetD8Async")]
-    pub fn memset_d8<T: Copy>(&mut self, buf: &'a DeviceBuffer<T>, value: u8) -> Result<()> {
+    pub fn memset_d8<T: Copy>(&self, buf: &'a DeviceBuffer<T>, value: u8) -> Result<()> {
         let g = buf.context().enter()?;
         // SAFETY: `buf` holds `size_bytes` bytes and outlives the graph (`'a`); the
         // context is current.
@@ -315,7 +319,7 @@ impl<'s, 'a> Capturing<'s, 'a> {
     /// # Errors
     /// [`Error::InvalidArgument`] unless the size is a multiple of 4; driver errors.
     #[doc(alias = "cuMemsetD32Async")]
-    pub fn memset_d32<T: Copy>(&mut self, buf: &'a DeviceBuffer<T>, value: u32) -> Result<()> {
+    pub fn memset_d32<T: Copy>(&self, buf: &'a DeviceBuffer<T>, value: u32) -> Result<()> {
         let g = buf.context().enter()?;
         // SAFETY: as in `memset_d8`.
         unsafe {
@@ -335,14 +339,28 @@ impl<'s, 'a> Capturing<'s, 'a> {
     /// # Errors
     /// [`Error::InvalidArgument`] when the lengths differ; driver errors.
     #[doc(alias = "cuMemcpyDtoDAsync")]
-    pub fn copy<T: Copy>(
-        &mut self,
-        dst: &'a DeviceBuffer<T>,
-        src: &'a DeviceBuffer<T>,
-    ) -> Result<()> {
+    pub fn copy<T: Copy>(&self, dst: &'a DeviceBuffer<T>, src: &'a DeviceBuffer<T>) -> Result<()> {
         same_len(dst.len(), src.len())?;
         // SAFETY: `dst` holds as many bytes as `src`; both outlive the graph (`'a`).
         unsafe { copy_dtod_async(dst.as_raw(), src, self.stream) }
+    }
+
+    /// `cuStreamWaitEvent` on the capturing stream: later captured work depends on the
+    /// work captured before `event`'s record (an edge, for example joining a stream that
+    /// was forked from this capture back into it). The event must have been recorded in
+    /// the same capture; the graph does not name it, so nothing is borrowed.
+    ///
+    /// # Errors
+    /// Driver errors (`CUDA_ERROR_STREAM_CAPTURE_ISOLATION` for an event recorded outside
+    /// the capture).
+    #[doc(alias = "cuStreamWaitEvent")]
+    pub fn wait_event(&self, event: &Event) -> Result<()> {
+        // SAFETY: not an external wait: the capture records an edge, not a node naming
+        // the event.
+        unsafe {
+            self.stream
+                .wait_event_unchecked(event, EventWaitFlags::empty())
+        }
     }
 
     /// `cuStreamWaitEvent` with `CU_EVENT_WAIT_EXTERNAL`, captured: an event-wait node
@@ -351,7 +369,7 @@ impl<'s, 'a> Capturing<'s, 'a> {
     /// # Errors
     /// Driver errors.
     #[doc(alias = "cuStreamWaitEvent")]
-    pub fn wait_event_external(&mut self, event: &'a Event) -> Result<()> {
+    pub fn wait_event_external(&self, event: &'a Event) -> Result<()> {
         // SAFETY: the event outlives the graph (`'a`).
         unsafe {
             self.stream
@@ -370,7 +388,7 @@ impl<'s, 'a> Capturing<'s, 'a> {
     #[cfg(feature = "alloc")]
     #[doc(alias = "cuLaunchHostFunc")]
     #[doc(alias = "cuGraphRetainUserObject")]
-    pub fn host_fn<F>(&mut self, f: F) -> Result<()>
+    pub fn host_fn<F>(&self, f: F) -> Result<()>
     where
         F: Fn() + Send + Sync + 'static,
     {
@@ -400,7 +418,7 @@ impl<'s, 'a> Capturing<'s, 'a> {
     /// what the kernel does at each of them.
     #[doc(alias = "cuLaunchKernelEx")]
     pub unsafe fn launch<A: KernelArgs>(
-        &mut self,
+        &self,
         f: &'a Function,
         cfg: &LaunchConfig<'_>,
         args: &A,
@@ -458,7 +476,10 @@ impl<'s, 'a> Capturing<'s, 'a> {
     ) -> Result<()> {
         let raw = nodes_as_raw(nodes);
         // SAFETY: live nodes (each `GraphNode` borrows its graph).
-        unsafe { self.stream.update_capture_dependencies_raw(raw, data, replace) }
+        unsafe {
+            self.stream
+                .update_capture_dependencies_raw(raw, data, replace)
+        }
     }
 }
 
@@ -524,12 +545,6 @@ impl<'s, 'a> Deref for Capture<'s, 'a> {
     type Target = Capturing<'s, 'a>;
     fn deref(&self) -> &Capturing<'s, 'a> {
         &self.inner
-    }
-}
-
-impl<'s, 'a> DerefMut for Capture<'s, 'a> {
-    fn deref_mut(&mut self) -> &mut Capturing<'s, 'a> {
-        &mut self.inner
     }
 }
 
@@ -632,12 +647,6 @@ impl<'s, 'a> Deref for CaptureToGraph<'s, '_, 'a> {
     type Target = Capturing<'s, 'a>;
     fn deref(&self) -> &Capturing<'s, 'a> {
         &self.inner
-    }
-}
-
-impl<'s, 'a> DerefMut for CaptureToGraph<'s, '_, 'a> {
-    fn deref_mut(&mut self) -> &mut Capturing<'s, 'a> {
-        &mut self.inner
     }
 }
 

@@ -15,7 +15,7 @@ use super::handle::Borrows;
 use super::{Graph, GraphNode};
 use crate::context::Context;
 use crate::driver::api;
-use crate::error::{Error, Result, drv, dropping};
+use crate::error::{Error, Result, dropping, drv};
 use crate::stream::Stream;
 
 bitflags::bitflags! {

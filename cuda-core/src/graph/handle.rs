@@ -10,7 +10,7 @@ use core::ptr;
 use cuda_sys::CUgraph;
 
 use crate::context::Context;
-use crate::error::{Result, drv, dropping};
+use crate::error::{Result, dropping, drv};
 
 /// The marker every graph-side type carries for `'a`, the lifetime of what its nodes
 /// name: invariant (so a `Graph<'long>` cannot be treated as a `Graph<'short>` to accept

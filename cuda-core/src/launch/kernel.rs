@@ -51,11 +51,7 @@ use crate::function::Function;
 /// [`Error::InvalidArgument`] when `cfg` names no stream.
 #[doc(alias = "cuLaunchKernelEx")]
 #[inline]
-pub unsafe fn launch<A: KernelArgs>(
-    f: &Function,
-    cfg: &LaunchConfig<'_>,
-    args: &A,
-) -> Result<()> {
+pub unsafe fn launch<A: KernelArgs>(f: &Function, cfg: &LaunchConfig<'_>, args: &A) -> Result<()> {
     cfg.require_stream()?;
     let g = f.enter()?;
     let raw = cfg.as_raw();

@@ -8,7 +8,7 @@ use cuda_sys::CUdeviceptr;
 use super::{PinnedHostBuffer, Pod, byte_len, same_len};
 use crate::args::DeviceRepr;
 use crate::context::Context;
-use crate::error::{Error, Result, drv, dropping};
+use crate::error::{Error, Result, dropping, drv};
 use crate::stream::Stream;
 
 /// A typed device pointer as a kernel argument: 8 bytes, 8-aligned, the `T*` of the
@@ -297,11 +297,7 @@ impl<T: Copy> DeviceBuffer<T> {
     /// [`Capturing::copy`](crate::graph::Capturing::copy), which keeps both buffers
     /// borrowed by the graph); driver errors.
     #[doc(alias = "cuMemcpyDtoDAsync")]
-    pub fn copy_from_device_async(
-        &mut self,
-        src: &DeviceBuffer<T>,
-        stream: &Stream,
-    ) -> Result<()> {
+    pub fn copy_from_device_async(&mut self, src: &DeviceBuffer<T>, stream: &Stream) -> Result<()> {
         stream.ensure_not_capturing("cuMemcpyDtoDAsync")?;
         // SAFETY: the stream is not capturing (and cannot start without `&mut`), so the
         // copy runs once, before the buffers can be freed (`cuMemFree` waits for it).
@@ -337,11 +333,7 @@ impl<T: Copy> DeviceBuffer<T> {
     /// # Errors
     /// [`Error::InvalidArgument`] when the lengths differ; driver errors.
     #[doc(alias = "cuMemcpyHtoDAsync")]
-    pub unsafe fn copy_from_host_slice_async(
-        &mut self,
-        src: &[T],
-        stream: &Stream,
-    ) -> Result<()> {
+    pub unsafe fn copy_from_host_slice_async(&mut self, src: &[T], stream: &Stream) -> Result<()> {
         same_len(self.len, src.len())?;
         if self.size_bytes() == 0 {
             return Ok(());
@@ -502,7 +494,10 @@ impl<T: Copy> Drop for DeviceBuffer<T> {
             return;
         }
         let Ok(_g) = self.ctx.enter() else {
-            crate::error::report_drop("cuCtxPushCurrent", cuda_sys::CUresult::CUDA_ERROR_INVALID_CONTEXT);
+            crate::error::report_drop(
+                "cuCtxPushCurrent",
+                cuda_sys::CUresult::CUDA_ERROR_INVALID_CONTEXT,
+            );
             return;
         };
         // SAFETY: the allocation is ours and nothing borrows it any more (graphs whose

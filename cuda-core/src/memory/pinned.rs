@@ -7,7 +7,7 @@ use core::ptr::{self, NonNull};
 
 use super::{Pod, byte_len};
 use crate::context::Context;
-use crate::error::{Error, Result, drv, dropping};
+use crate::error::{Error, Result, dropping, drv};
 
 /// `len` values of `T` in page-locked host memory of a context (`cuMemAllocHost`),
 /// freed on drop (`cuMemFreeHost`). Dereferences to `[T]`; always initialized, and
@@ -77,7 +77,8 @@ impl<T: Copy> PinnedHostBuffer<T> {
         }
         // SAFETY: `offset < align` and the allocation holds `bytes + offset` bytes (the
         // padded one when `offset != 0`), so the result points inside it and is non-null.
-        let ptr = unsafe { NonNull::new_unchecked(base.as_ptr().cast::<u8>().add(offset).cast::<T>()) };
+        let ptr =
+            unsafe { NonNull::new_unchecked(base.as_ptr().cast::<u8>().add(offset).cast::<T>()) };
         Ok(Self {
             ptr,
             len,
@@ -152,7 +153,10 @@ impl<T: Copy> Drop for PinnedHostBuffer<T> {
     fn drop(&mut self) {
         let Some(base) = self.base else { return };
         let Ok(_g) = self.ctx.enter() else {
-            crate::error::report_drop("cuCtxPushCurrent", cuda_sys::CUresult::CUDA_ERROR_INVALID_CONTEXT);
+            crate::error::report_drop(
+                "cuCtxPushCurrent",
+                cuda_sys::CUresult::CUDA_ERROR_INVALID_CONTEXT,
+            );
             return;
         };
         // SAFETY: the allocation is ours and nothing borrows it any more; the context is

@@ -10,7 +10,7 @@ use cuda_sys::{CUdeviceptr, CUmemPool_attribute, CUmemPoolProps, CUmemoryPool};
 use super::device::{DevicePtr, memset_d8, memset_d32};
 use super::{Pod, byte_len, same_len};
 use crate::context::Context;
-use crate::error::{Error, Result, drv, dropping};
+use crate::error::{Error, Result, dropping, drv};
 use crate::stream::Stream;
 
 /// `len` values of `T` allocated in stream order (`cuMemAllocAsync`, or
@@ -255,7 +255,10 @@ impl<T: Copy> Drop for AsyncDeviceBuffer<'_, T> {
             }
         }
         let Ok(_g) = self.stream.context().enter() else {
-            crate::error::report_drop("cuCtxPushCurrent", cuda_sys::CUresult::CUDA_ERROR_INVALID_CONTEXT);
+            crate::error::report_drop(
+                "cuCtxPushCurrent",
+                cuda_sys::CUresult::CUDA_ERROR_INVALID_CONTEXT,
+            );
             return;
         };
         // SAFETY: the allocation is ours; the stream is alive (borrowed) and not
@@ -483,7 +486,10 @@ impl Drop for MemPool {
             return;
         }
         let Ok(_g) = self.ctx.enter() else {
-            crate::error::report_drop("cuCtxPushCurrent", cuda_sys::CUresult::CUDA_ERROR_INVALID_CONTEXT);
+            crate::error::report_drop(
+                "cuCtxPushCurrent",
+                cuda_sys::CUresult::CUDA_ERROR_INVALID_CONTEXT,
+            );
             return;
         };
         // SAFETY: the pool is ours; no AsyncDeviceBuffer borrows it any more.
