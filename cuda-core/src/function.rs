@@ -1,5 +1,5 @@
 //! Execution control (driver API sections "Execution Control" and "Occupancy"):
-//! [`Function`], a kernel of a loaded [`Module`](crate::Module), with its attributes,
+//! [`Function`], a kernel of a loaded [`Module`], with its attributes,
 //! its parameter layout (`cuFuncGetParamInfo`) and occupancy queries, clusters included.
 
 use core::sync::atomic::{AtomicU32, Ordering};

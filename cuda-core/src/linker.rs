@@ -55,6 +55,18 @@ impl core::fmt::Debug for LinkStorage {
 /// let module = linker.into_module()?;
 /// # let _ = module; Ok(()) }
 /// ```
+///
+/// A linker borrows its context (it lives only until its module is made):
+///
+/// ```compile_fail,E0505
+/// # fn f() -> cuda_core::Result<()> {
+/// use cuda_core::{Context, Device, JitOptions, Linker};
+/// let ctx = Context::primary(Device::get(0)?)?;
+/// let linker = Linker::new(&ctx, JitOptions::default())?;
+/// drop(ctx); // error: the linker borrows the context
+/// let module = linker.into_module()?;
+/// # drop(module); Ok(()) }
+/// ```
 pub struct Linker<'ctx, 'log> {
     raw: CUlinkState,
     ctx: &'ctx Context,

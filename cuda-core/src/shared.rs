@@ -2,7 +2,7 @@
 //! ([`Context`](crate::Context), [`Module`](crate::Module)).
 //!
 //! With `alloc` it is an `Arc`. Without `alloc` it is a slot in a fixed static pool
-//! ([`Pool`]) with the same counting rules, so a `no_std` program without a heap gets the
+//! (`Slot`s in a `static` array) with the same counting rules, so a `no_std` program without a heap gets the
 //! same ownership model (clone to share, the last drop destroys) up to the pool's
 //! capacity; a full pool is an error at creation, never a panic.
 //!
@@ -18,7 +18,7 @@ use core::mem::MaybeUninit;
 use core::ops::Deref;
 use core::sync::atomic::{AtomicU8, AtomicUsize, Ordering, fence};
 
-/// A value kept alive by reference counting: `Arc<T>` with `alloc`, a [`Pool`] slot
+/// A value kept alive by reference counting: `Arc<T>` with `alloc`, a static pool slot
 /// without.
 pub(crate) struct Shared<T: Pooled> {
     #[cfg(feature = "alloc")]

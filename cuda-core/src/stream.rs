@@ -210,9 +210,20 @@ impl Stream {
     /// the stream is not capturing.
     pub(crate) fn ensure_not_capturing(&self, call: &'static str) -> Result<()> {
         let g = self.ctx.enter()?;
+        self.ensure_not_capturing_current(g.cu, call)
+    }
+
+    /// [`ensure_not_capturing`](Self::ensure_not_capturing) where the caller has made a
+    /// context current already (the stream's, or one the driver resolves it from).
+    #[inline]
+    pub(crate) fn ensure_not_capturing_current(
+        &self,
+        cu: &cuda_sys::DriverApi,
+        call: &'static str,
+    ) -> Result<()> {
         let mut status = CUstreamCaptureStatus::CU_STREAM_CAPTURE_STATUS_NONE;
-        // SAFETY: live stream, valid out-pointer; the context is current.
-        unsafe { drv!(g.cu, cuStreamIsCapturing(self.raw, &mut status))? };
+        // SAFETY: live stream, valid out-pointer; a context is current (caller).
+        unsafe { drv!(cu, cuStreamIsCapturing(self.raw, &mut status))? };
         if status == CUstreamCaptureStatus::CU_STREAM_CAPTURE_STATUS_NONE {
             Ok(())
         } else {

@@ -244,7 +244,7 @@ fn run_cargo(ptx_dir: &Path, target_dir: &Path, package: &str, asm: &Path) -> R 
 /// independent of which `cargo` comes first on `PATH`) in `dir`, with the environment
 /// `cargo xtask` inherited from the outer (stable) cargo removed, and the device flags
 /// set.
-fn nightly_cargo(dir: &Path) -> Command {
+pub(crate) fn nightly_cargo(dir: &Path) -> Command {
     let mut cmd = Command::new("rustup");
     cmd.args(["run", "nightly", "cargo"]).current_dir(dir);
     for (key, _) in std::env::vars_os() {

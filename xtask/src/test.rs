@@ -1,10 +1,11 @@
 //! `cargo xtask test`: everything CI checks, set up from a fresh machine.
 //!
-//! Steps: toolkit wheels and libclang; rustfmt and clippy components; `cargo fmt
-//! --check`; `bindgen --check`; `ptx --check` and ptxas over every shipped PTX file;
-//! clippy (`-D warnings`) in both binding modes; rustdoc (`-D warnings`); no_std builds;
-//! all tests, whose hardware suites run on a GPU or report themselves skipped. The last
-//! line sums the hardware suites.
+//! Steps: toolkit wheels and libclang; rustfmt, clippy and (nightly) rust-src and Miri
+//! components; `cargo fmt --check`; `bindgen --check`; `ptx --check` and ptxas over every
+//! shipped PTX file; clippy (`-D warnings`) in both binding modes; rustdoc (`-D
+//! warnings`); no_std builds; all tests (compile-fail doctests included), whose hardware
+//! suites run on a GPU or report themselves skipped; the CPU suites again under Miri. The
+//! last line sums the hardware suites.
 
 use std::io::{BufRead, BufReader};
 use std::path::Path;
@@ -132,8 +133,20 @@ pub fn run_all(root: &Path) -> R {
         "--document-private-items",
     ]))?;
 
-    step("tests (host tests, mock driver, ABI probe, hardware suites)");
+    step("tests (host tests, mock driver, ABI probe, compile-fail doctests, hardware suites)");
     let totals = run_tests(root, &include)?;
+
+    step("Miri: cuda-sys and cuda-core unit tests and the mock-driver suite");
+    for args in [
+        &["-p", "cuda-sys", "--lib"][..],
+        &["-p", "cuda-core", "--lib"][..],
+        &["-p", "cuda-workspace", "--test", "mock_driver"][..],
+    ] {
+        run(crate::ptx::nightly_cargo(root)
+            .env("CUDA_SYS_INCLUDE", &include)
+            .args(["miri", "test", "--target-dir", "target/miri"])
+            .args(args))?;
+    }
     println!();
     match &totals.no_gpu {
         Some(why) => println!(
@@ -190,7 +203,14 @@ fn ensure_components() -> R {
     if !have(&["cargo", "fmt", "--version"]) || !have(&["cargo", "clippy", "--version"]) {
         run(Command::new("rustup").args(["component", "add", "rustfmt", "clippy"]))?;
     }
-    run(Command::new("rustup").args(["component", "add", "rust-src", "--toolchain", "nightly"]))
+    run(Command::new("rustup").args([
+        "component",
+        "add",
+        "rust-src",
+        "miri",
+        "--toolchain",
+        "nightly",
+    ]))
 }
 
 #[cfg(test)]

@@ -191,8 +191,8 @@ impl<'a> GraphExec<'a> {
     #[doc(alias = "cuGraphLaunch")]
     #[inline]
     pub fn launch(&self, stream: &Stream) -> Result<()> {
-        stream.ensure_not_capturing("cuGraphLaunch")?;
         let g = self.ctx.enter()?;
+        stream.ensure_not_capturing_current(g.cu, "cuGraphLaunch")?;
         // SAFETY: live executable graph and stream (not capturing); the context is
         // current. What the nodes name is borrowed for `'a`, which `self` cannot outlive.
         unsafe { drv!(g.cu, cuGraphLaunch(self.raw, stream.as_raw())) }

@@ -30,7 +30,7 @@ pub(crate) type Borrows<'a> = PhantomData<(*const (), fn(&'a ()) -> &'a ())>;
 /// outlive a buffer one of their nodes writes; a graph that names nothing borrowed is a
 /// `Graph<'static>`, storable anywhere.
 ///
-/// ```compile_fail
+/// ```compile_fail,E0505
 /// # fn f(ctx: &cuda_core::Context) -> cuda_core::Result<()> {
 /// use cuda_core::{DeviceBuffer, graph::Graph};
 /// let graph = Graph::new(ctx)?;
@@ -39,6 +39,20 @@ pub(crate) type Borrows<'a> = PhantomData<(*const (), fn(&'a ()) -> &'a ())>;
 /// drop(buf); // error: `buf` is still borrowed by the graph
 /// let exec = graph.instantiate(Default::default())?;
 /// # drop(exec); Ok(()) }
+/// ```
+///
+/// The same holds for the body graphs of conditional nodes, which cannot outlive their
+/// parent:
+///
+/// ```compile_fail,E0505
+/// # fn f(ctx: &cuda_core::Context) -> cuda_core::Result<()> {
+/// use cuda_core::graph::Graph;
+/// let graph = Graph::new(ctx)?;
+/// let handle = graph.create_conditional_handle(Some(1))?;
+/// let (_node, body) = graph.add_if_node(&[], handle)?;
+/// drop(graph); // error: the body borrows its parent
+/// body.add_empty_node(&[])?;
+/// # Ok(()) }
 /// ```
 ///
 /// Graph objects are not synchronized by the driver, so `Graph` is `Send` but not

@@ -91,7 +91,7 @@ impl<T: Copy> PinnedHostBuffer<T> {
     /// `cuMemAllocHost`, zero-filled.
     ///
     /// # Errors
-    /// `CUDA_ERROR_OUT_OF_MEMORY`; [`Error::InvalidArgument`](crate::Error::InvalidArgument)
+    /// `CUDA_ERROR_OUT_OF_MEMORY`; [`Error::InvalidArgument`]
     /// when the size overflows.
     #[doc(alias = "cuMemAllocHost")]
     pub fn zeroed(ctx: &Context, len: usize) -> Result<Self>

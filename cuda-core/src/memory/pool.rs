@@ -25,7 +25,7 @@ use crate::stream::Stream;
 /// there cannot free (the free would become a graph node) and reports the leak to the
 /// drop-error sink instead.
 ///
-/// ```compile_fail
+/// ```compile_fail,E0502
 /// # fn f(ctx: &cuda_core::Context) -> cuda_core::Result<()> {
 /// use cuda_core::{AsyncDeviceBuffer, Stream, graph::CaptureMode};
 /// let mut stream = Stream::non_blocking(ctx)?;
@@ -33,6 +33,15 @@ use crate::stream::Stream;
 /// let capture = stream.begin_capture(CaptureMode::Global)?; // error: `stream` is borrowed
 /// drop(buf);
 /// # drop(capture); Ok(()) }
+/// ```
+///
+/// ```compile_fail,E0505
+/// # fn f(ctx: &cuda_core::Context) -> cuda_core::Result<()> {
+/// use cuda_core::{AsyncDeviceBuffer, Stream};
+/// let stream = Stream::non_blocking(ctx)?;
+/// let buf = AsyncDeviceBuffer::<u32>::new(&stream, 256)?;
+/// drop(stream); // error: the buffer is freed on its stream, which it borrows
+/// # drop(buf); Ok(()) }
 /// ```
 pub struct AsyncDeviceBuffer<'s, T: Copy> {
     ptr: CUdeviceptr,
