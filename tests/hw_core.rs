@@ -49,11 +49,11 @@ fn ctx() -> Result<Context, Error> {
 
 /// Launches `vec_add(a, b, c, n)` with the raw driver call on `stream`.
 fn launch_vec_add(
-    f: &Function<'_>,
-    a: &DeviceBuffer<'_, f32>,
-    b: &DeviceBuffer<'_, f32>,
-    c: &mut DeviceBuffer<'_, f32>,
-    stream: &Stream<'_>,
+    f: &Function,
+    a: &DeviceBuffer<f32>,
+    b: &DeviceBuffer<f32>,
+    c: &mut DeviceBuffer<f32>,
+    stream: &Stream,
 ) -> TestResult {
     let n = u32::try_from(c.len()).map_err(|_| "n too large")?;
     let (mut pa, mut pb, mut pc, mut pn) = (a.as_raw(), b.as_raw(), c.as_raw(), n);
@@ -270,12 +270,20 @@ fn function_attributes_and_param_info() -> TestResult {
         vec![(0, 8), (8, 8), (16, 8), (24, 4)],
         "vec_add (offset, size) per parameter",
     )?;
-    let past = f.param_info(4);
+    // Past the last parameter: a function that has not learned its count yet asks the
+    // driver, which refuses; once `param_count` has cached the count, cuda-core refuses
+    // without a driver call.
+    let fresh = module.function("vec_add")?;
+    let past = fresh.param_info(4);
     check(
         past.as_ref()
             .is_err_and(|e| e.is(CUresult::CUDA_ERROR_INVALID_VALUE)),
-        || format!("param_info(4): expected CUDA_ERROR_INVALID_VALUE, got {past:?}"),
+        || format!("param_info(4), count unknown: expected CUDA_ERROR_INVALID_VALUE, got {past:?}"),
     )?;
+    let past = f.param_info(4);
+    check(matches!(past, Err(Error::InvalidArgument(_))), || {
+        format!("param_info(4), count cached: expected Error::InvalidArgument, got {past:?}")
+    })?;
     let buf = DeviceBuffer::<f32>::new(&ctx, 1)?;
     let packed = cuda_core::args::PackedArgs::<4096>::from_args(&(
         buf.as_arg(),
@@ -511,7 +519,7 @@ fn events_time_a_kernel() -> TestResult {
     let ms = Event::elapsed_ms(&start, &end)?;
     check(ms > 0.0, || format!("elapsed {ms} ms"))?;
     // Cross-stream wait on the event.
-    let other = Stream::non_blocking(&ctx)?;
+    let mut other = Stream::non_blocking(&ctx)?;
     other.wait_event(&end)?;
     other.synchronize()?;
     let untimed = Event::new(&ctx, EventFlags::DISABLE_TIMING)?;

@@ -152,7 +152,7 @@ fn check_echo(got: &[u8], packed: &PackedArgs) -> TestResult {
 }
 
 /// The 128-byte, 16-byte aligned `out` of `param_echo`, poisoned.
-fn echo_out(ctx: &Context) -> Result<DeviceBuffer<'_, u8>, Outcome> {
+fn echo_out(ctx: &Context) -> Result<DeviceBuffer<u8>, Outcome> {
     let mut out = DeviceBuffer::<u8>::new(ctx, ECHO_OUT_BYTES)?;
     out.memset_d8(POISON)?;
     check(out.as_raw() % 16 == 0, || {
@@ -186,11 +186,11 @@ const CLUSTER_RECORD_WORDS: usize = 16;
 /// What `cluster_mbarrier`'s output holds before the launch.
 const WORD_POISON: u32 = 0xDEAD_BEEF;
 
-fn u32_buffer<'c>(ctx: &'c Context, n: usize) -> Result<DeviceBuffer<'c, u32>, Error> {
+fn u32_buffer(ctx: &Context, n: usize) -> Result<DeviceBuffer<u32>, Error> {
     DeviceBuffer::zeroed(ctx, n)
 }
 
-fn read_u32(buf: &DeviceBuffer<'_, u32>) -> Result<Vec<u32>, Error> {
+fn read_u32(buf: &DeviceBuffer<u32>) -> Result<Vec<u32>, Error> {
     let mut v = vec![0u32; buf.len()];
     buf.copy_to_host(&mut v)?;
     Ok(v)
@@ -429,7 +429,33 @@ fn plain_launch() -> TestResult {
     let e = unsafe { launch_plain(&f, &with_attr, &(out.as_arg(), n)) }
         .err()
         .ok_or("launch_plain accepted a configuration with attributes")?;
-    check(matches!(e, Error::InvalidArgument(_)), || format!("{e:?}"))
+    check(matches!(e, Error::InvalidArgument(_)), || format!("{e:?}"))?;
+
+    // A configuration that names no stream is refused by both launch calls before the
+    // driver sees it: launches never fall back to a default stream.
+    let unnamed = LaunchConfig::new(n.div_ceil(128), 128);
+    check(!unnamed.has_stream(), || {
+        "LaunchConfig::new names a stream".into()
+    })?;
+    let untouched = u32_buffer(&ctx, n as usize)?;
+    // SAFETY: `fill` writes untouched[0..n]; both launches must be refused anyway.
+    let e = unsafe { launch(&f, &unnamed, &(untouched.as_arg(), n)) }
+        .err()
+        .ok_or("launch accepted a configuration without a stream")?;
+    check(matches!(e, Error::InvalidArgument(_)), || {
+        format!("launch without a stream: {e:?}")
+    })?;
+    // SAFETY: as above.
+    let e = unsafe { launch_plain(&f, &unnamed, &(untouched.as_arg(), n)) }
+        .err()
+        .ok_or("launch_plain accepted a configuration without a stream")?;
+    check(matches!(e, Error::InvalidArgument(_)), || {
+        format!("launch_plain without a stream: {e:?}")
+    })?;
+    ctx.synchronize()?;
+    check(read_u32(&untouched)?.iter().all(|&v| v == 0), || {
+        "a launch refused for naming no stream wrote its output".into()
+    })
 }
 
 fn cluster_launch_reports_cluster_ids() -> TestResult {
@@ -572,7 +598,7 @@ fn programmatic_event_attribute_accepted() -> TestResult {
     let primary = module.function("pdl_primary")?;
     let fill = module.function("fill")?;
     let a = Stream::non_blocking(&ctx)?;
-    let b = Stream::non_blocking(&ctx)?;
+    let mut b = Stream::non_blocking(&ctx)?;
     let (grid, block) = (132u32, 128u32);
     let n = grid * block;
     for trigger_at_block_start in [false, true] {
