@@ -323,6 +323,30 @@ pub(crate) fn report_drop(call: &'static str, code: CUresult) {
     }
 }
 
+/// Reports `e` (a failure inside `Drop` before or instead of the destroying call) through
+/// [`report_drop`], with the call and code it names.
+pub(crate) fn report_drop_error(e: &Error) {
+    report_drop(
+        e.call().unwrap_or("cuda-core drop"),
+        e.code().unwrap_or(CUresult::CUDA_ERROR_NOT_INITIALIZED),
+    );
+}
+
+/// Makes `ctx` current for the rest of a `Drop`, or reports why it could not and returns
+/// from the `drop`: `let _g = enter_for_drop!(self.ctx);`.
+macro_rules! enter_for_drop {
+    ($ctx:expr) => {
+        match $ctx.enter() {
+            Ok(g) => g,
+            Err(e) => {
+                $crate::error::report_drop_error(&e);
+                return;
+            }
+        }
+    };
+}
+pub(crate) use enter_for_drop;
+
 /// Runs a driver call inside `Drop`: `dropping!(cuMemFree(ptr))` reports a failure (and a
 /// driver that cannot be reached) through [`report_drop`].
 /// Must be used inside an `unsafe` block; the call carries the C function's contract.

@@ -175,8 +175,9 @@ impl Drop for Event {
         if !self.owned {
             return;
         }
+        let _g = crate::error::enter_for_drop!(self.ctx);
         // SAFETY: the event is ours and nothing borrows it any more (graph nodes that
-        // name it borrow it).
+        // name it borrow it); its context is current.
         unsafe { dropping!(cuEventDestroy(self.raw)) };
     }
 }

@@ -253,13 +253,7 @@ impl Drop for ModuleInner {
         if !self.owned {
             return;
         }
-        let Ok(_g) = self.ctx.enter() else {
-            crate::error::report_drop(
-                "cuCtxPushCurrent",
-                cuda_sys::CUresult::CUDA_ERROR_INVALID_CONTEXT,
-            );
-            return;
-        };
+        let _g = crate::error::enter_for_drop!(self.ctx);
         // SAFETY: the module is ours and no clone or Function holds it any more; the
         // context is current.
         unsafe { dropping!(cuModuleUnload(self.raw)) };

@@ -405,7 +405,9 @@ impl Drop for Stream {
         if self.kind != Kind::Owned {
             return;
         }
-        // SAFETY: the stream is ours and nothing borrows it any more.
+        let _g = crate::error::enter_for_drop!(self.ctx);
+        // SAFETY: the stream is ours and nothing borrows it any more; its context is
+        // current.
         unsafe { dropping!(cuStreamDestroy(self.raw)) };
     }
 }

@@ -549,11 +549,16 @@ impl<'s, 'a> Deref for Capture<'s, 'a> {
 }
 
 impl Drop for Capture<'_, '_> {
+    /// Ends the capture and destroys what was captured; a failure goes to the
+    /// drop-error sink.
     fn drop(&mut self) {
         if self.active {
-            if let Ok(raw) = end_capture(self.inner.stream) {
+            match end_capture(self.inner.stream) {
                 // SAFETY: the graph is ours and unused; dropping destroys it.
-                drop(unsafe { Graph::<'static>::from_raw(raw, self.inner.stream.context()) });
+                Ok(raw) => {
+                    drop(unsafe { Graph::<'static>::from_raw(raw, self.inner.stream.context()) })
+                }
+                Err(e) => crate::error::report_drop_error(&e),
             }
         }
     }
@@ -653,8 +658,11 @@ impl<'s, 'a> Deref for CaptureToGraph<'s, '_, 'a> {
 impl Drop for CaptureToGraph<'_, '_, '_> {
     fn drop(&mut self) {
         if self.active {
-            // The returned handle is the user's graph: nothing to destroy.
-            let _ = end_capture(self.inner.stream);
+            // The returned handle is the user's graph: nothing to destroy. A failure goes
+            // to the drop-error sink.
+            if let Err(e) = end_capture(self.inner.stream) {
+                crate::error::report_drop_error(&e);
+            }
         }
     }
 }

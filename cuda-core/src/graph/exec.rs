@@ -291,6 +291,7 @@ impl<'a> GraphExec<'a> {
 
 impl Drop for GraphExec<'_> {
     fn drop(&mut self) {
+        let _g = crate::error::enter_for_drop!(self.ctx);
         // SAFETY: we own it; the driver lets launches already enqueued finish.
         unsafe { dropping!(cuGraphExecDestroy(self.raw)) };
     }

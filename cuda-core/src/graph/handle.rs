@@ -158,6 +158,7 @@ impl Drop for Graph<'_> {
         if !self.owned {
             return;
         }
+        let _g = crate::error::enter_for_drop!(self.ctx);
         // SAFETY: we own the graph and nothing uses it after this (nodes borrow
         // `self`). Executable graphs made from it are independent of it.
         unsafe { dropping!(cuGraphDestroy(self.raw)) };

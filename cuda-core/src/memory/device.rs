@@ -493,13 +493,7 @@ impl<T: Copy> Drop for DeviceBuffer<T> {
         if self.ptr == 0 {
             return;
         }
-        let Ok(_g) = self.ctx.enter() else {
-            crate::error::report_drop(
-                "cuCtxPushCurrent",
-                cuda_sys::CUresult::CUDA_ERROR_INVALID_CONTEXT,
-            );
-            return;
-        };
+        let _g = crate::error::enter_for_drop!(self.ctx);
         // SAFETY: the allocation is ours and nothing borrows it any more (graphs whose
         // nodes name it borrow it); the context is current.
         unsafe { dropping!(cuMemFree(self.ptr)) };

@@ -152,13 +152,7 @@ impl<T: Copy> Drop for PinnedHostBuffer<T> {
     /// `cuMemFreeHost`; a failure goes to the drop-error sink.
     fn drop(&mut self) {
         let Some(base) = self.base else { return };
-        let Ok(_g) = self.ctx.enter() else {
-            crate::error::report_drop(
-                "cuCtxPushCurrent",
-                cuda_sys::CUresult::CUDA_ERROR_INVALID_CONTEXT,
-            );
-            return;
-        };
+        let _g = crate::error::enter_for_drop!(self.ctx);
         // SAFETY: the allocation is ours and nothing borrows it any more; the context is
         // current.
         unsafe { dropping!(cuMemFreeHost(base.as_ptr())) };

@@ -263,13 +263,7 @@ impl<T: Copy> Drop for AsyncDeviceBuffer<'_, T> {
                 return;
             }
         }
-        let Ok(_g) = self.stream.context().enter() else {
-            crate::error::report_drop(
-                "cuCtxPushCurrent",
-                cuda_sys::CUresult::CUDA_ERROR_INVALID_CONTEXT,
-            );
-            return;
-        };
+        let _g = crate::error::enter_for_drop!(self.stream.context());
         // SAFETY: the allocation is ours; the stream is alive (borrowed) and not
         // capturing; the context is current.
         unsafe { dropping!(cuMemFreeAsync(self.ptr, self.stream.as_raw())) };
@@ -494,13 +488,7 @@ impl Drop for MemPool {
         if !self.owned {
             return;
         }
-        let Ok(_g) = self.ctx.enter() else {
-            crate::error::report_drop(
-                "cuCtxPushCurrent",
-                cuda_sys::CUresult::CUDA_ERROR_INVALID_CONTEXT,
-            );
-            return;
-        };
+        let _g = crate::error::enter_for_drop!(self.ctx);
         // SAFETY: the pool is ours; no AsyncDeviceBuffer borrows it any more.
         unsafe { dropping!(cuMemPoolDestroy(self.raw)) };
     }
