@@ -477,30 +477,44 @@ fn launch_names_its_stream() -> TestResult {
     check_eq(got[0], 3, "legacy-stream launch")
 }
 
-/// A packed buffer whose size differs from the kernel's parameters is refused by the
-/// driver (the code it answers is what `launch_packed` documents).
+/// A packed buffer whose size differs from the kernel's parameters. Driver 580 on an H100
+/// refuses a buffer larger than the kernel's parameters (`launch_packed` documents the
+/// code) but accepts a shorter one without a word: only the layout check
+/// (`verify_packed`, `launch_checked`) catches that, which is why the unchecked packed
+/// launch is `unsafe`.
 fn packed_size_mismatch_is_an_error() -> TestResult {
     require_gpu()?;
     let ctx = ctx()?;
     let k = kernels(&ctx)?;
     let stream = Stream::non_blocking(&ctx)?;
     let out = DeviceBuffer::<u32>::zeroed(&ctx, 1)?;
-    let mut short = cuda_core::args::PackedArgs::new();
-    short.push(&out.as_arg())?;
     let cfg = LaunchConfig::new(1, 32).stream(&stream);
-    // SAFETY: the buffer holds a valid pointer; the size mismatch is what is tested (the
-    // driver checks the size before reading).
-    let r = unsafe { launch_packed(&k.write_value, &cfg, &short) };
-    println!("    launch_packed with 8 of 12 parameter bytes: {r:?}");
+    let mut long = cuda_core::args::PackedArgs::new();
+    long.extend(&(out.as_arg(), 5u32, 6u64))?;
+    // SAFETY: write_value(u32*, u32) reads its two parameters from the front of the
+    // buffer; the pointer is live. The extra bytes are what is tested.
+    let r = unsafe { launch_packed(&k.write_value, &cfg, &long) };
+    println!("    launch_packed with 24 bytes for 12 bytes of parameters: {r:?}");
     check(
         r.as_ref().err().and_then(Error::code)
             == Some(cuda_sys::CUresult::CUDA_ERROR_LAUNCH_OUT_OF_RESOURCES),
         || format!("expected CUDA_ERROR_LAUNCH_OUT_OF_RESOURCES, got {r:?}"),
     )?;
-    let r = k.write_value.verify_packed(&short);
-    check(matches!(r, Err(Error::Layout(_))), || {
-        format!("verify_packed: {r:?}")
-    })
+    let mut short = cuda_core::args::PackedArgs::new();
+    short.push(&out.as_arg())?;
+    for packed in [&long, &short] {
+        let r = k.write_value.verify_packed(packed);
+        check(matches!(r, Err(Error::Layout(_))), || {
+            format!("verify_packed: {r:?}")
+        })?;
+        // SAFETY: checked launch: the mismatch is refused before the driver is called.
+        let r = unsafe { cuda_core::launch::launch_checked(&k.write_value, &cfg, packed) };
+        check(matches!(r, Err(Error::Layout(_))), || {
+            format!("launch_checked: {r:?}")
+        })?;
+    }
+    stream.synchronize()?;
+    Ok(())
 }
 
 /// Every handle type, made on this thread, used and dropped on another thread where no

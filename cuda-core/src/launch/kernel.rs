@@ -73,10 +73,10 @@ pub unsafe fn launch<A: KernelArgs>(f: &Function, cfg: &LaunchConfig<'_>, args: 
 /// CU_LAUNCH_PARAM_END]`), laid out by device alignment.
 ///
 /// # Errors
-/// As [`launch`]; a buffer whose size differs from the kernel's parameter size is
-/// refused by the driver (CUDA 13.0 on an H100 answers
-/// `CUDA_ERROR_LAUNCH_OUT_OF_RESOURCES`; use [`launch_checked`] for an error that names
-/// the mismatch).
+/// As [`launch`]. The driver checks the buffer's size only one way: a buffer larger
+/// than the kernel's parameters is refused (driver 580 on an H100 answers
+/// `CUDA_ERROR_LAUNCH_OUT_OF_RESOURCES`), a shorter one is accepted and the kernel reads
+/// past it. [`launch_checked`] refuses both, naming the mismatch.
 ///
 /// # Safety
 /// As [`launch`]: `packed` must hold exactly the kernel's parameters, in order, at the
