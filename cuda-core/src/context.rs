@@ -24,7 +24,7 @@ use cuda_sys::{CUcontext, DriverApi};
 use crate::Device;
 use crate::driver::api;
 use crate::error::{Error, Result, dropping, drv};
-use crate::shared::{Pooled, Shared, Slot};
+use crate::shared::{Shared, pooled};
 
 /// Without `alloc`, how many distinct contexts (each [`Context::primary`] or
 /// [`Context::create`] call, not clones) can be alive at once.
@@ -71,21 +71,7 @@ impl Drop for CtxInner {
     }
 }
 
-#[cfg(not(feature = "alloc"))]
-static CONTEXTS: [Slot<CtxInner>; MAX_CONTEXTS] = [const { Slot::new() }; MAX_CONTEXTS];
-
-impl Pooled for CtxInner {
-    fn pool() -> &'static [Slot<Self>] {
-        #[cfg(not(feature = "alloc"))]
-        {
-            &CONTEXTS
-        }
-        #[cfg(feature = "alloc")]
-        {
-            &[]
-        }
-    }
-}
+pooled!(CtxInner, MAX_CONTEXTS);
 
 /// A CUDA context: by default the device's primary context (`cuDevicePrimaryCtxRetain`).
 ///

@@ -13,7 +13,7 @@ use cuda_sys::{CUdeviceptr, CUjit_option, CUjit_target, CUmodule};
 use crate::context::Context;
 use crate::error::{Error, JitLog, Result, dropping, drv};
 use crate::function::Function;
-use crate::shared::{Pooled, Shared, Slot};
+use crate::shared::{Shared, pooled};
 
 /// Without `alloc`, how many modules can be loaded at once (clones do not count).
 pub const MAX_MODULES: usize = 128;
@@ -260,21 +260,7 @@ impl Drop for ModuleInner {
     }
 }
 
-#[cfg(not(feature = "alloc"))]
-static MODULES: [Slot<ModuleInner>; MAX_MODULES] = [const { Slot::new() }; MAX_MODULES];
-
-impl Pooled for ModuleInner {
-    fn pool() -> &'static [Slot<Self>] {
-        #[cfg(not(feature = "alloc"))]
-        {
-            &MODULES
-        }
-        #[cfg(feature = "alloc")]
-        {
-            &[]
-        }
-    }
-}
+pooled!(ModuleInner, MAX_MODULES);
 
 /// A `__device__` global of a module: its device address and size.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

@@ -103,6 +103,28 @@ impl<T: Pooled> Drop for Shared<T> {
     }
 }
 
+/// Implements [`Pooled`] for `$t` with a static pool of `$n` slots (used without
+/// `alloc`): `pooled!(CtxInner, MAX_CONTEXTS);`.
+macro_rules! pooled {
+    ($t:ty, $n:expr) => {
+        impl $crate::shared::Pooled for $t {
+            fn pool() -> &'static [$crate::shared::Slot<Self>] {
+                #[cfg(not(feature = "alloc"))]
+                {
+                    static POOL: [$crate::shared::Slot<$t>; $n] =
+                        [const { $crate::shared::Slot::new() }; $n];
+                    &POOL
+                }
+                #[cfg(feature = "alloc")]
+                {
+                    &[]
+                }
+            }
+        }
+    };
+}
+pub(crate) use pooled;
+
 /// Slot states.
 const FREE: u8 = 0;
 const BUSY: u8 = 1;

@@ -166,10 +166,10 @@ impl<'a> Graph<'a> {
             // the typed constructors (or `from_raw`, whose contract covers this use).
             let attr = unsafe { LaunchAttribute::from_raw(raw) };
             if let Err(e) = self.set_kernel_node_attribute(node, &attr) {
-                if let Ok(destroy) = cu.cuGraphDestroyNode() {
-                    // SAFETY: the node is ours and nothing refers to it yet.
-                    let _ = unsafe { destroy(node.as_raw()) };
-                }
+                // The attribute's error is the one returned; a failure to remove the node
+                // again goes to the drop-error sink (the node stays in the graph).
+                // SAFETY: the node is ours and nothing refers to it yet.
+                unsafe { crate::error::dropping!(cuGraphDestroyNode(node.as_raw())) };
                 return Err(e);
             }
         }
