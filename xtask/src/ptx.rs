@@ -240,13 +240,19 @@ fn run_cargo(ptx_dir: &Path, target_dir: &Path, package: &str, asm: &Path) -> R 
     }
 }
 
-/// The nightly `cargo` (`rustup run nightly cargo`, the same as `cargo +nightly` but
-/// independent of which `cargo` comes first on `PATH`) in `dir`, with the environment
-/// `cargo xtask` inherited from the outer (stable) cargo removed, and the device flags
-/// set.
-pub(crate) fn nightly_cargo(dir: &Path) -> Command {
+/// The nightly `cargo` for PTX builds: [`toolchain_cargo`] with the device flags set.
+fn nightly_cargo(dir: &Path) -> Command {
+    let mut cmd = toolchain_cargo(dir, "nightly");
+    cmd.env("CARGO_ENCODED_RUSTFLAGS", RUSTFLAGS.join("\x1f"));
+    cmd
+}
+
+/// `cargo` of `toolchain` (`rustup run <toolchain> cargo`, the same as `cargo
+/// +<toolchain>` but independent of which `cargo` comes first on `PATH`) in `dir`, with
+/// the environment `cargo xtask` inherited from the outer (stable) cargo removed.
+pub(crate) fn toolchain_cargo(dir: &Path, toolchain: &str) -> Command {
     let mut cmd = Command::new("rustup");
-    cmd.args(["run", "nightly", "cargo"]).current_dir(dir);
+    cmd.args(["run", toolchain, "cargo"]).current_dir(dir);
     for (key, _) in std::env::vars_os() {
         let Some(key) = key.to_str() else { continue };
         let inherited = (key.starts_with("CARGO_") && key != "CARGO_HOME")
@@ -265,7 +271,6 @@ pub(crate) fn nightly_cargo(dir: &Path) -> Command {
             cmd.env_remove(key);
         }
     }
-    cmd.env("CARGO_ENCODED_RUSTFLAGS", RUSTFLAGS.join("\x1f"));
     cmd
 }
 

@@ -125,6 +125,25 @@ pub fn run_all(root: &Path) -> R {
         ]))?;
     }
 
+    step("MSRV: cuda-sys and cuda-core build with Rust 1.85 (their rust-version)");
+    run(Command::new("rustup").args(["toolchain", "install", "1.85", "--profile", "minimal"]))?;
+    for features in [
+        &[][..],
+        &["--no-default-features", "--features", "loaded"][..],
+    ] {
+        run(crate::ptx::toolchain_cargo(root, "1.85")
+            .args([
+                "check",
+                "-p",
+                "cuda-sys",
+                "-p",
+                "cuda-core",
+                "--target-dir",
+                "target/msrv",
+            ])
+            .args(features))?;
+    }
+
     step("cargo doc (warnings are errors)");
     run(cargo(root).env("RUSTDOCFLAGS", "-D warnings").args([
         "doc",
@@ -142,7 +161,7 @@ pub fn run_all(root: &Path) -> R {
         &["-p", "cuda-core", "--lib"][..],
         &["-p", "cuda-workspace", "--test", "mock_driver"][..],
     ] {
-        run(crate::ptx::nightly_cargo(root)
+        run(crate::ptx::toolchain_cargo(root, "nightly")
             .env("CUDA_SYS_INCLUDE", &include)
             .args(["miri", "test", "--target-dir", "target/miri"])
             .args(args))?;
