@@ -19,10 +19,18 @@ fn driver_table_loads() -> TestResult {
     require_gpu()?;
     // The harness already loaded the process-wide table; time a fresh load too.
     let cu = cuda_sys::driver()?;
-    #[cfg(not(feature = "linked"))]
-    {
+    if cu.is_linked() {
+        println!(
+            "    linked mode: {} driver entries linked",
+            cuda_sys::DRIVER_ENTRIES.len()
+        );
+    }
+    #[cfg(feature = "loaded")]
+    if !cu.is_linked() {
         let start = Instant::now();
-        let fresh = cuda_sys::load_driver(cuda_sys::LoadOptions::default())
+        // SAFETY: the same search as the process-wide table's, which already opened
+        // this host's CUDA driver.
+        let fresh = unsafe { cuda_sys::DriverApi::load(cuda_sys::LoadOptions::default()) }
             .map_err(|e| Outcome::Fail(e.to_string()))?;
         let load_us = start.elapsed().as_secs_f64() * 1e6;
         let resolved = fresh.resolved();
@@ -40,11 +48,6 @@ fn driver_table_loads() -> TestResult {
         println!("    missing ({}): {}", missing.len(), missing.join(", "));
         check(found > 400, || format!("only {found} entries resolved"))?;
     }
-    #[cfg(feature = "linked")]
-    println!(
-        "    linked mode: {} driver entries linked",
-        cuda_sys::DRIVER_ENTRIES.len()
-    );
     // SAFETY: plain driver queries with valid out-pointers.
     unsafe {
         ok(cu.cuInit()?(0), "cuInit")?;

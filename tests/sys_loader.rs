@@ -2,6 +2,10 @@
 
 use cuda_sys::{CUresult, DRIVER_ENTRIES, RUNTIME_ENTRIES, cudaError_t};
 
+/// Tests that load (and so read the environment) or write it hold this.
+#[cfg(feature = "loaded")]
+static ENV: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
 #[test]
 fn result_codes_have_names_and_descriptions_without_a_driver() {
     let oom = CUresult::CUDA_ERROR_OUT_OF_MEMORY;
@@ -71,8 +75,8 @@ fn documented_names_map_to_versioned_symbols() {
     assert_eq!(memcpy.lookup_cstr().to_str().ok(), Some("cudaMemcpy_ptds"));
 }
 
-#[cfg(not(feature = "linked"))]
-mod loaded {
+/// Tables from a resolver: in every build, whatever the features.
+mod resolver {
     use core::ffi::{c_int, c_uint, c_void};
 
     use cuda_sys::{CUresult, DriverApi, Library};
@@ -106,6 +110,7 @@ mod loaded {
     #[test]
     fn a_missing_entry_is_an_error_naming_it_when_called() {
         let api = old_driver();
+        assert!(!api.is_linked());
         // SAFETY: mock functions with valid arguments.
         unsafe {
             assert_eq!(
@@ -124,14 +129,22 @@ mod loaded {
         let resolved = api.resolved();
         assert_eq!(resolved.iter().filter(|r| **r).count(), 2);
     }
+}
+
+#[cfg(feature = "loaded")]
+mod loaded {
+    use cuda_sys::{DriverApi, LoadOptions, RuntimeApi};
 
     /// Without a driver on this machine, loading fails with every candidate named; on a
     /// GPU machine it loads. Either way, nothing panics.
     #[test]
     fn loading_reports_what_it_tried() {
-        // SAFETY: no other test in this binary reads or writes the environment.
+        let _env = crate::ENV.lock();
+        // SAFETY: every test in this binary that reads or writes the environment holds
+        // `ENV`.
         unsafe { std::env::set_var("CUDA_SYS_LIBCUDA", "/nonexistent/libcuda.so.1") };
-        match cuda_sys::load_driver(cuda_sys::LoadOptions::default()) {
+        // SAFETY: the search opens only a CUDA driver (the variable names no file).
+        match unsafe { DriverApi::load(LoadOptions::default()) } {
             Ok(api) => assert!(api.resolved().iter().filter(|r| **r).count() > 400),
             Err(e) => {
                 let text = e.to_string();
@@ -141,10 +154,107 @@ mod loaded {
         }
         // SAFETY: as above.
         unsafe { std::env::set_var("CUDA_SYS_LIBCUDART", "/nonexistent/libcudart.so.13") };
-        if let Err(e) = cuda_sys::load_runtime(cuda_sys::LoadOptions::default()) {
+        // SAFETY: the search opens only a CUDA runtime (the variable names no file).
+        if let Err(e) = unsafe { RuntimeApi::load(LoadOptions::default()) } {
             let text = e.to_string();
             assert!(text.contains("/nonexistent/libcudart.so.13"), "{text}");
             assert!(text.contains("nvidia/cu13/lib"), "{text}");
         }
     }
+}
+
+/// Both binding modes in one build (features are additive, as `ash`'s `Entry::load` and
+/// `Entry::linked`): both constructors exist, and the process-wide table still loads,
+/// so a crate that relies on the loaded table is not changed by another crate of the
+/// build turning on `linked`.
+#[cfg(all(feature = "loaded", feature = "linked"))]
+mod both_modes {
+    use cuda_sys::{DriverApi, LoadError, LoadOptions, RuntimeApi};
+
+    #[test]
+    fn both_constructors_exist_and_driver_loads() {
+        let _env = crate::ENV.lock();
+        let linked = DriverApi::linked();
+        assert!(linked.is_linked());
+        assert!(linked.resolved().iter().all(|r| *r));
+        assert!(linked.cuInit().is_ok(), "a linked entry is never missing");
+        assert!(linked.library().as_raw().is_null());
+        assert!(RuntimeApi::linked().is_linked());
+        // SAFETY: the search opens only a CUDA driver, from its documented names.
+        match unsafe { DriverApi::load(LoadOptions::default()) } {
+            Ok(loaded) => assert!(!loaded.is_linked()),
+            Err(e) => assert!(matches!(e, LoadError::LibraryNotFound { .. }), "{e}"),
+        }
+        assert_eq!(cuda_sys::binding_mode(), "loaded");
+        match cuda_sys::driver() {
+            Ok(table) => assert!(!table.is_linked(), "driver() loads when `loaded` is on"),
+            Err(e) => assert!(
+                matches!(e, LoadError::LibraryNotFound { .. }),
+                "driver() tried to load: {e}"
+            ),
+        }
+    }
+}
+
+/// `linked` alone: the process-wide table is the linked one, made without a driver.
+#[cfg(all(feature = "linked", not(feature = "loaded")))]
+#[test]
+fn linked_alone_driver_is_the_linked_table() {
+    assert_eq!(cuda_sys::binding_mode(), "linked");
+    let table = cuda_sys::driver().expect("the linked table needs no loading");
+    assert!(table.is_linked());
+    assert!(cuda_sys::install_driver(cuda_sys::DriverApi::linked()).is_err());
+}
+
+/// `linked` names libcudart only together with `runtime`: a machine with only the driver
+/// has no libcudart, so `linked` alone must link `-lcuda` and nothing else of CUDA.
+///
+/// Reads the link line of cuda-sys's own unit-test binary as rustc prints it
+/// (`--print link-args`), with `true` as the linker so that nothing needs CUDA (or links
+/// anything) here. Builds into `target/link-check`, beside this test's target directory.
+#[test]
+fn linked_names_cudart_only_with_the_runtime_feature() {
+    let cargo = std::env::var_os("CARGO").expect("run through `cargo test` (CARGO is unset)");
+    let exe = std::env::current_exe().expect("the test executable's path");
+    // target/<profile>/deps/sys_loader-<hash> -> target/link-check
+    let target_dir = exe
+        .ancestors()
+        .nth(3)
+        .expect("a target directory above the test executable")
+        .join("link-check");
+    let libraries = |features: &str| -> Vec<String> {
+        let out = std::process::Command::new(&cargo)
+            .current_dir(env!("CARGO_MANIFEST_DIR"))
+            .args(["rustc", "--quiet", "--offline", "-p", "cuda-sys", "--lib"])
+            .args([
+                "--profile",
+                "test",
+                "--no-default-features",
+                "--features",
+                features,
+            ])
+            .arg("--target-dir")
+            .arg(&target_dir)
+            .args(["--", "--print", "link-args", "-C", "linker=true"])
+            .output()
+            .expect("cargo runs");
+        let stdout = String::from_utf8_lossy(&out.stdout);
+        assert!(
+            out.status.success(),
+            "cargo rustc --features {features} failed:\n{stdout}\n{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let mut libs: Vec<String> = stdout
+            .split_whitespace()
+            .map(|arg| arg.trim_matches('"'))
+            .filter(|arg| *arg == "-lcuda" || *arg == "-lcudart")
+            .map(String::from)
+            .collect();
+        libs.sort();
+        libs.dedup();
+        libs
+    };
+    assert_eq!(libraries("linked"), ["-lcuda"]);
+    assert_eq!(libraries("linked,runtime"), ["-lcuda", "-lcudart"]);
+    assert_eq!(libraries("loaded,runtime"), Vec::<String>::new());
 }

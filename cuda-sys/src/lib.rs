@@ -5,10 +5,11 @@
 //!   `#[repr(transparent)]` newtypes with associated constants (`CUresult::CUDA_SUCCESS`),
 //!   so a value a newer driver returns is never undefined behaviour.
 //! - Functions are reached through a table, [`DriverApi`] (from [`driver()`]) and
-//!   [`RuntimeApi`] (from [`runtime()`]), whose accessors carry the documented names
-//!   (`cuMemAlloc` means the `cuMemAlloc_v2` ABI) and return the function pointer or a
-//!   [`MissingSymbol`] naming it. A table never unloads the library it was filled from,
-//!   so these pointers stay valid for the rest of the process.
+//!   `RuntimeApi` (from `runtime()`, feature `runtime`), whose accessors carry the
+//!   documented names (`cuMemAlloc` means the `cuMemAlloc_v2` ABI) and return the
+//!   function pointer or a [`MissingSymbol`] naming it. A table never unloads the
+//!   library it was filled from, so these pointers stay valid for the rest of the
+//!   process.
 //!
 //! ```no_run
 //! # fn main() -> Result<(), Box<dyn core::error::Error>> {
@@ -20,25 +21,49 @@
 //! ```
 //!
 //! # Binding modes
-//! - `loaded` (default): `dlopen("libcuda.so.1")`, then every entry through
-//!   `cuGetProcAddress_v2` with the ABI version that `cudaTypedefs.h` encodes in its
-//!   `PFN_<name>_v<version>` typedef. An older driver still loads: what it lacks is
-//!   reported by name when called. Per-thread default stream variants are a
-//!   [`LoadOptions`] switch. libcudart is opened with `dlopen` + `dlsym`.
-//! - `linked`: `extern "C"` declarations with `#[link(name = "cuda")]` and
-//!   `#[link(name = "cudart")]`. If both features are on, `linked` wins.
+//! The features are additive: each adds a way to fill the same table types, and the
+//! program picks one at run time (as `ash` has `Entry::load` and `Entry::linked`).
+//! - `loaded` (default): `DriverApi::load` opens `libcuda.so.1` with `dlopen`, then
+//!   asks `cuGetProcAddress_v2` for every entry with the ABI version that
+//!   `cudaTypedefs.h` encodes in its `PFN_<name>_v<version>` typedef. An older driver
+//!   still loads: what it lacks is reported by name when called. Per-thread default
+//!   stream variants are a [`LoadOptions`] switch. libcudart is opened with `dlopen` +
+//!   `dlsym`. Loading needs a Unix target; elsewhere this feature adds nothing.
+//! - `linked`: `DriverApi::linked()`, `extern "C"` declarations with
+//!   `#[link(name = "cuda")]` (and `RuntimeApi::linked()` with `#[link(name = "cudart")]`
+//!   when `runtime` is on too).
+//! - In every build, [`DriverApi::from_resolver`] fills a table from any resolver: a
+//!   target without `dlopen` (`x86_64-unknown-none`, `aarch64-unknown-none`) reaches its
+//!   driver this way, through [`install_driver`].
+//! - `runtime` (default): the runtime API (`RuntimeApi`, `runtime()`). Without it nothing
+//!   names libcudart, so a `linked` build needs only libcuda.
+//!
+//! [`driver()`] fills the process-wide table on first use: with `loaded` (on Unix) it
+//! loads, whether or not `linked` is on too, so a crate that uses the loaded table is not
+//! changed by another crate of the build turning on `linked`; with `linked` alone it is
+//! the linked table; [`install_driver`] before the first use picks any table instead.
 //!
 //! # Unsafe policy
 //! Every driver or runtime function is `unsafe` to call, with the C function's contract.
-//! The crate's own unsafe code (dlopen, the once-cell, transmuting resolved addresses to
-//! typed function pointers) is explained at each block.
+//! Opening a library runs its initialisers, so the constructors that do (`load`) are
+//! `unsafe`; [`driver()`] and `runtime()` are safe because this crate vouches for the
+//! one library each opens (the CUDA driver and runtime, by their names or the paths the
+//! documented variables give). The crate's own unsafe code (dlopen, the once-cell,
+//! transmuting resolved addresses to typed function pointers) is explained at each
+//! block.
 #![no_std]
 #![warn(missing_docs)]
+#![cfg_attr(docsrs, feature(doc_cfg))]
 
 #[cfg(not(any(feature = "loaded", feature = "linked")))]
-compile_error!("cuda-sys needs one binding mode: feature `loaded` (default) or `linked`");
+compile_error!(
+    "cuda-sys needs a binding mode: feature `loaded` (default), `linked`, or both \
+     (on a target without dlopen, `loaded` means tables from `DriverApi::from_resolver`)"
+);
 
 mod abi;
+#[cfg(all(feature = "loaded", unix))]
+mod load;
 pub mod loader;
 mod once;
 mod result;
@@ -68,11 +93,13 @@ mod driver_fns {
 }
 pub use driver_fns::{DRIVER_ENTRIES, DriverApi};
 
+#[cfg(feature = "runtime")]
 #[rustfmt::skip]
 #[allow(non_snake_case, clippy::all, missing_docs)]
 mod runtime_fns {
     include!("generated/runtime_fns.rs");
 }
+#[cfg(feature = "runtime")]
 pub use runtime_fns::{RUNTIME_ENTRIES, RuntimeApi};
 
 #[cfg(test)]
@@ -157,7 +184,7 @@ impl Entry {
     }
 }
 
-/// How to load the tables (loaded mode).
+/// How to load the tables (feature `loaded`; on other builds [`driver_with`] ignores it).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct LoadOptions {
     /// Ask for the per-thread-default-stream variants (`_ptds`/`_ptsz`): the default
@@ -168,18 +195,23 @@ pub struct LoadOptions {
     pub per_thread_default_stream: bool,
 }
 
-#[cfg(not(feature = "linked"))]
-mod load;
-#[cfg(not(feature = "linked"))]
-pub use load::{install_driver, load_driver, load_runtime};
-
 static DRIVER: once::Once<DriverApi, LoadError> = once::Once::new();
+#[cfg(feature = "runtime")]
 static RUNTIME: once::Once<RuntimeApi, LoadError> = once::Once::new();
 
-/// The process-wide driver table, loaded on first use with default [`LoadOptions`].
+/// The process-wide driver table, made on first use with default [`LoadOptions`].
+///
+/// Unless a table was installed first ([`install_driver`]), the first call makes it:
+/// with feature `loaded` on a Unix target, `DriverApi::load` (whether or not `linked` is
+/// on too); otherwise with feature `linked`, `DriverApi::linked()`; otherwise there is
+/// none ([`LoadError::NotInstalled`]). [`binding_mode`] names which.
 ///
 /// A failed load is remembered: later calls return the same error. If loading panicked,
 /// later calls return [`LoadError::Poisoned`] (they never wait forever).
+///
+/// This is safe, unlike `DriverApi::load`: the process-wide table is this crate's one
+/// decision to trust the CUDA driver that `$CUDA_SYS_LIBCUDA` or the loader path names,
+/// as the dynamic loader trusts `LD_LIBRARY_PATH`.
 pub fn driver() -> Result<&'static DriverApi, &'static LoadError> {
     driver_with(LoadOptions::default())
 }
@@ -187,36 +219,115 @@ pub fn driver() -> Result<&'static DriverApi, &'static LoadError> {
 /// The process-wide driver table; `options` apply if this call is the one that loads it.
 #[allow(clippy::result_large_err)] // the error is stored once, in the static, by value
 pub fn driver_with(options: LoadOptions) -> Result<&'static DriverApi, &'static LoadError> {
-    #[cfg(feature = "linked")]
-    let _ = options;
-    #[cfg(feature = "linked")]
-    return DRIVER.get_or_init(|| Ok(DriverApi::linked()));
-    #[cfg(not(feature = "linked"))]
-    DRIVER.get_or_init(|| load::load_driver(options))
+    DRIVER.get_or_init(|| default_driver(options))
 }
 
-/// The process-wide runtime table, loaded on first use with default [`LoadOptions`].
+/// The table [`driver_with`] makes when none was installed.
+#[allow(clippy::result_large_err)]
+fn default_driver(options: LoadOptions) -> Result<DriverApi, LoadError> {
+    #[cfg(all(feature = "loaded", unix))]
+    {
+        // SAFETY: the process-wide table trusts the CUDA driver the documented search
+        // finds (see `driver()`): NVIDIA's libcuda, built to be opened with dlopen at
+        // any time (the CUDA runtime itself opens it so), or the library the user
+        // named for it in $CUDA_SYS_LIBCUDA.
+        unsafe { DriverApi::load(options) }
+    }
+    #[cfg(not(all(feature = "loaded", unix)))]
+    {
+        let _ = options;
+        #[cfg(feature = "linked")]
+        return Ok(DriverApi::linked());
+        #[cfg(not(feature = "linked"))]
+        Err(LoadError::NotInstalled { library: "libcuda" })
+    }
+}
+
+/// Installs `table` as the process-wide driver table (a mock, a table from
+/// [`DriverApi::from_resolver`] on a target without `dlopen`, the linked table in a build
+/// that also loads, or one loaded with other options) if no table is made yet;
+/// [`driver()`] then returns it. Gives the table back if one was already made (or is
+/// being made).
+///
+/// # Errors
+/// The table itself, when the process-wide table already exists.
+#[allow(clippy::result_large_err)] // the table is given back, by value
+pub fn install_driver(table: DriverApi) -> Result<(), DriverApi> {
+    let mut slot = Some(table);
+    DRIVER.set_with(|| slot.take().ok_or(LoadError::AlreadyLoaded));
+    match slot {
+        None => Ok(()),
+        Some(rejected) => Err(rejected),
+    }
+}
+
+/// The process-wide runtime table, made on first use with default [`LoadOptions`], as
+/// [`driver()`] makes the driver's (`RuntimeApi::load` with `loaded` on Unix, else
+/// `RuntimeApi::linked()` with `linked`, else none unless installed).
+#[cfg(feature = "runtime")]
+#[cfg_attr(docsrs, doc(cfg(feature = "runtime")))]
 pub fn runtime() -> Result<&'static RuntimeApi, &'static LoadError> {
     runtime_with(LoadOptions::default())
 }
 
 /// The process-wide runtime table; `options` apply if this call is the one that loads it.
+#[cfg(feature = "runtime")]
+#[cfg_attr(docsrs, doc(cfg(feature = "runtime")))]
 #[allow(clippy::result_large_err)] // the error is stored once, in the static, by value
 pub fn runtime_with(options: LoadOptions) -> Result<&'static RuntimeApi, &'static LoadError> {
-    #[cfg(feature = "linked")]
-    let _ = options;
-    #[cfg(feature = "linked")]
-    return RUNTIME.get_or_init(|| Ok(RuntimeApi::linked()));
-    #[cfg(not(feature = "linked"))]
-    RUNTIME.get_or_init(|| load::load_runtime(options))
+    RUNTIME.get_or_init(|| default_runtime(options))
 }
 
-/// The binding mode this build uses: `"loaded"` or `"linked"`.
+/// The table [`runtime_with`] makes when none was installed.
+#[cfg(feature = "runtime")]
+#[allow(clippy::result_large_err)]
+fn default_runtime(options: LoadOptions) -> Result<RuntimeApi, LoadError> {
+    #[cfg(all(feature = "loaded", unix))]
+    {
+        // SAFETY: as in `default_driver`, for the CUDA runtime and the variables and
+        // locations its search documents (`loader::open_runtime`).
+        unsafe { RuntimeApi::load(options) }
+    }
+    #[cfg(not(all(feature = "loaded", unix)))]
+    {
+        let _ = options;
+        #[cfg(feature = "linked")]
+        return Ok(RuntimeApi::linked());
+        #[cfg(not(feature = "linked"))]
+        Err(LoadError::NotInstalled {
+            library: "libcudart",
+        })
+    }
+}
+
+/// Installs `table` as the process-wide runtime table if none is made yet, as
+/// [`install_driver`] does for the driver's.
+///
+/// # Errors
+/// The table itself, when the process-wide table already exists.
+#[cfg(feature = "runtime")]
+#[cfg_attr(docsrs, doc(cfg(feature = "runtime")))]
+#[allow(clippy::result_large_err)] // the table is given back, by value
+pub fn install_runtime(table: RuntimeApi) -> Result<(), RuntimeApi> {
+    let mut slot = Some(table);
+    RUNTIME.set_with(|| slot.take().ok_or(LoadError::AlreadyLoaded));
+    match slot {
+        None => Ok(()),
+        Some(rejected) => Err(rejected),
+    }
+}
+
+/// How [`driver()`] makes the process-wide table when none was installed: `"loaded"`
+/// (feature `loaded` on a Unix target, with or without `linked`), `"linked"` (feature
+/// `linked` alone, or on a target without `dlopen`), or `"none"` (only an installed
+/// table). [`DriverApi::is_linked`] tells what a given table is.
 pub const fn binding_mode() -> &'static str {
-    if cfg!(feature = "linked") {
+    if cfg!(all(feature = "loaded", unix)) {
+        "loaded"
+    } else if cfg!(feature = "linked") {
         "linked"
     } else {
-        "loaded"
+        "none"
     }
 }
 
@@ -262,6 +373,7 @@ mod tests {
                 .count(),
             20
         );
+        #[cfg(feature = "runtime")]
         assert!(
             RUNTIME_ENTRIES
                 .iter()

@@ -1,10 +1,19 @@
-//! Loaded mode: filling the tables from `libcuda` and `libcudart`.
+//! Loaded mode (feature `loaded`, Unix targets): filling the tables from `libcuda` and
+//! `libcudart` with `dlopen`, `cuGetProcAddress_v2` and `dlsym`.
+//!
+//! # Unsafe policy
+//! Opening a library runs its initialisers, so the constructors that do it
+//! ([`DriverApi::load`], `RuntimeApi::load`) are `unsafe`; the addresses they resolve
+//! are turned into typed function pointers by the tables' `from_resolver`, with the
+//! signature the generated table declares for the same entry.
 #![allow(clippy::result_large_err)]
 
 use core::ffi::{CStr, c_int, c_void};
 
+#[cfg(feature = "runtime")]
+use crate::RuntimeApi;
 use crate::loader::{self, LoadError};
-use crate::{DriverApi, Entry, LoadOptions, RuntimeApi};
+use crate::{DriverApi, Entry, LoadOptions};
 
 /// `cuGetProcAddress_v2`, the one entry point the driver loader looks up by name.
 type GetProcAddress = unsafe extern "C" fn(
@@ -15,43 +24,62 @@ type GetProcAddress = unsafe extern "C" fn(
     status: *mut crate::CUdriverProcAddressQueryResult,
 ) -> crate::CUresult;
 
-/// Opens `libcuda` and fills a driver table.
-///
-/// Each entry is asked of `cuGetProcAddress_v2` with its ABI version (its per-thread
-/// version with [`LoadOptions::per_thread_default_stream`]). A driver too old to have
-/// `cuGetProcAddress_v2` (before CUDA 12.0), or an entry it does not serve, is read with
-/// `dlsym` of the versioned symbol instead; with per-thread default stream, of its
-/// `_ptds`/`_ptsz` symbol ([`Entry::per_thread_symbol`]) for the entries that have one,
-/// never of the legacy-stream one. Entries the driver lacks stay missing.
-///
-/// The table keeps `libcuda` open for the rest of the process (see [`DriverApi`]).
-pub fn load_driver(options: LoadOptions) -> Result<DriverApi, LoadError> {
-    let library = loader::open_driver()?;
-    let gpa = library.symbol(c"cuGetProcAddress_v2");
-    let gpa: Option<GetProcAddress> = if gpa.is_null() {
-        None
-    } else {
-        // SAFETY: the driver exports cuGetProcAddress_v2 with this C signature
-        // (cudaTypedefs.h: PFN_cuGetProcAddress_v12000).
-        Some(unsafe { core::mem::transmute::<*mut c_void, GetProcAddress>(gpa) })
-    };
-    if gpa.is_none() && library.symbol(c"cuInit").is_null() {
-        return Err(LoadError::MissingEntryPoint {
-            library: "libcuda",
-            symbol: "cuInit",
-        });
-    }
-    // Resolve against the library before handing it to the table that owns it.
-    let addrs = resolve_driver(options, gpa, |symbol| library.symbol(symbol));
-    let mut next = addrs.iter();
-    // SAFETY: each address came from the driver for the entry of the same index, whose
-    // signature the generated table declares (per-thread variants share it); the table
-    // keeps the library open for the rest of the process, so they stay valid.
-    Ok(unsafe {
-        DriverApi::from_resolver(library, |_| {
-            next.next().copied().unwrap_or(core::ptr::null_mut())
+impl DriverApi {
+    /// Opens `libcuda` ([`loader::open_driver`]: `$CUDA_SYS_LIBCUDA`, then
+    /// `libcuda.so.1`, then `libcuda.so`) and fills a driver table.
+    ///
+    /// Each entry is asked of `cuGetProcAddress_v2` with its ABI version (its per-thread
+    /// version with [`LoadOptions::per_thread_default_stream`]). A driver too old to have
+    /// `cuGetProcAddress_v2` (before CUDA 12.0), or an entry it does not serve, is read
+    /// with `dlsym` of the versioned symbol instead; with per-thread default stream, of
+    /// its `_ptds`/`_ptsz` symbol ([`Entry::per_thread_symbol`]) for the entries that
+    /// have one, never of the legacy-stream one. Entries the driver lacks stay missing.
+    ///
+    /// The table keeps `libcuda` open for the rest of the process (see [`DriverApi`]).
+    /// [`driver()`](crate::driver) calls this once for the process-wide table.
+    ///
+    /// # Errors
+    /// [`LoadError::LibraryNotFound`] naming every candidate tried,
+    /// [`LoadError::BadEnvPath`] for an unusable `$CUDA_SYS_LIBCUDA`, and
+    /// [`LoadError::MissingEntryPoint`] for a library with neither
+    /// `cuGetProcAddress_v2` nor `cuInit`.
+    ///
+    /// # Safety
+    /// Opening the library runs its initialisers (and those of the libraries it needs)
+    /// in this process. The library the search finds must be the CUDA driver, or one
+    /// with the same exports and C signatures (a mock built for it): whatever
+    /// `$CUDA_SYS_LIBCUDA` or the loader path names is opened and trusted.
+    #[cfg_attr(docsrs, doc(cfg(all(feature = "loaded", unix))))]
+    pub unsafe fn load(options: LoadOptions) -> Result<Self, LoadError> {
+        // SAFETY: the caller vouches for the library the search finds (`# Safety`).
+        let library = unsafe { loader::open_driver() }?;
+        let gpa = library.symbol(c"cuGetProcAddress_v2");
+        let gpa: Option<GetProcAddress> = if gpa.is_null() {
+            None
+        } else {
+            // SAFETY: the driver exports cuGetProcAddress_v2 with this C signature
+            // (cudaTypedefs.h: PFN_cuGetProcAddress_v12000).
+            Some(unsafe { core::mem::transmute::<*mut c_void, GetProcAddress>(gpa) })
+        };
+        if gpa.is_none() && library.symbol(c"cuInit").is_null() {
+            return Err(LoadError::MissingEntryPoint {
+                library: "libcuda",
+                symbol: "cuInit",
+            });
+        }
+        // Resolve against the library before handing it to the table that owns it.
+        let addrs = resolve_driver(options, gpa, |symbol| library.symbol(symbol));
+        let mut next = addrs.iter();
+        // SAFETY: each address came from the driver for the entry of the same index,
+        // whose signature the generated table declares (per-thread variants share it);
+        // the table keeps the library open for the rest of the process, so they stay
+        // valid.
+        Ok(unsafe {
+            DriverApi::from_resolver(library, |_| {
+                next.next().copied().unwrap_or(core::ptr::null_mut())
+            })
         })
-    })
+    }
 }
 
 /// The address of each entry of [`DRIVER_ENTRIES`](crate::DRIVER_ENTRIES), in order
@@ -109,26 +137,45 @@ fn resolve_driver(
     addrs
 }
 
-/// Opens `libcudart` (search order: [`loader::open_runtime`]) and fills a runtime table
-/// with `dlsym`; with per-thread default stream, an entry that has a `_ptds`/`_ptsz`
-/// symbol is read from it alone (missing if the library lacks it).
-///
-/// The table keeps `libcudart` open for the rest of the process (see [`RuntimeApi`]).
-pub fn load_runtime(options: LoadOptions) -> Result<RuntimeApi, LoadError> {
-    let library = loader::open_runtime()?;
-    let addrs = resolve_runtime(options, |symbol| library.symbol(symbol));
-    let mut next = addrs.iter();
-    // SAFETY: addresses of the runtime's exports for the entries of the same index; the
-    // table keeps the library open for the rest of the process, so they stay valid.
-    Ok(unsafe {
-        RuntimeApi::from_resolver(library, |_| {
-            next.next().copied().unwrap_or(core::ptr::null_mut())
+#[cfg(feature = "runtime")]
+impl RuntimeApi {
+    /// Opens `libcudart` (search order: [`loader::open_runtime`]) and fills a runtime
+    /// table with `dlsym`; with per-thread default stream, an entry that has a
+    /// `_ptds`/`_ptsz` symbol is read from it alone (missing if the library lacks it).
+    ///
+    /// The table keeps `libcudart` open for the rest of the process (see
+    /// [`RuntimeApi`]). [`runtime()`](crate::runtime) calls this once for the
+    /// process-wide table.
+    ///
+    /// # Errors
+    /// [`LoadError::LibraryNotFound`] naming every candidate tried, or
+    /// [`LoadError::BadEnvPath`] for an unusable path variable.
+    ///
+    /// # Safety
+    /// As for [`DriverApi::load`]: the library the search finds (through
+    /// `$CUDA_SYS_LIBCUDART`, `$CUDA_PATH`, `$CUDA_HOME`, the loader path or a Python
+    /// site-packages directory) is opened, its initialisers run, and it must be the
+    /// CUDA runtime or have its exports and C signatures.
+    #[cfg_attr(docsrs, doc(cfg(all(feature = "loaded", feature = "runtime", unix))))]
+    pub unsafe fn load(options: LoadOptions) -> Result<Self, LoadError> {
+        // SAFETY: the caller vouches for the library the search finds (`# Safety`).
+        let library = unsafe { loader::open_runtime() }?;
+        let addrs = resolve_runtime(options, |symbol| library.symbol(symbol));
+        let mut next = addrs.iter();
+        // SAFETY: addresses of the runtime's exports for the entries of the same index;
+        // the table keeps the library open for the rest of the process, so they stay
+        // valid.
+        Ok(unsafe {
+            RuntimeApi::from_resolver(library, |_| {
+                next.next().copied().unwrap_or(core::ptr::null_mut())
+            })
         })
-    })
+    }
 }
 
 /// The address of each entry of [`RUNTIME_ENTRIES`](crate::RUNTIME_ENTRIES), in order
 /// (null: missing), from `dlsym`.
+#[cfg(feature = "runtime")]
 fn resolve_runtime(
     options: LoadOptions,
     dlsym: impl Fn(&CStr) -> *mut c_void,
@@ -146,24 +193,14 @@ fn resolve_runtime(
     addrs
 }
 
-/// Installs `table` as the process-wide driver table (a mock, or one loaded with other
-/// options) if no table is loaded yet; [`driver()`](crate::driver) then returns it.
-/// Gives the table back if one was already loaded (or is being loaded).
-pub fn install_driver(table: DriverApi) -> Result<(), DriverApi> {
-    let mut slot = Some(table);
-    crate::DRIVER.set_with(|| slot.take().ok_or(LoadError::AlreadyLoaded));
-    match slot {
-        None => Ok(()),
-        Some(rejected) => Err(rejected),
-    }
-}
-
 #[cfg(test)]
 mod tests {
     extern crate std;
 
     use super::*;
-    use crate::{DRIVER_ENTRIES, RUNTIME_ENTRIES};
+    use crate::DRIVER_ENTRIES;
+    #[cfg(feature = "runtime")]
+    use crate::RUNTIME_ENTRIES;
     use std::string::String;
     use std::vec::Vec;
 
@@ -294,6 +331,7 @@ mod tests {
     }
 
     #[test]
+    #[cfg(feature = "runtime")]
     fn runtime_per_thread_entries_do_not_fall_back_to_the_legacy_symbol() {
         let exports = [
             "cudaMemcpy",
@@ -318,6 +356,7 @@ mod tests {
     #[test]
     fn tables_never_close_their_library() {
         assert!(!core::mem::needs_drop::<DriverApi>());
+        #[cfg(feature = "runtime")]
         assert!(!core::mem::needs_drop::<RuntimeApi>());
     }
 

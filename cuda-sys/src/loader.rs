@@ -1,5 +1,11 @@
 //! Finding and opening `libcuda` and `libcudart` without `std` or a heap.
 //!
+//! [`Library::open`] and `getenv` need a Unix target (`dlopen`, `getenv`), and the CUDA
+//! library searches (`open_driver`, `open_runtime`) feature `loaded` too. The rest
+//! ([`Library::none`], [`FixedStr`], the error types) exists on every target, so a
+//! target without an OS (`x86_64-unknown-none`) builds tables with
+//! [`DriverApi::from_resolver`](crate::DriverApi::from_resolver).
+//!
 //! # Unsafe policy
 //! Errors carry their text in fixed buffers (no heap), so they are a few KiB: clippy's
 //! size lints are allowed here on purpose.
@@ -7,12 +13,15 @@
 //! `dlopen`/`dlsym`/`dlerror`/`getenv` are called with NUL-terminated strings built in
 //! fixed stack buffers, and what they return is copied out at once; a library handle is
 //! closed only by the [`Library`] that owns it. Opening a library runs its initialisers,
-//! so [`Library::open`] is `unsafe`; the loader itself opens only the CUDA libraries, by
-//! their names or by paths the user gave for them.
+//! so what opens one (`Library::open`, `open_driver`, `open_runtime`) is `unsafe`: the
+//! caller vouches for the library found (the CUDA libraries by their names, or paths
+//! the user gave for them).
 
 #![allow(clippy::result_large_err, clippy::large_enum_variant)]
 
-use core::ffi::{CStr, c_char, c_void};
+#[cfg(unix)]
+use core::ffi::c_char;
+use core::ffi::{CStr, c_void};
 use core::fmt;
 
 /// The longest path the loader builds, in bytes (its buffer holds one more, for the NUL).
@@ -24,12 +33,13 @@ const PATH_CAPACITY: usize = 512;
 /// A path the loader builds: [`MAX_PATH_LEN`] bytes at most.
 pub type PathStr = FixedStr<PATH_CAPACITY>;
 
-/// An opened shared library, closed on drop (`dlclose`).
+/// An opened shared library, closed on drop (`dlclose`), or none
+/// ([`Library::none`]: the linked tables, tables from a resolver).
 ///
 /// A function pointer read from a library is valid only while the library stays open.
-/// The function tables ([`DriverApi`](crate::DriverApi),
-/// [`RuntimeApi`](crate::RuntimeApi)) keep the library they were filled from open for the
-/// rest of the process: they never close it, even when dropped.
+/// The function tables ([`DriverApi`](crate::DriverApi), and `RuntimeApi` with feature
+/// `runtime`) keep the library they were filled from open for the rest of the process:
+/// they never close it, even when dropped.
 pub struct Library {
     handle: *mut c_void,
 }
@@ -49,6 +59,9 @@ impl Library {
 
     /// `dlopen(path, RTLD_NOW | RTLD_LOCAL)`.
     ///
+    /// # Errors
+    /// The `dlerror()` text when the library cannot be opened.
+    ///
     /// # Safety
     /// Opening a library runs its initialisers (ELF constructors, C++ static
     /// constructors) and those of the libraries it depends on, in this process, with no
@@ -57,6 +70,8 @@ impl Library {
     /// resolves it) is sound to load and unload here: its initialisers and finalisers
     /// must not break invariants of this program, and nothing read from it (function
     /// pointers, addresses of its data) may be used after the `Library` is dropped.
+    #[cfg(unix)]
+    #[cfg_attr(docsrs, doc(cfg(unix)))]
     pub unsafe fn open(path: &CStr) -> Result<Self, DlError> {
         // SAFETY: `path` is NUL-terminated; the caller vouches for running the library's
         // initialisers (see `# Safety`).
@@ -69,6 +84,8 @@ impl Library {
     }
 
     /// `dlsym`: the address of `symbol`, or null.
+    #[cfg(unix)]
+    #[cfg_attr(docsrs, doc(cfg(unix)))]
     pub fn symbol(&self, symbol: &CStr) -> *mut c_void {
         if self.handle.is_null() {
             return core::ptr::null_mut();
@@ -83,6 +100,7 @@ impl Library {
     }
 }
 
+#[cfg(unix)]
 impl Drop for Library {
     fn drop(&mut self) {
         if !self.handle.is_null() {
@@ -180,6 +198,7 @@ impl<const N: usize> fmt::Display for FixedStr<N> {
 #[derive(Clone, Copy, Debug)]
 pub struct DlError(pub FixedStr<256>);
 
+#[cfg(unix)]
 impl DlError {
     fn last() -> Self {
         let mut s = FixedStr::new();
@@ -257,6 +276,14 @@ pub enum LoadError {
     },
     /// A table was already installed (see `install_driver`).
     AlreadyLoaded,
+    /// The process-wide table was asked for, none was installed, and this build has no
+    /// way to make one: it cannot load libraries (feature `loaded` on a Unix target) and
+    /// has no linked table (feature `linked`). Build one with `from_resolver` and
+    /// install it ([`install_driver`](crate::install_driver)) before the first use.
+    NotInstalled {
+        /// `libcuda` or `libcudart`.
+        library: &'static str,
+    },
     /// An earlier attempt to load this table panicked, so there is no table.
     Poisoned,
 }
@@ -291,6 +318,12 @@ impl fmt::Display for LoadError {
                 problem,
             } => write!(f, "could not load {library}: ${variable} is {problem}"),
             Self::AlreadyLoaded => f.write_str("a CUDA function table was already loaded"),
+            Self::NotInstalled { library } => write!(
+                f,
+                "no table for {library} was installed, and this build can neither load it \
+                 (feature `loaded`, Unix targets) nor link it (feature `linked`): install \
+                 one built with `from_resolver` first"
+            ),
             Self::Poisoned => {
                 f.write_str("loading the CUDA function table panicked earlier; it is not loaded")
             }
@@ -317,6 +350,8 @@ impl crate::once::Poison for LoadError {
 /// [`EnvError::TooLong`] when the value has more than [`FixedStr::<N>::capacity`]
 /// bytes (it is neither cut short nor skipped), [`EnvError::NotUtf8`] when it is not
 /// UTF-8.
+#[cfg(unix)]
+#[cfg_attr(docsrs, doc(cfg(unix)))]
 pub fn getenv<const N: usize>(name: &CStr) -> Result<Option<FixedStr<N>>, EnvError> {
     // SAFETY: `name` is NUL-terminated. The result is null or points to the variable's
     // NUL-terminated value, which is copied below before this function returns.
@@ -342,14 +377,22 @@ pub fn getenv<const N: usize>(name: &CStr) -> Result<Option<FixedStr<N>>, EnvErr
 }
 
 /// Tries candidate paths in order, recording each in `tried`.
+#[cfg(all(feature = "loaded", unix))]
 pub(crate) struct Search {
     pub(crate) library: &'static str,
     pub(crate) tried: FixedStr<2048>,
     pub(crate) last: Option<DlError>,
 }
 
+#[cfg(all(feature = "loaded", unix))]
 impl Search {
-    pub(crate) const fn new(library: &'static str) -> Self {
+    /// A search for `library`.
+    ///
+    /// # Safety
+    /// Every path then tried ([`Search::try_path`], `Search::try_quiet`) is opened
+    /// with [`Library::open`]: the caller vouches for all of them, as its `# Safety`
+    /// asks.
+    pub(crate) const unsafe fn new(library: &'static str) -> Self {
         Self {
             library,
             tried: FixedStr::new(),
@@ -400,11 +443,8 @@ impl Search {
             self.tried.push(", ");
         }
         self.tried.push(path.as_str());
-        // SAFETY: every path the loader tries is a CUDA library, by its soname, at its
-        // install location, or named by the user's environment for this purpose. These
-        // are NVIDIA's libraries, built to be opened and closed with dlopen/dlclose at
-        // any time (the CUDA runtime itself opens libcuda so); nothing is read from the
-        // handle here, and the tables that read from it never close it.
+        // SAFETY: whoever made this search vouched for every path it tries
+        // (`Search::new`).
         match unsafe { Library::open(path.as_cstr()) } {
             Ok(lib) => Ok(Some(lib)),
             Err(e) => {
@@ -415,17 +455,19 @@ impl Search {
     }
 
     /// Tries a path without recording it (for wide searches summarised by [`Search::note`]).
+    #[cfg(feature = "runtime")]
     pub(crate) fn try_quiet(
         &mut self,
         variable: Option<&'static CStr>,
         parts: &[&str],
     ) -> Result<Option<Library>, LoadError> {
         let path = self.build(variable, parts)?;
-        // SAFETY: as in `try_path`: the CUDA runtime of a pip wheel at its install path.
+        // SAFETY: as in `try_path`.
         Ok(unsafe { Library::open(path.as_cstr()) }.ok())
     }
 
     /// Records a summary of candidates tried quietly.
+    #[cfg(feature = "runtime")]
     pub(crate) fn note(&mut self, text: &str) {
         if !self.tried.as_str().is_empty() {
             self.tried.push(", ");
@@ -449,9 +491,18 @@ impl Search {
 /// # Errors
 /// [`LoadError::BadEnvPath`] when `$CUDA_SYS_LIBCUDA` is set but longer than
 /// [`MAX_PATH_LEN`] or not UTF-8; [`LoadError::LibraryNotFound`] when no candidate opens.
-pub fn open_driver() -> Result<Library, LoadError> {
+///
+/// # Safety
+/// As for [`Library::open`], for the first of these candidates that opens: it must be
+/// the CUDA driver (or have its exports and signatures), sound to open in this process.
+/// NVIDIA's libraries are built to be opened and closed with `dlopen`/`dlclose` at any
+/// time (the CUDA runtime itself opens libcuda so); the variable can name any file.
+#[cfg(all(feature = "loaded", unix))]
+#[cfg_attr(docsrs, doc(cfg(all(feature = "loaded", unix))))]
+pub unsafe fn open_driver() -> Result<Library, LoadError> {
     const VAR: &CStr = c"CUDA_SYS_LIBCUDA";
-    let mut search = Search::new("libcuda");
+    // SAFETY: the caller vouches for the candidates (`# Safety`).
+    let mut search = unsafe { Search::new("libcuda") };
     if let Some(p) = search.env(VAR)? {
         if let Some(lib) = search.try_path(Some(VAR), &[p.as_str()])? {
             return Ok(lib);
@@ -474,10 +525,17 @@ pub fn open_driver() -> Result<Library, LoadError> {
 /// [`LoadError::BadEnvPath`] when one of those variables is set but the path built from
 /// it is longer than [`MAX_PATH_LEN`] or not UTF-8 (the search stops there);
 /// [`LoadError::LibraryNotFound`] when no candidate opens.
-pub fn open_runtime() -> Result<Library, LoadError> {
+///
+/// # Safety
+/// As for [`open_driver`]: the first candidate that opens must be the CUDA runtime (or
+/// have its exports and signatures), sound to open in this process.
+#[cfg(all(feature = "loaded", feature = "runtime", unix))]
+#[cfg_attr(docsrs, doc(cfg(all(feature = "loaded", feature = "runtime", unix))))]
+pub unsafe fn open_runtime() -> Result<Library, LoadError> {
     const SONAME: &str = "libcudart.so.13";
     const VAR: &CStr = c"CUDA_SYS_LIBCUDART";
-    let mut search = Search::new("libcudart");
+    // SAFETY: the caller vouches for the candidates (`# Safety`).
+    let mut search = unsafe { Search::new("libcudart") };
     if let Some(p) = search.env(VAR)? {
         if let Some(lib) = search.try_path(Some(VAR), &[p.as_str()])? {
             return Ok(lib);
@@ -541,18 +599,23 @@ mod tests {
     extern crate std;
 
     use super::*;
+    #[cfg(unix)]
     use std::string::String;
+    #[cfg(unix)]
     use std::sync::Mutex;
 
     /// Tests that write the environment hold this, so no read races a write.
+    #[cfg(unix)]
     static ENV: Mutex<()> = Mutex::new(());
 
+    #[cfg(unix)]
     fn set_env(name: &str, value: &str) {
         // SAFETY: every test in this crate that reads or writes the environment holds
         // `ENV`, so no other thread of this test binary touches it concurrently.
         unsafe { std::env::set_var(name, value) };
     }
 
+    #[cfg(unix)]
     fn remove_env(name: &str) {
         // SAFETY: as in `set_env`.
         unsafe { std::env::remove_var(name) };
@@ -587,6 +650,7 @@ mod tests {
     }
 
     #[test]
+    #[cfg(unix)]
     fn getenv_copies_the_value_out() {
         let _env = ENV.lock();
         set_env("CUDA_SYS_TEST_GETENV", "/first/value");
@@ -610,6 +674,7 @@ mod tests {
     }
 
     #[test]
+    #[cfg(unix)]
     fn getenv_reports_a_value_too_long_for_its_buffer() {
         let _env = ENV.lock();
         set_env("CUDA_SYS_TEST_GETENV_LONG", "0123456789");
@@ -628,11 +693,13 @@ mod tests {
     /// A path variable longer than the path buffer stops the search with an error that
     /// names it, instead of being skipped (which would load another library).
     #[test]
+    #[cfg(all(feature = "loaded", unix))]
     fn a_path_variable_too_long_is_an_error_naming_it() {
         let _env = ENV.lock();
         let long = "/x".repeat(300);
         set_env("CUDA_SYS_LIBCUDA", &long);
-        let err = open_driver().err();
+        // SAFETY: the path is too long to be opened; no library is.
+        let err = unsafe { open_driver() }.err();
         remove_env("CUDA_SYS_LIBCUDA");
         let Some(LoadError::BadEnvPath {
             library,
@@ -655,9 +722,17 @@ mod tests {
             text.contains("the path from $CUDA_SYS_LIBCUDA is too long (600 bytes"),
             "{text}"
         );
+    }
 
+    /// The same for the runtime's variables.
+    #[test]
+    #[cfg(all(feature = "loaded", feature = "runtime", unix))]
+    fn a_runtime_path_variable_too_long_is_an_error_naming_it() {
+        let _env = ENV.lock();
+        let long = "/x".repeat(300);
         set_env("CUDA_SYS_LIBCUDART", &long);
-        let err = open_runtime().err();
+        // SAFETY: the path is too long to be opened; no library is.
+        let err = unsafe { open_runtime() }.err();
         remove_env("CUDA_SYS_LIBCUDART");
         assert!(
             matches!(
@@ -674,7 +749,8 @@ mod tests {
         let root = "/r".repeat(250);
         set_env("CUDA_SYS_LIBCUDART", "");
         set_env("CUDA_PATH", &root);
-        let err = open_runtime().err();
+        // SAFETY: as above; the search stops at the long path.
+        let err = unsafe { open_runtime() }.err();
         remove_env("CUDA_PATH");
         remove_env("CUDA_SYS_LIBCUDART");
         let expected = EnvError::TooLong {

@@ -109,7 +109,8 @@ impl<T, E: Poison> Once<T, E> {
 }
 
 /// Waiting politely: `spin_loop` 1, 2, 4, .. 64 times, then yield the CPU on each round
-/// (`sched_yield`; dlopen of the driver can take a while).
+/// (`sched_yield`; dlopen of the driver can take a while). A target without an OS has no
+/// one to yield to: it goes on spinning 64 times a round.
 struct Backoff {
     step: u32,
 }
@@ -128,8 +129,15 @@ impl Backoff {
             }
             self.step += 1;
         } else {
+            #[cfg(unix)]
             // SAFETY: sched_yield takes no arguments and has no preconditions.
-            unsafe { libc::sched_yield() };
+            unsafe {
+                libc::sched_yield()
+            };
+            #[cfg(not(unix))]
+            for _ in 0..1u32 << Self::SPIN_LIMIT {
+                core::hint::spin_loop();
+            }
         }
     }
 }

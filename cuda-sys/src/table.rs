@@ -1,16 +1,21 @@
 //! The macros that turn the generated function lists into the driver and runtime APIs.
 //!
 //! `generated/driver_fns.rs` and `generated/runtime_fns.rs` are data: one line per C
-//! function. From them these macros build, for both binding modes, the same API:
-//! a table type (`DriverApi`, `RuntimeApi`) with one accessor per documented name that
+//! function. From them these macros build one table type each (`DriverApi`,
+//! `RuntimeApi`), the same in every build, with one accessor per documented name that
 //! returns the function pointer or a [`MissingSymbol`](crate::MissingSymbol) naming it.
 //!
-//! - `loaded` mode: the table holds `Option<fn>` fields filled by a resolver
-//!   (`cuGetProcAddress_v2`, `dlsym`, or a test's mock), and the library they came
-//!   from, which it never closes: the accessors return plain function pointers, which
-//!   may be copied and kept after the table is gone, so they must stay valid for the
-//!   rest of the process.
-//! - `linked` mode: the table is empty and each accessor returns the linked symbol.
+//! A table is filled one of two ways, chosen at run time (the features only decide which
+//! constructors exist, never what a table looks like):
+//! - by a resolver (`from_resolver`, in every build; `load`, feature `loaded`): the
+//!   `Option<fn>` fields hold what `cuGetProcAddress_v2`, `dlsym` or a test's mock
+//!   returned, and the table holds the library they came from, which it never closes:
+//!   the accessors return plain function pointers, which may be copied and kept after
+//!   the table is gone, so they must stay valid for the rest of the process.
+//! - linked (`linked()`, feature `linked`): the fields stay empty, the table is marked
+//!   linked, and each accessor returns the `extern "C"` declaration's address. Only
+//!   the accessors a program calls name their symbol, so a linked program needs from
+//!   `libcuda` only the functions it uses (an older driver still starts it).
 
 /// Builds `DriverApi` and `DRIVER_ENTRIES`.
 macro_rules! driver_table {
@@ -34,34 +39,39 @@ macro_rules! driver_table {
         /// [`MissingSymbol`]($crate::MissingSymbol) naming it when the driver lacks it.
         /// Calling the pointer is `unsafe` with the C function's own contract.
         ///
+        /// One type in every build; how it is filled is chosen at run time:
+        /// - [`DriverApi::from_resolver`] (every build, every target): from a function
+        ///   that resolves each entry (a bare-metal driver interface, a mock);
+        /// - `DriverApi::load` (feature `loaded`, Unix): `libcuda` through `dlopen` and
+        ///   `cuGetProcAddress_v2`;
+        /// - `DriverApi::linked` (feature `linked`): the `extern "C"` declarations,
+        ///   linked against `-lcuda` at build time.
+        ///
         /// The table never closes the library it was filled from (dropping the table
         /// does not drop its [`Library`]($crate::loader::Library)), so every function
         /// pointer an accessor returns stays valid for the rest of the process, also
-        /// after the table is dropped. Each [`load_driver`](crate::load_driver) keeps one
-        /// more reference to `libcuda` open.
-        #[cfg(not(feature = "linked"))]
+        /// after the table is dropped. Each `DriverApi::load` keeps one more reference
+        /// to `libcuda` open.
         #[allow(non_snake_case)]
         pub struct DriverApi {
             /// Never dropped: see the type's docs.
             library: ::core::mem::ManuallyDrop<$crate::loader::Library>,
+            /// Made by `linked()`: the accessors return the linked symbols.
+            linked: bool,
             $( $name: Option<unsafe extern "C" fn($($ty),*) -> $ret>, )*
         }
 
-        /// The driver API (`libcuda`), linked at build time.
-        ///
-        /// Each accessor has the C function's documented name and returns the linked
-        /// symbol; it never fails in this mode.
-        #[cfg(feature = "linked")]
-        pub struct DriverApi {
-            _linked: (),
-        }
-
-        #[cfg(not(feature = "linked"))]
         #[allow(non_snake_case)]
         impl DriverApi {
             /// Builds a table by asking `resolve` for each entry of
             /// [`DRIVER_ENTRIES`](crate::DRIVER_ENTRIES), in order. A null pointer leaves
             /// the entry missing. The table keeps `library` and never closes it.
+            ///
+            /// This is how a target without `dlopen` (`x86_64-unknown-none`,
+            /// `aarch64-unknown-none`) reaches its driver: pass
+            /// [`Library::none()`]($crate::loader::Library::none), resolve the entries
+            /// from the platform's own driver interface, and hand the table to
+            /// [`install_driver`](crate::install_driver).
             ///
             /// # Safety
             /// Every non-null pointer `resolve` returns must be a function with the C
@@ -76,6 +86,7 @@ macro_rules! driver_table {
                 let mut entries = DRIVER_ENTRIES.iter();
                 Self {
                     library: ::core::mem::ManuallyDrop::new(library),
+                    linked: false,
                     $( $name: {
                         let ptr = entries.next().map_or(::core::ptr::null_mut(), &mut resolve);
                         // SAFETY: `Option<extern fn>` has the layout of a nullable pointer;
@@ -90,12 +101,36 @@ macro_rules! driver_table {
                 }
             }
 
-            /// Whether each entry of [`DRIVER_ENTRIES`](crate::DRIVER_ENTRIES) resolved.
+            /// The linked table: each accessor returns the `extern "C"` declaration of
+            /// its symbol, resolved when the program was linked (`-lcuda`) and loaded.
+            /// It never reports a missing symbol.
+            #[cfg(feature = "linked")]
+            #[cfg_attr(docsrs, doc(cfg(feature = "linked")))]
+            pub const fn linked() -> Self {
+                Self {
+                    library: ::core::mem::ManuallyDrop::new($crate::loader::Library::none()),
+                    linked: true,
+                    $( $name: None, )*
+                }
+            }
+
+            /// Whether this is the linked table (`DriverApi::linked()`) rather than one
+            /// filled by a resolver.
+            pub const fn is_linked(&self) -> bool {
+                self.linked
+            }
+
+            /// Whether each entry of [`DRIVER_ENTRIES`](crate::DRIVER_ENTRIES) resolved
+            /// (all of them in the linked table).
             pub fn resolved(&self) -> [bool; DRIVER_ENTRIES.len()] {
+                if self.linked {
+                    return [true; DRIVER_ENTRIES.len()];
+                }
                 [$( self.$name.is_some(), )*]
             }
 
-            /// The library the table was filled from (open for the rest of the process).
+            /// The library the table was filled from (open for the rest of the process);
+            /// [`Library::none()`]($crate::loader::Library::none) for the linked table.
             pub fn library(&self) -> &$crate::loader::Library {
                 &self.library
             }
@@ -104,6 +139,10 @@ macro_rules! driver_table {
                 #[doc = concat!("`", stringify!($name), "` (symbol `", stringify!($sym), "`).")]
                 #[inline(always)]
                 pub fn $name(&self) -> Result<unsafe extern "C" fn($($ty),*) -> $ret, $crate::MissingSymbol> {
+                    #[cfg(feature = "linked")]
+                    if self.linked {
+                        return Ok(linked_driver::$name);
+                    }
                     match self.$name {
                         Some(f) => Ok(f),
                         None => Err($crate::MissingSymbol { name: stringify!($name) }),
@@ -122,35 +161,15 @@ macro_rules! driver_table {
                 $( #[link_name = stringify!($sym)] pub fn $name($($arg: $ty),*) -> $ret; )*
             }
         }
-
-        #[cfg(feature = "linked")]
-        #[allow(non_snake_case)]
-        impl DriverApi {
-            /// The linked table.
-            pub const fn linked() -> Self {
-                Self { _linked: () }
-            }
-
-            /// Whether each entry resolved: always, once the program linked.
-            pub fn resolved(&self) -> [bool; DRIVER_ENTRIES.len()] {
-                [true; DRIVER_ENTRIES.len()]
-            }
-
-            $(
-                #[doc = concat!("`", stringify!($name), "` (symbol `", stringify!($sym), "`).")]
-                #[inline(always)]
-                pub fn $name(&self) -> Result<unsafe extern "C" fn($($ty),*) -> $ret, $crate::MissingSymbol> {
-                    Ok(linked_driver::$name)
-                }
-            )*
-        }
     };
 }
 
-/// Builds `RuntimeApi` and `RUNTIME_ENTRIES`.
+/// Builds `RuntimeApi` and `RUNTIME_ENTRIES` (feature `runtime`).
+#[cfg(feature = "runtime")]
 macro_rules! runtime_table {
     ($( $name:ident = $sym:ident @ $ptds:literal ( $($arg:ident : $ty:ty),* ) -> $ret:ty; )*) => {
         /// Every runtime function these bindings know, in table order.
+        #[cfg_attr(docsrs, doc(cfg(feature = "runtime")))]
         pub static RUNTIME_ENTRIES: &[$crate::Entry] = &[$(
             $crate::Entry {
                 name: stringify!($name),
@@ -167,25 +186,24 @@ macro_rules! runtime_table {
         /// [`MissingSymbol`]($crate::MissingSymbol) naming it when the library lacks it.
         /// Calling the pointer is `unsafe` with the C function's own contract.
         ///
+        /// Filled like [`DriverApi`](crate::DriverApi): [`RuntimeApi::from_resolver`]
+        /// in every build, `RuntimeApi::load` (feature `loaded`, Unix) and
+        /// `RuntimeApi::linked` (feature `linked`, which then links `-lcudart`).
+        ///
         /// The table never closes the library it was filled from (dropping the table
         /// does not drop its [`Library`]($crate::loader::Library)), so every function
         /// pointer an accessor returns stays valid for the rest of the process, also
         /// after the table is dropped.
-        #[cfg(not(feature = "linked"))]
+        #[cfg_attr(docsrs, doc(cfg(feature = "runtime")))]
         #[allow(non_snake_case)]
         pub struct RuntimeApi {
             /// Never dropped: see the type's docs.
             library: ::core::mem::ManuallyDrop<$crate::loader::Library>,
+            /// Made by `linked()`: the accessors return the linked symbols.
+            linked: bool,
             $( $name: Option<unsafe extern "C" fn($($ty),*) -> $ret>, )*
         }
 
-        /// The runtime API (`libcudart`), linked at build time.
-        #[cfg(feature = "linked")]
-        pub struct RuntimeApi {
-            _linked: (),
-        }
-
-        #[cfg(not(feature = "linked"))]
         #[allow(non_snake_case)]
         impl RuntimeApi {
             /// Builds a table by asking `resolve` for each entry of
@@ -204,6 +222,7 @@ macro_rules! runtime_table {
                 let mut entries = RUNTIME_ENTRIES.iter();
                 Self {
                     library: ::core::mem::ManuallyDrop::new(library),
+                    linked: false,
                     $( $name: {
                         let ptr = entries.next().map_or(::core::ptr::null_mut(), &mut resolve);
                         // SAFETY: nullable function pointer layout; the caller guarantees
@@ -218,12 +237,35 @@ macro_rules! runtime_table {
                 }
             }
 
-            /// Whether each entry of [`RUNTIME_ENTRIES`](crate::RUNTIME_ENTRIES) resolved.
+            /// The linked table: each accessor returns the `extern "C"` declaration of
+            /// its symbol, resolved when the program was linked (`-lcudart`) and loaded.
+            #[cfg(feature = "linked")]
+            #[cfg_attr(docsrs, doc(cfg(all(feature = "linked", feature = "runtime"))))]
+            pub const fn linked() -> Self {
+                Self {
+                    library: ::core::mem::ManuallyDrop::new($crate::loader::Library::none()),
+                    linked: true,
+                    $( $name: None, )*
+                }
+            }
+
+            /// Whether this is the linked table (`RuntimeApi::linked()`) rather than one
+            /// filled by a resolver.
+            pub const fn is_linked(&self) -> bool {
+                self.linked
+            }
+
+            /// Whether each entry of [`RUNTIME_ENTRIES`](crate::RUNTIME_ENTRIES) resolved
+            /// (all of them in the linked table).
             pub fn resolved(&self) -> [bool; RUNTIME_ENTRIES.len()] {
+                if self.linked {
+                    return [true; RUNTIME_ENTRIES.len()];
+                }
                 [$( self.$name.is_some(), )*]
             }
 
-            /// The library the table was filled from (open for the rest of the process).
+            /// The library the table was filled from (open for the rest of the process);
+            /// [`Library::none()`]($crate::loader::Library::none) for the linked table.
             pub fn library(&self) -> &$crate::loader::Library {
                 &self.library
             }
@@ -232,6 +274,10 @@ macro_rules! runtime_table {
                 #[doc = concat!("`", stringify!($name), "`.")]
                 #[inline(always)]
                 pub fn $name(&self) -> Result<unsafe extern "C" fn($($ty),*) -> $ret, $crate::MissingSymbol> {
+                    #[cfg(feature = "linked")]
+                    if self.linked {
+                        return Ok(linked_runtime::$name);
+                    }
                     match self.$name {
                         Some(f) => Ok(f),
                         None => Err($crate::MissingSymbol { name: stringify!($name) }),
@@ -240,6 +286,8 @@ macro_rules! runtime_table {
             )*
         }
 
+        /// Declared only with `runtime` (this module is), so `linked` alone never links
+        /// `-lcudart`.
         #[cfg(feature = "linked")]
         #[allow(non_snake_case)]
         mod linked_runtime {
@@ -250,30 +298,9 @@ macro_rules! runtime_table {
                 $( #[link_name = stringify!($sym)] pub fn $name($($arg: $ty),*) -> $ret; )*
             }
         }
-
-        #[cfg(feature = "linked")]
-        #[allow(non_snake_case)]
-        impl RuntimeApi {
-            /// The linked table.
-            pub const fn linked() -> Self {
-                Self { _linked: () }
-            }
-
-            /// Whether each entry resolved: always, once the program linked.
-            pub fn resolved(&self) -> [bool; RUNTIME_ENTRIES.len()] {
-                [true; RUNTIME_ENTRIES.len()]
-            }
-
-            $(
-                #[doc = concat!("`", stringify!($name), "`.")]
-                #[inline(always)]
-                pub fn $name(&self) -> Result<unsafe extern "C" fn($($ty),*) -> $ret, $crate::MissingSymbol> {
-                    Ok(linked_runtime::$name)
-                }
-            )*
-        }
     };
 }
 
 pub(crate) use driver_table;
+#[cfg(feature = "runtime")]
 pub(crate) use runtime_table;

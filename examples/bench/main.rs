@@ -201,14 +201,15 @@ fn run(ctx: &Context, rows: &mut Rows, quick: bool, cold: [f64; 3]) -> R {
     ] {
         rows.add("rust", "loader", case, 0, 0, "ms", &mut [ms]);
     }
-    #[cfg(not(feature = "linked"))]
-    {
+    #[cfg(feature = "loaded")]
+    if !cuda_sys::driver()?.is_linked() {
         let mut warm = Vec::new();
         for _ in 0..20 {
             let t = Instant::now();
             // A table never closes libcuda, so this is dlopen of a loaded library plus
             // resolving every entry.
-            let _table = cuda_sys::load_driver(cuda_sys::LoadOptions::default())?;
+            // SAFETY: the search the process-wide table made, which opened the driver.
+            let _table = unsafe { cuda_sys::DriverApi::load(cuda_sys::LoadOptions::default()) }?;
             warm.push(t.elapsed().as_secs_f64() * 1e3);
         }
         rows.add("rust", "loader", "load_driver_warm", 0, 0, "ms", &mut warm);
