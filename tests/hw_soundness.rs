@@ -614,7 +614,7 @@ fn every_handle_from_another_thread() -> TestResult {
 /// last handle goes.
 fn created_context_from_another_thread() -> TestResult {
     require_gpu()?;
-    let created = Context::create(Device::get(0)?, 0)?;
+    let created = Context::create(Device::get(0)?, Default::default())?;
     // cuCtxCreate makes it current here; the primary one is current again after a bind.
     let primary = ctx()?;
     primary.bind()?;

@@ -19,7 +19,7 @@
 use core::marker::PhantomData;
 use core::ptr;
 
-use cuda_sys::{CUcontext, DriverApi};
+use cuda_sys::{CUcontext, CUctx_flags, DriverApi};
 
 use crate::Device;
 use crate::driver::api;
@@ -29,6 +29,44 @@ use crate::shared::{Shared, pooled};
 /// Without `alloc`, how many distinct contexts (each [`Context::primary`] or
 /// [`Context::create`] call, not clones) can be alive at once.
 pub const MAX_CONTEXTS: usize = 32;
+
+bitflags::bitflags! {
+    /// `CUctx_flags`: how a context schedules the host thread that waits for the GPU and
+    /// what it enables, for [`Context::create`], [`Context::flags`] /
+    /// [`Context::set_flags`] and the primary context's
+    /// ([`Device::set_primary_context_flags`]).
+    ///
+    /// The empty set is `CU_CTX_SCHED_AUTO`: spin while the GPU has fewer active contexts
+    /// than the host has logical cores, yield otherwise. At most one `SCHED_*` flag may
+    /// be set. Bits the type does not name are kept as they are
+    /// (`from_bits_retain`), so flags of a newer driver survive a round trip.
+    #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+    pub struct ContextFlags: u32 {
+        /// `CU_CTX_SCHED_SPIN`: spin while waiting for the GPU (lowest latency, one busy
+        /// core per waiting thread).
+        const SCHED_SPIN = CUctx_flags::CU_CTX_SCHED_SPIN.0;
+        /// `CU_CTX_SCHED_YIELD`: yield the thread while waiting.
+        const SCHED_YIELD = CUctx_flags::CU_CTX_SCHED_YIELD.0;
+        /// `CU_CTX_SCHED_BLOCKING_SYNC`: block the thread on a synchronization primitive
+        /// while waiting.
+        const SCHED_BLOCKING_SYNC = CUctx_flags::CU_CTX_SCHED_BLOCKING_SYNC.0;
+        /// `CU_CTX_MAP_HOST`: support mapped pinned host memory (always on with unified
+        /// addressing, which every 64-bit platform CUDA 12 supports has).
+        const MAP_HOST = CUctx_flags::CU_CTX_MAP_HOST.0;
+        /// `CU_CTX_LMEM_RESIZE_TO_MAX`: keep local memory at the largest size a launch
+        /// needed instead of shrinking it.
+        const LMEM_RESIZE_TO_MAX = CUctx_flags::CU_CTX_LMEM_RESIZE_TO_MAX.0;
+        /// `CU_CTX_COREDUMP_ENABLE`: write a GPU core dump on an exception in this
+        /// context.
+        const COREDUMP_ENABLE = CUctx_flags::CU_CTX_COREDUMP_ENABLE.0;
+        /// `CU_CTX_USER_COREDUMP_ENABLE`: allow user-triggered core dumps of this context.
+        const USER_COREDUMP_ENABLE = CUctx_flags::CU_CTX_USER_COREDUMP_ENABLE.0;
+        /// `CU_CTX_SYNC_MEMOPS`: synchronous memory operations on this context's memory
+        /// are always synchronous (as `CU_POINTER_ATTRIBUTE_SYNC_MEMOPS` for each
+        /// allocation).
+        const SYNC_MEMOPS = CUctx_flags::CU_CTX_SYNC_MEMOPS.0;
+    }
+}
 
 /// How a context is given up when its last [`Context`] clone is dropped.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -164,24 +202,37 @@ impl Context {
         Ok(ctx)
     }
 
-    /// `cuCtxCreate`: a new context on `device` with `flags` (`CU_CTX_SCHED_*`,
-    /// `CU_CTX_MAP_HOST`, ...), made current on the calling thread as the driver does;
-    /// destroyed (`cuCtxDestroy`) when the last clone and handle are dropped.
+    /// `cuCtxCreate`: a new (non-primary) context on `device` with `flags`, made current on
+    /// the calling thread as the driver does; destroyed (`cuCtxDestroy`) when the last
+    /// clone and the last handle made in it are dropped.
     ///
     /// Prefer [`Context::primary`] unless you need a context of your own: the CUDA
-    /// runtime and most libraries use the primary one.
+    /// runtime and most libraries use the primary one, and memory of one context is not
+    /// usable in kernels of another. Like every [`Context`], the result is `Send + Sync`
+    /// and each handle made in it makes it current where it is used, so it works from
+    /// any thread.
+    ///
+    /// ```no_run
+    /// # fn main() -> cuda_core::Result<()> {
+    /// use cuda_core::{Context, ContextFlags, Device};
+    /// let ctx = Context::create(Device::get(0)?, ContextFlags::SCHED_BLOCKING_SYNC)?;
+    /// assert!(ctx.flags()?.contains(ContextFlags::SCHED_BLOCKING_SYNC));
+    /// std::thread::spawn(move || ctx.synchronize()).join().unwrap()?;
+    /// # Ok(()) }
+    /// ```
     ///
     /// # Errors
-    /// Driver errors.
+    /// Driver errors (`CUDA_ERROR_INVALID_VALUE` for more than one `SCHED_*` flag).
     #[doc(alias = "cuCtxCreate")]
-    pub fn create(device: Device, flags: u32) -> Result<Self> {
+    #[doc(alias = "cuCtxCreate_v4")]
+    pub fn create(device: Device, flags: ContextFlags) -> Result<Self> {
         let cu = api()?;
         let mut raw = ptr::null_mut();
         // SAFETY: valid out-pointer; no creation parameters (null), plain flags.
         unsafe {
             drv!(
                 cu,
-                cuCtxCreate(&mut raw, ptr::null_mut(), flags, device.as_raw())
+                cuCtxCreate(&mut raw, ptr::null_mut(), flags.bits(), device.as_raw())
             )?
         };
         Self::share(CtxInner {
@@ -348,17 +399,17 @@ impl Context {
         unsafe { drv!(g.cu, cuCtxSynchronize()) }
     }
 
-    /// `cuCtxGetFlags`: the context's flags (`CU_CTX_SCHED_*`, ...).
+    /// `cuCtxGetFlags`: the context's flags (bits the type does not name are kept).
     ///
     /// # Errors
     /// Driver errors.
     #[doc(alias = "cuCtxGetFlags")]
-    pub fn flags(&self) -> Result<u32> {
+    pub fn flags(&self) -> Result<ContextFlags> {
         let g = self.enter()?;
         let mut flags = 0;
         // SAFETY: valid out-pointer; the context is current.
         unsafe { drv!(g.cu, cuCtxGetFlags(&mut flags))? };
-        Ok(flags)
+        Ok(ContextFlags::from_bits_retain(flags))
     }
 
     /// `cuCtxSetFlags`: sets the context's flags.
@@ -366,10 +417,35 @@ impl Context {
     /// # Errors
     /// Driver errors.
     #[doc(alias = "cuCtxSetFlags")]
-    pub fn set_flags(&self, flags: u32) -> Result<()> {
+    pub fn set_flags(&self, flags: ContextFlags) -> Result<()> {
         let g = self.enter()?;
         // SAFETY: plain value; the context is current.
-        unsafe { drv!(g.cu, cuCtxSetFlags(flags)) }
+        unsafe { drv!(g.cu, cuCtxSetFlags(flags.bits())) }
+    }
+
+    /// `cuMemGetInfo`: `(free, total)` device memory in bytes, as the driver sees it
+    /// from this context (made current for the call). `free` counts memory every
+    /// process and context on the device has not allocated, so it may change between
+    /// two calls without this process doing anything.
+    ///
+    /// ```no_run
+    /// # fn main() -> cuda_core::Result<()> {
+    /// let ctx = cuda_core::Context::primary(cuda_core::Device::get(0)?)?;
+    /// let (free, total) = ctx.mem_info()?;
+    /// assert!(free <= total);
+    /// # Ok(()) }
+    /// ```
+    ///
+    /// # Errors
+    /// Driver errors.
+    #[doc(alias = "cuMemGetInfo")]
+    #[doc(alias = "cuMemGetInfo_v2")]
+    pub fn mem_info(&self) -> Result<(usize, usize)> {
+        let g = self.enter()?;
+        let (mut free, mut total) = (0usize, 0usize);
+        // SAFETY: valid out-pointers; the context is current.
+        unsafe { drv!(g.cu, cuMemGetInfo(&mut free, &mut total))? };
+        Ok((free, total))
     }
 
     /// `cuCtxGetStreamPriorityRange`: the priorities streams of this context can have.

@@ -8,6 +8,7 @@ use core::ffi::c_char;
 
 use cuda_sys::{CUdevice, CUdevice_attribute};
 
+use crate::context::ContextFlags;
 use crate::driver::api;
 use crate::error::{Error, Result, drv};
 
@@ -127,7 +128,8 @@ impl Device {
         let mut uuid = cuda_sys::CUuuid { bytes: [0; 16] };
         // SAFETY: `uuid` is a valid out-pointer.
         unsafe { drv!(cu, cuDeviceGetUuid(&mut uuid, self.raw))? };
-        Ok(uuid.bytes.map(|b| b as u8))
+        // `c_char` is `i8` on x86_64 and `u8` on aarch64: reinterpret the bytes either way.
+        Ok(uuid.bytes.map(|b| u8::from_ne_bytes(b.to_ne_bytes())))
     }
 
     /// `cuDeviceTotalMem`: total device memory in bytes.
@@ -227,12 +229,14 @@ impl Device {
         Ok(self.attribute(CUdevice_attribute::CU_DEVICE_ATTRIBUTE_MEMORY_POOLS_SUPPORTED)? != 0)
     }
 
-    /// `cuDevicePrimaryCtxGetState`: the primary context's flags and whether it is active.
+    /// `cuDevicePrimaryCtxGetState`: the primary context's flags and whether it is
+    /// active (retained by someone, a [`Context::primary`](crate::Context::primary) or
+    /// the CUDA runtime, and not reset since).
     ///
     /// # Errors
     /// Driver errors.
     #[doc(alias = "cuDevicePrimaryCtxGetState")]
-    pub fn primary_context_state(self) -> Result<(u32, bool)> {
+    pub fn primary_context_state(self) -> Result<(ContextFlags, bool)> {
         let cu = api()?;
         let (mut flags, mut active) = (0u32, 0i32);
         // SAFETY: valid out-pointers.
@@ -242,18 +246,66 @@ impl Device {
                 cuDevicePrimaryCtxGetState(self.raw, &mut flags, &mut active)
             )?
         };
-        Ok((flags, active != 0))
+        Ok((ContextFlags::from_bits_retain(flags), active != 0))
     }
 
-    /// `cuDevicePrimaryCtxSetFlags`: the flags (`CU_CTX_SCHED_*`, ...) the primary context
-    /// gets when it is next created, or now if it is active.
+    /// `cuDevicePrimaryCtxSetFlags`: the flags the primary context gets when it is next
+    /// created, or now if it is active (then only the `SCHED_*` flags can change).
     ///
     /// # Errors
     /// Driver errors.
     #[doc(alias = "cuDevicePrimaryCtxSetFlags")]
-    pub fn set_primary_context_flags(self, flags: u32) -> Result<()> {
+    pub fn set_primary_context_flags(self, flags: ContextFlags) -> Result<()> {
         let cu = api()?;
         // SAFETY: plain value arguments.
-        unsafe { drv!(cu, cuDevicePrimaryCtxSetFlags(self.raw, flags)) }
+        unsafe { drv!(cu, cuDevicePrimaryCtxSetFlags(self.raw, flags.bits())) }
+    }
+
+    /// `cuDevicePrimaryCtxReset`: destroys every allocation and resets all state of the
+    /// device's primary context in this process (the runtime's `cudaDeviceReset`). The
+    /// next [`Context::primary`](crate::Context::primary) (or runtime call) starts a fresh
+    /// one. Outstanding retains are not released: `Context` values of the old context
+    /// stay counted and release their reference when dropped, which the driver allows
+    /// after a reset.
+    ///
+    /// ```no_run
+    /// # fn main() -> cuda_core::Result<()> {
+    /// use cuda_core::{Context, Device, DeviceBuffer};
+    /// let dev = Device::get(0)?;
+    /// {
+    ///     let ctx = Context::primary(dev)?;
+    ///     let buf = DeviceBuffer::<u32>::zeroed(&ctx, 1 << 20)?;
+    ///     drop(buf); // every handle made in the context is gone...
+    /// } // ...and so is every `Context` value of it
+    /// // SAFETY: no handle of the primary context exists, and no library uses it.
+    /// unsafe { dev.primary_context_reset()? };
+    /// let fresh = Context::primary(dev)?;
+    /// # drop(fresh); Ok(()) }
+    /// ```
+    ///
+    /// # Safety
+    /// The reset frees everything made in the primary context, behind the back of the
+    /// handles that own it, and a later allocation may reuse the same addresses. So:
+    /// - every handle made in this device's primary context before the call (buffers,
+    ///   pinned host buffers, streams, events, modules, functions, graphs, executable
+    ///   graphs, memory pools) must be dropped before it, or leaked (`mem::forget`,
+    ///   [`DeviceBuffer::into_raw`](crate::DeviceBuffer::into_raw)) and never used:
+    ///   dropping one afterwards frees an address that may belong to someone else by
+    ///   then, and using one touches freed memory (pinned host memory is host memory);
+    /// - a [`Context`](crate::Context) of the old primary context that is still alive
+    ///   may only be dropped afterwards; retain a new one with
+    ///   [`Context::primary`](crate::Context::primary);
+    /// - nothing else in the process (the CUDA runtime, other libraries, other threads)
+    ///   may be using the primary context or its memory.
+    ///
+    /// # Errors
+    /// Driver errors.
+    #[doc(alias = "cuDevicePrimaryCtxReset")]
+    #[doc(alias = "cudaDeviceReset")]
+    pub unsafe fn primary_context_reset(self) -> Result<()> {
+        let cu = api()?;
+        // SAFETY: plain value argument; that nothing uses the context's resources any
+        // more is the caller's promise.
+        unsafe { drv!(cu, cuDevicePrimaryCtxReset(self.raw)) }
     }
 }

@@ -2,11 +2,12 @@
 //! [`Function`], a kernel of a loaded [`Module`], with its attributes,
 //! its parameter layout (`cuFuncGetParamInfo`) and occupancy queries, clusters included.
 
+use core::ffi::c_int;
 use core::sync::atomic::{AtomicU32, Ordering};
 
 use cuda_sys::{
     CUcontext, CUfunction, CUfunction_attribute, CUlaunchAttribute, CUlaunchAttributeValue,
-    CUlaunchConfig, CUresult,
+    CUlaunchConfig, CUoccupancy_flags, CUoccupancyB2DSize, CUresult,
 };
 
 use crate::context::{Context, CurrentGuard, enter_raw};
@@ -288,29 +289,31 @@ impl Function {
         Ok(count)
     }
 
-    /// Checks packed parameters against the layout the driver reports for the kernel.
+    /// Checks packed parameters against the layout the driver reports for the kernel
+    /// (`cuFuncGetParamInfo` for each parameter, read one at a time: any number of
+    /// parameters, no buffer).
     ///
     /// # Errors
-    /// [`Error::Layout`] on a mismatch; driver errors.
-    pub fn verify_params<const CAP: usize>(
+    /// [`Error::Layout`] on a mismatch; driver errors (a driver failure wins over the
+    /// mismatch it may have caused).
+    #[doc(alias = "cuFuncGetParamInfo")]
+    pub fn verify_params<const CAP: usize, const N: usize>(
         &self,
-        args: &crate::args::PackedArgs<CAP>,
+        args: &crate::args::PackedArgs<CAP, N>,
     ) -> Result<()> {
         let count = self.param_count()?;
-        let mut reported = [(0usize, 0usize); crate::args::MAX_PARAMS];
-        let mut n = 0;
-        for index in 0..count {
-            let Some(slot) = reported.get_mut(index) else {
-                return Err(Error::Layout(crate::args::LayoutMismatch::Count {
-                    packed: args.params().len(),
-                    reported: count,
-                }));
-            };
-            *slot = self.param_info(index)?;
-            n = index + 1;
+        let mut error = None;
+        let outcome = args.verify((0..count).map_while(|i| match self.param_info(i) {
+            Ok(entry) => Some(entry),
+            Err(e) => {
+                error = Some(e);
+                None
+            }
+        }));
+        match (error, outcome) {
+            (Some(e), _) => Err(e),
+            (None, r) => r.map_err(Error::Layout),
         }
-        args.verify(reported.get(..n).unwrap_or(&[]).iter().copied())?;
-        Ok(())
     }
 
     /// `cuOccupancyMaxActiveBlocksPerMultiprocessor`: how many blocks of `block_size`
@@ -332,6 +335,139 @@ impl Function {
             )?
         };
         u32::try_from(n).map_err(|_| Error::InvalidArgument("negative occupancy"))
+    }
+
+    /// `cuOccupancyMaxPotentialBlockSize`: the block size that gives this kernel the
+    /// most resident threads per SM with `dynamic_smem` bytes of dynamic shared memory
+    /// per block, and the smallest grid that reaches that occupancy on the whole device:
+    /// `(min_grid_size, block_size)`. `block_size_limit` caps the block sizes considered
+    /// (0: no cap beyond the kernel's and the device's).
+    ///
+    /// ```no_run
+    /// # fn f(kernel: &cuda_core::Function, stream: &cuda_core::Stream) -> cuda_core::Result<()> {
+    /// let (min_grid, block) = kernel.max_potential_block_size(0, 0)?;
+    /// let n = 1u32 << 20;
+    /// let grid = n.div_ceil(block).max(min_grid);
+    /// let cfg = cuda_core::LaunchConfig::new(grid, block).stream(stream);
+    /// # let _ = cfg; Ok(()) }
+    /// ```
+    ///
+    /// # Errors
+    /// [`Error::InvalidArgument`] for a `block_size_limit` above `i32::MAX`; driver
+    /// errors.
+    #[doc(alias = "cuOccupancyMaxPotentialBlockSize")]
+    pub fn max_potential_block_size(
+        &self,
+        dynamic_smem: usize,
+        block_size_limit: u32,
+    ) -> Result<(u32, u32)> {
+        self.potential_block_size(None, dynamic_smem, block_size_limit, None)
+    }
+
+    /// `cuOccupancyMaxPotentialBlockSizeWithFlags`: as
+    /// [`max_potential_block_size`](Self::max_potential_block_size), with `flags`
+    /// (`CU_OCCUPANCY_DISABLE_CACHING_OVERRIDE`: do not assume the L1 cache can be
+    /// traded for shared memory on devices where that is configurable).
+    ///
+    /// # Errors
+    /// As [`max_potential_block_size`](Self::max_potential_block_size).
+    #[doc(alias = "cuOccupancyMaxPotentialBlockSizeWithFlags")]
+    pub fn max_potential_block_size_with_flags(
+        &self,
+        dynamic_smem: usize,
+        block_size_limit: u32,
+        flags: CUoccupancy_flags,
+    ) -> Result<(u32, u32)> {
+        self.potential_block_size(None, dynamic_smem, block_size_limit, Some(flags))
+    }
+
+    /// `cuOccupancyMaxPotentialBlockSizeWithFlags` for a kernel whose dynamic shared
+    /// memory depends on its block size: the driver calls `smem_for_block(block_size)`
+    /// for each block size it considers (on the calling thread, before this returns).
+    ///
+    /// `smem_for_block` is a plain `extern "C" fn`, so calling it is safe; a panic in it
+    /// aborts the process (it cannot unwind into the driver). It should not call CUDA.
+    ///
+    /// ```no_run
+    /// # fn f(kernel: &cuda_core::Function) -> cuda_core::Result<()> {
+    /// use core::ffi::c_int;
+    /// use cuda_core::cuda_sys::CUoccupancy_flags;
+    /// /// One `f32` of shared memory per thread.
+    /// extern "C" fn smem(block_size: c_int) -> usize {
+    ///     usize::try_from(block_size).unwrap_or(0) * 4
+    /// }
+    /// let (min_grid, block) = kernel.max_potential_block_size_with(
+    ///     smem,
+    ///     0,
+    ///     CUoccupancy_flags::CU_OCCUPANCY_DEFAULT,
+    /// )?;
+    /// # let _ = (min_grid, block); Ok(()) }
+    /// ```
+    ///
+    /// # Errors
+    /// As [`max_potential_block_size`](Self::max_potential_block_size).
+    #[doc(alias = "cuOccupancyMaxPotentialBlockSizeWithFlags")]
+    #[doc(alias = "CUoccupancyB2DSize")]
+    pub fn max_potential_block_size_with(
+        &self,
+        smem_for_block: extern "C" fn(c_int) -> usize,
+        block_size_limit: u32,
+        flags: CUoccupancy_flags,
+    ) -> Result<(u32, u32)> {
+        self.potential_block_size(Some(smem_for_block), 0, block_size_limit, Some(flags))
+    }
+
+    /// The three block-size queries: `cuOccupancyMaxPotentialBlockSize` without flags,
+    /// `...WithFlags` with.
+    fn potential_block_size(
+        &self,
+        smem_for_block: Option<extern "C" fn(c_int) -> usize>,
+        dynamic_smem: usize,
+        block_size_limit: u32,
+        flags: Option<CUoccupancy_flags>,
+    ) -> Result<(u32, u32)> {
+        let limit = c_int::try_from(block_size_limit)
+            .map_err(|_| Error::InvalidArgument("block size limit too large"))?;
+        // A safe `extern "C" fn` is a valid `unsafe extern "C" fn` of the same signature.
+        let b2d: CUoccupancyB2DSize =
+            smem_for_block.map(|f| f as unsafe extern "C" fn(c_int) -> usize);
+        let g = self.enter()?;
+        let (mut min_grid, mut block): (c_int, c_int) = (0, 0);
+        // SAFETY: live function, valid out-pointers; `b2d` is null or a function the
+        // driver may call with any block size (a safe fn, which cannot unwind); the
+        // context is current.
+        unsafe {
+            match flags {
+                None => drv!(
+                    g.cu,
+                    cuOccupancyMaxPotentialBlockSize(
+                        &mut min_grid,
+                        &mut block,
+                        self.raw,
+                        b2d,
+                        dynamic_smem,
+                        limit
+                    )
+                )?,
+                Some(flags) => drv!(
+                    g.cu,
+                    cuOccupancyMaxPotentialBlockSizeWithFlags(
+                        &mut min_grid,
+                        &mut block,
+                        self.raw,
+                        b2d,
+                        dynamic_smem,
+                        limit,
+                        flags.0
+                    )
+                )?,
+            }
+        };
+        let grid = u32::try_from(min_grid)
+            .map_err(|_| Error::InvalidArgument("negative minimum grid size"))?;
+        let block =
+            u32::try_from(block).map_err(|_| Error::InvalidArgument("negative block size"))?;
+        Ok((grid, block))
     }
 
     /// `cuOccupancyMaxPotentialClusterSize`: the largest cluster size the kernel can

@@ -10,9 +10,29 @@
 /// a struct needs at least one field.
 ///
 /// At compile time, the macro lays the struct out as the device does (each field at the
-/// next multiple of its `DEVICE_ALIGN`, the struct aligned to its most-aligned field, its
-/// size rounded up to that alignment) and fails the build, naming the field, when the
-/// host `repr(C)` layout differs. Padding bytes are never copied into a parameter buffer.
+/// next multiple of its `DEVICE_ALIGN`, the struct aligned to its most-aligned field or
+/// to its declared alignment, whichever is larger, its size rounded up to that alignment)
+/// and fails the build, naming the field, when the host `repr(C)` layout differs. Padding
+/// bytes are never copied into a parameter buffer.
+///
+/// An over-aligned struct, C++ `struct alignas(16) S { ... };`, is declared with
+/// `#[repr(align(16))]` (or `#[repr(C, align(16))]`): its `DEVICE_ALIGN` is the declared
+/// alignment, and its size is rounded up to it, on both sides.
+///
+/// ```
+/// use cuda_core::args::DeviceRepr;
+///
+/// cuda_core::kernel_struct! {
+///     /// `struct alignas(16) Pair { float a; int b; };` on the device.
+///     #[repr(C, align(16))]
+///     pub struct Pair16 {
+///         pub a: f32,
+///         pub b: i32,
+///     }
+/// }
+///
+/// assert_eq!((Pair16::DEVICE_SIZE, Pair16::DEVICE_ALIGN), (16, 16));
+/// ```
 ///
 /// ```
 /// use cuda_core::args::{DeviceRepr, Float4};
@@ -49,6 +69,27 @@
 ///     struct Bad { a: u8, b: Bytes8 } // host offset of `b` is 1, device offset 8
 /// }
 /// ```
+///
+/// So is a field type more aligned on the host than its `DEVICE_ALIGN` (it would make the
+/// struct more aligned than the device's):
+///
+/// ```compile_fail
+/// use cuda_core::args::DeviceRepr;
+///
+/// /// Sixteen bytes, 16-aligned on the host, that claim a device alignment of 4.
+/// #[derive(Clone, Copy)]
+/// #[repr(C, align(16))]
+/// struct Loose([u32; 4]);
+/// // SAFETY: no padding (the contract does not tie host and device alignment).
+/// unsafe impl DeviceRepr for Loose {
+///     const DEVICE_SIZE: usize = 16;
+///     const DEVICE_ALIGN: usize = 4;
+/// }
+///
+/// cuda_core::kernel_struct! {
+///     struct Bad { a: Loose } // host alignment 16, device alignment 4
+/// }
+/// ```
 #[macro_export]
 macro_rules! kernel_struct {
     (
@@ -71,9 +112,12 @@ macro_rules! kernel_struct {
         }
 
         // SAFETY: the `const` item below fails compilation unless every field's host
-        // offset, and the struct's host size and alignment, equal the device layout
-        // computed from the fields' `DeviceRepr` layouts; so the host bytes are the device
-        // bytes. `write_device_bytes` writes each field through its own `DeviceRepr`
+        // offset equals its device offset, no field is more aligned on the host than on
+        // the device, the struct is at least as aligned as its most-aligned field's
+        // `DEVICE_ALIGN` (more only by a declared `repr(align)`, as `alignas` on the
+        // device), and its size is the device size for that alignment; so the host bytes
+        // are the device bytes. `align_of` is a power of two dividing `size_of`.
+        // `write_device_bytes` writes each field through its own `DeviceRepr`
         // implementation at its offset, skipping padding.
         unsafe impl $crate::args::DeviceRepr for $name {
             const DEVICE_SIZE: usize = ::core::mem::size_of::<$name>();
@@ -98,6 +142,14 @@ macro_rules! kernel_struct {
             let mut align: usize = 1;
             $(
                 let field_align = <$fty as $crate::args::DeviceRepr>::DEVICE_ALIGN;
+                ::core::assert!(
+                    ::core::mem::align_of::<$fty>() <= field_align,
+                    ::core::concat!(
+                        "kernel_struct!: the type of `", ::core::stringify!($name), "::",
+                        ::core::stringify!($field), "` is more aligned on the host than its ",
+                        "DEVICE_ALIGN"
+                    ),
+                );
                 let offset = $crate::args::align_up(end, field_align);
                 ::core::assert!(
                     ::core::mem::offset_of!($name, $field) == offset,
@@ -112,15 +164,19 @@ macro_rules! kernel_struct {
                 }
                 end = offset.saturating_add(<$fty as $crate::args::DeviceRepr>::DEVICE_SIZE);
             )+
+            // With no field more aligned on the host than on the device, a host alignment
+            // above the largest field `DEVICE_ALIGN` can only come from a declared
+            // `repr(align(N))`: the device struct is then `alignas(N)`.
             ::core::assert!(
-                ::core::mem::align_of::<$name>() == align,
+                ::core::mem::align_of::<$name>() >= align,
                 ::core::concat!(
                     "kernel_struct!: the host alignment of `", ::core::stringify!($name),
-                    "` differs from its device alignment (the largest field DEVICE_ALIGN)"
+                    "` is below its device alignment (the largest field DEVICE_ALIGN)"
                 ),
             );
             ::core::assert!(
-                ::core::mem::size_of::<$name>() == $crate::args::align_up(end, align),
+                ::core::mem::size_of::<$name>()
+                    == $crate::args::align_up(end, ::core::mem::align_of::<$name>()),
                 ::core::concat!(
                     "kernel_struct!: the host size of `", ::core::stringify!($name),
                     "` differs from its device size (a field's DEVICE_SIZE differs from its ",
@@ -133,7 +189,7 @@ macro_rules! kernel_struct {
 
 #[cfg(test)]
 mod tests {
-    use crate::args::{DeviceRepr, Float2, Float4, LayoutRule, PackedArgs, ParamSpec};
+    use crate::args::{DeviceRepr, Float2, Float4, KernelArgs, LayoutRule, PackedArgs, ParamSpec};
     use core::mem::{align_of, offset_of, size_of};
 
     crate::kernel_struct! {
@@ -149,6 +205,93 @@ mod tests {
 
     crate::kernel_struct! {
         struct Mixed { flag: bool, v: Float2, n: u64, tail: [u8; 3], }
+    }
+
+    crate::kernel_struct! {
+        /// `struct alignas(16) { float; int; }`: 8 bytes of fields, 16 of struct.
+        #[derive(Debug, PartialEq)]
+        #[repr(C, align(16))]
+        pub struct Small16 {
+            /// First.
+            pub a: f32,
+            /// Second.
+            pub b: i32,
+        }
+    }
+
+    crate::kernel_struct! {
+        /// `struct alignas(32) { float4; char; }`.
+        #[repr(align(32))]
+        struct Vec32 { v: Float4, tag: u8 }
+    }
+
+    crate::kernel_struct! {
+        /// `struct alignas(64) { double; float2; }`: one cache line.
+        #[repr(align(64))]
+        struct Line { d: f64, f: Float2 }
+    }
+
+    crate::kernel_struct! {
+        /// An over-aligned struct as a field: `{ char; Small16; }`.
+        struct Outer { c: u8, inner: Small16 }
+    }
+
+    #[test]
+    fn over_aligned_structs_follow_their_declared_alignment() {
+        assert_eq!((size_of::<Small16>(), align_of::<Small16>()), (16, 16));
+        assert_eq!((Small16::DEVICE_SIZE, Small16::DEVICE_ALIGN), (16, 16));
+        assert_eq!(offset_of!(Small16, b), 4);
+
+        assert_eq!((Vec32::DEVICE_SIZE, Vec32::DEVICE_ALIGN), (32, 32));
+        assert_eq!(offset_of!(Vec32, tag), 16);
+        assert_eq!((Line::DEVICE_SIZE, Line::DEVICE_ALIGN), (64, 64));
+        assert_eq!(offset_of!(Line, f), 8);
+        assert_eq!((Outer::DEVICE_SIZE, Outer::DEVICE_ALIGN), (32, 16));
+        assert_eq!(offset_of!(Outer, inner), 16);
+
+        // As parameters: each goes to the next multiple of its declared alignment.
+        type List = (u8, Small16, u8, Vec32, u8, Line);
+        let offsets: [Option<usize>; 6] = core::array::from_fn(|i| {
+            crate::args::param_offset(LayoutRule::Alignment, List::PARAMS, i)
+        });
+        assert_eq!(
+            offsets,
+            [Some(0), Some(16), Some(32), Some(64), Some(96), Some(128)]
+        );
+        let v = Vec32 {
+            v: Float4::new(1.0, 2.0, 3.0, 4.0),
+            tag: 7,
+        };
+        let line = Line {
+            d: 2.5,
+            f: Float2::new(-1.0, 1.0),
+        };
+        let small = Small16 { a: 0.5, b: -3 };
+        let args = (1u8, small, 2u8, v, 3u8, line);
+        let packed = PackedArgs::from_args(&args).unwrap();
+        assert_eq!(packed.len(), 192);
+        let b = packed.as_bytes();
+        assert_eq!(b[16..20], 0.5f32.to_le_bytes());
+        assert_eq!(b[20..24], (-3i32).to_le_bytes());
+        assert_eq!(
+            b[24..32],
+            [0; 8],
+            "trailing padding of the over-aligned struct"
+        );
+        assert_eq!(b[76..80], 4.0f32.to_le_bytes());
+        assert_eq!(b[80], 7);
+        assert_eq!(b[81..96], [0; 15]);
+        assert_eq!(b[128..136], 2.5f64.to_le_bytes());
+        assert_eq!(b[136..140], (-1.0f32).to_le_bytes());
+        let mut by_push = PackedArgs::new();
+        by_push.push(&args.0).unwrap();
+        by_push.push(&args.1).unwrap();
+        by_push.push(&args.2).unwrap();
+        by_push.push(&args.3).unwrap();
+        by_push.push(&args.4).unwrap();
+        by_push.push(&args.5).unwrap();
+        assert_eq!(by_push.as_bytes(), packed.as_bytes());
+        assert_eq!(args.1, small);
     }
 
     #[test]

@@ -13,7 +13,11 @@ use super::{
 /// parameter buffer; the default capacity of [`PackedArgs`].
 pub const MAX_PARAM_BYTES: usize = 4096;
 
-/// The most parameters a [`PackedArgs`] records.
+/// The most parameters a [`PackedArgs`] records by default (its second parameter, `N`).
+///
+/// A kernel may take more: the driver allows 32,764 bytes of parameters (CUDA 12.1+,
+/// Volta and later). Name a larger record, such as `PackedArgs::<4096, 256>`, for
+/// those; it stays inline, with no heap.
 pub const MAX_PARAMS: usize = 64;
 
 /// The byte buffer, aligned like the most-aligned vector type.
@@ -24,10 +28,24 @@ struct AlignedBytes<const CAP: usize>([u8; CAP]);
 /// Kernel parameters packed into one buffer by device alignment, for the `extra` launch
 /// argument (`CU_LAUNCH_PARAM_BUFFER_POINTER` / `CU_LAUNCH_PARAM_BUFFER_SIZE`).
 ///
-/// Holds up to `CAP` bytes (default [`MAX_PARAM_BYTES`]) and [`MAX_PARAMS`] parameters,
-/// inline: no allocation. Bytes between parameters are zero. The offset and size of each
-/// parameter are recorded, so [`verify`](Self::verify) can compare them with
-/// `cuFuncGetParamInfo`.
+/// Holds up to `CAP` bytes (default [`MAX_PARAM_BYTES`]; up to 32,764 for the driver)
+/// and `N` parameters (default [`MAX_PARAMS`]), inline: no allocation. Bytes between
+/// parameters are zero. The offset and size of each parameter are recorded, so
+/// [`verify`](Self::verify) can compare them with `cuFuncGetParamInfo`.
+///
+/// A kernel with more than 64 parameters needs a larger `N` (and, past 4096 bytes of
+/// parameters, a larger `CAP`):
+///
+/// ```
+/// use cuda_core::args::PackedArgs;
+///
+/// let mut packed = PackedArgs::<4096, 128>::default();
+/// for i in 0..100u32 {
+///     packed.push(&i)?;
+/// }
+/// assert_eq!((packed.params().len(), packed.len()), (100, 400));
+/// # Ok::<(), cuda_core::args::PackError>(())
+/// ```
 ///
 /// ```
 /// use cuda_core::args::{Float4, PackedArgs};
@@ -38,12 +56,12 @@ struct AlignedBytes<const CAP: usize>([u8; CAP]);
 /// # Ok::<(), cuda_core::args::PackError>(())
 /// ```
 #[derive(Clone)]
-pub struct PackedArgs<const CAP: usize = MAX_PARAM_BYTES> {
+pub struct PackedArgs<const CAP: usize = MAX_PARAM_BYTES, const N: usize = MAX_PARAMS> {
     buf: AlignedBytes<CAP>,
     len: usize,
     rule: LayoutRule,
     count: usize,
-    params: [ParamInfo; MAX_PARAMS],
+    params: [ParamInfo; N],
 }
 
 impl PackedArgs {
@@ -57,7 +75,8 @@ impl PackedArgs {
     ///
     /// # Errors
     /// [`PackError`] when the parameters need more than 4096 bytes or number more than
-    /// [`MAX_PARAMS`].
+    /// [`MAX_PARAMS`] (pack those into a `PackedArgs::<CAP, N>::default()` with
+    /// [`extend`](Self::extend)).
     pub fn from_args<A: KernelArgs>(args: &A) -> Result<Self, PackError> {
         let mut packed = Self::new();
         packed.extend(args)?;
@@ -65,14 +84,14 @@ impl PackedArgs {
     }
 }
 
-impl<const CAP: usize> Default for PackedArgs<CAP> {
+impl<const CAP: usize, const N: usize> Default for PackedArgs<CAP, N> {
     fn default() -> Self {
         Self::with_rule(LayoutRule::Alignment)
     }
 }
 
-impl<const CAP: usize> PackedArgs<CAP> {
-    /// An empty buffer of `CAP` bytes placing parameters by `rule`.
+impl<const CAP: usize, const N: usize> PackedArgs<CAP, N> {
+    /// An empty buffer of `CAP` bytes for `N` parameters, placing them by `rule`.
     #[must_use]
     pub const fn with_rule(rule: LayoutRule) -> Self {
         Self {
@@ -84,7 +103,7 @@ impl<const CAP: usize> PackedArgs<CAP> {
                 offset: 0,
                 size: 0,
                 align: 0,
-            }; MAX_PARAMS],
+            }; N],
         }
     }
 
@@ -92,12 +111,12 @@ impl<const CAP: usize> PackedArgs<CAP> {
     ///
     /// # Errors
     /// [`PackError::TooLarge`] when it would end past `CAP` bytes,
-    /// [`PackError::TooManyParams`] when [`MAX_PARAMS`] are already packed. On error the
-    /// buffer is unchanged.
+    /// [`PackError::TooManyParams`] when `N` are already packed. On error the buffer is
+    /// unchanged.
     pub fn push<T: DeviceRepr>(&mut self, value: &T) -> Result<(), PackError> {
         let index = self.count;
         let Some(slot) = self.params.get_mut(index) else {
-            return Err(PackError::TooManyParams { max: MAX_PARAMS });
+            return Err(PackError::TooManyParams { max: N });
         };
         let info = place_param(self.rule, self.len, ParamSpec::of::<T>(), index, CAP)?;
         let end = info.offset + info.size; // `place_param` checked `end <= CAP`
@@ -159,7 +178,7 @@ impl<const CAP: usize> PackedArgs<CAP> {
         bytes.fill(0);
         let mut writer = AlignedWriter {
             bytes,
-            params: &mut self.params,
+            params: self.params.as_mut_slice(),
             end: 0,
             index: 0,
         };
@@ -260,7 +279,7 @@ impl<const CAP: usize> PackedArgs<CAP> {
     }
 }
 
-impl<const CAP: usize> fmt::Debug for PackedArgs<CAP> {
+impl<const CAP: usize, const N: usize> fmt::Debug for PackedArgs<CAP, N> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("PackedArgs")
             .field("rule", &self.rule)
@@ -274,13 +293,13 @@ impl<const CAP: usize> fmt::Debug for PackedArgs<CAP> {
 /// holds the whole list, and records it. Once inlined, the offsets are constants.
 struct AlignedWriter<'a> {
     bytes: &'a mut [u8],
-    params: &'a mut [ParamInfo; MAX_PARAMS],
+    params: &'a mut [ParamInfo],
     end: usize,
     index: usize,
 }
 
 impl ArgVisitor for AlignedWriter<'_> {
-    /// The list does not fit: more than [`MAX_PARAMS`], or past the slice.
+    /// The list does not fit: more parameters than records, or past the slice.
     type Error = ();
 
     #[inline]
@@ -308,9 +327,9 @@ impl ArgVisitor for AlignedWriter<'_> {
 }
 
 /// Pushes each visited parameter into a [`PackedArgs`].
-struct Pusher<'a, const CAP: usize>(&'a mut PackedArgs<CAP>);
+struct Pusher<'a, const CAP: usize, const N: usize>(&'a mut PackedArgs<CAP, N>);
 
-impl<const CAP: usize> ArgVisitor for Pusher<'_, CAP> {
+impl<const CAP: usize, const N: usize> ArgVisitor for Pusher<'_, CAP, N> {
     type Error = PackError;
 
     fn visit<T: DeviceRepr>(&mut self, value: &T) -> Result<(), PackError> {
@@ -478,6 +497,114 @@ mod tests {
         assert!(display_contains(&e, "more than 64"));
         assert_eq!(packed.params().len(), 64);
         assert_eq!(packed.as_bytes()[63], 63);
+    }
+
+    /// 25 `u32` parameters, `first` to `first + 24`.
+    fn quarter(first: u32) -> [u32; 25] {
+        core::array::from_fn(|i| first + i as u32)
+    }
+
+    #[test]
+    fn more_than_64_params_with_a_larger_record() {
+        // 100 u32 parameters: pushed one by one, and extended as four 25-tuples.
+        let mut pushed = PackedArgs::<4096, 128>::default();
+        for i in 0..100u32 {
+            pushed.push(&i).unwrap();
+        }
+        assert_eq!((pushed.params().len(), pushed.len()), (100, 400));
+        let mut extended = PackedArgs::<4096, 128>::default();
+        for q in 0..4 {
+            let v = quarter(q * 25);
+            let t = (
+                v[0], v[1], v[2], v[3], v[4], v[5], v[6], v[7], v[8], v[9], v[10], v[11], v[12],
+                v[13], v[14], v[15], v[16], v[17], v[18], v[19], v[20], v[21], v[22], v[23], v[24],
+            );
+            extended.extend(&t).unwrap();
+        }
+        assert_eq!(extended.as_bytes(), pushed.as_bytes());
+        assert_eq!(extended.params(), pushed.params());
+        assert_eq!(pushed.as_bytes()[396..400], 99u32.to_le_bytes());
+        assert_eq!(pushed.params()[99].offset, 396);
+
+        // The layout check reads every reported entry, past 64.
+        let layout = |i: usize| (4 * i, 4);
+        assert_eq!(pushed.verify((0..100).map(layout)), Ok(()));
+        assert_eq!(
+            pushed.verify((0..100).map(|i| if i == 77 { (309, 4) } else { layout(i) })),
+            Err(LayoutMismatch::Offset {
+                index: 77,
+                packed: 308,
+                reported: 309
+            })
+        );
+        assert_eq!(
+            pushed.verify((0..101).map(layout)),
+            Err(LayoutMismatch::Count {
+                packed: 100,
+                reported: 101
+            })
+        );
+        assert_eq!(
+            pushed.verify((0..70).map(layout)),
+            Err(LayoutMismatch::Count {
+                packed: 100,
+                reported: 70
+            })
+        );
+
+        // The record's own limit is reported with its size.
+        for i in 100..128u32 {
+            pushed.push(&i).unwrap();
+        }
+        assert_eq!(
+            pushed.push(&0u32),
+            Err(PackError::TooManyParams { max: 128 })
+        );
+        assert_eq!(pushed.params().len(), 128);
+    }
+
+    #[test]
+    fn compile_time_path_falls_back_when_the_record_is_short() {
+        let args = (
+            0u8, 1u8, 2u8, 3u8, 4u8, 5u8, 6u8, 7u8, 8u8, 9u8, 10u8, 11u8, 12u8, 13u8, 14u8, 15u8,
+            16u8, 17u8, 18u8, 19u8,
+        );
+        let mut short = PackedArgs::<64, 16>::default();
+        assert_eq!(
+            short.extend(&args),
+            Err(PackError::TooManyParams { max: 16 })
+        );
+        assert_eq!(short.params().len(), 16);
+        assert_eq!(
+            short.as_bytes(),
+            &core::array::from_fn::<u8, 16, _>(|i| i as u8)
+        );
+        let mut enough = PackedArgs::<64, 20>::default();
+        enough.extend(&args).unwrap();
+        assert_eq!(enough.len(), 20);
+    }
+
+    #[test]
+    fn driver_limit_of_32764_bytes() {
+        // 4095 pointers and one u32: exactly the driver's 32,764 bytes.
+        let mut packed = PackedArgs::<32764, 4096>::default();
+        for i in 0..4095u64 {
+            packed.push(&i).unwrap();
+        }
+        packed.push(&7u32).unwrap();
+        assert_eq!((packed.len(), packed.params().len()), (32764, 4096));
+        assert_eq!(packed.params()[4095].offset, 32760);
+        assert_eq!(packed.as_bytes()[32752..32760], 4094u64.to_le_bytes());
+        assert_eq!(
+            packed.verify((0..4096).map(|i| (8 * i, if i == 4095 { 4 } else { 8 }))),
+            Ok(())
+        );
+        let e = packed.push(&1u8).unwrap_err();
+        assert_eq!(
+            e,
+            PackError::TooManyParams { max: 4096 },
+            "the record is full before the bytes"
+        );
     }
 
     #[test]

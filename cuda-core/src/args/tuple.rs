@@ -72,8 +72,10 @@ pub trait ArgVisitor {
     fn visit<T: DeviceRepr>(&mut self, value: &T) -> Result<(), Self::Error>;
 }
 
-/// A kernel's argument list: a tuple of [`DeviceRepr`] values, `()` to `(A, ..., P)`
-/// (arity 0 to 16).
+/// A kernel's argument list: a tuple of [`DeviceRepr`] values, `()` to `(T0, ..., T31)`
+/// (arity 0 to 32). A kernel with more parameters takes them packed
+/// ([`PackedArgs::extend`](super::PackedArgs::extend) with several tuples, or
+/// [`PackedArgs::push`](super::PackedArgs::push)).
 ///
 /// # Safety
 /// An implementation promises that `COUNT == PARAMS.len()`, that
@@ -141,23 +143,102 @@ macro_rules! tuple_args {
     };
 }
 
-tuple_args!(1; A.0);
-tuple_args!(2; A.0, B.1);
-tuple_args!(3; A.0, B.1, C.2);
-tuple_args!(4; A.0, B.1, C.2, D.3);
-tuple_args!(5; A.0, B.1, C.2, D.3, E.4);
-tuple_args!(6; A.0, B.1, C.2, D.3, E.4, F.5);
-tuple_args!(7; A.0, B.1, C.2, D.3, E.4, F.5, G.6);
-tuple_args!(8; A.0, B.1, C.2, D.3, E.4, F.5, G.6, H.7);
-tuple_args!(9; A.0, B.1, C.2, D.3, E.4, F.5, G.6, H.7, I.8);
-tuple_args!(10; A.0, B.1, C.2, D.3, E.4, F.5, G.6, H.7, I.8, J.9);
-tuple_args!(11; A.0, B.1, C.2, D.3, E.4, F.5, G.6, H.7, I.8, J.9, K.10);
-tuple_args!(12; A.0, B.1, C.2, D.3, E.4, F.5, G.6, H.7, I.8, J.9, K.10, L.11);
-tuple_args!(13; A.0, B.1, C.2, D.3, E.4, F.5, G.6, H.7, I.8, J.9, K.10, L.11, M.12);
-tuple_args!(14; A.0, B.1, C.2, D.3, E.4, F.5, G.6, H.7, I.8, J.9, K.10, L.11, M.12, N.13);
-tuple_args!(15; A.0, B.1, C.2, D.3, E.4, F.5, G.6, H.7, I.8, J.9, K.10, L.11, M.12, N.13, O.14);
+tuple_args!(1; T0.0);
+tuple_args!(2; T0.0, T1.1);
+tuple_args!(3; T0.0, T1.1, T2.2);
+tuple_args!(4; T0.0, T1.1, T2.2, T3.3);
+tuple_args!(5; T0.0, T1.1, T2.2, T3.3, T4.4);
+tuple_args!(6; T0.0, T1.1, T2.2, T3.3, T4.4, T5.5);
+tuple_args!(7; T0.0, T1.1, T2.2, T3.3, T4.4, T5.5, T6.6);
+tuple_args!(8; T0.0, T1.1, T2.2, T3.3, T4.4, T5.5, T6.6, T7.7);
+tuple_args!(9; T0.0, T1.1, T2.2, T3.3, T4.4, T5.5, T6.6, T7.7, T8.8);
+tuple_args!(10; T0.0, T1.1, T2.2, T3.3, T4.4, T5.5, T6.6, T7.7, T8.8, T9.9);
+tuple_args!(11; T0.0, T1.1, T2.2, T3.3, T4.4, T5.5, T6.6, T7.7, T8.8, T9.9, T10.10);
+tuple_args!(12; T0.0, T1.1, T2.2, T3.3, T4.4, T5.5, T6.6, T7.7, T8.8, T9.9, T10.10, T11.11);
+tuple_args!(13; T0.0, T1.1, T2.2, T3.3, T4.4, T5.5, T6.6, T7.7, T8.8, T9.9, T10.10, T11.11, T12.12);
 tuple_args!(
-    16; A.0, B.1, C.2, D.3, E.4, F.5, G.6, H.7, I.8, J.9, K.10, L.11, M.12, N.13, O.14, P.15
+    14; T0.0, T1.1, T2.2, T3.3, T4.4, T5.5, T6.6, T7.7, T8.8, T9.9, T10.10, T11.11, T12.12,
+    T13.13
+);
+tuple_args!(
+    15; T0.0, T1.1, T2.2, T3.3, T4.4, T5.5, T6.6, T7.7, T8.8, T9.9, T10.10, T11.11, T12.12,
+    T13.13, T14.14
+);
+tuple_args!(
+    16; T0.0, T1.1, T2.2, T3.3, T4.4, T5.5, T6.6, T7.7, T8.8, T9.9, T10.10, T11.11, T12.12,
+    T13.13, T14.14, T15.15
+);
+tuple_args!(
+    17; T0.0, T1.1, T2.2, T3.3, T4.4, T5.5, T6.6, T7.7, T8.8, T9.9, T10.10, T11.11, T12.12,
+    T13.13, T14.14, T15.15, T16.16
+);
+tuple_args!(
+    18; T0.0, T1.1, T2.2, T3.3, T4.4, T5.5, T6.6, T7.7, T8.8, T9.9, T10.10, T11.11, T12.12,
+    T13.13, T14.14, T15.15, T16.16, T17.17
+);
+tuple_args!(
+    19; T0.0, T1.1, T2.2, T3.3, T4.4, T5.5, T6.6, T7.7, T8.8, T9.9, T10.10, T11.11, T12.12,
+    T13.13, T14.14, T15.15, T16.16, T17.17, T18.18
+);
+tuple_args!(
+    20; T0.0, T1.1, T2.2, T3.3, T4.4, T5.5, T6.6, T7.7, T8.8, T9.9, T10.10, T11.11, T12.12,
+    T13.13, T14.14, T15.15, T16.16, T17.17, T18.18, T19.19
+);
+tuple_args!(
+    21; T0.0, T1.1, T2.2, T3.3, T4.4, T5.5, T6.6, T7.7, T8.8, T9.9, T10.10, T11.11, T12.12,
+    T13.13, T14.14, T15.15, T16.16, T17.17, T18.18, T19.19, T20.20
+);
+tuple_args!(
+    22; T0.0, T1.1, T2.2, T3.3, T4.4, T5.5, T6.6, T7.7, T8.8, T9.9, T10.10, T11.11, T12.12,
+    T13.13, T14.14, T15.15, T16.16, T17.17, T18.18, T19.19, T20.20, T21.21
+);
+tuple_args!(
+    23; T0.0, T1.1, T2.2, T3.3, T4.4, T5.5, T6.6, T7.7, T8.8, T9.9, T10.10, T11.11, T12.12,
+    T13.13, T14.14, T15.15, T16.16, T17.17, T18.18, T19.19, T20.20, T21.21, T22.22
+);
+tuple_args!(
+    24; T0.0, T1.1, T2.2, T3.3, T4.4, T5.5, T6.6, T7.7, T8.8, T9.9, T10.10, T11.11, T12.12,
+    T13.13, T14.14, T15.15, T16.16, T17.17, T18.18, T19.19, T20.20, T21.21, T22.22, T23.23
+);
+tuple_args!(
+    25; T0.0, T1.1, T2.2, T3.3, T4.4, T5.5, T6.6, T7.7, T8.8, T9.9, T10.10, T11.11, T12.12,
+    T13.13, T14.14, T15.15, T16.16, T17.17, T18.18, T19.19, T20.20, T21.21, T22.22, T23.23,
+    T24.24
+);
+tuple_args!(
+    26; T0.0, T1.1, T2.2, T3.3, T4.4, T5.5, T6.6, T7.7, T8.8, T9.9, T10.10, T11.11, T12.12,
+    T13.13, T14.14, T15.15, T16.16, T17.17, T18.18, T19.19, T20.20, T21.21, T22.22, T23.23,
+    T24.24, T25.25
+);
+tuple_args!(
+    27; T0.0, T1.1, T2.2, T3.3, T4.4, T5.5, T6.6, T7.7, T8.8, T9.9, T10.10, T11.11, T12.12,
+    T13.13, T14.14, T15.15, T16.16, T17.17, T18.18, T19.19, T20.20, T21.21, T22.22, T23.23,
+    T24.24, T25.25, T26.26
+);
+tuple_args!(
+    28; T0.0, T1.1, T2.2, T3.3, T4.4, T5.5, T6.6, T7.7, T8.8, T9.9, T10.10, T11.11, T12.12,
+    T13.13, T14.14, T15.15, T16.16, T17.17, T18.18, T19.19, T20.20, T21.21, T22.22, T23.23,
+    T24.24, T25.25, T26.26, T27.27
+);
+tuple_args!(
+    29; T0.0, T1.1, T2.2, T3.3, T4.4, T5.5, T6.6, T7.7, T8.8, T9.9, T10.10, T11.11, T12.12,
+    T13.13, T14.14, T15.15, T16.16, T17.17, T18.18, T19.19, T20.20, T21.21, T22.22, T23.23,
+    T24.24, T25.25, T26.26, T27.27, T28.28
+);
+tuple_args!(
+    30; T0.0, T1.1, T2.2, T3.3, T4.4, T5.5, T6.6, T7.7, T8.8, T9.9, T10.10, T11.11, T12.12,
+    T13.13, T14.14, T15.15, T16.16, T17.17, T18.18, T19.19, T20.20, T21.21, T22.22, T23.23,
+    T24.24, T25.25, T26.26, T27.27, T28.28, T29.29
+);
+tuple_args!(
+    31; T0.0, T1.1, T2.2, T3.3, T4.4, T5.5, T6.6, T7.7, T8.8, T9.9, T10.10, T11.11, T12.12,
+    T13.13, T14.14, T15.15, T16.16, T17.17, T18.18, T19.19, T20.20, T21.21, T22.22, T23.23,
+    T24.24, T25.25, T26.26, T27.27, T28.28, T29.29, T30.30
+);
+tuple_args!(
+    32; T0.0, T1.1, T2.2, T3.3, T4.4, T5.5, T6.6, T7.7, T8.8, T9.9, T10.10, T11.11, T12.12,
+    T13.13, T14.14, T15.15, T16.16, T17.17, T18.18, T19.19, T20.20, T21.21, T22.22, T23.23,
+    T24.24, T25.25, T26.26, T27.27, T28.28, T29.29, T30.30, T31.31
 );
 
 #[cfg(test)]
@@ -225,6 +306,121 @@ mod tests {
         assert_eq!(ptrs.len(), 16);
         for (i, p) in ptrs.as_slice().iter().enumerate() {
             assert_eq!(read::<1>(*p), [i as u8]);
+        }
+    }
+
+    #[test]
+    fn thirty_two_args() {
+        let args = (
+            0u8,
+            1u16,
+            2u32,
+            3u64,
+            4u8,
+            5u16,
+            6u32,
+            7u64,
+            8u8,
+            9u16,
+            10u32,
+            11u64,
+            12u8,
+            13u16,
+            14u32,
+            15u64,
+            16u8,
+            17u16,
+            18u32,
+            19u64,
+            20u8,
+            21u16,
+            22u32,
+            23u64,
+            24u8,
+            25u16,
+            26u32,
+            27u64,
+            28u8,
+            29f32,
+            30f64,
+            Float4::new(31.0, 0.0, 0.0, 0.0),
+        );
+        type Args = (
+            u8,
+            u16,
+            u32,
+            u64,
+            u8,
+            u16,
+            u32,
+            u64,
+            u8,
+            u16,
+            u32,
+            u64,
+            u8,
+            u16,
+            u32,
+            u64,
+            u8,
+            u16,
+            u32,
+            u64,
+            u8,
+            u16,
+            u32,
+            u64,
+            u8,
+            u16,
+            u32,
+            u64,
+            u8,
+            f32,
+            f64,
+            Float4,
+        );
+        assert_eq!(<Args as KernelArgs>::COUNT, 32);
+        assert_eq!(<Args as KernelArgs>::PARAMS.len(), 32);
+        let ptrs = args.arg_ptrs();
+        assert_eq!(ptrs.len(), 32);
+        let p = ptrs.as_slice();
+        assert_eq!(read::<1>(p[0]), [0]);
+        assert_eq!(read::<8>(p[27]), 27u64.to_le_bytes());
+        assert_eq!(read::<4>(p[29]), 29f32.to_le_bytes());
+        assert_eq!(read::<8>(p[30]), 30f64.to_le_bytes());
+        assert_eq!(read::<4>(p[31]), 31f32.to_le_bytes());
+        assert_eq!(p[31].cast_const(), ptr::from_ref(&args.31).cast::<c_void>());
+        // Each group of (u8, u16, u32, u64) takes 16 bytes; seven groups and a u8 end
+        // at 113; f32 at 116, f64 at 120, float4 at 128.
+        assert_eq!(
+            param_offset(LayoutRule::Alignment, Args::PARAMS, 27),
+            Some(104)
+        );
+        assert_eq!(
+            param_offset(LayoutRule::Alignment, Args::PARAMS, 29),
+            Some(116)
+        );
+        assert_eq!(
+            param_offset(LayoutRule::Alignment, Args::PARAMS, 31),
+            Some(128)
+        );
+        assert_eq!(params_size(LayoutRule::Alignment, Args::PARAMS), Some(144));
+        let packed = crate::args::PackedArgs::from_args(&args).unwrap();
+        assert_eq!(packed.len(), 144);
+        assert_eq!(packed.params()[31].offset, 128);
+        assert_eq!(packed.as_bytes()[104..112], 27u64.to_le_bytes());
+        let mut c = CountAll(0);
+        assert_eq!(args.visit(&mut c), Ok(()));
+        assert_eq!(c.0, 32);
+    }
+
+    struct CountAll(usize);
+
+    impl ArgVisitor for CountAll {
+        type Error = ();
+        fn visit<T: DeviceRepr>(&mut self, _value: &T) -> Result<(), ()> {
+            self.0 += 1;
+            Ok(())
         }
     }
 

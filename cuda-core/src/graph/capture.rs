@@ -36,6 +36,8 @@
 //! # Ok(()) }
 //! ```
 
+use core::cell::OnceCell;
+use core::ffi::c_void;
 use core::marker::PhantomData;
 use core::ops::Deref;
 use core::ptr;
@@ -52,7 +54,9 @@ use crate::error::{Error, Result, drv};
 use crate::event::Event;
 use crate::function::Function;
 use crate::launch::LaunchConfig;
-use crate::memory::{DeviceBuffer, copy_dtod_async, memset_d8, memset_d32, same_len};
+use crate::memory::{
+    DeviceBuffer, PinnedHostBuffer, Pod, copy_dtod_async, memset_d8, memset_d32, same_len,
+};
 use crate::stream::{EventWaitFlags, Stream};
 
 /// How a capture treats CUDA calls that are not safe during capture
@@ -280,6 +284,9 @@ fn check_capturable(stream: &Stream) -> Result<()> {
 #[derive(Debug)]
 pub struct Capturing<'s, 'a> {
     stream: &'s mut Stream,
+    /// The graph being captured into, as a non-owning handle, once a method needed it
+    /// (conditional nodes, whose bodies borrow it).
+    graph: OnceCell<Graph<'a>>,
     _borrows: Borrows<'a>,
 }
 
@@ -343,6 +350,99 @@ impl<'s, 'a> Capturing<'s, 'a> {
         same_len(dst.len(), src.len())?;
         // SAFETY: `dst` holds as many bytes as `src`; both outlive the graph (`'a`).
         unsafe { copy_dtod_async(dst.as_raw(), src, self.stream) }
+    }
+
+    /// `cuMemcpyHtoDAsync`, captured: a copy of pinned host memory `src` into `dst`
+    /// (same length) at each launch of the graph, which borrows both for `'a`; `src`
+    /// shared, so no Rust code can write it while the graph or an executable graph made
+    /// from it lives. Safe because the copy only reads host memory, as
+    /// [`Graph::add_copy_from_host_node`] explains.
+    ///
+    /// # Errors
+    /// [`Error::LengthMismatch`] when the lengths differ; driver errors.
+    #[doc(alias = "cuMemcpyHtoDAsync")]
+    pub fn copy_from_host<T: Copy>(
+        &self,
+        dst: &'a DeviceBuffer<T>,
+        src: &'a PinnedHostBuffer<T>,
+    ) -> Result<()> {
+        same_len(dst.len(), src.len())?;
+        if dst.size_bytes() == 0 {
+            return Ok(());
+        }
+        let g = dst.context().enter()?;
+        // SAFETY: both hold `size_bytes` bytes and outlive the graph (`'a`); the host
+        // side is pinned, only read, and cannot be written while borrowed; live stream;
+        // the context is current.
+        unsafe {
+            drv!(
+                g.cu,
+                cuMemcpyHtoDAsync(
+                    dst.as_raw(),
+                    src.as_ptr().cast::<c_void>(),
+                    dst.size_bytes(),
+                    self.stream.as_raw()
+                )
+            )
+        }
+    }
+
+    /// `cuMemcpyDtoHAsync`, captured: a copy of `src` into pinned host memory `dst`
+    /// (same length) at each launch of the graph, which borrows both for `'a`.
+    ///
+    /// # Errors
+    /// [`Error::LengthMismatch`] when the lengths differ; driver errors.
+    ///
+    /// # Safety
+    /// As [`Graph::add_copy_to_host_node`]: from each launch of an executable graph made
+    /// from the capture until it has completed, no host code may read `dst`, and `dst`
+    /// must not be dropped before the last launch has completed.
+    #[doc(alias = "cuMemcpyDtoHAsync")]
+    pub unsafe fn copy_to_host<T: Pod>(
+        &self,
+        dst: &'a PinnedHostBuffer<T>,
+        src: &'a DeviceBuffer<T>,
+    ) -> Result<()> {
+        same_len(dst.len(), src.len())?;
+        if src.size_bytes() == 0 {
+            return Ok(());
+        }
+        let g = src.context().enter()?;
+        // SAFETY: both hold `size_bytes` bytes and outlive the graph (`'a`); any bytes
+        // are a valid `T`; the driver writes `dst` through its allocation pointer (no
+        // Rust reference is formed); host access during launches is the caller's
+        // promise; live stream; the context is current.
+        unsafe {
+            drv!(
+                g.cu,
+                cuMemcpyDtoHAsync(
+                    dst.as_ptr().cast_mut().cast::<c_void>(),
+                    src.as_raw(),
+                    src.size_bytes(),
+                    self.stream.as_raw()
+                )
+            )
+        }
+    }
+
+    /// The graph being captured into (`cuStreamGetCaptureInfo` the first time), as a
+    /// non-owning handle that lives as long as `self`.
+    pub(super) fn capture_graph(&self) -> Result<&Graph<'a>> {
+        if let Some(graph) = self.graph.get() {
+            return Ok(graph);
+        }
+        let info = self.stream.capture_info(&mut [], &mut [])?;
+        if !info.is_active() || info.graph.is_null() {
+            return Err(Error::InvalidArgument(
+                "the stream's capture is not active (invalidated)",
+            ));
+        }
+        // SAFETY: the capture graph lives until the capture ends, which consumes `self`
+        // (`Capture::end`, `CaptureToGraph::end`) or drops it, and the handle is a field
+        // of `self`, never destroyed by it (non-owning); the graph is of the stream's
+        // context; what its nodes name is borrowed for `'a` by the recording methods.
+        let graph = unsafe { Graph::borrow_raw(info.graph, self.stream.context()) };
+        Ok(self.graph.get_or_init(|| graph))
     }
 
     /// `cuStreamWaitEvent` on the capturing stream: later captured work depends on the
@@ -517,6 +617,7 @@ impl<'s, 'a> Capture<'s, 'a> {
         Ok(Self {
             inner: Capturing {
                 stream,
+                graph: OnceCell::new(),
                 _borrows: PhantomData,
             },
             active: true,
@@ -624,6 +725,7 @@ impl<'s, 'g, 'a> CaptureToGraph<'s, 'g, 'a> {
         Ok(Self {
             inner: Capturing {
                 stream,
+                graph: OnceCell::new(),
                 _borrows: PhantomData,
             },
             graph,

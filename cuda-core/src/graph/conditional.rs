@@ -1,19 +1,27 @@
 //! Conditional nodes (CUDA 12.4+; IF with else and SWITCH 12.8+): a
 //! [`ConditionalHandle`] set from device code (`cudaGraphSetConditional`) decides
 //! whether, how often or which body graph runs.
+//!
+//! They are added to a [`Graph`] ([`Graph::add_if_node`], ...) or, during a stream
+//! capture, to the graph being captured ([`Capturing::add_if_node`], ...): the capture
+//! form reads the capture's graph and dependencies (`cuStreamGetCaptureInfo`), adds the
+//! node after them and makes it the one later captured work depends on
+//! (`cuStreamUpdateCaptureDependencies`), the recipe of the CUDA Programming Guide,
+//! without raw handles on the caller's side.
 
 use core::ptr;
 
 use cuda_sys::{
     CU_GRAPH_COND_ASSIGN_DEFAULT, CUDA_CONDITIONAL_NODE_PARAMS, CUgraph, CUgraphConditionalHandle,
-    CUgraphConditionalNodeType, CUgraphNode, CUgraphNodeParams, CUgraphNodeType,
+    CUgraphConditionalNodeType, CUgraphEdgeData, CUgraphNode, CUgraphNodeParams, CUgraphNodeType,
+    CUstreamCaptureStatus,
 };
 
 use super::kernel_node::deps_ptr;
-use super::{Graph, GraphNode, GraphRef};
+use super::{Capturing, Graph, GraphNode, GraphRef};
 use crate::args::DeviceRepr;
 use crate::driver::api;
-use crate::error::{Error, Result, drv};
+use crate::error::{Error, Result, dropping, drv};
 
 /// A conditional handle (`CUgraphConditionalHandle`) of a graph: the value a
 /// conditional node tests. Kernels set it with `cudaGraphSetConditional(handle, value)`
@@ -166,6 +174,25 @@ impl<'a> Graph<'a> {
         handle: ConditionalHandle,
         kind: CUgraphConditionalNodeType,
     ) -> Result<(GraphNode<'g>, [GraphRef<'g, 'a>; N])> {
+        // SAFETY: `deps` holds `deps.len()` live nodes (typed, borrowing their graph);
+        // no edge data (default edges).
+        unsafe { self.add_conditional_raw(deps_ptr(deps), ptr::null(), deps.len(), handle, kind) }
+    }
+
+    /// `cuGraphAddNode` with `CU_GRAPH_NODE_TYPE_CONDITIONAL`, `N` bodies, and raw
+    /// dependencies.
+    ///
+    /// # Safety
+    /// `deps` must be null with `num_deps == 0` or point to `num_deps` live nodes of this
+    /// graph; `edges` must be null (default edges) or point to `num_deps` edge data.
+    unsafe fn add_conditional_raw<'g, const N: usize>(
+        &'g self,
+        deps: *const CUgraphNode,
+        edges: *const CUgraphEdgeData,
+        num_deps: usize,
+        handle: ConditionalHandle,
+        kind: CUgraphConditionalNodeType,
+    ) -> Result<(GraphNode<'g>, [GraphRef<'g, 'a>; N])> {
         let size = u32::try_from(N)
             .ok()
             .filter(|&n| n > 0)
@@ -185,20 +212,13 @@ impl<'a> Graph<'a> {
             ctx: self.context().as_raw(),
         };
         let mut node: CUgraphNode = ptr::null_mut();
-        // SAFETY: live graph and context; `deps` holds `deps.len()` nodes and no edge
-        // data (default edges); the driver writes `phGraph_out`, pointing at an array
-        // of `size` body graphs that it owns for the node's lifetime.
+        // SAFETY: live graph and context; `deps` and `edges` as the caller promises;
+        // the driver writes `phGraph_out`, pointing at an array of `size` body graphs
+        // that it owns for the node's lifetime.
         unsafe {
             drv!(
                 cu,
-                cuGraphAddNode(
-                    &mut node,
-                    self.as_raw(),
-                    deps_ptr(deps),
-                    ptr::null(),
-                    deps.len(),
-                    &mut params
-                )
+                cuGraphAddNode(&mut node, self.as_raw(), deps, edges, num_deps, &mut params)
             )?;
         }
         // SAFETY: the conditional member is the one written above and by the driver.
@@ -217,5 +237,183 @@ impl<'a> Graph<'a> {
         });
         // SAFETY: a node of `self`, which the result borrows.
         Ok((unsafe { GraphNode::from_raw(node) }, bodies))
+    }
+}
+
+impl<'s, 'a> Capturing<'s, 'a> {
+    /// `cuGraphConditionalHandleCreate` on the graph being captured: a handle for the
+    /// conditional nodes added with [`add_if_node`](Self::add_if_node) and its siblings,
+    /// as [`Graph::create_conditional_handle`] (with `default: Some(v)` it is reset to
+    /// `v` at the start of every launch).
+    ///
+    /// # Errors
+    /// [`Error::InvalidArgument`] when the capture was invalidated; driver errors.
+    #[doc(alias = "cuGraphConditionalHandleCreate")]
+    pub fn create_conditional_handle(&self, default: Option<u32>) -> Result<ConditionalHandle> {
+        self.capture_graph()?.create_conditional_handle(default)
+    }
+
+    /// An IF node in the graph being captured, after the capture's current dependencies
+    /// (with their edge data); work captured next depends on it. Returns the node and
+    /// its body, owned by the node: add the body's nodes through it (they borrow for the
+    /// capture's `'a`, like everything the capture records). The body runs once per
+    /// launch when the handle is non-zero.
+    ///
+    /// ```no_run
+    /// # fn main() -> cuda_core::Result<()> {
+    /// use cuda_core::{Context, Device, DeviceBuffer, Stream, graph::CaptureMode};
+    /// let ctx = Context::primary(Device::get(0)?)?;
+    /// let mut stream = Stream::non_blocking(&ctx)?;
+    /// let buf = DeviceBuffer::<u32>::new(&ctx, 256)?;
+    /// let cap = stream.begin_capture(CaptureMode::Global)?;
+    /// cap.memset_d32(&buf, 0)?;
+    /// let handle = cap.create_conditional_handle(Some(1))?; // taken at every launch
+    /// let (_node, body) = cap.add_if_node(handle)?;
+    /// body.add_memset_d32_node(&[], &buf, 7)?; // after the memset, when the handle is set
+    /// drop(body);
+    /// let graph = cap.end()?;
+    /// # drop(graph); Ok(()) }
+    /// ```
+    ///
+    /// The body cannot outlive the capture:
+    ///
+    /// ```compile_fail,E0505
+    /// # fn f(ctx: &cuda_core::Context) -> cuda_core::Result<()> {
+    /// use cuda_core::{Stream, graph::CaptureMode};
+    /// let mut stream = Stream::non_blocking(ctx)?;
+    /// let cap = stream.begin_capture(CaptureMode::Global)?;
+    /// let handle = cap.create_conditional_handle(Some(1))?;
+    /// let (_node, body) = cap.add_if_node(handle)?;
+    /// let graph = cap.end()?; // error: the body borrows the capture
+    /// body.add_empty_node(&[])?;
+    /// # drop(graph); Ok(()) }
+    /// ```
+    ///
+    /// # Errors
+    /// [`Error::InvalidArgument`] when the capture was invalidated; driver errors naming
+    /// `cuGraphAddNode` (conditional nodes need CUDA 12.4) or
+    /// `cuStreamUpdateCaptureDependencies` (the node is removed again).
+    #[doc(alias = "cuGraphAddNode")]
+    #[doc(alias = "cuStreamGetCaptureInfo")]
+    #[doc(alias = "cuStreamUpdateCaptureDependencies")]
+    #[doc(alias = "CU_GRAPH_COND_TYPE_IF")]
+    pub fn add_if_node<'c>(
+        &'c self,
+        handle: ConditionalHandle,
+    ) -> Result<(GraphNode<'c>, GraphRef<'c, 'a>)> {
+        let (node, [then]) =
+            self.add_conditional::<1>(handle, CUgraphConditionalNodeType::CU_GRAPH_COND_TYPE_IF)?;
+        Ok((node, then))
+    }
+
+    /// An IF node with an else body in the graph being captured (CUDA 12.8+), as
+    /// [`add_if_node`](Self::add_if_node) and [`Graph::add_if_else_node`].
+    ///
+    /// # Errors
+    /// As [`add_if_node`](Self::add_if_node).
+    #[doc(alias = "cuGraphAddNode")]
+    #[doc(alias = "CU_GRAPH_COND_TYPE_IF")]
+    pub fn add_if_else_node<'c>(
+        &'c self,
+        handle: ConditionalHandle,
+    ) -> Result<(GraphNode<'c>, [GraphRef<'c, 'a>; 2])> {
+        self.add_conditional::<2>(handle, CUgraphConditionalNodeType::CU_GRAPH_COND_TYPE_IF)
+    }
+
+    /// A WHILE node in the graph being captured, as [`add_if_node`](Self::add_if_node)
+    /// and [`Graph::add_while_node`].
+    ///
+    /// # Errors
+    /// As [`add_if_node`](Self::add_if_node).
+    #[doc(alias = "cuGraphAddNode")]
+    #[doc(alias = "CU_GRAPH_COND_TYPE_WHILE")]
+    pub fn add_while_node<'c>(
+        &'c self,
+        handle: ConditionalHandle,
+    ) -> Result<(GraphNode<'c>, GraphRef<'c, 'a>)> {
+        let (node, [body]) = self
+            .add_conditional::<1>(handle, CUgraphConditionalNodeType::CU_GRAPH_COND_TYPE_WHILE)?;
+        Ok((node, body))
+    }
+
+    /// A SWITCH node with `N` bodies in the graph being captured (CUDA 12.8+), as
+    /// [`add_if_node`](Self::add_if_node) and [`Graph::add_switch_node`].
+    ///
+    /// # Errors
+    /// [`Error::InvalidArgument`] for `N == 0`; as [`add_if_node`](Self::add_if_node).
+    #[doc(alias = "cuGraphAddNode")]
+    #[doc(alias = "CU_GRAPH_COND_TYPE_SWITCH")]
+    pub fn add_switch_node<'c, const N: usize>(
+        &'c self,
+        handle: ConditionalHandle,
+    ) -> Result<(GraphNode<'c>, [GraphRef<'c, 'a>; N])> {
+        self.add_conditional::<N>(
+            handle,
+            CUgraphConditionalNodeType::CU_GRAPH_COND_TYPE_SWITCH,
+        )
+    }
+
+    /// Adds the conditional node after the capture's dependencies
+    /// (`cuStreamGetCaptureInfo`) and makes it the only one
+    /// (`cuStreamUpdateCaptureDependencies` with `CU_STREAM_SET_CAPTURE_DEPENDENCIES`).
+    fn add_conditional<'c, const N: usize>(
+        &'c self,
+        handle: ConditionalHandle,
+        kind: CUgraphConditionalNodeType,
+    ) -> Result<(GraphNode<'c>, [GraphRef<'c, 'a>; N])> {
+        let graph = self.capture_graph()?;
+        let stream = self.stream();
+        let g = stream.context().enter()?;
+        let mut status = CUstreamCaptureStatus::CU_STREAM_CAPTURE_STATUS_NONE;
+        let mut id = 0u64;
+        let mut raw_graph: CUgraph = ptr::null_mut();
+        let mut deps: *const CUgraphNode = ptr::null();
+        let mut edges: *const CUgraphEdgeData = ptr::null();
+        let mut num_deps = 0usize;
+        // SAFETY: live stream and valid out-pointers; the context is current. The arrays
+        // the driver returns stay valid until the next call on the stream; the only
+        // calls before they are used below are on the graph.
+        unsafe {
+            drv!(
+                g.cu,
+                cuStreamGetCaptureInfo(
+                    stream.as_raw(),
+                    &mut status,
+                    &mut id,
+                    &mut raw_graph,
+                    &mut deps,
+                    &mut edges,
+                    &mut num_deps
+                )
+            )?;
+        }
+        if status != CUstreamCaptureStatus::CU_STREAM_CAPTURE_STATUS_ACTIVE {
+            return Err(Error::InvalidArgument(
+                "conditional node: the stream's capture is not active (invalidated)",
+            ));
+        }
+        if raw_graph != graph.as_raw() {
+            return Err(Error::InvalidArgument(
+                "conditional node: the stream captures into another graph than it began with",
+            ));
+        }
+        if num_deps == 0 {
+            deps = ptr::null();
+            edges = ptr::null();
+        }
+        // SAFETY: `deps` and `edges` are the capture's `num_deps` dependencies (nodes of
+        // the capture graph, `graph`) and their edge data (or null), still valid.
+        let (node, bodies) =
+            unsafe { graph.add_conditional_raw::<N>(deps, edges, num_deps, handle, kind)? };
+        // SAFETY: `node` is a live node of the graph this stream captures into.
+        let joined =
+            unsafe { stream.update_capture_dependencies_raw(&[node.as_raw()], None, true) };
+        if let Err(e) = joined {
+            // Leave no node that later work does not follow; the bodies are not returned.
+            // SAFETY: the node was just added and nothing refers to it.
+            unsafe { dropping!(cuGraphDestroyNode(node.as_raw())) };
+            return Err(e);
+        }
+        Ok((node, bodies))
     }
 }

@@ -113,12 +113,12 @@ impl<'a> Graph<'a> {
     /// As [`add_kernel_node`](Self::add_kernel_node), with `packed` laid out as the
     /// kernel's parameters ([`Function::verify_packed`] checks that).
     #[doc(alias = "cuGraphAddKernelNode")]
-    pub unsafe fn add_kernel_node_packed<const CAP: usize>(
+    pub unsafe fn add_kernel_node_packed<const CAP: usize, const N: usize>(
         &self,
         deps: &[GraphNode<'_>],
         f: &'a Function,
         cfg: &LaunchConfig<'_>,
-        packed: &PackedArgs<CAP>,
+        packed: &PackedArgs<CAP, N>,
     ) -> Result<GraphNode<'_>> {
         check_node_attributes(cfg)?;
         let mut size: usize = packed.len();

@@ -1,11 +1,32 @@
 //! The other explicit nodes: empty, memset, memcpy, host function, event record and
 //! wait, child graph.
 //!
-//! Nodes that name a [`DeviceBuffer`] or an [`Event`] borrow it for the graph's `'a`, so
-//! it outlives the graph and every executable graph made from it. The forms that take a
-//! raw address ([`Memset`], `CUDA_MEMCPY3D`, a C host function) are `unsafe`: the graph
-//! keeps the address, not a borrow, so the caller promises it stays valid for every
-//! launch of every executable graph made from the graph.
+//! Nodes that name a [`DeviceBuffer`], a [`PinnedHostBuffer`] or an [`Event`] borrow it
+//! for the graph's `'a`, so it outlives the graph and every executable graph made from
+//! it. The forms that take a raw address ([`Memset`], `CUDA_MEMCPY3D`, a C host
+//! function) are `unsafe`: the graph keeps the address, not a borrow, so the caller
+//! promises it stays valid for every launch of every executable graph made from the
+//! graph.
+//!
+//! # Host memory in copy nodes
+//! Device memory is not Rust memory: the host only reaches it through copies, so graph
+//! nodes may write it through shared borrows. Pinned host memory *is* Rust memory
+//! (`PinnedHostBuffer` dereferences to `[T]`), so the two directions differ:
+//! - [`Graph::add_copy_from_host_node`] is safe: the node only **reads** the host
+//!   buffer, which the graph borrows shared for `'a`, so no Rust code can write it (no
+//!   `&mut` exists) while the graph or an executable graph made from it lives. A launch
+//!   still running after the last executable graph was dropped (`cuGraphExecDestroy`
+//!   does not wait) may read while Rust writes again: the device then copies a mix of
+//!   old and new values, which is a wrong result but no undefined behaviour on the host.
+//! - [`Graph::add_copy_to_host_node`] is `unsafe`: the node **writes** the host buffer at
+//!   every launch, asynchronously. A borrow cannot say when a launch has finished, so
+//!   Rust code reading the buffer during a launch (through `&PinnedHostBuffer`) would be
+//!   a data race. Borrowing it `&mut` for `'a` would not close that either, because the
+//!   borrow ends when the executable graph is dropped, and dropping one does not wait for
+//!   its launches. So the caller promises what the types cannot: no host access to the
+//!   buffer while a launch may be writing it (synchronize the launch's stream, or an
+//!   event recorded after it, first). The shared borrow still keeps the buffer allocated
+//!   for as long as the graph and its executable graphs live, and forbids writes.
 
 use core::ffi::c_void;
 use core::ptr;
@@ -20,7 +41,7 @@ use super::{Graph, GraphNode, GraphRef};
 use crate::driver::api;
 use crate::error::{Error, Result, drv};
 use crate::event::Event;
-use crate::memory::{DeviceBuffer, same_len};
+use crate::memory::{DeviceBuffer, PinnedHostBuffer, Pod, same_len};
 
 /// A memset node's target: `height` rows of `width` elements of `element_size`
 /// (1, 2 or 4) bytes, rows `pitch` bytes apart, all set to `value`.
@@ -187,6 +208,151 @@ impl<'a> Graph<'a> {
         same_len(dst.len(), src.len())?;
         // SAFETY: both hold `size_bytes` bytes and are borrowed for `'a`.
         unsafe { self.add_memcpy_dtod_node(deps, dst.as_raw(), src.as_raw(), src.size_bytes()) }
+    }
+
+    /// `cuGraphAddMemcpyNode` copying pinned host memory `src` into `dst` (same length)
+    /// at each launch. The graph borrows both for `'a`; `src` shared, so no Rust code
+    /// can write it while the graph or an executable graph made from it lives. An empty
+    /// copy is an empty node.
+    ///
+    /// Safe because the node only **reads** host memory. A launch still running after
+    /// the last executable graph was dropped (`cuGraphExecDestroy` does not wait) may
+    /// read `src` while Rust writes it again: the device then copies a mix of old and new
+    /// values, a wrong result but no undefined behaviour on the host. The other
+    /// direction writes host memory and is `unsafe`: see
+    /// [`add_copy_to_host_node`](Self::add_copy_to_host_node).
+    ///
+    /// The host buffer cannot be written while the graph lives. To feed new host data
+    /// to each launch, copy it into the device buffer between launches
+    /// ([`DeviceBuffer::copy_from_host`]), or describe the copy with the unsafe
+    /// [`add_memcpy_node`](Self::add_memcpy_node):
+    ///
+    /// ```compile_fail,E0502
+    /// # fn f(ctx: &cuda_core::Context) -> cuda_core::Result<()> {
+    /// use cuda_core::{DeviceBuffer, PinnedHostBuffer, graph::Graph};
+    /// let mut input = PinnedHostBuffer::from_slice(ctx, &[1u32, 2])?;
+    /// let on_device = DeviceBuffer::<u32>::new(ctx, 2)?;
+    /// let graph = Graph::new(ctx)?;
+    /// graph.add_copy_from_host_node(&[], &on_device, &input)?;
+    /// input[0] = 3; // error: the graph borrows `input`
+    /// let exec = graph.instantiate(Default::default())?;
+    /// # drop(exec); Ok(()) }
+    /// ```
+    ///
+    /// ```no_run
+    /// # fn main() -> cuda_core::Result<()> {
+    /// use cuda_core::{Context, Device, DeviceBuffer, PinnedHostBuffer, Stream, graph::Graph};
+    /// let ctx = Context::primary(Device::get(0)?)?;
+    /// let input = PinnedHostBuffer::from_slice(&ctx, &[1u32, 2, 3])?;
+    /// let on_device = DeviceBuffer::<u32>::new(&ctx, 3)?;
+    /// let graph = Graph::new(&ctx)?;
+    /// graph.add_copy_from_host_node(&[], &on_device, &input)?;
+    /// let exec = graph.instantiate(Default::default())?;
+    /// let stream = Stream::non_blocking(&ctx)?;
+    /// exec.launch(&stream)?;
+    /// stream.synchronize()?;
+    /// # Ok(()) }
+    /// ```
+    ///
+    /// # Errors
+    /// [`Error::LengthMismatch`] when the lengths differ; driver errors.
+    #[doc(alias = "cuGraphAddMemcpyNode")]
+    #[doc(alias = "cudaMemcpyHostToDevice")]
+    pub fn add_copy_from_host_node<T: Copy>(
+        &self,
+        deps: &[GraphNode<'_>],
+        dst: &'a DeviceBuffer<T>,
+        src: &'a PinnedHostBuffer<T>,
+    ) -> Result<GraphNode<'_>> {
+        same_len(dst.len(), src.len())?;
+        if dst.size_bytes() == 0 {
+            return self.add_empty_node(deps);
+        }
+        let copy = CUDA_MEMCPY3D {
+            srcMemoryType: CUmemorytype::CU_MEMORYTYPE_HOST,
+            srcHost: src.as_ptr().cast::<c_void>(),
+            dstMemoryType: CUmemorytype::CU_MEMORYTYPE_DEVICE,
+            dstDevice: dst.as_raw(),
+            WidthInBytes: dst.size_bytes(),
+            Height: 1,
+            Depth: 1,
+            ..CUDA_MEMCPY3D::default()
+        };
+        // SAFETY: both buffers hold `size_bytes` bytes and are borrowed for `'a`, as
+        // long as the graph and its executable graphs live; the host side is pinned and
+        // only read, and the shared borrow keeps Rust from writing it meanwhile.
+        unsafe { self.add_memcpy_node(deps, &copy) }
+    }
+
+    /// `cuGraphAddMemcpyNode` copying `src` into pinned host memory `dst` (same length)
+    /// at each launch. The graph borrows both for `'a`. An empty copy is an empty node.
+    ///
+    /// Device memory is not Rust memory, so nodes may write it through shared borrows;
+    /// pinned host memory is (`PinnedHostBuffer` dereferences to `[T]`). This node
+    /// writes it asynchronously at every launch, and a borrow cannot say when a launch
+    /// has finished: Rust code reading `dst` during one would be a data race. Borrowing
+    /// `dst` mutably for `'a` would not close that, because the borrow ends when the
+    /// last executable graph is dropped, and dropping one does not wait for its
+    /// launches. So the caller promises what the types cannot (below); the shared borrow
+    /// still keeps `dst` allocated while the graph and its executable graphs live,
+    /// forbids writes to it, and lets the host read it between launches once they are
+    /// synchronized.
+    ///
+    /// ```no_run
+    /// # fn main() -> cuda_core::Result<()> {
+    /// use cuda_core::{Context, Device, DeviceBuffer, PinnedHostBuffer, Stream, graph::Graph};
+    /// let ctx = Context::primary(Device::get(0)?)?;
+    /// let on_device = DeviceBuffer::from_slice(&ctx, &[1u32, 2, 3])?;
+    /// let output = PinnedHostBuffer::<u32>::zeroed(&ctx, 3)?;
+    /// let graph = Graph::new(&ctx)?;
+    /// // SAFETY: `output` is only read after the stream that launched the graph has
+    /// // been synchronized.
+    /// unsafe { graph.add_copy_to_host_node(&[], &output, &on_device)? };
+    /// let exec = graph.instantiate(Default::default())?;
+    /// let stream = Stream::non_blocking(&ctx)?;
+    /// exec.launch(&stream)?;
+    /// stream.synchronize()?;
+    /// assert_eq!(&output[..], &[1, 2, 3]);
+    /// # Ok(()) }
+    /// ```
+    ///
+    /// # Errors
+    /// [`Error::LengthMismatch`] when the lengths differ; driver errors.
+    ///
+    /// # Safety
+    /// The node writes `dst` asynchronously at every launch of every executable graph
+    /// made from this graph. From each such launch until it has completed (its stream,
+    /// or an event recorded after it, synchronized), no host code may read `dst`, and
+    /// `dst` must not be dropped before the last launch has completed (dropping the
+    /// executable graphs does not wait for their launches).
+    #[doc(alias = "cuGraphAddMemcpyNode")]
+    #[doc(alias = "cudaMemcpyDeviceToHost")]
+    pub unsafe fn add_copy_to_host_node<T: Pod>(
+        &self,
+        deps: &[GraphNode<'_>],
+        dst: &'a PinnedHostBuffer<T>,
+        src: &'a DeviceBuffer<T>,
+    ) -> Result<GraphNode<'_>> {
+        same_len(dst.len(), src.len())?;
+        if src.size_bytes() == 0 {
+            return self.add_empty_node(deps);
+        }
+        let copy = CUDA_MEMCPY3D {
+            srcMemoryType: CUmemorytype::CU_MEMORYTYPE_DEVICE,
+            srcDevice: src.as_raw(),
+            dstMemoryType: CUmemorytype::CU_MEMORYTYPE_HOST,
+            // The driver writes through it; no `&mut` is formed on the Rust side (the
+            // caller's contract keeps host code away during launches).
+            dstHost: dst.as_ptr().cast_mut().cast::<c_void>(),
+            WidthInBytes: src.size_bytes(),
+            Height: 1,
+            Depth: 1,
+            ..CUDA_MEMCPY3D::default()
+        };
+        // SAFETY: both buffers hold `size_bytes` bytes and are borrowed for `'a`; any
+        // bytes are a valid `T` (`Pod`); host access during launches and the tail after
+        // the executable graphs are dropped are the caller's promise.
+        unsafe { self.add_memcpy_node(deps, &copy) }
     }
 
     /// `cuGraphAddMemcpyNode` with a full `CUDA_MEMCPY3D` description.

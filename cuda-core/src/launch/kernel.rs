@@ -85,10 +85,10 @@ pub unsafe fn launch<A: KernelArgs>(f: &Function, cfg: &LaunchConfig<'_>, args: 
 #[doc(alias = "cuLaunchKernelEx")]
 #[doc(alias = "CU_LAUNCH_PARAM_BUFFER_POINTER")]
 #[inline]
-pub unsafe fn launch_packed<const CAP: usize>(
+pub unsafe fn launch_packed<const CAP: usize, const N: usize>(
     f: &Function,
     cfg: &LaunchConfig<'_>,
-    packed: &PackedArgs<CAP>,
+    packed: &PackedArgs<CAP, N>,
 ) -> Result<()> {
     cfg.require_stream()?;
     let g = f.enter()?;
@@ -134,10 +134,10 @@ pub unsafe fn launch_packed<const CAP: usize>(
 #[doc(alias = "cuLaunchKernelEx")]
 #[doc(alias = "cuFuncGetParamInfo")]
 #[inline]
-pub unsafe fn launch_checked<const CAP: usize>(
+pub unsafe fn launch_checked<const CAP: usize, const N: usize>(
     f: &Function,
     cfg: &LaunchConfig<'_>,
-    packed: &PackedArgs<CAP>,
+    packed: &PackedArgs<CAP, N>,
 ) -> Result<()> {
     f.verify_packed(packed)?;
     // SAFETY: the layout matches the kernel's (checked above); the pointer contract is

@@ -108,7 +108,10 @@ impl Function {
     /// # Errors
     /// As [`verify_args`](Self::verify_args).
     #[doc(alias = "cuFuncGetParamInfo")]
-    pub fn verify_packed<const CAP: usize>(&self, packed: &PackedArgs<CAP>) -> Result<()> {
+    pub fn verify_packed<const CAP: usize, const N: usize>(
+        &self,
+        packed: &PackedArgs<CAP, N>,
+    ) -> Result<()> {
         with_reported(self, |reported| packed.verify(reported))
     }
 }
