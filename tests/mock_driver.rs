@@ -1318,6 +1318,23 @@ fn oom_maps_to_an_error_naming_the_call() {
     // A size in bytes that overflows usize is an error too, never a panic.
     let e = DeviceBuffer::<u64>::new(&ctx, usize::MAX / 2).unwrap_err();
     assert!(matches!(e, Error::InvalidArgument(_)), "{e}");
+    // A copy of the wrong length names both lengths.
+    let mut four = DeviceBuffer::<u32>::new(&ctx, 4).unwrap();
+    let e = four.copy_from_host(&[1, 2, 3]).unwrap_err();
+    assert!(
+        matches!(
+            e,
+            Error::LengthMismatch {
+                expected: 4,
+                found: 3
+            }
+        ),
+        "{e:?}"
+    );
+    assert!(
+        e.to_string().contains("4 elements expected, 3 given"),
+        "{e}"
+    );
     assert!(
         size_of::<Error>() <= 64,
         "Error is {} bytes",
@@ -1407,12 +1424,13 @@ fn param_layout_is_read_from_the_driver() {
     let wrong = cuda_core::args::PackedArgs::<4096>::from_args(&(buf.as_arg(), 4u32)).unwrap();
     let e = f.verify_params(&wrong).unwrap_err();
     assert!(matches!(e, Error::Layout(_)), "{e}");
+    let e = module.function("nope").unwrap_err();
+    assert!(e.is(CUresult::CUDA_ERROR_NOT_FOUND), "{e:?}");
     assert!(
-        module
-            .function("nope")
-            .unwrap_err()
-            .is(CUresult::CUDA_ERROR_NOT_FOUND)
+        matches!(&e, Error::NotFound { call: "cuModuleGetFunction", name } if name.as_str() == "nope"),
+        "{e:?}"
     );
+    assert!(e.to_string().contains("\"nope\""), "{e}");
 }
 
 fn linker_logs_and_destroys_once() {

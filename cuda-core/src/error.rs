@@ -1,12 +1,18 @@
 //! [`Error`]: what every fallible call of the host layer returns.
 //!
 //! A failed driver call keeps the C function's name next to its [`CUresult`], so that
-//! `Display` reads `cuMemAlloc failed: CUDA_ERROR_OUT_OF_MEMORY (2): out of memory`.
-//! Loader failures, functions the driver lacks, JIT failures (with the JIT error log),
-//! kernel-parameter layout errors and invalid arguments share the same type.
+//! `Display` reads `cuMemAlloc failed: CUDA_ERROR_OUT_OF_MEMORY (2): ` and the header's
+//! description of the code. Loader failures, functions the driver lacks, JIT failures
+//! (with the JIT error log), kernel-parameter layout errors and invalid arguments share
+//! the same type. An error names what failed: a kernel or global that a module lacks is
+//! [`Error::NotFound`], with the name (`cuModuleGetFunction("vec_ad") failed:
+//! CUDA_ERROR_NOT_FOUND (500): ...`); a copy between buffers of different lengths is
+//! [`Error::LengthMismatch`], with both lengths.
 //!
-//! The type stays small: without the `alloc` feature a JIT failure carries only the
-//! length of the log, which the driver wrote into the caller's buffer (see
+//! The type stays small and needs no heap: a missing symbol's name is kept inline
+//! ([`SymbolName`], cut short with an ellipsis past [`SymbolName::CAPACITY`] bytes);
+//! without the `alloc` feature a JIT failure carries only the length of the log, which
+//! the driver wrote into the caller's buffer (see
 //! [`JitOptions::error_log`](crate::JitOptions::error_log)); with `alloc` it owns the log.
 
 use core::fmt;
@@ -15,7 +21,8 @@ use cuda_sys::{CUresult, LoadError, MissingSymbol};
 
 use crate::args::{LayoutMismatch, PackError};
 
-// Small enough to return by value everywhere (a JIT log is behind a `String`).
+// Small enough to return by value everywhere (a JIT log is behind a `String`; a symbol
+// name is inline, sized to fill what the largest variant already takes).
 static_assertions::const_assert!(core::mem::size_of::<Error>() <= 64);
 
 /// `core::result::Result` with [`Error`].
@@ -51,6 +58,24 @@ pub enum Error {
     Layout(LayoutMismatch),
     /// An argument the driver would reject, or that would be unsound to pass to it.
     InvalidArgument(&'static str),
+    /// A module has no kernel or global of this name: `cuModuleGetFunction` or
+    /// `cuModuleGetGlobal` returned `CUDA_ERROR_NOT_FOUND`. [`code`](Self::code) is
+    /// `CUDA_ERROR_NOT_FOUND`, so `e.is(CUresult::CUDA_ERROR_NOT_FOUND)` holds.
+    NotFound {
+        /// The C function that failed (`"cuModuleGetFunction"`, `"cuModuleGetGlobal"`).
+        call: &'static str,
+        /// The name looked up (its first [`SymbolName::CAPACITY`] bytes).
+        name: SymbolName,
+    },
+    /// A copy between two buffers of different lengths, in elements: `expected` is the
+    /// length of the buffer the call copies into or out of (for a copy between two
+    /// device buffers, the destination), `found` that of the other side.
+    LengthMismatch {
+        /// The length the copy needs.
+        expected: usize,
+        /// The length it was given.
+        found: usize,
+    },
     /// A call refused because its stream is being captured into a graph: the graph
     /// would keep what the call names (memory, an event, a closure) by address, with
     /// nothing tying its lifetime to the graph. Record such work through the
@@ -64,19 +89,23 @@ impl Error {
         Self::Driver { call, code }
     }
 
-    /// The driver's result code, for [`Error::Driver`] and [`Error::Jit`].
+    /// The driver's result code, for [`Error::Driver`] and [`Error::Jit`];
+    /// `CUDA_ERROR_NOT_FOUND` for [`Error::NotFound`].
     pub const fn code(&self) -> Option<CUresult> {
         match self {
             Self::Driver { code, .. } | Self::Jit { code, .. } => Some(*code),
+            Self::NotFound { .. } => Some(CUresult::CUDA_ERROR_NOT_FOUND),
             _ => None,
         }
     }
 
-    /// The C function that failed, for [`Error::Driver`] and [`Error::Jit`]; the missing
-    /// function for [`Error::MissingSymbol`].
+    /// The C function that failed, for [`Error::Driver`], [`Error::Jit`] and
+    /// [`Error::NotFound`]; the missing function for [`Error::MissingSymbol`].
     pub const fn call(&self) -> Option<&'static str> {
         match self {
-            Self::Driver { call, .. } | Self::Jit { call, .. } => Some(*call),
+            Self::Driver { call, .. } | Self::Jit { call, .. } | Self::NotFound { call, .. } => {
+                Some(*call)
+            }
             Self::MissingSymbol(m) => Some(m.name),
             _ => None,
         }
@@ -118,6 +147,16 @@ impl fmt::Display for Error {
             }
             Self::Pack(e) => write!(f, "kernel parameters: {e}"),
             Self::Layout(e) => write!(f, "kernel parameter layout: {e}"),
+            Self::NotFound { call, name } => write!(
+                f,
+                "{call}(\"{name}\") failed: {}",
+                CUresult::CUDA_ERROR_NOT_FOUND
+            ),
+            Self::LengthMismatch { expected, found } => write!(
+                f,
+                "copy source and destination lengths differ: {expected} elements expected, \
+                 {found} given"
+            ),
             Self::InvalidArgument(what) => write!(f, "invalid argument: {what}"),
             Self::StreamCapturing(call) => write!(
                 f,
@@ -132,11 +171,14 @@ impl core::error::Error for Error {
     fn source(&self) -> Option<&(dyn core::error::Error + 'static)> {
         match self {
             Self::Driver { code, .. } | Self::Jit { code, .. } => Some(code),
+            Self::NotFound { .. } => Some(&CUresult::CUDA_ERROR_NOT_FOUND),
             Self::Load(e) => Some(*e),
             Self::MissingSymbol(m) => Some(m),
             Self::Pack(e) => Some(e),
             Self::Layout(e) => Some(e),
-            Self::InvalidArgument(_) | Self::StreamCapturing(_) => None,
+            Self::LengthMismatch { .. } | Self::InvalidArgument(_) | Self::StreamCapturing(_) => {
+                None
+            }
         }
     }
 }
@@ -162,6 +204,100 @@ impl From<PackError> for Error {
 impl From<LayoutMismatch> for Error {
     fn from(e: LayoutMismatch) -> Self {
         Self::Layout(e)
+    }
+}
+
+/// The name of a kernel or global that a module lacks, kept inline (no heap): up to
+/// [`CAPACITY`](Self::CAPACITY) bytes, cut at a character boundary; a longer name
+/// displays with a trailing `…`.
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub struct SymbolName {
+    bytes: [u8; Self::CAPACITY],
+    len: u8,
+    truncated: bool,
+}
+
+impl SymbolName {
+    /// The most bytes of a name kept.
+    pub const CAPACITY: usize = 45;
+
+    /// Keeps the first [`CAPACITY`](Self::CAPACITY) bytes of `name` (fewer, to end at a
+    /// character boundary).
+    #[must_use]
+    pub fn new(name: &str) -> Self {
+        let mut out = Self {
+            bytes: [0; Self::CAPACITY],
+            len: 0,
+            truncated: false,
+        };
+        out.push_str(name);
+        out
+    }
+
+    /// A name from C bytes (without the NUL); bytes that are not UTF-8 become `�`.
+    #[must_use]
+    pub fn from_bytes(name: &[u8]) -> Self {
+        let mut out = Self::new("");
+        for chunk in name.utf8_chunks() {
+            out.push_str(chunk.valid());
+            if !chunk.invalid().is_empty() {
+                out.push_str("\u{FFFD}");
+            }
+        }
+        out
+    }
+
+    /// Appends `s`, or as much of it as fits, ending at a character boundary.
+    fn push_str(&mut self, s: &str) {
+        if self.truncated {
+            return;
+        }
+        let start = usize::from(self.len);
+        let room = Self::CAPACITY - start;
+        let mut take = s.len().min(room);
+        while !s.is_char_boundary(take) {
+            take -= 1;
+        }
+        if let (Some(dst), Some(src)) = (self.bytes.get_mut(start..start + take), s.get(..take)) {
+            dst.copy_from_slice(src.as_bytes());
+            // `start + take <= CAPACITY`, which fits in a `u8`.
+            self.len = (start + take) as u8;
+        }
+        self.truncated = take < s.len();
+    }
+
+    /// The name as kept (without the `…` of a truncated one).
+    #[must_use]
+    pub fn as_str(&self) -> &str {
+        let kept = self.bytes.get(..usize::from(self.len)).unwrap_or(&[]);
+        // Only whole `str` prefixes are ever copied in.
+        core::str::from_utf8(kept).unwrap_or("")
+    }
+
+    /// Whether the name was longer than [`CAPACITY`](Self::CAPACITY) bytes.
+    #[must_use]
+    pub const fn is_truncated(&self) -> bool {
+        self.truncated
+    }
+}
+
+impl fmt::Display for SymbolName {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())?;
+        if self.truncated {
+            f.write_str("…")?;
+        }
+        Ok(())
+    }
+}
+
+impl fmt::Debug for SymbolName {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "\"{}\"", self.as_str().escape_debug())?;
+        if self.truncated {
+            f.write_str("…")?;
+        }
+        Ok(())
     }
 }
 
@@ -368,3 +504,74 @@ macro_rules! dropping {
     };
 }
 pub(crate) use dropping;
+
+#[cfg(all(test, feature = "std"))]
+mod tests {
+    use super::*;
+    use std::format;
+    use std::string::ToString;
+
+    #[test]
+    fn not_found_names_the_symbol_and_keeps_its_code() {
+        let e = Error::NotFound {
+            call: "cuModuleGetFunction",
+            name: SymbolName::new("vec_ad"),
+        };
+        assert!(e.is(CUresult::CUDA_ERROR_NOT_FOUND));
+        assert_eq!(e.call(), Some("cuModuleGetFunction"));
+        let text = e.to_string();
+        assert!(
+            text.starts_with("cuModuleGetFunction(\"vec_ad\") failed: CUDA_ERROR_NOT_FOUND"),
+            "{text}"
+        );
+        assert!(core::error::Error::source(&e).is_some());
+    }
+
+    #[test]
+    fn long_names_are_cut_at_a_char_boundary_with_an_ellipsis() {
+        let fits = "k".repeat(SymbolName::CAPACITY);
+        let n = SymbolName::new(&fits);
+        assert!(!n.is_truncated());
+        assert_eq!(n.as_str(), fits);
+        assert_eq!(n.to_string(), fits);
+
+        let long = "_ZN7cutlass6KernelINS_4gemm6kernel4GemmIfEEEEvNT_6ParamsE";
+        let n = SymbolName::new(long);
+        assert!(n.is_truncated());
+        assert_eq!(n.as_str(), &long[..SymbolName::CAPACITY]);
+        assert_eq!(n.to_string(), format!("{}…", &long[..SymbolName::CAPACITY]));
+
+        // A multi-byte character straddling the end is dropped whole.
+        let wide = format!("{}é", "a".repeat(SymbolName::CAPACITY - 1));
+        let n = SymbolName::new(&wide);
+        assert!(n.is_truncated());
+        assert_eq!(n.as_str().len(), SymbolName::CAPACITY - 1);
+
+        assert_eq!(SymbolName::from_bytes(b"ab\xffc").as_str(), "ab\u{FFFD}c");
+        assert_eq!(format!("{:?}", SymbolName::new("a\"b")), "\"a\\\"b\"");
+    }
+
+    #[test]
+    fn length_mismatch_shows_both_lengths() {
+        let text = Error::LengthMismatch {
+            expected: 1024,
+            found: 10,
+        }
+        .to_string();
+        assert!(text.contains("1024") && text.contains("10 given"), "{text}");
+        assert_eq!(
+            Error::LengthMismatch {
+                expected: 1,
+                found: 2
+            }
+            .code(),
+            None
+        );
+    }
+
+    #[test]
+    fn error_stays_small() {
+        // The inline name fills the room the largest variant already takes.
+        assert!(size_of::<Error>() <= 64, "{}", size_of::<Error>());
+    }
+}

@@ -1,4 +1,365 @@
-//! Thin safe layer over the CUDA driver API (host) and inline-PTX helpers (device).
+//! Safe layer over the CUDA driver API for the host, and inline-PTX helpers for kernels
+//! written in Rust ([`device`]). `no_std` first; `alloc` and `std` are features.
+//!
+//! The sections below walk the whole path once: load a module, allocate, copy, launch,
+//! copy back; then a Programmatic Dependent Launch pair, a captured graph, errors, threads
+//! and builds without `std`. Every example is a doctest that compiles; those that need a
+//! GPU are not run. Each safe wrapper's own docs open with the driver call it makes, and
+//! rustdoc's search finds it by that C name (`cuMemAlloc`, `cuLaunchKernelEx`, ...).
+//!
+//! # Load PTX, allocate, copy, launch, copy back
+//!
+//! A `Context` is a shared owner of a device's context. Every handle made in it (`Module`,
+//! `Function`, `Stream`, `DeviceBuffer`, ...) keeps a clone, has no lifetime parameter,
+//! and makes its context current by itself on whichever thread uses it.
+//!
+//! ```no_run
+//! use cuda_core::{Context, Device, DeviceBuffer, DevicePtr, LaunchConfig, Module, Stream};
+//! # const PTX: &str = r".version 8.0
+//! # .target sm_90
+//! # .address_size 64
+//! # .visible .entry scale(.param .u64 data, .param .f32 factor, .param .u32 n)
+//! # {
+//! # .reg .pred %p; .reg .b32 %r<5>; .reg .f32 %f<3>; .reg .b64 %rd<4>;
+//! # ld.param.u64 %rd1, [data]; ld.param.f32 %f1, [factor]; ld.param.u32 %r1, [n];
+//! # mov.u32 %r2, %ctaid.x; mov.u32 %r3, %ntid.x; mov.u32 %r4, %tid.x;
+//! # mad.lo.s32 %r2, %r2, %r3, %r4; setp.ge.u32 %p, %r2, %r1; @%p bra DONE;
+//! # cvta.to.global.u64 %rd2, %rd1; mul.wide.u32 %rd3, %r2, 4; add.s64 %rd2, %rd2, %rd3;
+//! # ld.global.f32 %f2, [%rd2]; mul.f32 %f2, %f2, %f1; st.global.f32 [%rd2], %f2;
+//! # DONE: ret;
+//! # }";
+//!
+//! fn main() -> cuda_core::Result<()> {
+//!     let ctx = Context::primary(Device::get(0)?)?;
+//!     // PTX text (from `nvcc -ptx`, or Rust built for nvptx64), JIT-compiled for the
+//!     // device. It holds `scale(float *data, float factor, unsigned n)`: data[i] *= factor.
+//!     let module = Module::from_ptx(&ctx, PTX)?;
+//!     let scale = module.function("scale")?;
+//!     // `launch` cannot see the kernel's signature: check the argument tuple's layout
+//!     // against the driver's parameter info once (sizes and offsets, not meanings).
+//!     scale.verify_args::<(DevicePtr<f32>, f32, u32)>()?;
+//!
+//!     let host: Vec<f32> = (0..4096).map(|i| i as f32).collect();
+//!     let data = DeviceBuffer::from_slice(&ctx, &host)?; // cuMemAlloc + cuMemcpyHtoD
+//!     let stream = Stream::non_blocking(&ctx)?;
+//!     let n = host.len() as u32;
+//!     // A launch configuration names its stream; there is no implicit default stream.
+//!     let cfg = LaunchConfig::new(n.div_ceil(256), 256).stream(&stream);
+//!     // SAFETY: the tuple matches `scale` (verified above); `data` holds `n` floats and
+//!     // lives until the kernel is done (the stream is synchronized below).
+//!     unsafe { cfg.launch(&scale, &(data.as_arg(), 2.0f32, n))? };
+//!     stream.synchronize()?;
+//!     let mut back = vec![0.0f32; host.len()];
+//!     data.copy_to_host(&mut back)?; // cuMemcpyDtoH
+//!     assert_eq!(back[3], 6.0);
+//!     Ok(())
+//! }
+//! ```
+//!
+//! # A Programmatic Dependent Launch pair
+//!
+//! On sm_90 and newer, a launch with the programmatic-stream-serialization attribute may
+//! start before the kernel ahead of it in the stream finishes, so its prologue overlaps
+//! the other's tail. The device side decides how far: the first kernel calls
+//! `griddepcontrol.launch_dependents` ([`device::launch_dependents`]) to let the second be
+//! scheduled, and the second calls `griddepcontrol.wait` ([`device::grid_dependency_wait`])
+//! before it reads anything the first wrote.
+//!
+//! ```no_run
+//! # use cuda_core::{Context, Device, DeviceBuffer, DevicePtr, LaunchConfig, Module, Stream};
+//! # const PTX: &str = r".version 8.0
+//! # .target sm_90
+//! # .address_size 64
+//! # .visible .entry produce(.param .u64 out, .param .u32 n)
+//! # {
+//! # .reg .pred %p; .reg .b32 %r<5>; .reg .b64 %rd<4>;
+//! # griddepcontrol.launch_dependents;
+//! # ld.param.u64 %rd1, [out]; ld.param.u32 %r1, [n];
+//! # mov.u32 %r2, %ctaid.x; mov.u32 %r3, %ntid.x; mov.u32 %r4, %tid.x;
+//! # mad.lo.s32 %r2, %r2, %r3, %r4; setp.ge.u32 %p, %r2, %r1; @%p bra DONE;
+//! # cvta.to.global.u64 %rd2, %rd1; mul.wide.u32 %rd3, %r2, 4; add.s64 %rd2, %rd2, %rd3;
+//! # st.global.u32 [%rd2], %r2;
+//! # DONE: ret;
+//! # }
+//! # .visible .entry consume(.param .u64 in, .param .u64 out, .param .u32 n)
+//! # {
+//! # .reg .pred %p; .reg .b32 %r<6>; .reg .b64 %rd<6>;
+//! # ld.param.u64 %rd1, [in]; ld.param.u64 %rd4, [out]; ld.param.u32 %r1, [n];
+//! # mov.u32 %r2, %ctaid.x; mov.u32 %r3, %ntid.x; mov.u32 %r4, %tid.x;
+//! # mad.lo.s32 %r2, %r2, %r3, %r4;
+//! # griddepcontrol.wait;
+//! # setp.ge.u32 %p, %r2, %r1; @%p bra DONE;
+//! # mul.wide.u32 %rd3, %r2, 4;
+//! # cvta.to.global.u64 %rd2, %rd1; add.s64 %rd2, %rd2, %rd3; ld.global.u32 %r5, [%rd2];
+//! # shl.b32 %r5, %r5, 1;
+//! # cvta.to.global.u64 %rd5, %rd4; add.s64 %rd5, %rd5, %rd3; st.global.u32 [%rd5], %r5;
+//! # DONE: ret;
+//! # }";
+//! # fn main() -> cuda_core::Result<()> {
+//! # let ctx = Context::primary(Device::get(0)?)?;
+//! # let stream = Stream::non_blocking(&ctx)?;
+//! let module = Module::from_ptx(&ctx, PTX)?;
+//! let (produce, consume) = (module.function("produce")?, module.function("consume")?);
+//! produce.verify_args::<(DevicePtr<u32>, u32)>()?;
+//! consume.verify_args::<(DevicePtr<u32>, DevicePtr<u32>, u32)>()?;
+//! let n: u32 = 1 << 20;
+//! let a = DeviceBuffer::<u32>::new(&ctx, n as usize)?;
+//! let b = DeviceBuffer::<u32>::new(&ctx, n as usize)?;
+//! let first = LaunchConfig::new(n.div_ceil(256), 256).stream(&stream);
+//! let dependent = first.clone().programmatic_stream_serialization()?;
+//! // SAFETY: each tuple matches its kernel (verified above); `a` and `b` hold `n` values
+//! // and outlive both kernels; `consume` waits for `produce` before reading `a`.
+//! unsafe {
+//!     first.launch(&produce, &(a.as_arg(), n))?;
+//!     dependent.launch(&consume, &(a.as_arg(), b.as_arg(), n))?;
+//! }
+//! stream.synchronize()?;
+//! # Ok(()) }
+//! ```
+//!
+//! The same pair written in Rust, in a crate built for `nvptx64-nvidia-cuda` (as
+//! `cargo xtask ptx` builds `ptx/`):
+//!
+//! ```ignore
+//! use cuda_core::device::{global_idx_x, grid_dependency_wait, launch_dependents};
+//!
+//! #[unsafe(no_mangle)]
+//! pub unsafe extern "ptx-kernel" fn produce(out: *mut u32, n: u32) {
+//!     launch_dependents(); // `consume` may be scheduled from here on
+//!     let i = global_idx_x();
+//!     if i < n {
+//!         unsafe { *out.add(i as usize) = i };
+//!     }
+//! }
+//!
+//! #[unsafe(no_mangle)]
+//! pub unsafe extern "ptx-kernel" fn consume(input: *const u32, out: *mut u32, n: u32) {
+//!     let i = global_idx_x(); // work that reads nothing of `produce`'s may come first
+//!     grid_dependency_wait(); // `produce` has completed and its writes are visible
+//!     if i < n {
+//!         unsafe { *out.add(i as usize) = 2 * *input.add(i as usize) };
+//!     }
+//! }
+//! ```
+//!
+//! # Capture a graph
+//!
+//! Work recorded on a capturing stream becomes a graph that can be launched any number of
+//! times. The capture's methods borrow what the graph will name (buffers, functions), so
+//! none of it can be dropped while the graph or an executable graph made from it lives.
+//! Safe calls that would let the graph keep something by address without that borrow are
+//! refused on a capturing stream with `Error::StreamCapturing`.
+//!
+//! ```no_run
+//! use cuda_core::graph::CaptureMode;
+//! # use cuda_core::{Context, Device, DeviceBuffer, LaunchConfig, Module, Stream};
+//! # const PTX: &str = r".version 8.0
+//! # .target sm_90
+//! # .address_size 64
+//! # .visible .entry scale(.param .u64 data, .param .f32 factor, .param .u32 n)
+//! # {
+//! # .reg .pred %p; .reg .b32 %r<5>; .reg .f32 %f<3>; .reg .b64 %rd<4>;
+//! # ld.param.u64 %rd1, [data]; ld.param.f32 %f1, [factor]; ld.param.u32 %r1, [n];
+//! # mov.u32 %r2, %ctaid.x; mov.u32 %r3, %ntid.x; mov.u32 %r4, %tid.x;
+//! # mad.lo.s32 %r2, %r2, %r3, %r4; setp.ge.u32 %p, %r2, %r1; @%p bra DONE;
+//! # cvta.to.global.u64 %rd2, %rd1; mul.wide.u32 %rd3, %r2, 4; add.s64 %rd2, %rd2, %rd3;
+//! # ld.global.f32 %f2, [%rd2]; mul.f32 %f2, %f2, %f1; st.global.f32 [%rd2], %f2;
+//! # DONE: ret;
+//! # }";
+//! # fn main() -> cuda_core::Result<()> {
+//! # let ctx = Context::primary(Device::get(0)?)?;
+//! # let module = Module::from_ptx(&ctx, PTX)?;
+//! let scale = module.function("scale")?;
+//! let data = DeviceBuffer::<f32>::new(&ctx, 4096)?;
+//! let mut stream = Stream::non_blocking(&ctx)?;
+//!
+//! let cap = stream.begin_capture(CaptureMode::Global)?; // cuStreamBeginCapture
+//! cap.memset_d32(&data, 1.0f32.to_bits())?; // a memset node
+//! // SAFETY: as for a plain launch, at every launch of the graph: the tuple matches
+//! // `scale`, and `data` (borrowed by the graph) holds 4096 floats.
+//! let args = (data.as_arg(), 2.0f32, 4096u32);
+//! unsafe { cap.launch(&scale, &LaunchConfig::new(16, 256), &args)? };
+//! let graph = cap.end()?; // cuStreamEndCapture
+//! let exec = graph.instantiate(Default::default())?;
+//! for _ in 0..100 {
+//!     exec.launch(&stream)?; // cuGraphLaunch
+//! }
+//! stream.synchronize()?;
+//! # Ok(()) }
+//! ```
+//!
+//! # Handle errors
+//!
+//! Every fallible call returns `cuda_core::Result`. A failed driver call is
+//! `Error::Driver { call, code }`: the C function and the `CUresult` it returned, so
+//! `Display` reads `cuMemAlloc failed: CUDA_ERROR_OUT_OF_MEMORY (2): ` and the header's
+//! description of the code. A JIT failure is `Error::Jit` with the compiler's log (with
+//! `alloc`; without it, the log is in the buffer given as `JitOptions::error_log`).
+//! Errors name what failed: a missing kernel's name, both lengths of a mismatched copy.
+//!
+//! ```
+//! use cuda_core::{Error, SymbolName, cuda_sys::CUresult};
+//!
+//! fn explain(e: &Error) -> String {
+//!     match e {
+//!         Error::Driver { call, code } if *code == CUresult::CUDA_ERROR_OUT_OF_MEMORY => {
+//!             format!("{call}: the device is out of memory")
+//!         }
+//!         Error::Driver { call, code } => format!("{call} returned {code}"),
+//!         Error::NotFound { name, .. } => format!("the module has no `{name}`"),
+//!         Error::Jit { log, .. } => format!("the PTX does not compile:\n{log}"),
+//!         Error::StreamCapturing(call) => format!("{call}: record it through the capture"),
+//!         other => other.to_string(), // `Error` is non-exhaustive
+//!     }
+//! }
+//!
+//! let oom = Error::Driver { call: "cuMemAlloc", code: CUresult::CUDA_ERROR_OUT_OF_MEMORY };
+//! assert_eq!(explain(&oom), "cuMemAlloc: the device is out of memory");
+//! assert!(oom.is(CUresult::CUDA_ERROR_OUT_OF_MEMORY) && oom.call() == Some("cuMemAlloc"));
+//! assert!(oom.to_string().starts_with("cuMemAlloc failed: CUDA_ERROR_OUT_OF_MEMORY (2): "));
+//! // What `module.function("scael")` returns when the module has no such kernel:
+//! let missing = Error::NotFound { call: "cuModuleGetFunction", name: SymbolName::new("scael") };
+//! assert_eq!(explain(&missing), "the module has no `scael`");
+//! assert!(missing.is(CUresult::CUDA_ERROR_NOT_FOUND));
+//! let copy = Error::LengthMismatch { expected: 4, found: 3 };
+//! assert!(explain(&copy).ends_with("lengths differ: 4 elements expected, 3 given"));
+//!
+//! // A `Drop` cannot return an error: failures of `cuMemFree`, `cuStreamDestroy`, ... are
+//! // counted and handed to a hook (on the dropping thread; it must not panic).
+//! fn on_drop_error(e: &cuda_core::DropError) {
+//!     eprintln!("cuda-core: {e}");
+//! }
+//! cuda_core::set_drop_error_hook(Some(on_drop_error));
+//! assert_eq!(cuda_core::drop_error_count(), 0);
+//! ```
+//!
+//! # Share across threads
+//!
+//! Handles are `Send` (and `Sync` where the driver allows concurrent use), `Context` is
+//! `Clone`, and none borrows another, so GPU state lives in an ordinary struct that moves to
+//! another thread. No `cuCtxSetCurrent` is needed there: each call makes its handle's
+//! context current where it is not.
+//!
+//! ```no_run
+//! use std::thread;
+//! use cuda_core::{Context, Device, DeviceBuffer, Function, LaunchConfig, Module, Stream};
+//! # const PTX: &str = r".version 8.0
+//! # .target sm_90
+//! # .address_size 64
+//! # .visible .entry scale(.param .u64 data, .param .f32 factor, .param .u32 n)
+//! # {
+//! # .reg .pred %p; .reg .b32 %r<5>; .reg .f32 %f<3>; .reg .b64 %rd<4>;
+//! # ld.param.u64 %rd1, [data]; ld.param.f32 %f1, [factor]; ld.param.u32 %r1, [n];
+//! # mov.u32 %r2, %ctaid.x; mov.u32 %r3, %ntid.x; mov.u32 %r4, %tid.x;
+//! # mad.lo.s32 %r2, %r2, %r3, %r4; setp.ge.u32 %p, %r2, %r1; @%p bra DONE;
+//! # cvta.to.global.u64 %rd2, %rd1; mul.wide.u32 %rd3, %r2, 4; add.s64 %rd2, %rd2, %rd3;
+//! # ld.global.f32 %f2, [%rd2]; mul.f32 %f2, %f2, %f1; st.global.f32 [%rd2], %f2;
+//! # DONE: ret;
+//! # }";
+//!
+//! /// One worker's GPU state, moved to its thread as one value.
+//! struct Worker {
+//!     stream: Stream,
+//!     scale: Function, // keeps its module loaded
+//!     data: DeviceBuffer<f32>,
+//! }
+//!
+//! impl Worker {
+//!     fn run(self, factor: f32) -> cuda_core::Result<Vec<f32>> {
+//!         let n = self.data.len() as u32;
+//!         let cfg = LaunchConfig::new(n.div_ceil(256), 256).stream(&self.stream);
+//!         // SAFETY: `scale(float*, float, unsigned)`; `data` holds `n` floats and lives
+//!         // until the kernel is done (synchronized below).
+//!         unsafe { cfg.launch(&self.scale, &(self.data.as_arg(), factor, n))? };
+//!         self.stream.synchronize()?;
+//!         let mut out = vec![0.0; self.data.len()];
+//!         self.data.copy_to_host(&mut out)?;
+//!         Ok(out)
+//!     }
+//! }
+//!
+//! fn main() -> cuda_core::Result<()> {
+//!     let ctx = Context::primary(Device::get(0)?)?;
+//!     let module = Module::from_ptx(&ctx, PTX)?;
+//!     let mut workers = Vec::new();
+//!     for i in 0..4u8 {
+//!         let worker = Worker {
+//!             stream: Stream::non_blocking(&ctx)?,
+//!             scale: module.function("scale")?,
+//!             data: DeviceBuffer::from_slice(&ctx, &[1.0f32; 1024])?,
+//!         };
+//!         workers.push(thread::spawn(move || worker.run(f32::from(i))));
+//!     }
+//!     for (i, worker) in workers.into_iter().enumerate() {
+//!         let out = worker.join().expect("worker panicked")?;
+//!         assert!(out.iter().all(|&v| v == i as f32));
+//!     }
+//!     Ok(())
+//! }
+//! ```
+//!
+//! # Without `std`, without a heap
+//!
+//! Features:
+//! - `std` (default): implies `alloc`.
+//! - `alloc`: closures as host functions (`Stream::launch_host_fn`,
+//!   `Graph::add_host_node`, the capture's `host_fn`), `Linker::new`, JIT logs owned by
+//!   `Error::Jit`, a NUL appended to PTX text that lacks one, `Arc`-counted contexts and
+//!   modules.
+//! - `loaded` (default) and `linked`: how cuda-sys reaches the driver, `dlopen` at run
+//!   time or `-lcuda` at link time (at least one; with both, `driver()` loads).
+//! - `runtime` (default): cuda-sys's runtime API (`cuda_sys::runtime()`); cuda-core itself
+//!   uses only the driver, and a `linked` build without it does not link libcudart.
+//!
+//! With `default-features = false, features = ["loaded"]` the crate needs neither `std`
+//! nor a heap: contexts and modules live in fixed static pools (`MAX_CONTEXTS`,
+//! `MAX_MODULES` at once; one more is an `Error::InvalidArgument`), PTX text must end in a
+//! NUL (or come as a `&CStr`), and JIT logs go to caller buffers. No launch allocates, in
+//! any build: configurations and argument arrays live on the stack.
+//!
+//! ```no_run
+//! # use cuda_core::{Context, JitOptions, Module};
+//! # fn load(ctx: &Context) -> cuda_core::Result<()> {
+//! let mut log = [0u8; 4096];
+//! let options = JitOptions { error_log: Some(&mut log), ..JitOptions::default() };
+//! let ptx = c".version 8.0\n.target sm_90\n.address_size 64\n";
+//! match Module::from_ptx_cstr(ctx, ptx, options) {
+//!     Ok(module) => { /* ... */ }
+//!     Err(e) => { /* `log` holds the JIT's error text, up to its first NUL */ }
+//! }
+//! # Ok(()) }
+//! ```
+//!
+//! Items that need a feature, and device helpers that need an SM or PTX ISA version, are
+//! marked as such in documentation built the docs.rs way
+//! (`RUSTDOCFLAGS="--cfg docsrs" cargo +nightly doc`). The [`device`] module is compiled
+//! only for `nvptx64-nvidia-cuda`; it appears in host documentation so that both sides of a
+//! launch read in one place.
+#![cfg_attr(
+    not(target_arch = "nvptx64"),
+    doc = r#"
+# Where things are
+
+- Devices and contexts: [`Device`], [`Context`], [`driver`] (`cuInit`, the driver's
+  version), [`limits`].
+- Code: [`Module`] (PTX, cubin, fatbin, with [`JitOptions`]), [`Linker`], [`Function`]
+  (attributes, occupancy, [`Function::verify_args`]).
+- Memory: [`DeviceBuffer`], [`PinnedHostBuffer`], [`AsyncDeviceBuffer`], [`MemPool`]
+  (see [`memory`]).
+- Work: [`Stream`], [`Event`], [`LaunchConfig`] with every `cuLaunchKernelEx` attribute
+  ([`launch`]), kernel arguments ([`args`]).
+- Graphs: [`Graph`], [`GraphExec`], [`graph::Capture`] (see [`graph`]).
+- Errors: [`Error`], [`set_drop_error_hook`], [`drop_error_count`].
+- The raw bindings: [`cuda_sys`]. The device side: [`device`].
+"#
+)]
+#![cfg_attr(
+    target_arch = "nvptx64",
+    doc = "
+This is the nvptx64 build: only [`device`], [`args`] and [`Dim3`] exist in it. The host
+types named above are documented by `cargo doc` on a host target.
+"
+)]
 //!
 //! # Unsafe policy
 //! Every `unsafe` block carries a `// SAFETY:` comment naming the invariant it relies on;
@@ -9,6 +370,12 @@
     target_arch = "nvptx64",
     feature(asm_experimental_arch, abi_ptx, stdarch_nvptx)
 )]
+// `doc(cfg)` marks on feature- and target-gated items: on docs.rs-style builds
+// (`RUSTDOCFLAGS="--cfg docsrs" cargo +nightly doc`) and in nvptx64 docs, which always
+// build with nightly.
+// The host layer's `not(target_arch = "nvptx64")` is left unmarked (it is the default).
+#![cfg_attr(any(docsrs, all(doc, target_arch = "nvptx64")), feature(doc_cfg))]
+#![cfg_attr(docsrs, doc(auto_cfg(hide(target_arch = "nvptx64"))))]
 
 #[cfg(feature = "alloc")]
 extern crate alloc;
@@ -24,7 +391,13 @@ pub mod args;
 mod dim3;
 pub use dim3::Dim3;
 
-#[cfg(target_arch = "nvptx64")]
+// Documented on every target (rustdoc does not compile the inline PTX in function
+// bodies); compiled only for nvptx64.
+#[cfg(any(target_arch = "nvptx64", doc))]
+#[cfg_attr(
+    any(docsrs, all(doc, target_arch = "nvptx64")),
+    doc(cfg(target_arch = "nvptx64"))
+)]
 pub mod device;
 
 // Host layer: RAII handles over the driver API, one module per driver API section.
@@ -58,11 +431,13 @@ mod shared;
 mod stream;
 
 #[cfg(not(target_arch = "nvptx64"))]
-pub use context::{Context, MAX_CONTEXTS, StreamPriorityRange};
+pub use context::{Context, ContextFlags, MAX_CONTEXTS, StreamPriorityRange};
 #[cfg(not(target_arch = "nvptx64"))]
 pub use device_host::{Device, DeviceName};
 #[cfg(not(target_arch = "nvptx64"))]
-pub use error::{DropError, Error, JitLog, Result, drop_error_count, set_drop_error_hook};
+pub use error::{
+    DropError, Error, JitLog, Result, SymbolName, drop_error_count, set_drop_error_hook,
+};
 #[cfg(not(target_arch = "nvptx64"))]
 pub use event::{Event, EventFlags};
 #[cfg(not(target_arch = "nvptx64"))]

@@ -8,10 +8,10 @@
 use core::ffi::{CStr, c_void};
 use core::ptr;
 
-use cuda_sys::{CUdeviceptr, CUjit_option, CUjit_target, CUmodule};
+use cuda_sys::{CUdeviceptr, CUjit_option, CUjit_target, CUmodule, CUresult};
 
 use crate::context::Context;
-use crate::error::{Error, JitLog, Result, dropping, drv};
+use crate::error::{Error, JitLog, Result, SymbolName, dropping, drv};
 use crate::function::Function;
 use crate::shared::{Shared, pooled};
 
@@ -432,7 +432,8 @@ impl Module {
     /// `cuModuleGetFunction`: the kernel named `name` (its mangled name for C++).
     ///
     /// # Errors
-    /// `CUDA_ERROR_NOT_FOUND` when there is none.
+    /// [`Error::NotFound`] naming `name` when there is none (its
+    /// [`code`](Error::code) is `CUDA_ERROR_NOT_FOUND`); driver errors.
     #[doc(alias = "cuModuleGetFunction")]
     pub fn function(&self, name: &str) -> Result<Function> {
         with_cstr(name, |name| self.function_cstr(name))?
@@ -452,8 +453,9 @@ impl Module {
             drv!(
                 g.cu,
                 cuModuleGetFunction(&mut raw, self.inner.raw, name.as_ptr())
-            )?
-        };
+            )
+        }
+        .map_err(|e| name_not_found(e, name))?;
         // SAFETY: the function belongs to this module, which the result keeps loaded.
         Ok(unsafe { Function::from_raw(raw, self) })
     }
@@ -461,7 +463,8 @@ impl Module {
     /// `cuModuleGetGlobal`: the address and size of the `__device__` global `name`.
     ///
     /// # Errors
-    /// `CUDA_ERROR_NOT_FOUND` when there is none.
+    /// [`Error::NotFound`] naming `name` when there is none (its
+    /// [`code`](Error::code) is `CUDA_ERROR_NOT_FOUND`); driver errors.
     #[doc(alias = "cuModuleGetGlobal")]
     pub fn global(&self, name: &str) -> Result<Global> {
         let g = self.inner.ctx.enter()?;
@@ -473,8 +476,9 @@ impl Module {
                 drv!(
                     g.cu,
                     cuModuleGetGlobal(&mut ptr, &mut size, self.inner.raw, name.as_ptr())
-                )?
-            };
+                )
+            }
+            .map_err(|e| name_not_found(e, name))?;
             Ok(Global { ptr, size })
         })?
     }
@@ -490,6 +494,18 @@ impl Module {
         // SAFETY: live module, valid out-pointer; the context is current.
         unsafe { drv!(g.cu, cuModuleGetFunctionCount(&mut n, self.inner.raw))? };
         Ok(n)
+    }
+}
+
+/// [`Error::NotFound`] naming `name` for a lookup that returned `CUDA_ERROR_NOT_FOUND`;
+/// any other error unchanged.
+fn name_not_found(e: Error, name: &CStr) -> Error {
+    match e {
+        Error::Driver { call, code } if code == CUresult::CUDA_ERROR_NOT_FOUND => Error::NotFound {
+            call,
+            name: SymbolName::from_bytes(name.to_bytes()),
+        },
+        e => e,
     }
 }
 

@@ -2,7 +2,7 @@
 //! distributed shared memory (`mapa`) and [`ClusterMBarrier`], an mbarrier addressed in
 //! the `.shared::cluster` window (this CTA's or another CTA's of the cluster).
 
-#[cfg(target_feature = "ptx80")]
+#[cfg(any(doc, target_feature = "ptx80"))]
 use super::scope::Scope;
 use super::{Dim3, MBarrier, ptx_asm};
 
@@ -95,7 +95,11 @@ pub unsafe fn cluster_arrive() {
 ///
 /// # Safety
 /// As [`cluster_arrive`].
-#[cfg(target_feature = "ptx80")]
+#[cfg(any(doc, target_feature = "ptx80"))]
+#[cfg_attr(
+    any(docsrs, all(doc, target_arch = "nvptx64")),
+    doc(cfg(all(target_feature = "sm_90", target_feature = "ptx80")))
+)]
 #[inline(always)]
 pub unsafe fn cluster_arrive_relaxed() {
     // SAFETY: forwarded to the caller.
@@ -187,7 +191,11 @@ impl ClusterMBarrier {
     }
 }
 
-#[cfg(target_feature = "ptx80")]
+#[cfg(any(doc, target_feature = "ptx80"))]
+#[cfg_attr(
+    any(docsrs, all(doc, target_arch = "nvptx64")),
+    doc(cfg(all(target_feature = "sm_90", target_feature = "ptx80")))
+)]
 impl ClusterMBarrier {
     /// `mbarrier.arrive.release.cluster.shared::cluster.b64 _, [addr], 1;`: one arrival,
     /// releasing this thread's prior writes (distributed shared memory included) to the

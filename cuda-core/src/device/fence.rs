@@ -3,7 +3,7 @@
 
 use super::ptx_asm;
 use super::scope::FenceScope;
-#[cfg(all(target_feature = "sm_90", target_feature = "ptx80"))]
+#[cfg(any(doc, all(target_feature = "sm_90", target_feature = "ptx80")))]
 use super::scope::ProxySpace;
 
 /// `fence.sc.<scope>;`: sequentially consistent fence.
@@ -26,7 +26,7 @@ pub fn fence_acq_rel(scope: FenceScope) {
 /// `mbarrier.init`s to the cluster. Follow it with a cluster barrier
 /// ([`cluster_arrive_relaxed`](super::cluster::cluster_arrive_relaxed) +
 /// [`cluster_wait`](super::cluster::cluster_wait)) before other CTAs use the barriers.
-#[cfg(all(target_feature = "sm_90", target_feature = "ptx80"))]
+#[cfg(any(doc, all(target_feature = "sm_90", target_feature = "ptx80")))]
 #[inline(always)]
 pub fn fence_mbarrier_init() {
     // SAFETY: a fence has no precondition.
@@ -36,7 +36,7 @@ pub fn fence_mbarrier_init() {
 /// `fence.proxy.async{.space};` (PTX 8.0, sm_90): orders this thread's generic-proxy
 /// accesses with async-proxy accesses (TMA, bulk copies) to `space`, or to every state
 /// space for `None`.
-#[cfg(all(target_feature = "sm_90", target_feature = "ptx80"))]
+#[cfg(any(doc, all(target_feature = "sm_90", target_feature = "ptx80")))]
 #[inline(always)]
 pub fn fence_proxy_async(space: Option<ProxySpace>) {
     // SAFETY: a fence has no precondition.

@@ -18,6 +18,11 @@ use crate::args::{
 /// Coerce a kernel item to its pointer type with a cast:
 /// `my_kernel as unsafe extern "ptx-kernel" fn(_, _)`.
 ///
+/// Implemented for `extern "ptx-kernel" fn(A, ..)` and `unsafe extern "ptx-kernel"
+/// fn(A, ..)` with 0 to 16 parameters, each [`DeviceRepr`]. The implementations exist
+/// only in nvptx64 builds (the `"ptx-kernel"` ABI is unknown to other targets), so the
+/// host documentation does not list them.
+///
 /// # Safety
 /// `Args` must be the tuple of the function's parameter types, in order, and
 /// [`as_ptr`](Self::as_ptr) must return the function's address.
@@ -29,10 +34,13 @@ pub unsafe trait DeviceKernel: Copy {
     fn as_ptr(self) -> *const c_void;
 }
 
-/// Implements [`DeviceKernel`] for safe and unsafe kernel pointers of one arity.
+/// Implements [`DeviceKernel`] for safe and unsafe kernel pointers of one arity (on
+/// nvptx64 only: the `"ptx-kernel"` ABI is an error elsewhere, rustdoc's host build
+/// included).
 macro_rules! device_kernel {
     ($($T:ident),*) => {
         // SAFETY: `Args` lists the parameter types in order; the cast yields the address.
+        #[cfg(target_arch = "nvptx64")]
         unsafe impl<$($T: DeviceRepr),*> DeviceKernel for unsafe extern "ptx-kernel" fn($($T),*) {
             type Args = ($($T,)*);
 
@@ -43,6 +51,7 @@ macro_rules! device_kernel {
         }
 
         // SAFETY: as above.
+        #[cfg(target_arch = "nvptx64")]
         unsafe impl<$($T: DeviceRepr),*> DeviceKernel for extern "ptx-kernel" fn($($T),*) {
             type Args = ($($T,)*);
 
@@ -225,9 +234,8 @@ pub unsafe fn launch_child<K: DeviceKernel>(
 }
 
 /// Launches `kernel` from device code: `cudaGetParameterBufferV2`, the buffer
-/// zeroed over the parameters' extent and filled by
-/// [`write_params_raw`](crate::args::write_params_raw) with `rule`, then
-/// `cudaLaunchDeviceV2`.
+/// zeroed over the parameters' extent and filled by [`write_params_raw`] with `rule`,
+/// then `cudaLaunchDeviceV2`.
 ///
 /// The arguments' types are checked against the kernel's signature ([`DeviceKernel`]).
 ///

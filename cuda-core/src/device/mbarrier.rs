@@ -15,9 +15,9 @@
 //! Storage comes from [`shared_array!`](crate::shared_array) (`[u64; N]`) or dynamic
 //! shared memory.
 
-#[cfg(all(target_feature = "sm_80", target_feature = "ptx70"))]
+#[cfg(any(doc, all(target_feature = "sm_80", target_feature = "ptx70")))]
 use super::ptx_asm;
-#[cfg(all(target_feature = "sm_90", target_feature = "ptx80"))]
+#[cfg(any(doc, all(target_feature = "sm_90", target_feature = "ptx80")))]
 use super::scope::Scope;
 
 /// Handle to one mbarrier in this CTA's shared memory (its `.shared::cta` address).
@@ -72,7 +72,11 @@ impl MBarrier {
     }
 }
 
-#[cfg(all(target_feature = "sm_80", target_feature = "ptx70"))]
+#[cfg(any(doc, all(target_feature = "sm_80", target_feature = "ptx70")))]
+#[cfg_attr(
+    any(docsrs, all(doc, target_arch = "nvptx64")),
+    doc(cfg(all(target_feature = "sm_80", target_feature = "ptx70")))
+)]
 impl MBarrier {
     /// `mbarrier.init.shared::cta.b64`: starts phase 0 expecting `count` arrivals per
     /// phase.
@@ -122,7 +126,11 @@ impl MBarrier {
     }
 }
 
-#[cfg(all(target_feature = "sm_90", target_feature = "ptx78"))]
+#[cfg(any(doc, all(target_feature = "sm_90", target_feature = "ptx78")))]
+#[cfg_attr(
+    any(docsrs, all(doc, target_arch = "nvptx64")),
+    doc(cfg(all(target_feature = "sm_90", target_feature = "ptx78")))
+)]
 impl MBarrier {
     /// `mbarrier.arrive.shared::cta.b64 state, [addr], count;` (sm_90): `count`
     /// arrivals at once.
@@ -134,7 +142,11 @@ impl MBarrier {
     }
 }
 
-#[cfg(all(target_feature = "sm_90", target_feature = "ptx80"))]
+#[cfg(any(doc, all(target_feature = "sm_90", target_feature = "ptx80")))]
+#[cfg_attr(
+    any(docsrs, all(doc, target_arch = "nvptx64")),
+    doc(cfg(all(target_feature = "sm_90", target_feature = "ptx80")))
+)]
 impl MBarrier {
     /// `mbarrier.arrive.release.<scope>.shared::cta.b64 state, [addr], count;`: `count`
     /// arrivals releasing this thread's prior writes at `scope` (use
@@ -204,7 +216,11 @@ impl ArrivalToken {
     }
 }
 
-#[cfg(all(target_feature = "sm_80", target_feature = "ptx70"))]
+#[cfg(any(doc, all(target_feature = "sm_80", target_feature = "ptx70")))]
+#[cfg_attr(
+    any(docsrs, all(doc, target_arch = "nvptx64")),
+    doc(cfg(all(target_feature = "sm_80", target_feature = "ptx70")))
+)]
 impl ArrivalToken {
     /// `mbarrier.pending_count.b64`: arrivals that were still pending in the token's
     /// phase right after the arrive that produced it.
@@ -226,7 +242,11 @@ impl ArrivalToken {
     }
 }
 
-#[cfg(all(target_feature = "sm_90", target_feature = "ptx78"))]
+#[cfg(any(doc, all(target_feature = "sm_90", target_feature = "ptx78")))]
+#[cfg_attr(
+    any(docsrs, all(doc, target_arch = "nvptx64")),
+    doc(cfg(all(target_feature = "sm_90", target_feature = "ptx78")))
+)]
 impl ArrivalToken {
     /// `mbarrier.try_wait.shared::cta.b64`: potentially blocking (suspends for a
     /// system-dependent time); `Ok` once the phase completed, else the token back.
@@ -262,7 +282,11 @@ impl ArrivalToken {
     }
 }
 
-#[cfg(all(target_feature = "sm_90", target_feature = "ptx80"))]
+#[cfg(any(doc, all(target_feature = "sm_90", target_feature = "ptx80")))]
+#[cfg_attr(
+    any(docsrs, all(doc, target_arch = "nvptx64")),
+    doc(cfg(all(target_feature = "sm_90", target_feature = "ptx80")))
+)]
 impl ArrivalToken {
     /// `mbarrier.try_wait.acquire.<scope>.shared::cta.b64 p, [addr], state{, hint};`:
     /// [`try_wait`](Self::try_wait) with explicit acquire scope and optional hint.

@@ -4,6 +4,11 @@
 //! `-C target-feature=+ptx80` (what `cargo xtask ptx` does for `ptx/`). Every helper is
 //! `#[inline(always)]`, so it is emitted into the crate being compiled to PTX.
 //!
+//! The module also appears in the host documentation (`cfg(doc)`), with every helper
+//! whatever SM and PTX ISA it needs; each is marked with what it needs. Rustdoc does not
+//! compile function bodies, so the inline PTX is documented on any target, but only an
+//! nvptx64 build can call it.
+//!
 //! - [`grid_dependency_wait`] / [`launch_dependents`]: Programmatic Dependent Launch.
 //! - [`MBarrier`], [`ArrivalToken`], [`PhaseCursor`], [`ClusterMBarrier`]: asynchronous
 //!   barriers, local and across a cluster.
@@ -30,6 +35,41 @@
 //! used by its protocol) makes their methods safe. Every `unsafe` block carries a
 //! `// SAFETY:` comment.
 
+/// Compiles each item only when the build targets SM `$sm` and PTX ISA `$ptx`
+/// (`-C target-cpu`, `-C target-feature=+ptxNN`), so that using it in a weaker build
+/// fails to compile instead of failing in `ptxas` or at launch; rustdoc always sees it,
+/// marked with what it needs.
+macro_rules! requires {
+    ($sm:literal, $ptx:literal; $($item:item)*) => {$(
+        #[cfg(any(doc, all(target_feature = $sm, target_feature = $ptx)))]
+        #[cfg_attr(
+            any(docsrs, all(doc, target_arch = "nvptx64")),
+            doc(cfg(all(target_feature = $sm, target_feature = $ptx)))
+        )]
+        $item
+    )*};
+}
+
+/// Items that need PTX ISA 7.0 and sm_80.
+macro_rules! sm80_ptx70 {
+    ($($item:item)*) => { requires!("sm_80", "ptx70"; $($item)*); };
+}
+
+/// Items that need PTX ISA 7.1 and sm_80.
+macro_rules! sm80_ptx71 {
+    ($($item:item)*) => { requires!("sm_80", "ptx71"; $($item)*); };
+}
+
+/// Items that need PTX ISA 7.8 and sm_90.
+macro_rules! sm90_ptx78 {
+    ($($item:item)*) => { requires!("sm_90", "ptx78"; $($item)*); };
+}
+
+/// Items that need PTX ISA 8.0 and sm_90.
+macro_rules! sm90_ptx80 {
+    ($($item:item)*) => { requires!("sm_90", "ptx80"; $($item)*); };
+}
+
 mod fence;
 mod phase;
 pub mod ptx_asm;
@@ -38,30 +78,32 @@ mod shared;
 mod sreg;
 mod thread;
 
-#[cfg(all(target_feature = "sm_90", target_feature = "ptx78"))]
-mod cluster;
+sm90_ptx78! {
+    mod cluster;
+}
 mod devrt_ffi;
 mod graph;
-#[cfg(all(target_feature = "sm_90", target_feature = "ptx78"))]
-mod grid_dep;
+sm90_ptx78! {
+    mod grid_dep;
+}
 mod launch;
 mod mbarrier;
 
 pub use crate::dim3::Dim3;
-#[cfg(all(target_feature = "sm_90", target_feature = "ptx80"))]
-pub use cluster::cluster_arrive_relaxed;
-#[cfg(all(target_feature = "sm_90", target_feature = "ptx78"))]
-pub use cluster::{
-    ClusterMBarrier, cluster_arrive, cluster_cta_count, cluster_cta_id, cluster_cta_rank,
-    cluster_dim, cluster_grid_dim, cluster_id, cluster_sync, cluster_wait, map_shared_rank,
-};
+sm90_ptx80! {
+    pub use cluster::cluster_arrive_relaxed;
+    pub use fence::{fence_mbarrier_init, fence_proxy_async};
+}
+sm90_ptx78! {
+    pub use cluster::{
+        ClusterMBarrier, cluster_arrive, cluster_cta_count, cluster_cta_id, cluster_cta_rank,
+        cluster_dim, cluster_grid_dim, cluster_id, cluster_sync, cluster_wait, map_shared_rank,
+    };
+    pub use grid_dep::{grid_dependency_wait, launch_dependents};
+}
 pub use devrt_ffi::{cudaGetParameterBufferV2, cudaGraphSetConditional, cudaLaunchDeviceV2};
 pub use fence::{fence_acq_rel, fence_sc};
-#[cfg(all(target_feature = "sm_90", target_feature = "ptx80"))]
-pub use fence::{fence_mbarrier_init, fence_proxy_async};
 pub use graph::ConditionalHandle;
-#[cfg(all(target_feature = "sm_90", target_feature = "ptx78"))]
-pub use grid_dep::{grid_dependency_wait, launch_dependents};
 pub use launch::{
     DevRtError, DeviceKernel, DeviceStream, LaunchError, launch_child, launch_child_with_rule,
 };

@@ -1,9 +1,9 @@
 //! [`PhaseCursor`]: parity waits on an [`MBarrier`] without handling a raw parity bit.
 
 use super::MBarrier;
-#[cfg(all(target_feature = "sm_80", target_feature = "ptx71"))]
+#[cfg(any(doc, all(target_feature = "sm_80", target_feature = "ptx71")))]
 use super::ptx_asm;
-#[cfg(all(target_feature = "sm_90", target_feature = "ptx80"))]
+#[cfg(any(doc, all(target_feature = "sm_90", target_feature = "ptx80")))]
 use super::scope::Scope;
 
 /// One thread's position in an mbarrier's sequence of phases: the phase it waits for
@@ -50,7 +50,7 @@ impl PhaseCursor {
     }
 
     /// Advances to the next phase when `done`; returns `done`.
-    #[cfg(all(target_feature = "sm_80", target_feature = "ptx71"))]
+    #[cfg(any(doc, all(target_feature = "sm_80", target_feature = "ptx71")))]
     #[inline(always)]
     fn advance_if(&mut self, done: bool) -> bool {
         if done {
@@ -60,7 +60,11 @@ impl PhaseCursor {
     }
 }
 
-#[cfg(all(target_feature = "sm_80", target_feature = "ptx71"))]
+#[cfg(any(doc, all(target_feature = "sm_80", target_feature = "ptx71")))]
+#[cfg_attr(
+    any(docsrs, all(doc, target_arch = "nvptx64")),
+    doc(cfg(all(target_feature = "sm_80", target_feature = "ptx71")))
+)]
 impl PhaseCursor {
     /// `mbarrier.test_wait.parity.shared::cta.b64`: non-blocking; `true` (and the
     /// cursor advances) once the phase completed.
@@ -74,7 +78,11 @@ impl PhaseCursor {
     }
 }
 
-#[cfg(all(target_feature = "sm_90", target_feature = "ptx78"))]
+#[cfg(any(doc, all(target_feature = "sm_90", target_feature = "ptx78")))]
+#[cfg_attr(
+    any(docsrs, all(doc, target_arch = "nvptx64")),
+    doc(cfg(all(target_feature = "sm_90", target_feature = "ptx78")))
+)]
 impl PhaseCursor {
     /// `mbarrier.try_wait.parity.shared::cta.b64`: potentially blocking (suspends for a
     /// system-dependent time); `true` (and the cursor advances) once the phase completed.
@@ -104,7 +112,11 @@ impl PhaseCursor {
     }
 }
 
-#[cfg(all(target_feature = "sm_90", target_feature = "ptx80"))]
+#[cfg(any(doc, all(target_feature = "sm_90", target_feature = "ptx80")))]
+#[cfg_attr(
+    any(docsrs, all(doc, target_arch = "nvptx64")),
+    doc(cfg(all(target_feature = "sm_90", target_feature = "ptx80")))
+)]
 impl PhaseCursor {
     /// `mbarrier.try_wait.parity.acquire.<scope>.shared::cta.b64 p, [addr], parity{, hint};`:
     /// [`try_wait`](Self::try_wait) with explicit acquire scope and optional hint.

@@ -30,40 +30,8 @@
 use core::arch::asm;
 
 use super::scope::FenceScope;
-#[cfg(all(target_feature = "sm_90", target_feature = "ptx80"))]
+#[cfg(any(doc, all(target_feature = "sm_90", target_feature = "ptx80")))]
 use super::scope::{ProxySpace, Scope};
-
-/// Marks each item as needing PTX ISA 7.8 and sm_90.
-macro_rules! sm90_ptx78 {
-    ($($item:item)*) => {$(
-        #[cfg(all(target_feature = "sm_90", target_feature = "ptx78"))]
-        $item
-    )*};
-}
-
-/// Marks each item as needing PTX ISA 8.0 and sm_90.
-macro_rules! sm90_ptx80 {
-    ($($item:item)*) => {$(
-        #[cfg(all(target_feature = "sm_90", target_feature = "ptx80"))]
-        $item
-    )*};
-}
-
-/// Marks each item as needing PTX ISA 7.0 and sm_80.
-macro_rules! sm80_ptx70 {
-    ($($item:item)*) => {$(
-        #[cfg(all(target_feature = "sm_80", target_feature = "ptx70"))]
-        $item
-    )*};
-}
-
-/// Marks each item as needing PTX ISA 7.1 and sm_80.
-macro_rules! sm80_ptx71 {
-    ($($item:item)*) => {$(
-        #[cfg(all(target_feature = "sm_80", target_feature = "ptx71"))]
-        $item
-    )*};
-}
 
 /// Reads one 32-bit special register with `mov.u32` (no memory access, same value on
 /// every read within a thread).
@@ -505,7 +473,7 @@ pub unsafe fn fence_sc(scope: FenceScope) {
     unsafe {
         match scope {
             FenceScope::Cta => asm!("fence.sc.cta;", options(nostack)),
-            #[cfg(all(target_feature = "sm_90", target_feature = "ptx78"))]
+            #[cfg(any(doc, all(target_feature = "sm_90", target_feature = "ptx78")))]
             FenceScope::Cluster => asm!("fence.sc.cluster;", options(nostack)),
             FenceScope::Gpu => asm!("fence.sc.gpu;", options(nostack)),
             FenceScope::Sys => asm!("fence.sc.sys;", options(nostack)),
@@ -523,7 +491,7 @@ pub unsafe fn fence_acq_rel(scope: FenceScope) {
     unsafe {
         match scope {
             FenceScope::Cta => asm!("fence.acq_rel.cta;", options(nostack)),
-            #[cfg(all(target_feature = "sm_90", target_feature = "ptx78"))]
+            #[cfg(any(doc, all(target_feature = "sm_90", target_feature = "ptx78")))]
             FenceScope::Cluster => asm!("fence.acq_rel.cluster;", options(nostack)),
             FenceScope::Gpu => asm!("fence.acq_rel.gpu;", options(nostack)),
             FenceScope::Sys => asm!("fence.acq_rel.sys;", options(nostack)),
@@ -743,7 +711,7 @@ sm90_ptx78! {
     }
 }
 
-#[cfg(all(target_feature = "sm_90", target_feature = "ptx78"))]
+#[cfg(any(doc, all(target_feature = "sm_90", target_feature = "ptx78")))]
 /// Emits one try_wait form (`$kind` is `""` or `".parity"`, `$sem` the optional
 /// `.acquire.scope`), with or without the suspend-time hint, and returns the predicate.
 macro_rules! try_wait_asm {

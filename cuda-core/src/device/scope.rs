@@ -15,7 +15,11 @@ pub enum FenceScope {
     /// `.cta`: this CTA.
     Cta,
     /// `.cluster`: this cluster (PTX 7.8, sm_90).
-    #[cfg(all(target_feature = "sm_90", target_feature = "ptx78"))]
+    #[cfg(any(doc, all(target_feature = "sm_90", target_feature = "ptx78")))]
+    #[cfg_attr(
+        any(docsrs, all(doc, target_arch = "nvptx64")),
+        doc(cfg(all(target_feature = "sm_90", target_feature = "ptx78")))
+    )]
     Cluster,
     /// `.gpu`: every thread on this GPU.
     Gpu,

@@ -4,7 +4,8 @@
 //!
 //! - [`DeviceBuffer`]: `cuMemAlloc` / `cuMemFree`, copies and memsets.
 //! - [`PinnedHostBuffer`]: `cuMemAllocHost` / `cuMemFreeHost`, the host side of
-//!   asynchronous copies.
+//!   asynchronous copies; `cuMemHostAlloc` with [`HostAllocFlags`] for portable, mapped
+//!   (zero-copy, [`PinnedHostBuffer::device_ptr`]) and write-combined memory.
 //! - [`AsyncDeviceBuffer`]: `cuMemAllocAsync` / `cuMemFreeAsync`, ordered on a stream.
 //! - [`MemPool`]: `cuMemPoolCreate`, attributes, the device's default pool.
 //!
@@ -24,7 +25,7 @@ mod pool;
 
 pub use device::{DeviceBuffer, DevicePtr};
 pub(crate) use device::{copy_dtod_async, memset_d8, memset_d32};
-pub use pinned::PinnedHostBuffer;
+pub use pinned::{HostAllocFlags, PinnedHostBuffer};
 pub use pool::{AsyncDeviceBuffer, MemPool};
 
 use crate::error::{Error, Result};
@@ -71,13 +72,13 @@ pub(crate) fn byte_len<T>(len: usize) -> Result<usize> {
         ))
 }
 
-/// An error unless `a == b` (copy lengths).
-pub(crate) fn same_len(a: usize, b: usize) -> Result<()> {
-    if a == b {
+/// [`Error::LengthMismatch`] unless the copy's lengths agree: `expected` is the length
+/// of the buffer the call copies into or out of (the destination of a two-buffer copy),
+/// `found` that of the other side.
+pub(crate) fn same_len(expected: usize, found: usize) -> Result<()> {
+    if expected == found {
         Ok(())
     } else {
-        Err(Error::InvalidArgument(
-            "copy source and destination lengths differ",
-        ))
+        Err(Error::LengthMismatch { expected, found })
     }
 }
