@@ -40,7 +40,8 @@ bitflags::bitflags! {
     }
 }
 
-/// An executable graph (`cuGraphInstantiate`), destroyed on drop (`cuGraphExecDestroy`).
+/// An executable graph (`cuGraphInstantiate`), destroyed on drop (`cuGraphExecDestroy`,
+/// after waiting for the context's work if it was ever launched: see its `Drop`).
 ///
 /// Independent of the graph it was made from: that graph may be dropped or changed
 /// (changes reach the executable graph only through [`update`](Self::update) or the
@@ -51,6 +52,8 @@ bitflags::bitflags! {
 pub struct GraphExec<'a> {
     raw: CUgraphExec,
     ctx: Context,
+    /// Whether it was ever launched (then dropping it waits for the context's work).
+    launched: core::cell::Cell<bool>,
     /// Updates and launches on one thread at a time (not `Sync`); `'a` invariant.
     _borrows: Borrows<'a>,
 }
@@ -155,6 +158,7 @@ impl<'a> GraphExec<'a> {
         Self {
             raw,
             ctx: ctx.clone(),
+            launched: core::cell::Cell::new(false),
             _borrows: PhantomData,
         }
     }
@@ -193,8 +197,10 @@ impl<'a> GraphExec<'a> {
     pub fn launch(&self, stream: &Stream) -> Result<()> {
         let g = self.ctx.enter()?;
         stream.ensure_not_capturing_current(g.cu, "cuGraphLaunch")?;
+        self.launched.set(true);
         // SAFETY: live executable graph and stream (not capturing); the context is
-        // current. What the nodes name is borrowed for `'a`, which `self` cannot outlive.
+        // current. What the nodes name is borrowed for `'a`, which `self` cannot outlive,
+        // and dropping `self` waits for the launches (see `Drop`).
         unsafe { drv!(g.cu, cuGraphLaunch(self.raw, stream.as_raw())) }
     }
 
@@ -290,9 +296,17 @@ impl<'a> GraphExec<'a> {
 }
 
 impl Drop for GraphExec<'_> {
+    /// `cuGraphExecDestroy`. An executable graph that was launched first waits for its
+    /// context's work (`cuCtxSynchronize`): the driver lets enqueued launches finish after
+    /// the destroy, but what they name is borrowed only for `'a`, which ends with this
+    /// drop, so a launch must not outlive it. Failures go to the drop-error sink.
     fn drop(&mut self) {
         let _g = crate::error::enter_for_drop!(self.ctx);
-        // SAFETY: we own it; the driver lets launches already enqueued finish.
+        if self.launched.get() {
+            // SAFETY: no arguments; the context is current.
+            unsafe { dropping!(cuCtxSynchronize()) };
+        }
+        // SAFETY: we own it; nothing it names is freed before its launches finished.
         unsafe { dropping!(cuGraphExecDestroy(self.raw)) };
     }
 }

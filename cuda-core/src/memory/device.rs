@@ -221,7 +221,7 @@ impl<T: Copy> DeviceBuffer<T> {
     /// staged, so this also waits for the legacy stream).
     ///
     /// # Errors
-    /// [`Error::InvalidArgument`] when the lengths differ; driver errors.
+    /// [`Error::LengthMismatch`] when the lengths differ; driver errors.
     #[doc(alias = "cuMemcpyHtoD")]
     pub fn copy_from_host(&mut self, src: &[T]) -> Result<()> {
         same_len(self.len, src.len())?;
@@ -243,7 +243,7 @@ impl<T: Copy> DeviceBuffer<T> {
     /// `cuMemcpyDtoH`: copies the buffer into `dst` (of the same length), synchronously.
     ///
     /// # Errors
-    /// [`Error::InvalidArgument`] when the lengths differ; driver errors.
+    /// [`Error::LengthMismatch`] when the lengths differ; driver errors.
     #[doc(alias = "cuMemcpyDtoH")]
     pub fn copy_to_host(&self, dst: &mut [T]) -> Result<()>
     where
@@ -271,7 +271,7 @@ impl<T: Copy> DeviceBuffer<T> {
     /// `cuMemcpyDtoD`: copies `src` (of the same length) into this buffer.
     ///
     /// # Errors
-    /// [`Error::InvalidArgument`] when the lengths differ; driver errors.
+    /// [`Error::LengthMismatch`] when the lengths differ; driver errors.
     #[doc(alias = "cuMemcpyDtoD")]
     pub fn copy_from_device(&mut self, src: &DeviceBuffer<T>) -> Result<()> {
         same_len(self.len, src.len)?;
@@ -292,7 +292,7 @@ impl<T: Copy> DeviceBuffer<T> {
     /// borrows need not outlive the copy.
     ///
     /// # Errors
-    /// [`Error::InvalidArgument`] when the lengths differ; [`Error::StreamCapturing`]
+    /// [`Error::LengthMismatch`] when the lengths differ; [`Error::StreamCapturing`]
     /// while `stream` is being captured (record the copy with
     /// [`Capturing::copy`](crate::graph::Capturing::copy), which keeps both buffers
     /// borrowed by the graph); driver errors.
@@ -313,7 +313,7 @@ impl<T: Copy> DeviceBuffer<T> {
     /// `src` must stay valid and unwritten for all of them.
     ///
     /// # Errors
-    /// [`Error::InvalidArgument`] when the lengths differ; driver errors.
+    /// [`Error::LengthMismatch`] when the lengths differ; driver errors.
     #[doc(alias = "cuMemcpyHtoDAsync")]
     pub unsafe fn copy_from_host_async(
         &mut self,
@@ -331,7 +331,7 @@ impl<T: Copy> DeviceBuffer<T> {
     /// As [`DeviceBuffer::copy_from_host_async`].
     ///
     /// # Errors
-    /// [`Error::InvalidArgument`] when the lengths differ; driver errors.
+    /// [`Error::LengthMismatch`] when the lengths differ; driver errors.
     #[doc(alias = "cuMemcpyHtoDAsync")]
     pub unsafe fn copy_from_host_slice_async(&mut self, src: &[T], stream: &Stream) -> Result<()> {
         same_len(self.len, src.len())?;
@@ -362,7 +362,7 @@ impl<T: Copy> DeviceBuffer<T> {
     /// from the capture, and this holds for all of them.
     ///
     /// # Errors
-    /// [`Error::InvalidArgument`] when the lengths differ; driver errors.
+    /// [`Error::LengthMismatch`] when the lengths differ; driver errors.
     #[doc(alias = "cuMemcpyDtoHAsync")]
     pub unsafe fn copy_to_host_async(
         &self,
@@ -382,7 +382,7 @@ impl<T: Copy> DeviceBuffer<T> {
     /// As [`DeviceBuffer::copy_to_host_async`].
     ///
     /// # Errors
-    /// [`Error::InvalidArgument`] when the lengths differ; driver errors.
+    /// [`Error::LengthMismatch`] when the lengths differ; driver errors.
     #[doc(alias = "cuMemcpyDtoHAsync")]
     pub unsafe fn copy_to_host_slice_async(&self, dst: &mut [T], stream: &Stream) -> Result<()>
     where

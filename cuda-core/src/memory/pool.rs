@@ -179,7 +179,7 @@ impl<'s, T: Copy> AsyncDeviceBuffer<'s, T> {
     /// `src` must stay valid and unwritten until the stream has executed the copy.
     ///
     /// # Errors
-    /// [`Error::InvalidArgument`] when the lengths differ; [`Error::StreamCapturing`]
+    /// [`Error::LengthMismatch`] when the lengths differ; [`Error::StreamCapturing`]
     /// on a stream that joined a capture; driver errors.
     #[doc(alias = "cuMemcpyHtoDAsync")]
     pub unsafe fn copy_from_host_async(&mut self, src: &[T]) -> Result<()> {
@@ -210,7 +210,7 @@ impl<'s, T: Copy> AsyncDeviceBuffer<'s, T> {
     /// `dst` must stay valid and untouched until the stream has executed the copy.
     ///
     /// # Errors
-    /// [`Error::InvalidArgument`] when the lengths differ; [`Error::StreamCapturing`]
+    /// [`Error::LengthMismatch`] when the lengths differ; [`Error::StreamCapturing`]
     /// on a stream that joined a capture; driver errors.
     #[doc(alias = "cuMemcpyDtoHAsync")]
     pub unsafe fn copy_to_host_async(&self, dst: &mut [T]) -> Result<()>
