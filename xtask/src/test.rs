@@ -14,6 +14,10 @@ use std::time::Instant;
 
 use crate::{R, cargo, run, step, toolkit};
 
+/// The library packages (folders cuda-sys/ and cuda-core/).
+const SYS: &str = "cudadrv-sys";
+const CORE: &str = "cudadrv";
+
 /// Totals of the hardware suites' summary lines.
 #[derive(Default, Debug)]
 pub struct HwTotals {
@@ -114,9 +118,9 @@ pub fn run_all(root: &Path) -> R {
         run(cargo(root).args([
             "build",
             "-p",
-            "cuda-sys",
+            SYS,
             "-p",
-            "cuda-core",
+            CORE,
             "--no-default-features",
             "--features",
             features,
@@ -124,6 +128,110 @@ pub fn run_all(root: &Path) -> R {
             "target/nostd",
         ]))?;
     }
+
+    step("bare-metal targets: both library crates, linked, loaded and both modes");
+    for target in ["x86_64-unknown-none", "aarch64-unknown-none"] {
+        for features in ["linked", "loaded", "loaded,linked"] {
+            run(cargo(root).args([
+                "build",
+                "-p",
+                SYS,
+                "-p",
+                CORE,
+                "--no-default-features",
+                "--features",
+                features,
+                "--target",
+                target,
+                "--target-dir",
+                "target/nostd",
+            ]))?;
+        }
+    }
+
+    step("features are additive: clippy with loaded and linked together; cuda-sys without runtime");
+    run(cargo(root).env("CUDA_SYS_INCLUDE", &include).args([
+        "clippy",
+        "--workspace",
+        "--all-targets",
+        "--no-default-features",
+        "--features",
+        "loaded,linked",
+        "--target-dir",
+        "target/both",
+        "--",
+        "-D",
+        "warnings",
+    ]))?;
+    for features in ["loaded", "linked", "loaded,linked"] {
+        run(cargo(root).args([
+            "clippy",
+            "-p",
+            SYS,
+            "--all-targets",
+            "--no-default-features",
+            "--features",
+            features,
+            "--target-dir",
+            "target/combo",
+            "--",
+            "-D",
+            "warnings",
+        ]))?;
+    }
+
+    step("aarch64-unknown-linux-gnu: check everything; the C ABI probe compared under qemu");
+    if !Path::new("/usr/bin/aarch64-linux-gnu-gcc").exists()
+        || !Path::new("/usr/bin/qemu-aarch64").exists()
+    {
+        toolkit::apt_install(&[
+            "gcc-aarch64-linux-gnu",
+            "libc6-dev-arm64-cross",
+            "qemu-user",
+        ])?;
+    }
+    let aarch64 = |cmd: &mut Command| {
+        cmd.env("CUDA_SYS_INCLUDE", &include)
+            .env(
+                "CARGO_TARGET_AARCH64_UNKNOWN_LINUX_GNU_LINKER",
+                "aarch64-linux-gnu-gcc",
+            )
+            .env(
+                "CARGO_TARGET_AARCH64_UNKNOWN_LINUX_GNU_RUNNER",
+                "qemu-aarch64 -L /usr/aarch64-linux-gnu",
+            )
+            .env("CC_aarch64_unknown_linux_gnu", "aarch64-linux-gnu-gcc")
+            .args([
+                "--target",
+                "aarch64-unknown-linux-gnu",
+                "--target-dir",
+                "target/aarch64",
+            ]);
+    };
+    let mut check = cargo(root);
+    check.args(["clippy", "--workspace", "--all-targets"]);
+    aarch64(&mut check);
+    run(check.args(["--", "-D", "warnings"]))?;
+    let mut probe = cargo(root);
+    probe.args(["test", "--test", "abi"]);
+    aarch64(&mut probe);
+    run(&mut probe)?;
+
+    step("nvptx64 docs of the device helpers (warnings are errors)");
+    run(crate::ptx::toolchain_cargo(root, "nightly")
+        .env("RUSTDOCFLAGS", "-D warnings")
+        .args([
+            "doc",
+            "-p",
+            CORE,
+            "--no-deps",
+            "--target",
+            "nvptx64-nvidia-cuda",
+            "-Zbuild-std=core",
+            "--no-default-features",
+            "--target-dir",
+            "target/nvptx-doc",
+        ]))?;
 
     step("MSRV: cuda-sys and cuda-core build with Rust 1.85 (their rust-version)");
     run(Command::new("rustup").args(["toolchain", "install", "1.85", "--profile", "minimal"]))?;
@@ -157,8 +265,8 @@ pub fn run_all(root: &Path) -> R {
 
     step("Miri: cuda-sys and cuda-core unit tests and the mock-driver suite");
     for args in [
-        &["-p", "cuda-sys", "--lib"][..],
-        &["-p", "cuda-core", "--lib"][..],
+        &["-p", SYS, "--lib"][..],
+        &["-p", CORE, "--lib"][..],
         &["-p", "cuda-workspace", "--test", "mock_driver"][..],
     ] {
         run(crate::ptx::toolchain_cargo(root, "nightly")
@@ -229,6 +337,13 @@ fn ensure_components() -> R {
         "miri",
         "--toolchain",
         "nightly",
+    ]))?;
+    run(Command::new("rustup").args([
+        "target",
+        "add",
+        "x86_64-unknown-none",
+        "aarch64-unknown-none",
+        "aarch64-unknown-linux-gnu",
     ]))
 }
 

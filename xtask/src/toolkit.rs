@@ -103,6 +103,17 @@ pub fn ensure_libclang() -> R {
         return Ok(());
     }
     step("installing libclang-dev (bindgen needs libclang)");
+    apt_install(&["libclang-dev"])?;
+    if libclang_present() {
+        Ok(())
+    } else {
+        Err("libclang-dev installed but no libclang.so found; set LIBCLANG_PATH".into())
+    }
+}
+
+/// `apt-get install` of Debian packages (through `sudo` when not root), running `apt-get
+/// update` first if the plain install fails (a fresh machine has no package lists).
+pub fn apt_install(packages: &[&str]) -> R {
     let sudo: &[&str] = if is_root() { &[] } else { &["sudo"] };
     let apt = |args: &[&str]| -> R {
         let mut cmd = Command::new(sudo.first().copied().unwrap_or("apt-get"));
@@ -112,15 +123,16 @@ pub fn ensure_libclang() -> R {
         cmd.args(args).env("DEBIAN_FRONTEND", "noninteractive");
         run(&mut cmd)
     };
-    if apt(&["install", "-y", "-qq", "libclang-dev"]).is_err() {
+    let install = |pkgs: &[&str]| {
+        let mut args = vec!["install", "-y", "-qq"];
+        args.extend_from_slice(pkgs);
+        apt(&args)
+    };
+    if install(packages).is_err() {
         apt(&["update", "-qq"])?;
-        apt(&["install", "-y", "-qq", "libclang-dev"])?;
+        install(packages)?;
     }
-    if libclang_present() {
-        Ok(())
-    } else {
-        Err("libclang-dev installed but no libclang.so found; set LIBCLANG_PATH".into())
-    }
+    Ok(())
 }
 
 fn libclang_present() -> bool {
