@@ -243,9 +243,9 @@ pub fn run_all(root: &Path) -> R {
             .args([
                 "check",
                 "-p",
-                "cuda-sys",
+                SYS,
                 "-p",
-                "cuda-core",
+                CORE,
                 "--target-dir",
                 "target/msrv",
             ])
