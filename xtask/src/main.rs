@@ -3,6 +3,8 @@
 mod bench;
 mod bindgen;
 mod bundle;
+mod driver_abi;
+mod package;
 mod ptx;
 mod test;
 mod toolkit;
@@ -17,9 +19,13 @@ const USAGE: &str = "usage: cargo xtask <command>
 
 commands:
   bindgen [--check]   regenerate cuda-sys/src/generated (or fail if stale)
+  driver-abi [--check]  write tests/driver_abi/*.txt, the driver ABI sets of CUDA 12.0-13.0
+                      (from the nvidia-cuda-runtime-cu12 wheels' headers), or fail if stale
   ptx [--check]       build ptx/ to ptx/generated/*.ptx with nightly (or fail if stale)
   test                everything CI checks; hardware suites run on a GPU or report skips
   bundle [DIR]        test binaries + PTX + run.sh for a GPU host without Rust (default: bundle/)
+  package             cargo package cudadrv-sys + cudadrv, then build a fresh crate against
+                      the .crate files offline without CUDA or libclang
   bench [ARGS]        benchmarks against the CUDA C++ reference (on a GPU host)
   timeline --csv F    SVG timeline of a PDL pair from pdl_demo's %globaltimer stamps
 ";
@@ -29,8 +35,10 @@ fn main() {
     let root = workspace_root();
     let result = match args.first().map(String::as_str) {
         Some("bindgen") => bindgen::run(&root, args.iter().any(|a| a == "--check")),
+        Some("driver-abi") => driver_abi::run(&root, args.iter().any(|a| a == "--check")),
         Some("ptx") => ptx::build(&root, args.iter().any(|a| a == "--check")),
         Some("test") => test::run_all(&root),
+        Some("package") => package::run_package(&root),
         Some("bench") => bench::run(&root, &args[1..]),
         Some("timeline") => bench::timeline(&root, &args[1..]),
         Some("bundle") => {
