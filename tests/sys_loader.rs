@@ -225,7 +225,14 @@ fn linked_names_cudart_only_with_the_runtime_feature() {
     let libraries = |features: &str| -> Vec<String> {
         let out = std::process::Command::new(&cargo)
             .current_dir(env!("CARGO_MANIFEST_DIR"))
-            .args(["rustc", "--quiet", "--offline", "-p", "cuda-sys", "--lib"])
+            .args([
+                "rustc",
+                "--quiet",
+                "--offline",
+                "-p",
+                "cudadrv-sys",
+                "--lib",
+            ])
             .args([
                 "--profile",
                 "test",

@@ -120,8 +120,8 @@ pooled!(CtxInner, MAX_CONTEXTS);
 /// the call when it is not already.
 ///
 /// ```no_run
-/// # fn main() -> cuda_core::Result<()> {
-/// use cuda_core::{Context, Device, DeviceBuffer, Stream, StreamFlags};
+/// # fn main() -> cudadrv::Result<()> {
+/// use cudadrv::{Context, Device, DeviceBuffer, Stream, StreamFlags};
 ///
 /// // GPU state kept in a struct: no lifetimes tie the fields to each other.
 /// struct Gpu {
@@ -177,8 +177,8 @@ impl Context {
     /// already is (`cuCtxGetCurrent`).
     ///
     /// ```no_run
-    /// # fn main() -> cuda_core::Result<()> {
-    /// let ctx = cuda_core::Context::primary(cuda_core::Device::get(0)?)?;
+    /// # fn main() -> cudadrv::Result<()> {
+    /// let ctx = cudadrv::Context::primary(cudadrv::Device::get(0)?)?;
     /// ctx.synchronize()?;
     /// # Ok(()) }
     /// ```
@@ -213,13 +213,15 @@ impl Context {
     /// any thread.
     ///
     /// ```no_run
-    /// # fn main() -> cuda_core::Result<()> {
-    /// use cuda_core::{Context, ContextFlags, Device};
+    /// # fn main() -> cudadrv::Result<()> {
+    /// use cudadrv::{Context, ContextFlags, Device};
     /// let ctx = Context::create(Device::get(0)?, ContextFlags::SCHED_BLOCKING_SYNC)?;
     /// assert!(ctx.flags()?.contains(ContextFlags::SCHED_BLOCKING_SYNC));
     /// std::thread::spawn(move || ctx.synchronize()).join().unwrap()?;
     /// # Ok(()) }
     /// ```
+    ///
+    /// Uses `cuCtxCreate_v4` where the driver has it (CUDA 12.5+), else `cuCtxCreate_v2`.
     ///
     /// # Errors
     /// Driver errors (`CUDA_ERROR_INVALID_VALUE` for more than one `SCHED_*` flag).
@@ -228,13 +230,16 @@ impl Context {
     pub fn create(device: Device, flags: ContextFlags) -> Result<Self> {
         let cu = api()?;
         let mut raw = ptr::null_mut();
-        // SAFETY: valid out-pointer; no creation parameters (null), plain flags.
-        unsafe {
-            drv!(
-                cu,
-                cuCtxCreate(&mut raw, ptr::null_mut(), flags.bits(), device.as_raw())
-            )?
+        // cuCtxCreate_v4 (CUDA 12.5) or, on an older driver, cuCtxCreate_v2: the same
+        // call without creation parameters, which this one passes none of.
+        let rc = match (cu.cuCtxCreate(), cu.cuCtxCreate_v3020()) {
+            // SAFETY: valid out-pointer; no creation parameters (null), plain flags.
+            (Ok(f), _) => unsafe { f(&mut raw, ptr::null_mut(), flags.bits(), device.as_raw()) },
+            // SAFETY: valid out-pointer, plain flags.
+            (Err(_), Ok(f)) => unsafe { f(&mut raw, flags.bits(), device.as_raw()) },
+            (Err(missing), Err(_)) => return Err(missing.into()),
         };
+        crate::error::call(rc, "cuCtxCreate")?;
         Self::share(CtxInner {
             raw,
             device,
@@ -415,7 +420,8 @@ impl Context {
     /// `cuCtxSetFlags`: sets the context's flags.
     ///
     /// # Errors
-    /// Driver errors.
+    /// [`Error::DriverTooOld`] before CUDA 12.1; driver
+    /// errors.
     #[doc(alias = "cuCtxSetFlags")]
     pub fn set_flags(&self, flags: ContextFlags) -> Result<()> {
         let g = self.enter()?;
@@ -429,8 +435,8 @@ impl Context {
     /// two calls without this process doing anything.
     ///
     /// ```no_run
-    /// # fn main() -> cuda_core::Result<()> {
-    /// let ctx = cuda_core::Context::primary(cuda_core::Device::get(0)?)?;
+    /// # fn main() -> cudadrv::Result<()> {
+    /// let ctx = cudadrv::Context::primary(cudadrv::Device::get(0)?)?;
     /// let (free, total) = ctx.mem_info()?;
     /// assert!(free <= total);
     /// # Ok(()) }

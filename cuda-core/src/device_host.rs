@@ -269,8 +269,8 @@ impl Device {
     /// after a reset.
     ///
     /// ```no_run
-    /// # fn main() -> cuda_core::Result<()> {
-    /// use cuda_core::{Context, Device, DeviceBuffer};
+    /// # fn main() -> cudadrv::Result<()> {
+    /// use cudadrv::{Context, Device, DeviceBuffer};
     /// let dev = Device::get(0)?;
     /// {
     ///     let ctx = Context::primary(dev)?;

@@ -1,14 +1,14 @@
 //! How the host layer reaches the driver: the process-wide table of
-//! [`cuda_sys::driver()`], initialized with `cuInit(0)` once.
+//! [`cudadrv_sys::driver()`](cuda_sys::driver()), initialized with `cuInit(0)` once.
 //!
 //! Everything in this crate goes through one internal accessor; a test can install a mock table with
-//! [`cuda_sys::install_driver`] before the first call.
+//! [`cudadrv_sys::install_driver`](cuda_sys::install_driver) before the first call.
 
-use core::sync::atomic::{AtomicBool, Ordering};
+use core::sync::atomic::{AtomicBool, AtomicU32, Ordering};
 
-use cuda_sys::DriverApi;
+use cuda_sys::{DriverApi, MissingSymbol};
 
-use crate::error::{Result, drv};
+use crate::error::{Error, Result, drv};
 
 /// Whether `cuInit(0)` succeeded in this process.
 static INITIALIZED: AtomicBool = AtomicBool::new(false);
@@ -57,4 +57,47 @@ pub fn driver_version() -> Result<i32> {
 /// is `None` only when a mock table was never installed in a test.
 pub(crate) fn api_for_drop() -> Option<&'static DriverApi> {
     cuda_sys::driver().ok()
+}
+
+/// The driver's CUDA version once read (0: not yet).
+static VERSION: AtomicU32 = AtomicU32::new(0);
+
+/// The driver's CUDA version (`12040` = 12.4), read once with `cuDriverGetVersion` and
+/// cached; `None` when the table cannot tell (no `cuDriverGetVersion`, or it failed).
+///
+/// Only error paths ask: a call picks its ABI by which table entries resolved (the
+/// loader leaves out every entry newer than the driver), never by the version.
+pub(crate) fn cached_version() -> Option<u32> {
+    let known = VERSION.load(Ordering::Relaxed);
+    if known != 0 {
+        return Some(known);
+    }
+    let cu = cuda_sys::driver().ok()?;
+    let get = cu.cuDriverGetVersion().ok()?;
+    let mut v = 0;
+    // SAFETY: `v` is a valid out-pointer; cuDriverGetVersion has no other precondition.
+    let rc = unsafe { get(&mut v) };
+    let v = u32::try_from(v)
+        .ok()
+        .filter(|&v| rc.is_success() && v > 0)?;
+    VERSION.store(v, Ordering::Relaxed);
+    Some(v)
+}
+
+/// The error for a driver function the table lacks: [`Error::DriverTooOld`] when its
+/// ABI is newer than the driver (the call and the version it needs), else
+/// [`Error::MissingSymbol`].
+pub(crate) fn missing(m: MissingSymbol) -> Error {
+    let needs = cuda_sys::DRIVER_ENTRIES
+        .iter()
+        .find(|e| e.name == m.name)
+        .map(|e| e.version);
+    match (needs, cached_version()) {
+        (Some(needs), Some(driver)) if needs > driver => Error::DriverTooOld {
+            call: m.name,
+            needs,
+            driver,
+        },
+        _ => Error::MissingSymbol(m),
+    }
 }

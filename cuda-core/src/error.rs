@@ -81,6 +81,18 @@ pub enum Error {
     /// nothing tying its lifetime to the graph. Record such work through the
     /// [`Capture`](crate::graph::Capture), whose methods borrow what the graph names.
     StreamCapturing(&'static str),
+    /// The driver is older than the ABI of a call this crate makes, and the call has no
+    /// older ABI to fall back to (or the fallback cannot express the arguments, such as
+    /// a programmatic edge on a driver without edge data). [`code`](Self::code) is
+    /// `CUDA_ERROR_NOT_SUPPORTED`.
+    DriverTooOld {
+        /// The C function (`"cuFuncGetParamInfo"`).
+        call: &'static str,
+        /// The CUDA version it needs (`12040` = 12.4).
+        needs: u32,
+        /// The driver's CUDA version.
+        driver: u32,
+    },
 }
 
 impl Error {
@@ -90,22 +102,26 @@ impl Error {
     }
 
     /// The driver's result code, for [`Error::Driver`] and [`Error::Jit`];
-    /// `CUDA_ERROR_NOT_FOUND` for [`Error::NotFound`].
+    /// `CUDA_ERROR_NOT_FOUND` for [`Error::NotFound`]; `CUDA_ERROR_NOT_SUPPORTED` for
+    /// [`Error::DriverTooOld`].
     pub const fn code(&self) -> Option<CUresult> {
         match self {
             Self::Driver { code, .. } | Self::Jit { code, .. } => Some(*code),
             Self::NotFound { .. } => Some(CUresult::CUDA_ERROR_NOT_FOUND),
+            Self::DriverTooOld { .. } => Some(CUresult::CUDA_ERROR_NOT_SUPPORTED),
             _ => None,
         }
     }
 
     /// The C function that failed, for [`Error::Driver`], [`Error::Jit`] and
-    /// [`Error::NotFound`]; the missing function for [`Error::MissingSymbol`].
+    /// [`Error::NotFound`]; the missing function for [`Error::MissingSymbol`] and
+    /// [`Error::DriverTooOld`].
     pub const fn call(&self) -> Option<&'static str> {
         match self {
-            Self::Driver { call, .. } | Self::Jit { call, .. } | Self::NotFound { call, .. } => {
-                Some(*call)
-            }
+            Self::Driver { call, .. }
+            | Self::Jit { call, .. }
+            | Self::NotFound { call, .. }
+            | Self::DriverTooOld { call, .. } => Some(*call),
             Self::MissingSymbol(m) => Some(m.name),
             _ => None,
         }
@@ -163,6 +179,18 @@ impl fmt::Display for Error {
                 "{call} refused: the stream is being captured into a graph (record it \
                  through the Capture, which ties what the graph names to the graph)"
             ),
+            Self::DriverTooOld {
+                call,
+                needs,
+                driver,
+            } => write!(
+                f,
+                "{call} needs a CUDA {}.{} driver (this one is {}.{})",
+                needs / 1000,
+                needs % 1000 / 10,
+                driver / 1000,
+                driver % 1000 / 10
+            ),
         }
     }
 }
@@ -176,9 +204,10 @@ impl core::error::Error for Error {
             Self::MissingSymbol(m) => Some(m),
             Self::Pack(e) => Some(e),
             Self::Layout(e) => Some(e),
-            Self::LengthMismatch { .. } | Self::InvalidArgument(_) | Self::StreamCapturing(_) => {
-                None
-            }
+            Self::LengthMismatch { .. }
+            | Self::InvalidArgument(_)
+            | Self::StreamCapturing(_)
+            | Self::DriverTooOld { .. } => None,
         }
     }
 }
@@ -190,8 +219,10 @@ impl From<&'static LoadError> for Error {
 }
 
 impl From<MissingSymbol> for Error {
+    /// [`Error::DriverTooOld`] when the function's ABI is newer than the driver (the
+    /// loader leaves such entries out), else [`Error::MissingSymbol`].
     fn from(e: MissingSymbol) -> Self {
-        Self::MissingSymbol(e)
+        crate::driver::missing(e)
     }
 }
 
@@ -567,6 +598,21 @@ mod tests {
             .code(),
             None
         );
+    }
+
+    #[test]
+    fn driver_too_old_names_the_call_and_both_versions() {
+        let e = Error::DriverTooOld {
+            call: "cuFuncGetParamInfo",
+            needs: 12040,
+            driver: 12020,
+        };
+        assert_eq!(
+            e.to_string(),
+            "cuFuncGetParamInfo needs a CUDA 12.4 driver (this one is 12.2)"
+        );
+        assert!(e.is(CUresult::CUDA_ERROR_NOT_SUPPORTED));
+        assert_eq!(e.call(), Some("cuFuncGetParamInfo"));
     }
 
     #[test]

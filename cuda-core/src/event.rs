@@ -44,8 +44,8 @@ impl Event {
     /// `cuEventCreate`: a new event with `flags` (empty: `CU_EVENT_DEFAULT`, with timing).
     ///
     /// ```no_run
-    /// # fn main() -> cuda_core::Result<()> {
-    /// use cuda_core::{Context, Device, Event, EventFlags, Stream, StreamFlags};
+    /// # fn main() -> cudadrv::Result<()> {
+    /// use cudadrv::{Context, Device, Event, EventFlags, Stream, StreamFlags};
     /// let ctx = Context::primary(Device::get(0)?)?;
     /// let stream = Stream::new(&ctx, StreamFlags::NON_BLOCKING)?;
     /// let (start, end) = (Event::new(&ctx, EventFlags::empty())?, Event::new(&ctx, EventFlags::empty())?);
@@ -163,8 +163,14 @@ impl Event {
     pub fn elapsed_ms(start: &Event, end: &Event) -> Result<f32> {
         let g = start.ctx.enter()?;
         let mut ms = 0.0f32;
+        // cuEventElapsedTime_v2 (CUDA 12.8) or, before it, the first ABI: same arguments.
+        let elapsed = match (g.cu.cuEventElapsedTime(), g.cu.cuEventElapsedTime_v2000()) {
+            (Ok(f), _) | (Err(_), Ok(f)) => f,
+            (Err(missing), Err(_)) => return Err(missing.into()),
+        };
         // SAFETY: live events, valid out-pointer; the context is current.
-        unsafe { drv!(g.cu, cuEventElapsedTime(&mut ms, start.raw, end.raw))? };
+        let rc = unsafe { elapsed(&mut ms, start.raw, end.raw) };
+        crate::error::call(rc, "cuEventElapsedTime")?;
         Ok(ms)
     }
 }

@@ -344,11 +344,11 @@ impl Function {
     /// (0: no cap beyond the kernel's and the device's).
     ///
     /// ```no_run
-    /// # fn f(kernel: &cuda_core::Function, stream: &cuda_core::Stream) -> cuda_core::Result<()> {
+    /// # fn f(kernel: &cudadrv::Function, stream: &cudadrv::Stream) -> cudadrv::Result<()> {
     /// let (min_grid, block) = kernel.max_potential_block_size(0, 0)?;
     /// let n = 1u32 << 20;
     /// let grid = n.div_ceil(block).max(min_grid);
-    /// let cfg = cuda_core::LaunchConfig::new(grid, block).stream(stream);
+    /// let cfg = cudadrv::LaunchConfig::new(grid, block).stream(stream);
     /// # let _ = cfg; Ok(()) }
     /// ```
     ///
@@ -389,9 +389,9 @@ impl Function {
     /// aborts the process (it cannot unwind into the driver). It should not call CUDA.
     ///
     /// ```no_run
-    /// # fn f(kernel: &cuda_core::Function) -> cuda_core::Result<()> {
+    /// # fn f(kernel: &cudadrv::Function) -> cudadrv::Result<()> {
     /// use core::ffi::c_int;
-    /// use cuda_core::cuda_sys::CUoccupancy_flags;
+    /// use cudadrv::cuda_sys::CUoccupancy_flags;
     /// /// One `f32` of shared memory per thread.
     /// extern "C" fn smem(block_size: c_int) -> usize {
     ///     usize::try_from(block_size).unwrap_or(0) * 4

@@ -14,7 +14,7 @@
 //! and makes its context current by itself on whichever thread uses it.
 //!
 //! ```no_run
-//! use cuda_core::{Context, Device, DeviceBuffer, DevicePtr, LaunchConfig, Module, Stream};
+//! use cudadrv::{Context, Device, DeviceBuffer, DevicePtr, LaunchConfig, Module, Stream};
 //! # const PTX: &str = r".version 8.0
 //! # .target sm_90
 //! # .address_size 64
@@ -29,7 +29,7 @@
 //! # DONE: ret;
 //! # }";
 //!
-//! fn main() -> cuda_core::Result<()> {
+//! fn main() -> cudadrv::Result<()> {
 //!     let ctx = Context::primary(Device::get(0)?)?;
 //!     // PTX text (from `nvcc -ptx`, or Rust built for nvptx64), JIT-compiled for the
 //!     // device. It holds `scale(float *data, float factor, unsigned n)`: data[i] *= factor.
@@ -66,7 +66,7 @@
 //! before it reads anything the first wrote.
 //!
 //! ```no_run
-//! # use cuda_core::{Context, Device, DeviceBuffer, DevicePtr, LaunchConfig, Module, Stream};
+//! # use cudadrv::{Context, Device, DeviceBuffer, DevicePtr, LaunchConfig, Module, Stream};
 //! # const PTX: &str = r".version 8.0
 //! # .target sm_90
 //! # .address_size 64
@@ -95,7 +95,7 @@
 //! # cvta.to.global.u64 %rd5, %rd4; add.s64 %rd5, %rd5, %rd3; st.global.u32 [%rd5], %r5;
 //! # DONE: ret;
 //! # }";
-//! # fn main() -> cuda_core::Result<()> {
+//! # fn main() -> cudadrv::Result<()> {
 //! # let ctx = Context::primary(Device::get(0)?)?;
 //! # let stream = Stream::non_blocking(&ctx)?;
 //! let module = Module::from_ptx(&ctx, PTX)?;
@@ -121,7 +121,7 @@
 //! `cargo xtask ptx` builds `ptx/`):
 //!
 //! ```ignore
-//! use cuda_core::device::{global_idx_x, grid_dependency_wait, launch_dependents};
+//! use cudadrv::device::{global_idx_x, grid_dependency_wait, launch_dependents};
 //!
 //! #[unsafe(no_mangle)]
 //! pub unsafe extern "ptx-kernel" fn produce(out: *mut u32, n: u32) {
@@ -151,8 +151,8 @@
 //! refused on a capturing stream with `Error::StreamCapturing`.
 //!
 //! ```no_run
-//! use cuda_core::graph::CaptureMode;
-//! # use cuda_core::{Context, Device, DeviceBuffer, LaunchConfig, Module, Stream};
+//! use cudadrv::graph::CaptureMode;
+//! # use cudadrv::{Context, Device, DeviceBuffer, LaunchConfig, Module, Stream};
 //! # const PTX: &str = r".version 8.0
 //! # .target sm_90
 //! # .address_size 64
@@ -166,7 +166,7 @@
 //! # ld.global.f32 %f2, [%rd2]; mul.f32 %f2, %f2, %f1; st.global.f32 [%rd2], %f2;
 //! # DONE: ret;
 //! # }";
-//! # fn main() -> cuda_core::Result<()> {
+//! # fn main() -> cudadrv::Result<()> {
 //! # let ctx = Context::primary(Device::get(0)?)?;
 //! # let module = Module::from_ptx(&ctx, PTX)?;
 //! let scale = module.function("scale")?;
@@ -190,7 +190,7 @@
 //!
 //! # Handle errors
 //!
-//! Every fallible call returns `cuda_core::Result`. A failed driver call is
+//! Every fallible call returns `cudadrv::Result`. A failed driver call is
 //! `Error::Driver { call, code }`: the C function and the `CUresult` it returned, so
 //! `Display` reads `cuMemAlloc failed: CUDA_ERROR_OUT_OF_MEMORY (2): ` and the header's
 //! description of the code. A JIT failure is `Error::Jit` with the compiler's log (with
@@ -198,7 +198,7 @@
 //! Errors name what failed: a missing kernel's name, both lengths of a mismatched copy.
 //!
 //! ```
-//! use cuda_core::{Error, SymbolName, cuda_sys::CUresult};
+//! use cudadrv::{Error, SymbolName, cuda_sys::CUresult};
 //!
 //! fn explain(e: &Error) -> String {
 //!     match e {
@@ -226,11 +226,11 @@
 //!
 //! // A `Drop` cannot return an error: failures of `cuMemFree`, `cuStreamDestroy`, ... are
 //! // counted and handed to a hook (on the dropping thread; it must not panic).
-//! fn on_drop_error(e: &cuda_core::DropError) {
-//!     eprintln!("cuda-core: {e}");
+//! fn on_drop_error(e: &cudadrv::DropError) {
+//!     eprintln!("cudadrv: {e}");
 //! }
-//! cuda_core::set_drop_error_hook(Some(on_drop_error));
-//! assert_eq!(cuda_core::drop_error_count(), 0);
+//! cudadrv::set_drop_error_hook(Some(on_drop_error));
+//! assert_eq!(cudadrv::drop_error_count(), 0);
 //! ```
 //!
 //! # Share across threads
@@ -242,7 +242,7 @@
 //!
 //! ```no_run
 //! use std::thread;
-//! use cuda_core::{Context, Device, DeviceBuffer, Function, LaunchConfig, Module, Stream};
+//! use cudadrv::{Context, Device, DeviceBuffer, Function, LaunchConfig, Module, Stream};
 //! # const PTX: &str = r".version 8.0
 //! # .target sm_90
 //! # .address_size 64
@@ -265,7 +265,7 @@
 //! }
 //!
 //! impl Worker {
-//!     fn run(self, factor: f32) -> cuda_core::Result<Vec<f32>> {
+//!     fn run(self, factor: f32) -> cudadrv::Result<Vec<f32>> {
 //!         let n = self.data.len() as u32;
 //!         let cfg = LaunchConfig::new(n.div_ceil(256), 256).stream(&self.stream);
 //!         // SAFETY: `scale(float*, float, unsigned)`; `data` holds `n` floats and lives
@@ -278,7 +278,7 @@
 //!     }
 //! }
 //!
-//! fn main() -> cuda_core::Result<()> {
+//! fn main() -> cudadrv::Result<()> {
 //!     let ctx = Context::primary(Device::get(0)?)?;
 //!     let module = Module::from_ptx(&ctx, PTX)?;
 //!     let mut workers = Vec::new();
@@ -306,10 +306,11 @@
 //!   `Graph::add_host_node`, the capture's `host_fn`), `Linker::new`, JIT logs owned by
 //!   `Error::Jit`, a NUL appended to PTX text that lacks one, `Arc`-counted contexts and
 //!   modules.
-//! - `loaded` (default) and `linked`: how cuda-sys reaches the driver, `dlopen` at run
+//! - `loaded` (default) and `linked`: how cudadrv-sys reaches the driver, `dlopen` at run
 //!   time or `-lcuda` at link time (at least one; with both, `driver()` loads).
-//! - `runtime` (default): cuda-sys's runtime API (`cuda_sys::runtime()`); cuda-core itself
-//!   uses only the driver, and a `linked` build without it does not link libcudart.
+//! - `runtime` (default): cudadrv-sys's runtime API (`cudadrv::cuda_sys::runtime()`);
+//!   cudadrv itself uses only the driver, and a `linked` build without it does not link
+//!   libcudart.
 //!
 //! With `default-features = false, features = ["loaded"]` the crate needs neither `std`
 //! nor a heap: contexts and modules live in fixed static pools (`MAX_CONTEXTS`,
@@ -318,8 +319,8 @@
 //! any build: configurations and argument arrays live on the stack.
 //!
 //! ```no_run
-//! # use cuda_core::{Context, JitOptions, Module};
-//! # fn load(ctx: &Context) -> cuda_core::Result<()> {
+//! # use cudadrv::{Context, JitOptions, Module};
+//! # fn load(ctx: &Context) -> cudadrv::Result<()> {
 //! let mut log = [0u8; 4096];
 //! let options = JitOptions { error_log: Some(&mut log), ..JitOptions::default() };
 //! let ptx = c".version 8.0\n.target sm_90\n.address_size 64\n";
@@ -383,7 +384,7 @@ extern crate alloc;
 extern crate std;
 
 /// The raw bindings this crate is built on, re-exported so that users reach the same
-/// copy (`cuda_core::cuda_sys::CUstream`, `cuda_core::cuda_sys::driver()`).
+/// copy (`cudadrv::cuda_sys::CUstream`, `cudadrv::cuda_sys::driver()`).
 #[cfg(not(target_arch = "nvptx64"))]
 pub use cuda_sys;
 

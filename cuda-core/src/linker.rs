@@ -46,8 +46,8 @@ impl core::fmt::Debug for LinkStorage {
 /// A pending JIT link (`CUlinkState`), destroyed on drop (`cuLinkDestroy`).
 ///
 /// ```no_run
-/// # fn main() -> cuda_core::Result<()> {
-/// use cuda_core::{Context, Device, JitOptions, Linker};
+/// # fn main() -> cudadrv::Result<()> {
+/// use cudadrv::{Context, Device, JitOptions, Linker};
 /// let ctx = Context::primary(Device::get(0)?)?;
 /// let mut linker = Linker::new(&ctx, JitOptions::default())?;
 /// linker.add_library_file("/usr/local/cuda/lib64/libcudadevrt.a")?;
@@ -59,8 +59,8 @@ impl core::fmt::Debug for LinkStorage {
 /// A linker borrows its context (it lives only until its module is made):
 ///
 /// ```compile_fail,E0505
-/// # fn f() -> cuda_core::Result<()> {
-/// use cuda_core::{Context, Device, JitOptions, Linker};
+/// # fn f() -> cudadrv::Result<()> {
+/// use cudadrv::{Context, Device, JitOptions, Linker};
 /// let ctx = Context::primary(Device::get(0)?)?;
 /// let linker = Linker::new(&ctx, JitOptions::default())?;
 /// drop(ctx); // error: the linker borrows the context

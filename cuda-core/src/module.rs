@@ -217,8 +217,8 @@ impl<'a> JitOptions<'a> {
 /// functions taken from it (or only the functions):
 ///
 /// ```no_run
-/// # fn main() -> cuda_core::Result<()> {
-/// use cuda_core::{Context, Device, Function, Module};
+/// # fn main() -> cudadrv::Result<()> {
+/// use cudadrv::{Context, Device, Function, Module};
 /// struct Kernels {
 ///     fill: Function,
 ///     scale: Function,
@@ -278,8 +278,8 @@ impl Module {
     /// without `alloc` a missing NUL is [`Error::InvalidArgument`].
     ///
     /// ```no_run
-    /// # fn main() -> cuda_core::Result<()> {
-    /// use cuda_core::{Context, Device, Module};
+    /// # fn main() -> cudadrv::Result<()> {
+    /// use cudadrv::{Context, Device, Module};
     /// let ctx = Context::primary(Device::get(0)?)?;
     /// let module = Module::from_ptx(&ctx, ".version 8.0\n.target sm_90\n.address_size 64\n")?;
     /// # let _ = module; Ok(()) }

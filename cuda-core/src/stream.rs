@@ -76,8 +76,8 @@ impl Stream {
     /// `cuStreamCreate`: a new stream with `flags`.
     ///
     /// ```no_run
-    /// # fn main() -> cuda_core::Result<()> {
-    /// use cuda_core::{Context, Device, Stream, StreamFlags};
+    /// # fn main() -> cudadrv::Result<()> {
+    /// use cudadrv::{Context, Device, Stream, StreamFlags};
     /// let ctx = Context::primary(Device::get(0)?)?;
     /// let stream = Stream::new(&ctx, StreamFlags::NON_BLOCKING)?;
     /// stream.synchronize()?;

@@ -1,4 +1,4 @@
-//! Compile-time layout checks of the structs cuda-core builds (x86_64/aarch64 Linux).
+//! Compile-time layout checks of the structs cudadrv (cuda-core/) builds (x86_64/aarch64 Linux).
 //!
 //! The numbers are those of the C compiler for these headers; tests/abi.rs compares the
 //! same structs (and more fields) against a C probe compiled with `cc`.

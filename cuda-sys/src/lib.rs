@@ -13,10 +13,10 @@
 //!
 //! ```no_run
 //! # fn main() -> Result<(), Box<dyn core::error::Error>> {
-//! let cu = cuda_sys::driver()?;
+//! let cu = cudadrv_sys::driver()?;
 //! // SAFETY: cuInit has no preconditions.
 //! let rc = unsafe { cu.cuInit()?(0) };
-//! assert_eq!(rc, cuda_sys::CUresult::CUDA_SUCCESS, "{rc}");
+//! assert_eq!(rc, cudadrv_sys::CUresult::CUDA_SUCCESS, "{rc}");
 //! # Ok(()) }
 //! ```
 //!
@@ -25,8 +25,13 @@
 //! program picks one at run time (as `ash` has `Entry::load` and `Entry::linked`).
 //! - `loaded` (default): `DriverApi::load` opens `libcuda.so.1` with `dlopen`, then
 //!   asks `cuGetProcAddress_v2` for every entry with the ABI version that
-//!   `cudaTypedefs.h` encodes in its `PFN_<name>_v<version>` typedef. An older driver
-//!   still loads: what it lacks is reported by name when called. Per-thread default
+//!   `cudaTypedefs.h` encodes in its `PFN_<name>_v<version>` typedef, after reading the
+//!   driver's version: an entry whose ABI is newer than the driver is never asked for
+//!   (the driver would hand back an older ABI of another signature). An older driver
+//!   still loads: what it lacks is reported by name when called. Older ABIs that a
+//!   caller can fall back to are entries of their own (`cuCtxCreate_v3020` is
+//!   `cuCtxCreate` at ABI 3020, `cuCtxCreate_v2`); [`DriverApi::from_get_proc_address`]
+//!   fills a table the same way from any `cuGetProcAddress_v2`. Per-thread default
 //!   stream variants are a [`LoadOptions`] switch. libcudart is opened with `dlopen` +
 //!   `dlsym`. Loading needs a Unix target; elsewhere this feature adds nothing.
 //! - `linked`: `DriverApi::linked()`, `extern "C"` declarations with
@@ -62,7 +67,6 @@ compile_error!(
 );
 
 mod abi;
-#[cfg(all(feature = "loaded", unix))]
 mod load;
 pub mod loader;
 mod once;
@@ -114,6 +118,7 @@ mod results {
     include!("generated/results.rs");
 }
 
+pub use load::{DriverGetVersionFn, GetProcAddressFn};
 pub use loader::{Library, LoadError};
 pub use result::MissingSymbol;
 
@@ -365,7 +370,7 @@ mod tests {
         let with_variant = DRIVER_ENTRIES.iter().filter(|e| e.per_thread_version != 0);
         let names: std::vec::Vec<_> = with_variant.filter_map(Entry::per_thread_symbol).collect();
         // cuda.h (13.0) has 85 such macros, 20 of them `__CUDA_API_PTDS`.
-        assert_eq!(names.len(), 85);
+        assert_eq!(names.len(), 87);
         assert_eq!(
             names
                 .iter()

@@ -1,39 +1,122 @@
-//! Loaded mode (feature `loaded`, Unix targets): filling the tables from `libcuda` and
-//! `libcudart` with `dlopen`, `cuGetProcAddress_v2` and `dlsym`.
+//! Filling the driver table through `cuGetProcAddress_v2` (every build:
+//! [`DriverApi::from_get_proc_address`]) and, in loaded mode (feature `loaded`, Unix
+//! targets), from `libcuda` and `libcudart` with `dlopen`, `cuGetProcAddress_v2` and
+//! `dlsym`.
+//!
+//! # Which ABI an entry gets
+//! `cuGetProcAddress(name, &pfn, version, ...)` hands back the newest ABI of `name`
+//! that the driver has and that is not newer than `version`. Asked for an ABI newer than
+//! the driver itself (`cuCtxCreate` at 12050 of a 12.4 driver), it answers with an
+//! older ABI of another C signature (`cuCtxCreate_v3`), which the table would call
+//! through the wrong type. So the driver's version (`cuDriverGetVersion`, the same
+//! ABI since CUDA 2.2) is read first, and an entry whose ABI is newer than the driver is
+//! never asked for: it stays missing, an error naming it when called. Every entry asked
+//! for has an ABI the driver has, so the answer is that ABI. Older ABIs that callers
+//! fall back to are entries of their own (`cuCtxCreate_v3020`), with their own
+//! signature. A query counts only when it returns `CUDA_SUCCESS`, reports
+//! `CU_GET_PROC_ADDRESS_SUCCESS` and gives a non-null pointer.
 //!
 //! # Unsafe policy
 //! Opening a library runs its initialisers, so the constructors that do it
-//! ([`DriverApi::load`], `RuntimeApi::load`) are `unsafe`; the addresses they resolve
-//! are turned into typed function pointers by the tables' `from_resolver`, with the
-//! signature the generated table declares for the same entry.
+//! (`DriverApi::load`, `RuntimeApi::load`) are `unsafe`; so is filling a table from
+//! caller-supplied entry points ([`DriverApi::from_get_proc_address`]). The addresses
+//! they resolve are turned into typed function pointers by the tables' `from_resolver`,
+//! with the signature the generated table declares for the same entry.
 #![allow(clippy::result_large_err)]
 
 use core::ffi::{CStr, c_int, c_void};
 
-#[cfg(feature = "runtime")]
+#[cfg(all(feature = "loaded", unix, feature = "runtime"))]
 use crate::RuntimeApi;
-use crate::loader::{self, LoadError};
-use crate::{DriverApi, Entry, LoadOptions};
+use crate::loader::{Library, LoadError};
+use crate::{CUdriverProcAddressQueryResult, CUresult, DriverApi, Entry, LoadOptions, cuuint64_t};
 
-/// `cuGetProcAddress_v2`, the one entry point the driver loader looks up by name.
-type GetProcAddress = unsafe extern "C" fn(
+/// `cuGetProcAddress_v2` (`PFN_cuGetProcAddress_v12000`), the one entry point the driver
+/// loader looks up by name.
+pub type GetProcAddressFn = unsafe extern "C" fn(
     symbol: *const core::ffi::c_char,
     pfn: *mut *mut c_void,
     cuda_version: c_int,
-    flags: crate::cuuint64_t,
-    status: *mut crate::CUdriverProcAddressQueryResult,
-) -> crate::CUresult;
+    flags: cuuint64_t,
+    status: *mut CUdriverProcAddressQueryResult,
+) -> CUresult;
+
+/// `cuDriverGetVersion` (`PFN_cuDriverGetVersion_v2020`).
+pub type DriverGetVersionFn = unsafe extern "C" fn(version: *mut c_int) -> CUresult;
+
+/// The driver's CUDA version (`12040` = 12.4), or the error that names the entry point.
+///
+/// # Safety
+/// `get_version` must be `cuDriverGetVersion` or have its contract.
+unsafe fn read_driver_version(get_version: DriverGetVersionFn) -> Result<u32, LoadError> {
+    let mut version: c_int = 0;
+    // SAFETY: a valid out-pointer; the caller vouches for the function.
+    let rc = unsafe { get_version(&mut version) };
+    match u32::try_from(version) {
+        Ok(v) if rc == CUresult::CUDA_SUCCESS && v > 0 => Ok(v),
+        _ => Err(LoadError::MissingEntryPoint {
+            library: "libcuda",
+            symbol: "cuDriverGetVersion",
+        }),
+    }
+}
 
 impl DriverApi {
-    /// Opens `libcuda` ([`loader::open_driver`]: `$CUDA_SYS_LIBCUDA`, then
-    /// `libcuda.so.1`, then `libcuda.so`) and fills a driver table.
+    /// Fills a driver table through a driver's `cuGetProcAddress_v2`, after reading its
+    /// version with `cuDriverGetVersion`: each entry is asked for with its ABI version
+    /// (its per-thread version with [`LoadOptions::per_thread_default_stream`]), and an
+    /// entry whose ABI is newer than the driver is not asked for at all (it stays
+    /// missing; see the module docs for why). Entries the driver does not serve stay
+    /// missing. The table keeps `library` and never closes it.
     ///
-    /// Each entry is asked of `cuGetProcAddress_v2` with its ABI version (its per-thread
-    /// version with [`LoadOptions::per_thread_default_stream`]). A driver too old to have
-    /// `cuGetProcAddress_v2` (before CUDA 12.0), or an entry it does not serve, is read
-    /// with `dlsym` of the versioned symbol instead; with per-thread default stream, of
-    /// its `_ptds`/`_ptsz` symbol ([`Entry::per_thread_symbol`]) for the entries that
-    /// have one, never of the legacy-stream one. Entries the driver lacks stay missing.
+    /// This is the loader's own logic without `dlopen` (so in every build): for a
+    /// platform that hands out the driver's entry points some other way, and for mock
+    /// drivers.
+    ///
+    /// # Errors
+    /// [`LoadError::MissingEntryPoint`] naming `cuDriverGetVersion` when it fails.
+    ///
+    /// # Safety
+    /// `get_proc_address` and `get_version` must be the driver's `cuGetProcAddress_v2`
+    /// and `cuDriverGetVersion` (or have their contracts): every pointer the former
+    /// hands back for `(name, version)` must be the function `PFN_<name>_v<version>` of
+    /// `cudaTypedefs.h` describes, valid for the rest of the process.
+    pub unsafe fn from_get_proc_address(
+        library: Library,
+        get_proc_address: GetProcAddressFn,
+        get_version: DriverGetVersionFn,
+        options: LoadOptions,
+    ) -> Result<Self, LoadError> {
+        // SAFETY: the caller vouches for `get_version`.
+        let version = unsafe { read_driver_version(get_version) }?;
+        let addrs = resolve_driver(options, version, Some(get_proc_address), |_| {
+            core::ptr::null_mut()
+        });
+        let mut next = addrs.iter();
+        // SAFETY: each address came from `get_proc_address` for the entry of the same
+        // index at that entry's ABI version, which the driver has (not newer than it),
+        // so it is that ABI, whose signature the generated table declares; the caller
+        // vouches that it stays valid.
+        Ok(unsafe {
+            DriverApi::from_resolver(library, |_| {
+                next.next().copied().unwrap_or(core::ptr::null_mut())
+            })
+        })
+    }
+
+    /// Opens `libcuda` ([`loader::open_driver`](crate::loader::open_driver):
+    /// `$CUDA_SYS_LIBCUDA`, then `libcuda.so.1`, then `libcuda.so`) and fills a driver
+    /// table.
+    ///
+    /// The driver's version comes first (`cuDriverGetVersion`, by `dlsym`). Then each
+    /// entry not newer than the driver is asked of `cuGetProcAddress_v2` with its ABI
+    /// version (its per-thread version with [`LoadOptions::per_thread_default_stream`]);
+    /// an entry newer than the driver stays missing (see the module docs). A driver too
+    /// old to have `cuGetProcAddress_v2` (before CUDA 12.0), or an entry it does not
+    /// serve, is read with `dlsym` of the versioned symbol instead (a versioned name is
+    /// one ABI); with per-thread default stream, of its `_ptds`/`_ptsz` symbol
+    /// ([`Entry::per_thread_symbol`]) for the entries that have one, never of the
+    /// legacy-stream one. Entries the driver lacks stay missing.
     ///
     /// The table keeps `libcuda` open for the rest of the process (see [`DriverApi`]).
     /// [`driver()`](crate::driver) calls this once for the process-wide table.
@@ -41,39 +124,47 @@ impl DriverApi {
     /// # Errors
     /// [`LoadError::LibraryNotFound`] naming every candidate tried,
     /// [`LoadError::BadEnvPath`] for an unusable `$CUDA_SYS_LIBCUDA`, and
-    /// [`LoadError::MissingEntryPoint`] for a library with neither
-    /// `cuGetProcAddress_v2` nor `cuInit`.
+    /// [`LoadError::MissingEntryPoint`] for a library without a working
+    /// `cuDriverGetVersion`.
     ///
     /// # Safety
     /// Opening the library runs its initialisers (and those of the libraries it needs)
     /// in this process. The library the search finds must be the CUDA driver, or one
     /// with the same exports and C signatures (a mock built for it): whatever
     /// `$CUDA_SYS_LIBCUDA` or the loader path names is opened and trusted.
+    #[cfg(all(feature = "loaded", unix))]
     #[cfg_attr(docsrs, doc(cfg(all(feature = "loaded", unix))))]
     pub unsafe fn load(options: LoadOptions) -> Result<Self, LoadError> {
         // SAFETY: the caller vouches for the library the search finds (`# Safety`).
-        let library = unsafe { loader::open_driver() }?;
+        let library = unsafe { crate::loader::open_driver() }?;
+        let get_version = library.symbol(c"cuDriverGetVersion");
+        if get_version.is_null() {
+            return Err(LoadError::MissingEntryPoint {
+                library: "libcuda",
+                symbol: "cuDriverGetVersion",
+            });
+        }
+        // SAFETY: the driver exports cuDriverGetVersion with this C signature
+        // (cudaTypedefs.h: PFN_cuDriverGetVersion_v2020), unchanged since CUDA 2.2.
+        let get_version =
+            unsafe { core::mem::transmute::<*mut c_void, DriverGetVersionFn>(get_version) };
+        // SAFETY: as above.
+        let version = unsafe { read_driver_version(get_version) }?;
         let gpa = library.symbol(c"cuGetProcAddress_v2");
-        let gpa: Option<GetProcAddress> = if gpa.is_null() {
+        let gpa: Option<GetProcAddressFn> = if gpa.is_null() {
             None
         } else {
             // SAFETY: the driver exports cuGetProcAddress_v2 with this C signature
             // (cudaTypedefs.h: PFN_cuGetProcAddress_v12000).
-            Some(unsafe { core::mem::transmute::<*mut c_void, GetProcAddress>(gpa) })
+            Some(unsafe { core::mem::transmute::<*mut c_void, GetProcAddressFn>(gpa) })
         };
-        if gpa.is_none() && library.symbol(c"cuInit").is_null() {
-            return Err(LoadError::MissingEntryPoint {
-                library: "libcuda",
-                symbol: "cuInit",
-            });
-        }
         // Resolve against the library before handing it to the table that owns it.
-        let addrs = resolve_driver(options, gpa, |symbol| library.symbol(symbol));
+        let addrs = resolve_driver(options, version, gpa, |symbol| library.symbol(symbol));
         let mut next = addrs.iter();
-        // SAFETY: each address came from the driver for the entry of the same index,
-        // whose signature the generated table declares (per-thread variants share it);
-        // the table keeps the library open for the rest of the process, so they stay
-        // valid.
+        // SAFETY: each address came from the driver for the entry of the same index, at
+        // an ABI the driver has (so that ABI), or by its versioned symbol, whose
+        // signature the generated table declares (per-thread variants share it); the
+        // table keeps the library open for the rest of the process, so they stay valid.
         Ok(unsafe {
             DriverApi::from_resolver(library, |_| {
                 next.next().copied().unwrap_or(core::ptr::null_mut())
@@ -82,12 +173,24 @@ impl DriverApi {
     }
 }
 
+/// The ABI version an entry is asked for (`CUDA_VERSION` for one without a PFN
+/// typedef: none today).
+fn requested_abi(e: &Entry, per_thread: bool) -> u32 {
+    match (per_thread, e.version) {
+        (true, _) => e.per_thread_version,
+        (false, 0) => crate::CUDA_VERSION,
+        (false, v) => v,
+    }
+}
+
 /// The address of each entry of [`DRIVER_ENTRIES`](crate::DRIVER_ENTRIES), in order
-/// (null: missing), from `gpa` (`cuGetProcAddress_v2`) if the driver has it, else or
-/// when it fails from `dlsym`.
+/// (null: missing), for a driver of CUDA version `driver_version`: none for an entry
+/// whose ABI is newer than the driver; else from `gpa` (`cuGetProcAddress_v2`) if the
+/// driver has it, else or when it does not serve the entry from `dlsym`.
 fn resolve_driver(
     options: LoadOptions,
-    gpa: Option<GetProcAddress>,
+    driver_version: u32,
+    gpa: Option<GetProcAddressFn>,
     dlsym: impl Fn(&CStr) -> *mut c_void,
 ) -> [*mut c_void; crate::DRIVER_ENTRIES.len()] {
     let flags = if options.per_thread_default_stream {
@@ -97,25 +200,28 @@ fn resolve_driver(
     };
     let per_thread = |e: &Entry| options.per_thread_default_stream && e.per_thread_version != 0;
     let resolve = |e: &Entry| -> *mut c_void {
+        let abi = requested_abi(e, per_thread(e));
+        if abi > driver_version {
+            // The driver would answer with an older ABI of another signature.
+            return core::ptr::null_mut();
+        }
         if let Some(gpa) = gpa {
-            let version = match (per_thread(e), e.version) {
-                (true, _) => e.per_thread_version,
-                (false, 0) => crate::CUDA_VERSION,
-                (false, v) => v,
-            };
             let mut ptr = core::ptr::null_mut();
-            let mut status = crate::CUdriverProcAddressQueryResult(0);
+            let mut status = CUdriverProcAddressQueryResult::CU_GET_PROC_ADDRESS_SYMBOL_NOT_FOUND;
             // SAFETY: lookup is NUL-terminated; ptr and status are valid out-pointers.
             let rc = unsafe {
                 gpa(
                     e.lookup_cstr().as_ptr(),
                     &mut ptr,
-                    version as c_int,
+                    abi as c_int,
                     flags,
                     &mut status,
                 )
             };
-            if rc == crate::CUresult::CUDA_SUCCESS && !ptr.is_null() {
+            if rc == CUresult::CUDA_SUCCESS
+                && status == CUdriverProcAddressQueryResult::CU_GET_PROC_ADDRESS_SUCCESS
+                && !ptr.is_null()
+            {
                 return ptr;
             }
             // The driver's own export table can still have it (e.g. entries the
@@ -137,9 +243,9 @@ fn resolve_driver(
     addrs
 }
 
-#[cfg(feature = "runtime")]
+#[cfg(all(feature = "loaded", unix, feature = "runtime"))]
 impl RuntimeApi {
-    /// Opens `libcudart` (search order: [`loader::open_runtime`]) and fills a runtime
+    /// Opens `libcudart` (search order: [`loader::open_runtime`](crate::loader::open_runtime)) and fills a runtime
     /// table with `dlsym`; with per-thread default stream, an entry that has a
     /// `_ptds`/`_ptsz` symbol is read from it alone (missing if the library lacks it).
     ///
@@ -159,7 +265,7 @@ impl RuntimeApi {
     #[cfg_attr(docsrs, doc(cfg(all(feature = "loaded", feature = "runtime", unix))))]
     pub unsafe fn load(options: LoadOptions) -> Result<Self, LoadError> {
         // SAFETY: the caller vouches for the library the search finds (`# Safety`).
-        let library = unsafe { loader::open_runtime() }?;
+        let library = unsafe { crate::loader::open_runtime() }?;
         let addrs = resolve_runtime(options, |symbol| library.symbol(symbol));
         let mut next = addrs.iter();
         // SAFETY: addresses of the runtime's exports for the entries of the same index;
@@ -175,7 +281,7 @@ impl RuntimeApi {
 
 /// The address of each entry of [`RUNTIME_ENTRIES`](crate::RUNTIME_ENTRIES), in order
 /// (null: missing), from `dlsym`.
-#[cfg(feature = "runtime")]
+#[cfg(all(feature = "loaded", unix, feature = "runtime"))]
 fn resolve_runtime(
     options: LoadOptions,
     dlsym: impl Fn(&CStr) -> *mut c_void,
@@ -199,10 +305,15 @@ mod tests {
 
     use super::*;
     use crate::DRIVER_ENTRIES;
-    #[cfg(feature = "runtime")]
+    #[cfg(all(feature = "loaded", unix, feature = "runtime"))]
     use crate::RUNTIME_ENTRIES;
+    #[cfg(feature = "runtime")]
+    use crate::RuntimeApi;
     use std::string::String;
     use std::vec::Vec;
+
+    /// A driver as new as the headers.
+    const V13: u32 = crate::CUDA_VERSION;
 
     /// A fake address for symbol `index` of `names` (never called, only compared).
     fn fake(index: usize) -> *mut c_void {
@@ -248,7 +359,7 @@ mod tests {
         let per_thread = LoadOptions {
             per_thread_default_stream: true,
         };
-        let addrs = resolve_driver(per_thread, None, mock_dlsym(&EXPORTS, &asked));
+        let addrs = resolve_driver(per_thread, V13, None, mock_dlsym(&EXPORTS, &asked));
         let at = |name| addrs.get(driver_index(name)).copied();
         assert_eq!(at("cuInit"), Some(fake(0)), "no variant: the plain symbol");
         assert_eq!(at("cuMemcpyHtoD"), Some(fake(2)));
@@ -261,7 +372,12 @@ mod tests {
         assert!(!asked.iter().any(|s| s == "cuStreamSynchronize"));
 
         let asked = std::cell::RefCell::new(Vec::new());
-        let addrs = resolve_driver(LoadOptions::default(), None, mock_dlsym(&EXPORTS, &asked));
+        let addrs = resolve_driver(
+            LoadOptions::default(),
+            V13,
+            None,
+            mock_dlsym(&EXPORTS, &asked),
+        );
         let at = |name| addrs.get(driver_index(name)).copied();
         assert_eq!(at("cuMemcpyHtoD"), Some(fake(1)));
         assert_eq!(at("cuLaunchKernel"), Some(fake(3)));
@@ -292,11 +408,14 @@ mod tests {
         pfn: *mut *mut c_void,
         version: c_int,
         flags: crate::cuuint64_t,
-        _status: *mut crate::CUdriverProcAddressQueryResult,
+        status: *mut crate::CUdriverProcAddressQueryResult,
     ) -> crate::CUresult {
         let encoded = (version as usize) << 8 | flags as usize;
-        // SAFETY: the loader passes a valid out-pointer.
-        unsafe { *pfn = core::ptr::without_provenance_mut(encoded) };
+        // SAFETY: the loader passes valid out-pointers.
+        unsafe {
+            *pfn = core::ptr::without_provenance_mut(encoded);
+            *status = CUdriverProcAddressQueryResult::CU_GET_PROC_ADDRESS_SUCCESS;
+        }
         crate::CUresult::CUDA_SUCCESS
     }
 
@@ -306,7 +425,12 @@ mod tests {
         let per_thread = LoadOptions {
             per_thread_default_stream: true,
         };
-        let addrs = resolve_driver(per_thread, Some(gpa_none), mock_dlsym(&EXPORTS, &asked));
+        let addrs = resolve_driver(
+            per_thread,
+            V13,
+            Some(gpa_none),
+            mock_dlsym(&EXPORTS, &asked),
+        );
         let at = |name| addrs.get(driver_index(name)).copied();
         assert_eq!(at("cuMemcpyHtoD"), Some(fake(2)));
         assert_eq!(at("cuLaunchKernel"), Some(fake(4)));
@@ -321,17 +445,17 @@ mod tests {
         let per_thread = LoadOptions {
             per_thread_default_stream: true,
         };
-        let addrs = resolve_driver(per_thread, Some(gpa_echo), none);
+        let addrs = resolve_driver(per_thread, V13, Some(gpa_echo), none);
         let at = |name| addrs.get(driver_index(name)).map(|p| p.addr());
         assert_eq!(at("cuLaunchKernel"), Some(7000 << 8 | ptds));
         assert_eq!(at("cuMemAlloc"), Some(3020 << 8 | ptds));
-        let addrs = resolve_driver(LoadOptions::default(), Some(gpa_echo), none);
+        let addrs = resolve_driver(LoadOptions::default(), V13, Some(gpa_echo), none);
         let at = |name| addrs.get(driver_index(name)).map(|p| p.addr());
         assert_eq!(at("cuLaunchKernel"), Some(4000 << 8));
     }
 
     #[test]
-    #[cfg(feature = "runtime")]
+    #[cfg(all(feature = "loaded", unix, feature = "runtime"))]
     fn runtime_per_thread_entries_do_not_fall_back_to_the_legacy_symbol() {
         let exports = [
             "cudaMemcpy",
@@ -351,6 +475,225 @@ mod tests {
         assert_eq!(at("cudaMalloc"), Some(fake(3)));
     }
 
+    /// A CUDA 12.2 driver's symbol set, as its `cudaTypedefs.h` declares it, for the
+    /// entries these tests look at (abridged from `tests/driver_abi/12.2.txt`).
+    const DRIVER_12_2: &[(&str, &[u32])] = &[
+        ("cuCtxCreate", &[2000, 3020, 11040]),
+        ("cuCtxSetFlags", &[12010]),
+        ("cuDriverGetVersion", &[2020]),
+        ("cuEventElapsedTime", &[2000]),
+        ("cuFuncGetParamInfo", &[]),
+        ("cuGraphAddNode", &[12020]),
+        ("cuInit", &[2000]),
+        ("cuStreamGetCaptureInfo", &[10010, 11030]),
+        ("cuLaunchKernel", &[4000]),
+    ];
+
+    std::thread_local! {
+        /// Every ABI version the mock `cuGetProcAddress` was asked for, on this thread.
+        static ASKED: std::cell::RefCell<Vec<(String, i32)>> =
+            const { std::cell::RefCell::new(Vec::new()) };
+    }
+
+    /// The address the mock hands out for ABI `abi` of function `index`.
+    fn abi_address(index: usize, abi: u32) -> *mut c_void {
+        core::ptr::without_provenance_mut((index + 1) << 20 | abi as usize)
+    }
+
+    /// `cuGetProcAddress_v2` with a real driver's semantics over [`DRIVER_12_2`]: the
+    /// newest ABI of the symbol that is not newer than the version asked for, whatever
+    /// the driver's own version (so asked for 12050, it answers with 11040).
+    unsafe extern "C" fn gpa_12_2(
+        symbol: *const core::ffi::c_char,
+        pfn: *mut *mut c_void,
+        version: c_int,
+        _flags: crate::cuuint64_t,
+        status: *mut CUdriverProcAddressQueryResult,
+    ) -> CUresult {
+        // SAFETY: the loader passes a NUL-terminated name and valid out-pointers.
+        let (name, pfn, status) = unsafe { (CStr::from_ptr(symbol), &mut *pfn, &mut *status) };
+        let name = name.to_str().unwrap_or("");
+        ASKED.with(|a| a.borrow_mut().push((name.into(), version)));
+        *pfn = core::ptr::null_mut();
+        let Some((index, (_, abis))) = DRIVER_12_2
+            .iter()
+            .enumerate()
+            .find(|(_, (n, _))| *n == name)
+        else {
+            *status = CUdriverProcAddressQueryResult::CU_GET_PROC_ADDRESS_SYMBOL_NOT_FOUND;
+            return CUresult::CUDA_ERROR_NOT_FOUND;
+        };
+        match abis
+            .iter()
+            .copied()
+            .filter(|&a| a as c_int <= version)
+            .max()
+        {
+            Some(abi) => {
+                *pfn = abi_address(index, abi);
+                *status = CUdriverProcAddressQueryResult::CU_GET_PROC_ADDRESS_SUCCESS;
+                CUresult::CUDA_SUCCESS
+            }
+            None => {
+                *status =
+                    CUdriverProcAddressQueryResult::CU_GET_PROC_ADDRESS_VERSION_NOT_SUFFICIENT;
+                CUresult::CUDA_ERROR_NOT_FOUND
+            }
+        }
+    }
+
+    unsafe extern "C" fn version_12_2(v: *mut c_int) -> CUresult {
+        // SAFETY: a valid out-pointer.
+        unsafe { *v = 12020 };
+        CUresult::CUDA_SUCCESS
+    }
+
+    unsafe extern "C" fn version_fails(_v: *mut c_int) -> CUresult {
+        CUresult::CUDA_ERROR_NOT_INITIALIZED
+    }
+
+    /// The soundness rule: on a 12.2 driver, the entries whose ABI is newer than 12.2
+    /// are never asked for and stay missing (a real driver would hand out its older,
+    /// differently typed ABI), and every address the table holds is of exactly the ABI
+    /// its entry declares.
+    #[test]
+    fn entries_newer_than_the_driver_are_missing_never_an_older_abi() {
+        ASKED.with(|a| a.borrow_mut().clear());
+        let none = |_: &CStr| core::ptr::null_mut();
+        let addrs = resolve_driver(LoadOptions::default(), 12020, Some(gpa_12_2), none);
+        let at = |name| addrs.get(driver_index(name)).copied();
+        let index = |name| {
+            DRIVER_12_2
+                .iter()
+                .position(|(n, _)| *n == name)
+                .unwrap_or(99)
+        };
+        // 13.0 ABIs the driver lacks: missing.
+        assert_eq!(
+            at("cuCtxCreate"),
+            Some(core::ptr::null_mut()),
+            "12050 > 12020"
+        );
+        assert_eq!(at("cuEventElapsedTime"), Some(core::ptr::null_mut()));
+        assert_eq!(at("cuGraphAddNode"), Some(core::ptr::null_mut()));
+        assert_eq!(at("cuStreamGetCaptureInfo"), Some(core::ptr::null_mut()));
+        // Their older ABIs: exactly those.
+        let cc = index("cuCtxCreate");
+        assert_eq!(at("cuCtxCreate_v3020"), Some(abi_address(cc, 3020)));
+        let ev = index("cuEventElapsedTime");
+        assert_eq!(at("cuEventElapsedTime_v2000"), Some(abi_address(ev, 2000)));
+        let an = index("cuGraphAddNode");
+        assert_eq!(at("cuGraphAddNode_v12020"), Some(abi_address(an, 12020)));
+        let ci = index("cuStreamGetCaptureInfo");
+        assert_eq!(
+            at("cuStreamGetCaptureInfo_v11030"),
+            Some(abi_address(ci, 11030))
+        );
+        // Present at their own ABI; absent from the driver.
+        assert_eq!(
+            at("cuCtxSetFlags"),
+            Some(abi_address(index("cuCtxSetFlags"), 12010))
+        );
+        assert_eq!(at("cuFuncGetParamInfo"), Some(core::ptr::null_mut()));
+        // Never asked for an ABI newer than the driver.
+        ASKED.with(|a| {
+            let asked = a.borrow();
+            assert!(!asked.is_empty());
+            assert!(asked.iter().all(|(_, v)| *v <= 12020), "{asked:?}");
+            assert!(
+                !asked.iter().any(|(n, _)| n == "cuFuncGetParamInfo"),
+                "12040"
+            );
+        });
+        // Whatever resolved is the ABI its entry declares.
+        for (e, addr) in DRIVER_ENTRIES.iter().zip(addrs) {
+            if !addr.is_null() {
+                assert_eq!((addr.addr() & 0xF_FFFF) as u32, e.version, "{}", e.name);
+            }
+        }
+    }
+
+    /// A query that reports anything but `CU_GET_PROC_ADDRESS_SUCCESS` does not count,
+    /// even with `CUDA_SUCCESS` and a pointer.
+    #[test]
+    fn the_query_status_is_checked() {
+        unsafe extern "C" fn gpa_lies(
+            _symbol: *const core::ffi::c_char,
+            pfn: *mut *mut c_void,
+            _version: c_int,
+            _flags: crate::cuuint64_t,
+            status: *mut CUdriverProcAddressQueryResult,
+        ) -> CUresult {
+            // SAFETY: the loader passes valid out-pointers.
+            unsafe {
+                *pfn = core::ptr::without_provenance_mut(0x1234);
+                *status =
+                    CUdriverProcAddressQueryResult::CU_GET_PROC_ADDRESS_VERSION_NOT_SUFFICIENT;
+            }
+            CUresult::CUDA_SUCCESS
+        }
+        let none = |_: &CStr| core::ptr::null_mut();
+        let addrs = resolve_driver(LoadOptions::default(), V13, Some(gpa_lies), none);
+        assert!(addrs.iter().all(|p| p.is_null()));
+    }
+
+    /// Through the public constructor: the version is read first, and a driver whose
+    /// `cuDriverGetVersion` fails gives no table.
+    #[test]
+    fn from_get_proc_address_reads_the_version_first() {
+        // SAFETY: mock entry points with the contracts of the real ones (the addresses
+        // they hand out are never called).
+        let api = unsafe {
+            DriverApi::from_get_proc_address(
+                Library::none(),
+                gpa_12_2,
+                version_12_2,
+                LoadOptions::default(),
+            )
+        };
+        let api = api.unwrap_or_else(|e| panic!("{e}"));
+        assert!(api.cuCtxCreate().is_err());
+        assert!(api.cuCtxCreate_v3020().is_ok());
+        assert_eq!(
+            api.cuEventElapsedTime().err().map(|m| m.name),
+            Some("cuEventElapsedTime")
+        );
+        // SAFETY: as above.
+        let failed = unsafe {
+            DriverApi::from_get_proc_address(
+                Library::none(),
+                gpa_12_2,
+                version_fails,
+                LoadOptions::default(),
+            )
+        };
+        assert!(matches!(
+            failed,
+            Err(LoadError::MissingEntryPoint {
+                symbol: "cuDriverGetVersion",
+                ..
+            })
+        ));
+    }
+
+    /// An older driver without `cuGetProcAddress_v2` (dlsym only) gets the same rule:
+    /// nothing newer than the driver, even if an export of that name exists.
+    #[test]
+    fn dlsym_path_honours_the_driver_version() {
+        let asked = std::cell::RefCell::new(Vec::new());
+        let exports = ["cuInit", "cuCtxCreate_v2", "cuCtxCreate_v4"];
+        let addrs = resolve_driver(
+            LoadOptions::default(),
+            11080,
+            None,
+            mock_dlsym(&exports, &asked),
+        );
+        let at = |name| addrs.get(driver_index(name)).copied();
+        assert_eq!(at("cuCtxCreate_v3020"), Some(fake(1)));
+        assert_eq!(at("cuCtxCreate"), Some(core::ptr::null_mut()));
+        assert!(!asked.borrow().iter().any(|s| s == "cuCtxCreate_v4"));
+    }
+
     /// The tables have no drop glue: dropping one never closes its library, so the
     /// function pointers it handed out stay valid.
     #[test]
@@ -363,6 +706,7 @@ mod tests {
     /// The same on a real library: after the table is dropped, `libz` is still loaded
     /// (while dropping a plain `Library` unloads it).
     #[test]
+    #[cfg(all(feature = "loaded", unix))]
     #[cfg_attr(miri, ignore = "calls dlopen")]
     fn a_dropped_table_leaves_its_library_loaded() {
         let path = c"libz.so.1";

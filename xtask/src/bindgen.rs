@@ -176,8 +176,53 @@ fn proto(sig: &syn::Signature) -> Proto {
     }
 }
 
-/// `PFN_<name>_v<version>[_ptds|_ptsz]` aliases: name -> [(version, per-thread, signature)].
-type Pfns = HashMap<String, Vec<(u32, bool, String)>>;
+/// One `PFN_<name>_v<version>[_ptds|_ptsz]` typedef.
+struct Pfn {
+    version: u32,
+    per_thread: bool,
+    /// Normalized signature text, to compare with a prototype's.
+    sig: String,
+    /// The function pointer type's arguments (name, type) and return type, as written.
+    args: Vec<(String, String)>,
+    ret: String,
+}
+
+/// The PFN typedefs of each function name.
+type Pfns = HashMap<String, Vec<Pfn>>;
+
+/// Older ABIs that cuda-core falls back to on drivers without the 13.0 one, each a
+/// table entry `<name>_v<abi>` asked of `cuGetProcAddress` as `<name>` at that ABI,
+/// with the signature of `PFN_<name>_v<abi>`: (name, ABI, exported symbol). The symbol
+/// is what the CUDA 12.x `cuda.h` maps the documented name to while that ABI was the
+/// newest; `cargo xtask driver-abi` checks it against those headers.
+pub const OLDER_ABIS: &[(&str, u32, &str)] = &[
+    ("cuCtxCreate", 3020, "cuCtxCreate_v2"),
+    ("cuEventElapsedTime", 2000, "cuEventElapsedTime"),
+    ("cuGraphAddDependencies", 10000, "cuGraphAddDependencies"),
+    ("cuGraphAddNode", 12020, "cuGraphAddNode"),
+    ("cuGraphGetEdges", 10000, "cuGraphGetEdges"),
+    (
+        "cuGraphNodeGetDependencies",
+        10000,
+        "cuGraphNodeGetDependencies",
+    ),
+    (
+        "cuGraphNodeGetDependentNodes",
+        10000,
+        "cuGraphNodeGetDependentNodes",
+    ),
+    (
+        "cuGraphRemoveDependencies",
+        10000,
+        "cuGraphRemoveDependencies",
+    ),
+    ("cuStreamGetCaptureInfo", 11030, "cuStreamGetCaptureInfo_v2"),
+    (
+        "cuStreamUpdateCaptureDependencies",
+        11030,
+        "cuStreamUpdateCaptureDependencies",
+    ),
+];
 
 fn pfn_typedefs(file: &syn::File) -> Pfns {
     let mut out: Pfns = HashMap::new();
@@ -201,17 +246,14 @@ fn pfn_typedefs(file: &syn::File) -> Pfns {
             continue;
         };
         // Option<unsafe extern "C" fn(..) -> R>
-        let sig = fn_type_signature(&t.ty);
-        if let Some(sig) = sig {
-            out.entry(base.to_string())
-                .or_default()
-                .push((ver, ptds, sig));
+        if let Some(pfn) = fn_type(&t.ty, ver, ptds) {
+            out.entry(base.to_string()).or_default().push(pfn);
         }
     }
     out
 }
 
-fn fn_type_signature(ty: &syn::Type) -> Option<String> {
+fn fn_type(ty: &syn::Type, version: u32, per_thread: bool) -> Option<Pfn> {
     let syn::Type::Path(p) = ty else { return None };
     let seg = p.path.segments.last()?;
     let syn::PathArguments::AngleBracketed(ab) = &seg.arguments else {
@@ -220,12 +262,30 @@ fn fn_type_signature(ty: &syn::Type) -> Option<String> {
     let syn::GenericArgument::Type(syn::Type::BareFn(f)) = ab.args.first()? else {
         return None;
     };
-    let args: Vec<String> = f.inputs.iter().map(|a| normalize(&tokens(&a.ty))).collect();
+    let args: Vec<(String, String)> = f
+        .inputs
+        .iter()
+        .enumerate()
+        .map(|(i, a)| {
+            let name = a
+                .name
+                .as_ref()
+                .map_or_else(|| format!("arg{i}"), |(n, _)| n.to_string());
+            (name, tokens(&a.ty))
+        })
+        .collect();
     let ret = match &f.output {
         syn::ReturnType::Default => "()".to_string(),
         syn::ReturnType::Type(_, t) => tokens(t),
     };
-    Some(format!("({}) -> {}", args.join(", "), normalize(&ret)))
+    let normalized: Vec<String> = args.iter().map(|(_, t)| normalize(t)).collect();
+    Some(Pfn {
+        version,
+        per_thread,
+        sig: format!("({}) -> {}", normalized.join(", "), normalize(&ret)),
+        args,
+        ret,
+    })
 }
 
 /// Signature text with versioned typedef names (`CUdevice_v1`) folded to their base.
@@ -318,8 +378,8 @@ fn driver_table(protos: &[Proto], pfns: &Pfns, cuda_h: &str) -> R<(String, Strin
             pfns.get(base)
                 .into_iter()
                 .flatten()
-                .filter(|(_, pt, s)| *pt == ptds && *s == sig)
-                .map(|(v, _, _)| *v)
+                .filter(|p| p.per_thread == ptds && p.sig == sig)
+                .map(|p| p.version)
                 .max()
                 .unwrap_or(0)
         };
@@ -354,9 +414,41 @@ fn driver_table(protos: &[Proto], pfns: &Pfns, cuda_h: &str) -> R<(String, Strin
         )?;
         lines.insert(name, line);
     }
+    for &(name, abi, symbol) in OLDER_ABIS {
+        let of = |ptds: bool| {
+            pfns.get(name)
+                .into_iter()
+                .flatten()
+                .find(|p| p.version == abi && p.per_thread == ptds)
+        };
+        let pfn = of(false).ok_or_else(|| format!("no PFN_{name}_v{abi} in cudaTypedefs.h"))?;
+        let ptds = of(true).map_or(0, |p| p.version);
+        let entry = format!("{name}_v{abi}");
+        if lines.contains_key(&entry) {
+            return Err(format!("older ABI entry {entry} clashes with a function name").into());
+        }
+        checks.insert(
+            entry.clone(),
+            format!("    let _: PFN_{name}_v{abi} = api.{entry}().ok();"),
+        );
+        let args: Vec<String> = pfn
+            .args
+            .iter()
+            .map(|(n, t)| format!("{n}: {}", tidy(t)))
+            .collect();
+        let mut line = String::new();
+        write!(
+            line,
+            "    {entry} = {symbol} @ \"{name}\" [{abi}, {ptds}] ({args}) -> {ret};",
+            args = args.join(", "),
+            ret = tidy(&pfn.ret)
+        )?;
+        lines.insert(entry, line);
+    }
     println!(
-        "  driver: {} functions, {} without a PFN typedef (asked for at CUDA_VERSION)",
+        "  driver: {} functions ({} older ABIs), {} without a PFN typedef (asked for at CUDA_VERSION)",
         lines.len(),
+        OLDER_ABIS.len(),
         unversioned.len()
     );
     let check_body: Vec<&str> = checks.values().map(String::as_str).collect();
@@ -367,7 +459,7 @@ fn driver_table(protos: &[Proto], pfns: &Pfns, cuda_h: &str) -> R<(String, Strin
     let body: Vec<&str> = lines.values().map(String::as_str).collect();
     Ok((
         format!(
-            "{HEADER}//\n// name = symbol @ \"cuGetProcAddress name\" [ABI version, per-thread ABI version] (args) -> ret;\n// A version of 0 means cudaTypedefs.h has no matching PFN typedef.\n\nuse crate::*;\n\ncrate::table::driver_table! {{\n{}\n}}\n",
+            "{HEADER}//\n// name = symbol @ \"cuGetProcAddress name\" [ABI version, per-thread ABI version] (args) -> ret;\n// A version of 0 means cudaTypedefs.h has no matching PFN typedef. `<name>_v<ABI>`\n// entries are older ABIs of `<name>` (OLDER_ABIS in xtask/src/bindgen.rs), with the\n// signature of `PFN_<name>_v<ABI>`.\n\nuse crate::*;\n\ncrate::table::driver_table! {{\n{}\n}}\n",
             body.join("\n")
         ),
         check,

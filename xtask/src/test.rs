@@ -77,6 +77,9 @@ pub fn run_all(root: &Path) -> R {
     step("bindings are current (cargo xtask bindgen --check)");
     crate::bindgen::run(root, true)?;
 
+    step("driver ABI sets of CUDA 12.0-13.0 are current (cargo xtask driver-abi --check)");
+    crate::driver_abi::run(root, true)?;
+
     step("PTX is current (cargo xtask ptx --check)");
     crate::ptx::build(root, true)?;
     let ptxas = tk
@@ -232,6 +235,9 @@ pub fn run_all(root: &Path) -> R {
             "--target-dir",
             "target/nvptx-doc",
         ]))?;
+
+    step("packages: cargo package of both libraries, a fresh crate built offline against them");
+    crate::package::run_package(root)?;
 
     step("MSRV: cuda-sys and cuda-core build with Rust 1.85 (their rust-version)");
     run(Command::new("rustup").args(["toolchain", "install", "1.85", "--profile", "minimal"]))?;

@@ -20,9 +20,9 @@
 /// alignment, and its size is rounded up to it, on both sides.
 ///
 /// ```
-/// use cuda_core::args::DeviceRepr;
+/// use cudadrv::args::DeviceRepr;
 ///
-/// cuda_core::kernel_struct! {
+/// cudadrv::kernel_struct! {
 ///     /// `struct alignas(16) Pair { float a; int b; };` on the device.
 ///     #[repr(C, align(16))]
 ///     pub struct Pair16 {
@@ -35,9 +35,9 @@
 /// ```
 ///
 /// ```
-/// use cuda_core::args::{DeviceRepr, Float4};
+/// use cudadrv::args::{DeviceRepr, Float4};
 ///
-/// cuda_core::kernel_struct! {
+/// cudadrv::kernel_struct! {
 ///     /// `struct Pair { float a; float4 b; };` on the device.
 ///     #[derive(Debug)]
 ///     pub struct Pair {
@@ -53,7 +53,7 @@
 /// A field whose host alignment is not its device alignment is rejected:
 ///
 /// ```compile_fail
-/// use cuda_core::args::DeviceRepr;
+/// use cudadrv::args::DeviceRepr;
 ///
 /// /// Eight bytes that the device aligns to 8 but the host to 1.
 /// #[derive(Clone, Copy)]
@@ -65,7 +65,7 @@
 ///     const DEVICE_ALIGN: usize = 8;
 /// }
 ///
-/// cuda_core::kernel_struct! {
+/// cudadrv::kernel_struct! {
 ///     struct Bad { a: u8, b: Bytes8 } // host offset of `b` is 1, device offset 8
 /// }
 /// ```
@@ -74,7 +74,7 @@
 /// struct more aligned than the device's):
 ///
 /// ```compile_fail
-/// use cuda_core::args::DeviceRepr;
+/// use cudadrv::args::DeviceRepr;
 ///
 /// /// Sixteen bytes, 16-aligned on the host, that claim a device alignment of 4.
 /// #[derive(Clone, Copy)]
@@ -86,7 +86,7 @@
 ///     const DEVICE_ALIGN: usize = 4;
 /// }
 ///
-/// cuda_core::kernel_struct! {
+/// cudadrv::kernel_struct! {
 ///     struct Bad { a: Loose } // host alignment 16, device alignment 4
 /// }
 /// ```

@@ -37,23 +37,23 @@ struct AlignedBytes<const CAP: usize>([u8; CAP]);
 /// parameters, a larger `CAP`):
 ///
 /// ```
-/// use cuda_core::args::PackedArgs;
+/// use cudadrv::args::PackedArgs;
 ///
 /// let mut packed = PackedArgs::<4096, 128>::default();
 /// for i in 0..100u32 {
 ///     packed.push(&i)?;
 /// }
 /// assert_eq!((packed.params().len(), packed.len()), (100, 400));
-/// # Ok::<(), cuda_core::args::PackError>(())
+/// # Ok::<(), cudadrv::args::PackError>(())
 /// ```
 ///
 /// ```
-/// use cuda_core::args::{Float4, PackedArgs};
+/// use cudadrv::args::{Float4, PackedArgs};
 ///
 /// let packed = PackedArgs::from_args(&(1i32, Float4::new(1.0, 2.0, 3.0, 4.0)))?;
 /// assert_eq!(packed.len(), 32);
 /// assert_eq!(packed.params()[1].offset, 16);
-/// # Ok::<(), cuda_core::args::PackError>(())
+/// # Ok::<(), cudadrv::args::PackError>(())
 /// ```
 #[derive(Clone)]
 pub struct PackedArgs<const CAP: usize = MAX_PARAM_BYTES, const N: usize = MAX_PARAMS> {

@@ -169,7 +169,7 @@ sm90_ptx78! {
 /// [`SharedArray`](crate::device::SharedArray).
 ///
 /// ```ignore
-/// cuda_core::shared_array! {
+/// cudadrv::shared_array! {
 ///     /// Four mbarriers.
 ///     fn bars() -> [u64; 4];
 /// }
@@ -217,7 +217,7 @@ macro_rules! shared_array {
 /// shared memory bytes (`%dynamic_smem_size`).
 ///
 /// ```ignore
-/// cuda_core::dynamic_shared! {
+/// cudadrv::dynamic_shared! {
 ///     /// The launch's dynamic shared memory.
 ///     fn dyn_smem();
 /// }

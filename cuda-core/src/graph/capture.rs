@@ -13,8 +13,8 @@
 //! launches are `unsafe` and their contract covers capture.
 //!
 //! ```compile_fail,E0505
-//! # fn f(ctx: &cuda_core::Context) -> cuda_core::Result<()> {
-//! use cuda_core::{DeviceBuffer, Stream, graph::CaptureMode};
+//! # fn f(ctx: &cudadrv::Context) -> cudadrv::Result<()> {
+//! use cudadrv::{DeviceBuffer, Stream, graph::CaptureMode};
 //! let mut stream = Stream::non_blocking(ctx)?;
 //! let buf = DeviceBuffer::<u32>::new(ctx, 64)?;
 //! let cap = stream.begin_capture(CaptureMode::Global)?;
@@ -26,8 +26,8 @@
 //! ```
 //!
 //! ```compile_fail,E0277
-//! # fn f(ctx: &cuda_core::Context) -> cuda_core::Result<()> {
-//! use cuda_core::{Stream, graph::CaptureMode};
+//! # fn f(ctx: &cudadrv::Context) -> cudadrv::Result<()> {
+//! use cudadrv::{Stream, graph::CaptureMode};
 //! let mut stream = Stream::non_blocking(ctx)?;
 //! let cap = stream.begin_capture(CaptureMode::Global)?;
 //! std::thread::scope(|s| {
@@ -136,29 +136,17 @@ impl Stream {
         data: &mut [EdgeData],
     ) -> Result<CaptureInfo> {
         let g = self.context().enter()?;
-        let mut status = CUstreamCaptureStatus::CU_STREAM_CAPTURE_STATUS_NONE;
-        let mut id = 0u64;
-        let mut graph: CUgraph = ptr::null_mut();
-        let mut deps: *const CUgraphNode = ptr::null();
-        let mut edges: *const CUgraphEdgeData = ptr::null();
-        let mut n = 0usize;
-        // SAFETY: live stream and valid out-pointers; the context is current. The arrays
-        // the driver returns are valid until the next call on the stream; they are
-        // copied below, before any.
-        unsafe {
-            drv!(
-                g.cu,
-                cuStreamGetCaptureInfo(
-                    self.as_raw(),
-                    &mut status,
-                    &mut id,
-                    &mut graph,
-                    &mut deps,
-                    &mut edges,
-                    &mut n
-                )
-            )?;
-        }
+        // SAFETY: live stream; the context is current. The arrays the driver returns
+        // are valid until the next call on the stream; they are copied below, before
+        // any.
+        let RawCaptureInfo {
+            status,
+            id,
+            graph,
+            deps,
+            edges,
+            num_dependencies: n,
+        } = unsafe { raw_capture_info(g.cu, self.as_raw()) }?;
         if n > 0 && !deps.is_null() {
             let count = n.min(nodes.len());
             // SAFETY: the driver returned `n` nodes at `deps`; `count <= n`.
@@ -214,22 +202,39 @@ impl Stream {
             CUstreamUpdateCaptureDependencies_flags::CU_STREAM_ADD_CAPTURE_DEPENDENCIES
         };
         let g = self.context().enter()?;
-        // SAFETY: live stream; `nodes` (live nodes of the capture graph, the caller
-        // says) and `data` hold `nodes.len()` elements (the driver reads only, despite
-        // the `*mut` in the C signature); `EdgeData` is `repr(transparent)` over
-        // `CUgraphEdgeData`; the context is current.
-        unsafe {
-            drv!(
-                g.cu,
-                cuStreamUpdateCaptureDependencies(
+        let cu = g.cu;
+        // v2 (with edge data, CUDA 12.3) or, on an older driver, v1 when every edge is
+        // a default edge.
+        let rc = match (
+            cu.cuStreamUpdateCaptureDependencies(),
+            cu.cuStreamUpdateCaptureDependencies_v11030(),
+        ) {
+            // SAFETY: live stream; `nodes` (live nodes of the capture graph, the caller
+            // says) and `data` hold `nodes.len()` elements (the driver reads only,
+            // despite the `*mut` in the C signature); `EdgeData` is `repr(transparent)`
+            // over `CUgraphEdgeData`; the context is current.
+            (Ok(f), _) => unsafe {
+                f(
                     self.as_raw(),
                     nodes.as_ptr().cast_mut(),
                     data.map_or(ptr::null(), |d| d.as_ptr().cast::<CUgraphEdgeData>()),
                     nodes.len(),
-                    flags.0
+                    flags.0,
                 )
-            )
-        }
+            },
+            // SAFETY: as above, without the edge data (all default edges).
+            (Err(_), Ok(f)) if data.is_none_or(|d| d.iter().all(|e| *e == EdgeData::DEFAULT)) => unsafe {
+                f(
+                    self.as_raw(),
+                    nodes.as_ptr().cast_mut(),
+                    nodes.len(),
+                    flags.0,
+                )
+            },
+            // Before CUDA 12.3 and an edge with data: the driver cannot express it.
+            (Err(missing), _) => return Err(missing.into()),
+        };
+        crate::error::call(rc, "cuStreamUpdateCaptureDependencies")
     }
 
     /// `cuStreamBeginCapture`: starts capturing this stream in `mode`; the returned
@@ -237,8 +242,8 @@ impl Stream {
     /// the capture's methods.
     ///
     /// ```no_run
-    /// # fn main() -> cuda_core::Result<()> {
-    /// use cuda_core::{Context, Device, DeviceBuffer, Stream, graph::CaptureMode};
+    /// # fn main() -> cudadrv::Result<()> {
+    /// use cudadrv::{Context, Device, DeviceBuffer, Stream, graph::CaptureMode};
     /// let ctx = Context::primary(Device::get(0)?)?;
     /// let mut stream = Stream::non_blocking(&ctx)?;
     /// let buf = DeviceBuffer::<u32>::new(&ctx, 1024)?;
@@ -581,6 +586,68 @@ impl<'s, 'a> Capturing<'s, 'a> {
                 .update_capture_dependencies_raw(raw, data, replace)
         }
     }
+}
+
+/// What `cuStreamGetCaptureInfo` reports, raw.
+pub(crate) struct RawCaptureInfo {
+    pub(crate) status: CUstreamCaptureStatus,
+    pub(crate) id: u64,
+    pub(crate) graph: CUgraph,
+    /// `num_dependencies` nodes (valid until the next call on the stream), or null.
+    pub(crate) deps: *const CUgraphNode,
+    /// Their edge data, or null: all default edges (always null before CUDA 12.3).
+    pub(crate) edges: *const CUgraphEdgeData,
+    pub(crate) num_dependencies: usize,
+}
+
+/// `cuStreamGetCaptureInfo`: v3 (with edge data, CUDA 12.3) or, on an older driver, v2,
+/// whose dependencies are all default edges (`edges` null).
+///
+/// # Safety
+/// `stream` is a live stream of the current context.
+pub(crate) unsafe fn raw_capture_info(
+    cu: &cuda_sys::DriverApi,
+    stream: cuda_sys::CUstream,
+) -> Result<RawCaptureInfo> {
+    let mut info = RawCaptureInfo {
+        status: CUstreamCaptureStatus::CU_STREAM_CAPTURE_STATUS_NONE,
+        id: 0,
+        graph: ptr::null_mut(),
+        deps: ptr::null(),
+        edges: ptr::null(),
+        num_dependencies: 0,
+    };
+    let rc = match (
+        cu.cuStreamGetCaptureInfo(),
+        cu.cuStreamGetCaptureInfo_v11030(),
+    ) {
+        // SAFETY: live stream (the caller says) and valid out-pointers.
+        (Ok(f), _) => unsafe {
+            f(
+                stream,
+                &mut info.status,
+                &mut info.id,
+                &mut info.graph,
+                &mut info.deps,
+                &mut info.edges,
+                &mut info.num_dependencies,
+            )
+        },
+        // SAFETY: as above, without the edge data.
+        (Err(_), Ok(f)) => unsafe {
+            f(
+                stream,
+                &mut info.status,
+                &mut info.id,
+                &mut info.graph,
+                &mut info.deps,
+                &mut info.num_dependencies,
+            )
+        },
+        (Err(missing), Err(_)) => return Err(missing.into()),
+    };
+    crate::error::call(rc, "cuStreamGetCaptureInfo")?;
+    Ok(info)
 }
 
 /// `nodes` as the raw handles (`GraphNode` is `repr(transparent)`).

@@ -17,8 +17,9 @@ use cuda_sys::{
     CUstreamCaptureStatus,
 };
 
+use super::capture::{RawCaptureInfo, raw_capture_info};
 use super::kernel_node::deps_ptr;
-use super::{Capturing, Graph, GraphNode, GraphRef};
+use super::{Capturing, EdgeData, Graph, GraphNode, GraphRef};
 use crate::args::DeviceRepr;
 use crate::driver::api;
 use crate::error::{Error, Result, dropping, drv};
@@ -212,15 +213,28 @@ impl<'a> Graph<'a> {
             ctx: self.context().as_raw(),
         };
         let mut node: CUgraphNode = ptr::null_mut();
-        // SAFETY: live graph and context; `deps` and `edges` as the caller promises;
-        // the driver writes `phGraph_out`, pointing at an array of `size` body graphs
-        // that it owns for the node's lifetime.
-        unsafe {
-            drv!(
-                cu,
-                cuGraphAddNode(&mut node, self.as_raw(), deps, edges, num_deps, &mut params)
-            )?;
-        }
+        // cuGraphAddNode_v2 (with edge data, CUDA 12.3) or, on a 12.2 driver, v1 when
+        // every dependency is a default edge.
+        let default_edges = edges.is_null()
+            || num_deps == 0
+            // SAFETY: `edges` points to `num_deps` edge data (the caller promises).
+            || unsafe { core::slice::from_raw_parts(edges, num_deps) }
+                .iter()
+                .all(|e| EdgeData::from_raw(*e) == EdgeData::DEFAULT);
+        let rc = match (cu.cuGraphAddNode(), cu.cuGraphAddNode_v12020()) {
+            // SAFETY: live graph and context; `deps` and `edges` as the caller promises;
+            // the driver writes `phGraph_out`, pointing at an array of `size` body
+            // graphs that it owns for the node's lifetime.
+            (Ok(f), _) => unsafe {
+                f(&mut node, self.as_raw(), deps, edges, num_deps, &mut params)
+            },
+            // SAFETY: as above, without the edge data (all default edges).
+            (Err(_), Ok(f)) if default_edges => unsafe {
+                f(&mut node, self.as_raw(), deps, num_deps, &mut params)
+            },
+            (Err(missing), _) => return Err(missing.into()),
+        };
+        crate::error::call(rc, "cuGraphAddNode")?;
         // SAFETY: the conditional member is the one written above and by the driver.
         let bodies_ptr: *mut CUgraph = unsafe { params.__bindgen_anon_1.conditional.phGraph_out };
         if bodies_ptr.is_null() {
@@ -260,8 +274,8 @@ impl<'s, 'a> Capturing<'s, 'a> {
     /// launch when the handle is non-zero.
     ///
     /// ```no_run
-    /// # fn main() -> cuda_core::Result<()> {
-    /// use cuda_core::{Context, Device, DeviceBuffer, Stream, graph::CaptureMode};
+    /// # fn main() -> cudadrv::Result<()> {
+    /// use cudadrv::{Context, Device, DeviceBuffer, Stream, graph::CaptureMode};
     /// let ctx = Context::primary(Device::get(0)?)?;
     /// let mut stream = Stream::non_blocking(&ctx)?;
     /// let buf = DeviceBuffer::<u32>::new(&ctx, 256)?;
@@ -278,8 +292,8 @@ impl<'s, 'a> Capturing<'s, 'a> {
     /// The body cannot outlive the capture:
     ///
     /// ```compile_fail,E0505
-    /// # fn f(ctx: &cuda_core::Context) -> cuda_core::Result<()> {
-    /// use cuda_core::{Stream, graph::CaptureMode};
+    /// # fn f(ctx: &cudadrv::Context) -> cudadrv::Result<()> {
+    /// use cudadrv::{Stream, graph::CaptureMode};
     /// let mut stream = Stream::non_blocking(ctx)?;
     /// let cap = stream.begin_capture(CaptureMode::Global)?;
     /// let handle = cap.create_conditional_handle(Some(1))?;
@@ -364,29 +378,17 @@ impl<'s, 'a> Capturing<'s, 'a> {
         let graph = self.capture_graph()?;
         let stream = self.stream();
         let g = stream.context().enter()?;
-        let mut status = CUstreamCaptureStatus::CU_STREAM_CAPTURE_STATUS_NONE;
-        let mut id = 0u64;
-        let mut raw_graph: CUgraph = ptr::null_mut();
-        let mut deps: *const CUgraphNode = ptr::null();
-        let mut edges: *const CUgraphEdgeData = ptr::null();
-        let mut num_deps = 0usize;
-        // SAFETY: live stream and valid out-pointers; the context is current. The arrays
-        // the driver returns stay valid until the next call on the stream; the only
-        // calls before they are used below are on the graph.
-        unsafe {
-            drv!(
-                g.cu,
-                cuStreamGetCaptureInfo(
-                    stream.as_raw(),
-                    &mut status,
-                    &mut id,
-                    &mut raw_graph,
-                    &mut deps,
-                    &mut edges,
-                    &mut num_deps
-                )
-            )?;
-        }
+        // SAFETY: live stream; the context is current. The arrays the driver returns
+        // stay valid until the next call on the stream; the only calls before they are
+        // used below are on the graph.
+        let RawCaptureInfo {
+            status,
+            graph: raw_graph,
+            mut deps,
+            mut edges,
+            num_dependencies: num_deps,
+            ..
+        } = unsafe { raw_capture_info(g.cu, stream.as_raw()) }?;
         if status != CUstreamCaptureStatus::CU_STREAM_CAPTURE_STATUS_ACTIVE {
             return Err(Error::InvalidArgument(
                 "conditional node: the stream's capture is not active (invalidated)",

@@ -11,7 +11,7 @@ use cuda_sys::{
 
 use super::{Graph, GraphNode};
 use crate::driver::api;
-use crate::error::{Error, Result, drv};
+use crate::error::{Error, Result};
 
 /// The data of a graph edge (`CUgraphEdgeData`): its type and the ports it leaves and
 /// enters. Same layout as the C struct, so slices pass to the driver as they are.
@@ -143,7 +143,63 @@ impl fmt::Debug for EdgeData {
     }
 }
 
+/// Whether every edge is a default edge, which a driver without edge data (before CUDA
+/// 12.3) can express.
+fn all_default(data: &[EdgeData]) -> bool {
+    data.iter().all(|d| *d == EdgeData::DEFAULT)
+}
+
 impl Graph<'_> {
+    /// `cuGraphAddDependencies` (v2, with edge data) or, on a driver before CUDA 12.3,
+    /// v1 when every edge is a default edge.
+    ///
+    /// Errors with [`Error::DriverTooOld`] for an edge with data on a driver without
+    /// edge data.
+    ///
+    /// # Safety
+    /// `from` and `to` point to `data.len()` nodes each, alive for the call.
+    unsafe fn add_or_remove(
+        &self,
+        remove: bool,
+        from: *const CUgraphNode,
+        to: *const CUgraphNode,
+        data: &[EdgeData],
+    ) -> Result<()> {
+        let cu = api()?;
+        let n = data.len();
+        let (name, v2, v1) = if remove {
+            (
+                "cuGraphRemoveDependencies",
+                cu.cuGraphRemoveDependencies(),
+                cu.cuGraphRemoveDependencies_v10000(),
+            )
+        } else {
+            (
+                "cuGraphAddDependencies",
+                cu.cuGraphAddDependencies(),
+                cu.cuGraphAddDependencies_v10000(),
+            )
+        };
+        let rc = match (v2, v1) {
+            // SAFETY: the caller's arrays of `n` elements; `EdgeData` is
+            // `repr(transparent)` over `CUgraphEdgeData`.
+            (Ok(f), _) => unsafe {
+                f(
+                    self.as_raw(),
+                    from,
+                    to,
+                    data.as_ptr().cast::<CUgraphEdgeData>(),
+                    n,
+                )
+            },
+            // SAFETY: as above, without the edge data (all default edges).
+            (Err(_), Ok(f)) if all_default(data) => unsafe { f(self.as_raw(), from, to, n) },
+            // Before CUDA 12.3 and an edge with data: the driver cannot express it.
+            (Err(missing), _) => return Err(missing.into()),
+        };
+        crate::error::call(rc, name)
+    }
+
     /// `cuGraphAddDependencies`: an edge `from -> to` with `data`.
     ///
     /// # Errors
@@ -151,15 +207,9 @@ impl Graph<'_> {
     /// graph, or a programmatic edge between nodes that are not both kernels.
     #[doc(alias = "cuGraphAddDependencies")]
     pub fn add_edge(&self, from: GraphNode<'_>, to: GraphNode<'_>, data: EdgeData) -> Result<()> {
-        let cu = api()?;
-        let (from, to, data) = (from.as_raw(), to.as_raw(), data.0);
+        let (from, to) = (from.as_raw(), to.as_raw());
         // SAFETY: one element per array, all alive for the call.
-        unsafe {
-            drv!(
-                cu,
-                cuGraphAddDependencies(self.as_raw(), &from, &to, &data, 1)
-            )
-        }
+        unsafe { self.add_or_remove(false, &from, &to, &[data]) }
     }
 
     /// `cuGraphAddDependencies` for several edges: `from[i] -> to[i]` with `data[i]`.
@@ -178,19 +228,14 @@ impl Graph<'_> {
                 "add_edges: from, to and data must have the same length",
             ));
         }
-        let cu = api()?;
-        // SAFETY: `GraphNode` and `EdgeData` are `repr(transparent)` over the C types;
-        // each array holds `from.len()` elements, alive for the call.
+        // SAFETY: `GraphNode` is `repr(transparent)` over `CUgraphNode`; each array
+        // holds `from.len()` elements, alive for the call.
         unsafe {
-            drv!(
-                cu,
-                cuGraphAddDependencies(
-                    self.as_raw(),
-                    from.as_ptr().cast::<CUgraphNode>(),
-                    to.as_ptr().cast::<CUgraphNode>(),
-                    data.as_ptr().cast::<CUgraphEdgeData>(),
-                    from.len(),
-                )
+            self.add_or_remove(
+                false,
+                from.as_ptr().cast::<CUgraphNode>(),
+                to.as_ptr().cast::<CUgraphNode>(),
+                data,
             )
         }
     }
@@ -206,15 +251,9 @@ impl Graph<'_> {
         to: GraphNode<'_>,
         data: EdgeData,
     ) -> Result<()> {
-        let cu = api()?;
-        let (from, to, data) = (from.as_raw(), to.as_raw(), data.0);
+        let (from, to) = (from.as_raw(), to.as_raw());
         // SAFETY: one element per array, all alive for the call.
-        unsafe {
-            drv!(
-                cu,
-                cuGraphRemoveDependencies(self.as_raw(), &from, &to, &data, 1)
-            )
-        }
+        unsafe { self.add_or_remove(true, &from, &to, &[data]) }
     }
 
     /// `cuGraphGetEdges`: the number of edges.
@@ -223,22 +262,49 @@ impl Graph<'_> {
     /// Driver errors.
     #[doc(alias = "cuGraphGetEdges")]
     pub fn edge_count(&self) -> Result<usize> {
-        let cu = api()?;
         let mut n = 0usize;
         // SAFETY: null arrays ask for the count only.
         unsafe {
-            drv!(
-                cu,
-                cuGraphGetEdges(
-                    self.as_raw(),
-                    ptr::null_mut(),
-                    ptr::null_mut(),
-                    ptr::null_mut(),
-                    &mut n
-                )
-            )?;
+            self.get_edges(ptr::null_mut(), ptr::null_mut(), ptr::null_mut(), &mut n)?;
         }
         Ok(n)
+    }
+
+    /// `cuGraphGetEdges` (v2, with edge data) or, on a driver before CUDA 12.3, v1,
+    /// whose edges are all default edges: `data` (if not null) gets
+    /// [`EdgeData::DEFAULT`] for each edge written.
+    ///
+    /// # Safety
+    /// `from`, `to` and `data` are null (count only) or hold `*n` elements.
+    unsafe fn get_edges(
+        &self,
+        from: *mut CUgraphNode,
+        to: *mut CUgraphNode,
+        data: *mut EdgeData,
+        n: &mut usize,
+    ) -> Result<()> {
+        let cu = api()?;
+        match (cu.cuGraphGetEdges(), cu.cuGraphGetEdges_v10000()) {
+            // SAFETY: the caller's arrays; `EdgeData` is `repr(transparent)`.
+            (Ok(f), _) => crate::error::call(
+                unsafe { f(self.as_raw(), from, to, data.cast::<CUgraphEdgeData>(), n) },
+                "cuGraphGetEdges",
+            ),
+            (Err(_), Ok(f)) => {
+                // SAFETY: the caller's arrays.
+                let rc = unsafe { f(self.as_raw(), from, to, n) };
+                crate::error::call(rc, "cuGraphGetEdges")?;
+                if !data.is_null() && !from.is_null() {
+                    for i in 0..*n {
+                        // SAFETY: `data` holds at least the `*n` elements the driver
+                        // wrote to `from` (it writes at most what it was given).
+                        unsafe { data.add(i).write(EdgeData::DEFAULT) };
+                    }
+                }
+                Ok(())
+            }
+            (Err(missing), Err(_)) => Err(missing.into()),
+        }
     }
 
     /// `cuGraphGetEdges`: fills `from`, `to` and `data` (edge `i` is
@@ -259,20 +325,15 @@ impl Graph<'_> {
         if n == 0 {
             return Ok(total);
         }
-        let cu = api()?;
         // SAFETY: the three arrays hold at least `n` elements of types `repr(transparent)`
         // over the C types; the driver writes at most `n` (its in/out count). Node
         // handles it writes are nodes of this graph, valid for `'g`.
         unsafe {
-            drv!(
-                cu,
-                cuGraphGetEdges(
-                    self.as_raw(),
-                    from.as_mut_ptr().cast::<CUgraphNode>(),
-                    to.as_mut_ptr().cast::<CUgraphNode>(),
-                    data.as_mut_ptr().cast::<CUgraphEdgeData>(),
-                    &mut n,
-                )
+            self.get_edges(
+                from.as_mut_ptr().cast::<CUgraphNode>(),
+                to.as_mut_ptr().cast::<CUgraphNode>(),
+                data.as_mut_ptr(),
+                &mut n,
             )?;
         }
         Ok(total)

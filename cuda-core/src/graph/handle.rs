@@ -31,8 +31,8 @@ pub(crate) type Borrows<'a> = PhantomData<(*const (), fn(&'a ()) -> &'a ())>;
 /// `Graph<'static>`, storable anywhere.
 ///
 /// ```compile_fail,E0505
-/// # fn f(ctx: &cuda_core::Context) -> cuda_core::Result<()> {
-/// use cuda_core::{DeviceBuffer, graph::Graph};
+/// # fn f(ctx: &cudadrv::Context) -> cudadrv::Result<()> {
+/// use cudadrv::{DeviceBuffer, graph::Graph};
 /// let graph = Graph::new(ctx)?;
 /// let buf = DeviceBuffer::<u32>::new(ctx, 64)?;
 /// graph.add_memset_d32_node(&[], &buf, 7)?;
@@ -45,8 +45,8 @@ pub(crate) type Borrows<'a> = PhantomData<(*const (), fn(&'a ()) -> &'a ())>;
 /// parent:
 ///
 /// ```compile_fail,E0505
-/// # fn f(ctx: &cuda_core::Context) -> cuda_core::Result<()> {
-/// use cuda_core::graph::Graph;
+/// # fn f(ctx: &cudadrv::Context) -> cudadrv::Result<()> {
+/// use cudadrv::graph::Graph;
 /// let graph = Graph::new(ctx)?;
 /// let handle = graph.create_conditional_handle(Some(1))?;
 /// let (_node, body) = graph.add_if_node(&[], handle)?;

@@ -15,7 +15,7 @@ use crate::error::{Result, drv};
 /// their graph.
 ///
 /// ```compile_fail,E0277
-/// # fn f(graph: &cuda_core::graph::Graph<'_>) -> cuda_core::Result<()> {
+/// # fn f(graph: &cudadrv::graph::Graph<'_>) -> cudadrv::Result<()> {
 /// let node = graph.add_empty_node(&[])?;
 /// std::thread::scope(|s| {
 ///     s.spawn(move || node.node_type()); // error: `GraphNode` cannot be sent
@@ -24,8 +24,8 @@ use crate::error::{Result, drv};
 /// ```
 ///
 /// ```compile_fail,E0505
-/// # fn f(ctx: &cuda_core::Context) -> cuda_core::Result<()> {
-/// let graph = cuda_core::graph::Graph::new(ctx)?;
+/// # fn f(ctx: &cudadrv::Context) -> cudadrv::Result<()> {
+/// let graph = cudadrv::graph::Graph::new(ctx)?;
 /// let node = graph.add_empty_node(&[])?;
 /// drop(graph); // error: the node borrows the graph
 /// node.node_type()?;
@@ -109,48 +109,47 @@ impl<'g> GraphNode<'g> {
         outgoing: bool,
     ) -> Result<usize> {
         let cu = api()?;
+        // v2 (with edge data, CUDA 12.3) or, on an older driver, v1: every edge of a
+        // driver without edge data is a default edge.
+        let (name, v2, v1) = if outgoing {
+            (
+                "cuGraphNodeGetDependentNodes",
+                cu.cuGraphNodeGetDependentNodes(),
+                cu.cuGraphNodeGetDependentNodes_v10000(),
+            )
+        } else {
+            (
+                "cuGraphNodeGetDependencies",
+                cu.cuGraphNodeGetDependencies(),
+                cu.cuGraphNodeGetDependencies_v10000(),
+            )
+        };
+        let query = |np: *mut CUgraphNode, dp: *mut CUgraphEdgeData, n: &mut usize| {
+            let rc = match (v2, v1) {
+                // SAFETY: `np` and `dp` are null (count only) or hold `*n` elements (the
+                // callers below); the driver writes at most `*n`.
+                (Ok(f), _) => unsafe { f(self.raw, np, dp, n) },
+                // SAFETY: as above, without the edge data.
+                (Err(_), Ok(f)) => unsafe { f(self.raw, np, n) },
+                (Err(missing), Err(_)) => return Err(crate::Error::from(missing)),
+            };
+            crate::error::call(rc, name)
+        };
         let mut total = 0usize;
-        // SAFETY: null arrays ask for the count only.
-        unsafe {
-            if outgoing {
-                drv!(
-                    cu,
-                    cuGraphNodeGetDependentNodes(
-                        self.raw,
-                        ptr::null_mut(),
-                        ptr::null_mut(),
-                        &mut total
-                    )
-                )?;
-            } else {
-                drv!(
-                    cu,
-                    cuGraphNodeGetDependencies(
-                        self.raw,
-                        ptr::null_mut(),
-                        ptr::null_mut(),
-                        &mut total
-                    )
-                )?;
-            }
-        }
+        query(ptr::null_mut(), ptr::null_mut(), &mut total)?;
         let mut n = nodes.len().min(data.len()).min(total);
         if n == 0 {
             return Ok(total);
         }
-        let (np, dp) = (
+        // Both arrays hold at least `n` elements of types `repr(transparent)` over the C
+        // types. The nodes the driver writes belong to the same graph, alive for `'g`.
+        query(
             nodes.as_mut_ptr().cast::<CUgraphNode>(),
             data.as_mut_ptr().cast::<CUgraphEdgeData>(),
-        );
-        // SAFETY: both arrays hold at least `n` elements of types `repr(transparent)`
-        // over the C types; the driver writes at most `n`. The nodes it writes belong
-        // to the same graph, alive for `'g`.
-        unsafe {
-            if outgoing {
-                drv!(cu, cuGraphNodeGetDependentNodes(self.raw, np, dp, &mut n))?;
-            } else {
-                drv!(cu, cuGraphNodeGetDependencies(self.raw, np, dp, &mut n))?;
-            }
+            &mut n,
+        )?;
+        if v2.is_err() {
+            data.iter_mut().take(n).for_each(|d| *d = EdgeData::DEFAULT);
         }
         Ok(total)
     }

@@ -228,8 +228,8 @@ impl<'a> Graph<'a> {
     /// [`add_memcpy_node`](Self::add_memcpy_node):
     ///
     /// ```compile_fail,E0502
-    /// # fn f(ctx: &cuda_core::Context) -> cuda_core::Result<()> {
-    /// use cuda_core::{DeviceBuffer, PinnedHostBuffer, graph::Graph};
+    /// # fn f(ctx: &cudadrv::Context) -> cudadrv::Result<()> {
+    /// use cudadrv::{DeviceBuffer, PinnedHostBuffer, graph::Graph};
     /// let mut input = PinnedHostBuffer::from_slice(ctx, &[1u32, 2])?;
     /// let on_device = DeviceBuffer::<u32>::new(ctx, 2)?;
     /// let graph = Graph::new(ctx)?;
@@ -240,8 +240,8 @@ impl<'a> Graph<'a> {
     /// ```
     ///
     /// ```no_run
-    /// # fn main() -> cuda_core::Result<()> {
-    /// use cuda_core::{Context, Device, DeviceBuffer, PinnedHostBuffer, Stream, graph::Graph};
+    /// # fn main() -> cudadrv::Result<()> {
+    /// use cudadrv::{Context, Device, DeviceBuffer, PinnedHostBuffer, Stream, graph::Graph};
     /// let ctx = Context::primary(Device::get(0)?)?;
     /// let input = PinnedHostBuffer::from_slice(&ctx, &[1u32, 2, 3])?;
     /// let on_device = DeviceBuffer::<u32>::new(&ctx, 3)?;
@@ -299,8 +299,8 @@ impl<'a> Graph<'a> {
     /// synchronized.
     ///
     /// ```no_run
-    /// # fn main() -> cuda_core::Result<()> {
-    /// use cuda_core::{Context, Device, DeviceBuffer, PinnedHostBuffer, Stream, graph::Graph};
+    /// # fn main() -> cudadrv::Result<()> {
+    /// use cudadrv::{Context, Device, DeviceBuffer, PinnedHostBuffer, Stream, graph::Graph};
     /// let ctx = Context::primary(Device::get(0)?)?;
     /// let on_device = DeviceBuffer::from_slice(&ctx, &[1u32, 2, 3])?;
     /// let output = PinnedHostBuffer::<u32>::zeroed(&ctx, 3)?;

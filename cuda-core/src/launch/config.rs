@@ -34,8 +34,8 @@ pub const MAX_LAUNCH_ATTRIBUTES: usize = 8;
 /// an `UnsafeCell` and the type is not `Sync`.
 ///
 /// ```no_run
-/// # use cuda_core::launch::{LaunchConfig, TooManyAttributes};
-/// # fn f(stream: &cuda_core::Stream) -> Result<(), TooManyAttributes> {
+/// # use cudadrv::launch::{LaunchConfig, TooManyAttributes};
+/// # fn f(stream: &cudadrv::Stream) -> Result<(), TooManyAttributes> {
 /// let cfg = LaunchConfig::new(132, 256)
 ///     .stream(stream)
 ///     .shared_mem(1024)
@@ -98,7 +98,7 @@ impl<'a> LaunchConfig<'a> {
     }
 
     /// Launches into a raw stream handle (null: the default stream of the binding
-    /// mode; `cuda_sys::CU_STREAM_LEGACY` / `CU_STREAM_PER_THREAD` work too).
+    /// mode; `cudadrv_sys::CU_STREAM_LEGACY` / `CU_STREAM_PER_THREAD` work too).
     ///
     /// # Safety
     /// `stream` must be null, a special stream handle, or a stream that stays valid for

@@ -83,8 +83,8 @@ unsafe impl<T> Sync for DevicePtr<T> {}
 /// borrows ([`as_arg`](Self::as_arg)), and the host only ever copies it out.
 ///
 /// ```no_run
-/// # fn main() -> cuda_core::Result<()> {
-/// use cuda_core::{Context, Device, DeviceBuffer};
+/// # fn main() -> cudadrv::Result<()> {
+/// use cudadrv::{Context, Device, DeviceBuffer};
 /// let ctx = Context::primary(Device::get(0)?)?;
 /// let buf = DeviceBuffer::from_slice(&ctx, &[1.0f32, 2.0, 3.0])?;
 /// let mut back = [0.0f32; 3];

@@ -131,9 +131,9 @@ impl<T: Copy> PinnedHostBuffer<T> {
     /// like every `PinnedHostBuffer`.
     ///
     /// ```no_run
-    /// # fn main() -> cuda_core::Result<()> {
-    /// use cuda_core::memory::HostAllocFlags;
-    /// use cuda_core::{Context, Device, PinnedHostBuffer};
+    /// # fn main() -> cudadrv::Result<()> {
+    /// use cudadrv::memory::HostAllocFlags;
+    /// use cudadrv::{Context, Device, PinnedHostBuffer};
     /// let ctx = Context::primary(Device::get(0)?)?;
     /// let mapped = PinnedHostBuffer::<u32>::with_flags(&ctx, 1024, HostAllocFlags::DEVICEMAP)?;
     /// let on_device = mapped.device_ptr()?; // pass it to a kernel as a `u32*`

@@ -26,8 +26,8 @@ use crate::stream::Stream;
 /// drop-error sink instead.
 ///
 /// ```compile_fail,E0502
-/// # fn f(ctx: &cuda_core::Context) -> cuda_core::Result<()> {
-/// use cuda_core::{AsyncDeviceBuffer, Stream, graph::CaptureMode};
+/// # fn f(ctx: &cudadrv::Context) -> cudadrv::Result<()> {
+/// use cudadrv::{AsyncDeviceBuffer, Stream, graph::CaptureMode};
 /// let mut stream = Stream::non_blocking(ctx)?;
 /// let buf = AsyncDeviceBuffer::<u32>::new(&stream, 256)?;
 /// let capture = stream.begin_capture(CaptureMode::Global)?; // error: `stream` is borrowed
@@ -36,8 +36,8 @@ use crate::stream::Stream;
 /// ```
 ///
 /// ```compile_fail,E0505
-/// # fn f(ctx: &cuda_core::Context) -> cuda_core::Result<()> {
-/// use cuda_core::{AsyncDeviceBuffer, Stream};
+/// # fn f(ctx: &cudadrv::Context) -> cudadrv::Result<()> {
+/// use cudadrv::{AsyncDeviceBuffer, Stream};
 /// let stream = Stream::non_blocking(ctx)?;
 /// let buf = AsyncDeviceBuffer::<u32>::new(&stream, 256)?;
 /// drop(stream); // error: the buffer is freed on its stream, which it borrows

@@ -27,6 +27,7 @@ fn signatures_match_pfn_typedefs(api: &DriverApi) {
     let _: PFN_cuCoredumpSetAttributeGlobal_v12010 = api.cuCoredumpSetAttributeGlobal().ok();
     let _: PFN_cuCtxAttach_v2000 = api.cuCtxAttach().ok();
     let _: PFN_cuCtxCreate_v12050 = api.cuCtxCreate().ok();
+    let _: PFN_cuCtxCreate_v3020 = api.cuCtxCreate_v3020().ok();
     let _: PFN_cuCtxDestroy_v4000 = api.cuCtxDestroy().ok();
     let _: PFN_cuCtxDetach_v2000 = api.cuCtxDetach().ok();
     let _: PFN_cuCtxDisablePeerAccess_v4000 = api.cuCtxDisablePeerAccess().ok();
@@ -96,6 +97,7 @@ fn signatures_match_pfn_typedefs(api: &DriverApi) {
     let _: PFN_cuEventCreate_v2000 = api.cuEventCreate().ok();
     let _: PFN_cuEventDestroy_v4000 = api.cuEventDestroy().ok();
     let _: PFN_cuEventElapsedTime_v12080 = api.cuEventElapsedTime().ok();
+    let _: PFN_cuEventElapsedTime_v2000 = api.cuEventElapsedTime_v2000().ok();
     let _: PFN_cuEventQuery_v2000 = api.cuEventQuery().ok();
     let _: PFN_cuEventRecord_v2000 = api.cuEventRecord().ok();
     let _: PFN_cuEventRecordWithFlags_v11010 = api.cuEventRecordWithFlags().ok();
@@ -121,6 +123,7 @@ fn signatures_match_pfn_typedefs(api: &DriverApi) {
     let _: PFN_cuGraphAddBatchMemOpNode_v11070 = api.cuGraphAddBatchMemOpNode().ok();
     let _: PFN_cuGraphAddChildGraphNode_v10000 = api.cuGraphAddChildGraphNode().ok();
     let _: PFN_cuGraphAddDependencies_v12030 = api.cuGraphAddDependencies().ok();
+    let _: PFN_cuGraphAddDependencies_v10000 = api.cuGraphAddDependencies_v10000().ok();
     let _: PFN_cuGraphAddEmptyNode_v10000 = api.cuGraphAddEmptyNode().ok();
     let _: PFN_cuGraphAddEventRecordNode_v11010 = api.cuGraphAddEventRecordNode().ok();
     let _: PFN_cuGraphAddEventWaitNode_v11010 = api.cuGraphAddEventWaitNode().ok();
@@ -133,6 +136,7 @@ fn signatures_match_pfn_typedefs(api: &DriverApi) {
     let _: PFN_cuGraphAddMemcpyNode_v10000 = api.cuGraphAddMemcpyNode().ok();
     let _: PFN_cuGraphAddMemsetNode_v10000 = api.cuGraphAddMemsetNode().ok();
     let _: PFN_cuGraphAddNode_v12030 = api.cuGraphAddNode().ok();
+    let _: PFN_cuGraphAddNode_v12020 = api.cuGraphAddNode_v12020().ok();
     let _: PFN_cuGraphBatchMemOpNodeGetParams_v11070 = api.cuGraphBatchMemOpNodeGetParams().ok();
     let _: PFN_cuGraphBatchMemOpNodeSetParams_v11070 = api.cuGraphBatchMemOpNodeSetParams().ok();
     let _: PFN_cuGraphChildGraphNodeGetGraph_v10000 = api.cuGraphChildGraphNodeGetGraph().ok();
@@ -165,6 +169,7 @@ fn signatures_match_pfn_typedefs(api: &DriverApi) {
     let _: PFN_cuGraphExternalSemaphoresWaitNodeGetParams_v11020 = api.cuGraphExternalSemaphoresWaitNodeGetParams().ok();
     let _: PFN_cuGraphExternalSemaphoresWaitNodeSetParams_v11020 = api.cuGraphExternalSemaphoresWaitNodeSetParams().ok();
     let _: PFN_cuGraphGetEdges_v12030 = api.cuGraphGetEdges().ok();
+    let _: PFN_cuGraphGetEdges_v10000 = api.cuGraphGetEdges_v10000().ok();
     let _: PFN_cuGraphGetNodes_v10000 = api.cuGraphGetNodes().ok();
     let _: PFN_cuGraphGetRootNodes_v10000 = api.cuGraphGetRootNodes().ok();
     let _: PFN_cuGraphHostNodeGetParams_v10000 = api.cuGraphHostNodeGetParams().ok();
@@ -185,13 +190,16 @@ fn signatures_match_pfn_typedefs(api: &DriverApi) {
     let _: PFN_cuGraphMemsetNodeSetParams_v10000 = api.cuGraphMemsetNodeSetParams().ok();
     let _: PFN_cuGraphNodeFindInClone_v10000 = api.cuGraphNodeFindInClone().ok();
     let _: PFN_cuGraphNodeGetDependencies_v12030 = api.cuGraphNodeGetDependencies().ok();
+    let _: PFN_cuGraphNodeGetDependencies_v10000 = api.cuGraphNodeGetDependencies_v10000().ok();
     let _: PFN_cuGraphNodeGetDependentNodes_v12030 = api.cuGraphNodeGetDependentNodes().ok();
+    let _: PFN_cuGraphNodeGetDependentNodes_v10000 = api.cuGraphNodeGetDependentNodes_v10000().ok();
     let _: PFN_cuGraphNodeGetEnabled_v11060 = api.cuGraphNodeGetEnabled().ok();
     let _: PFN_cuGraphNodeGetType_v10000 = api.cuGraphNodeGetType().ok();
     let _: PFN_cuGraphNodeSetEnabled_v11060 = api.cuGraphNodeSetEnabled().ok();
     let _: PFN_cuGraphNodeSetParams_v12020 = api.cuGraphNodeSetParams().ok();
     let _: PFN_cuGraphReleaseUserObject_v11030 = api.cuGraphReleaseUserObject().ok();
     let _: PFN_cuGraphRemoveDependencies_v12030 = api.cuGraphRemoveDependencies().ok();
+    let _: PFN_cuGraphRemoveDependencies_v10000 = api.cuGraphRemoveDependencies_v10000().ok();
     let _: PFN_cuGraphRetainUserObject_v11030 = api.cuGraphRetainUserObject().ok();
     let _: PFN_cuGraphUpload_v11010 = api.cuGraphUpload().ok();
     let _: PFN_cuGraphicsMapResources_v3000 = api.cuGraphicsMapResources().ok();
@@ -393,6 +401,7 @@ fn signatures_match_pfn_typedefs(api: &DriverApi) {
     let _: PFN_cuStreamEndCapture_v10000 = api.cuStreamEndCapture().ok();
     let _: PFN_cuStreamGetAttribute_v11000 = api.cuStreamGetAttribute().ok();
     let _: PFN_cuStreamGetCaptureInfo_v12030 = api.cuStreamGetCaptureInfo().ok();
+    let _: PFN_cuStreamGetCaptureInfo_v11030 = api.cuStreamGetCaptureInfo_v11030().ok();
     let _: PFN_cuStreamGetCtx_v9020 = api.cuStreamGetCtx().ok();
     let _: PFN_cuStreamGetCtx_v12050 = api.cuStreamGetCtx_v2().ok();
     let _: PFN_cuStreamGetDevice_v12080 = api.cuStreamGetDevice().ok();
@@ -405,6 +414,7 @@ fn signatures_match_pfn_typedefs(api: &DriverApi) {
     let _: PFN_cuStreamSetAttribute_v11000 = api.cuStreamSetAttribute().ok();
     let _: PFN_cuStreamSynchronize_v2000 = api.cuStreamSynchronize().ok();
     let _: PFN_cuStreamUpdateCaptureDependencies_v12030 = api.cuStreamUpdateCaptureDependencies().ok();
+    let _: PFN_cuStreamUpdateCaptureDependencies_v11030 = api.cuStreamUpdateCaptureDependencies_v11030().ok();
     let _: PFN_cuStreamWaitEvent_v3020 = api.cuStreamWaitEvent().ok();
     let _: PFN_cuStreamWaitValue32_v11070 = api.cuStreamWaitValue32().ok();
     let _: PFN_cuStreamWaitValue64_v11070 = api.cuStreamWaitValue64().ok();
