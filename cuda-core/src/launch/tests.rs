@@ -15,7 +15,7 @@ use super::{Dim3, LaunchAttribute, LaunchConfig, MAX_LAUNCH_ATTRIBUTES, TooManyA
 fn value_bytes(a: &CUlaunchAttribute) -> [u8; 64] {
     // SAFETY: `pad` spans the whole 64-byte union, and every constructor starts from an
     // all-zero value, so all 64 bytes are initialized.
-    unsafe { a.value.pad }.map(|b| b as u8)
+    unsafe { a.value.pad }.map(|b| u8::from_ne_bytes(b.to_ne_bytes()))
 }
 
 /// The value bytes expected for `prefix` followed by zeros.
