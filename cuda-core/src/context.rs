@@ -77,6 +77,9 @@ enum Ownership {
     Created,
     /// Not ours: nothing.
     Borrowed,
+    /// Made from this green context with `cuCtxFromGreenCtx`: `cuGreenCtxDestroy` of the
+    /// green context (which also releases the primary context it retained).
+    Green(cuda_sys::CUgreenCtx),
 }
 
 /// What the clones of a [`Context`] share.
@@ -104,6 +107,7 @@ impl Drop for CtxInner {
                 Ownership::Primary => dropping!(cuDevicePrimaryCtxRelease(self.device.as_raw())),
                 Ownership::Created => dropping!(cuCtxDestroy(self.raw)),
                 Ownership::Borrowed => {}
+                Ownership::Green(green) => dropping!(cuGreenCtxDestroy(green)),
             }
         }
     }
@@ -316,6 +320,65 @@ impl Context {
             device,
             ownership: Ownership::Borrowed,
         })
+    }
+
+    /// `cuCtxFromGreenCtx`: the context of a green context, which every handle of this
+    /// crate works in ([`Stream`](crate::Stream), [`DeviceBuffer`](crate::DeviceBuffer),
+    /// [`Module`](crate::Module), launches, ...) with the green context's SMs. The result
+    /// owns `green`: `cuGreenCtxDestroy` runs when its last clone, and with it the last
+    /// handle made in it, is dropped, so no stream or module outlives the green context.
+    /// See [`crate::green`].
+    ///
+    /// ```no_run
+    /// # fn main() -> cudadrv::Result<()> {
+    /// use cudadrv::green::{GreenContext, ResourceDesc, SmPartition, SmResource, SplitFlags};
+    /// use cudadrv::{Context, Device, DeviceBuffer, Stream};
+    /// let dev = Device::get(0)?;
+    /// let _primary = Context::primary(dev)?; // retained once, not per green context
+    /// let sms = SmResource::of_device(dev)?;
+    /// let mut groups = [SmPartition::EMPTY; 1];
+    /// let split = sms.split_by_count(&mut groups, 16, SplitFlags::empty())?;
+    /// let green = GreenContext::create(dev, &ResourceDesc::new(&groups[..split.count])?)?;
+    /// // SAFETY: this example uses the context and its handles on this thread only.
+    /// let ctx = unsafe { Context::from_green(green)? };
+    /// let stream = Stream::non_blocking(&ctx)?; // runs kernels on the 16 SMs only
+    /// let buf = DeviceBuffer::<u32>::zeroed(&ctx, 1024)?;
+    /// stream.synchronize()?;
+    /// # let _ = buf; Ok(()) }
+    /// ```
+    ///
+    /// # Safety
+    /// The driver lets a green context be current on one thread at a time and does not
+    /// synchronize calls on it from several threads (`cuGreenCtxCreate`). The caller must
+    /// make sure that the result, its clones and the handles made in it are not used,
+    /// dropped included, by two threads at the same time (each call makes the context
+    /// current for its duration). Moving them to another thread is fine.
+    ///
+    /// # Errors
+    /// [`Error::DriverTooOld`] before CUDA 12.4; driver errors (the green context is
+    /// destroyed); without `alloc`, when [`MAX_CONTEXTS`] contexts are alive (the green
+    /// context is destroyed).
+    #[doc(alias = "cuCtxFromGreenCtx")]
+    pub unsafe fn from_green(green: crate::green::GreenContext) -> Result<Self> {
+        let cu = api()?;
+        let mut raw = ptr::null_mut();
+        // SAFETY: `green` is a live green context; valid out-pointer. On failure `green`
+        // is dropped, which destroys it.
+        unsafe { drv!(cu, cuCtxFromGreenCtx(&mut raw, green.as_raw()))? };
+        let device = green.device();
+        Self::share(CtxInner {
+            raw,
+            device,
+            ownership: Ownership::Green(green.into_raw()),
+        })
+    }
+
+    /// The green context this context was made from ([`Context::from_green`]), if any.
+    pub fn green_raw(&self) -> Option<cuda_sys::CUgreenCtx> {
+        match self.inner.ownership {
+            Ownership::Green(green) => Some(green),
+            _ => None,
+        }
     }
 
     /// The raw `CUcontext`.

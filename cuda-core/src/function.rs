@@ -533,6 +533,67 @@ impl Function {
     }
 }
 
+/// Lazy loading (Programming Guide 4.7): whether the kernel's code is on the device yet,
+/// and loading it ahead of its first launch. See [`Module::loading_mode`] for the
+/// `CUDA_MODULE_LOADING` setting that decides when the driver loads kernels.
+impl Function {
+    /// `cuFuncIsLoaded`: whether the kernel's code is loaded on the device.
+    ///
+    /// Always `true` under eager loading (`CUDA_MODULE_LOADING=EAGER`). Under lazy
+    /// loading (the default since CUDA 12.2) a function from [`Module::functions`] may be
+    /// unloaded until its first launch, an attribute query that needs its code, or
+    /// [`Function::load`].
+    ///
+    /// # Errors
+    /// [`Error::DriverTooOld`] before CUDA 12.4; driver errors.
+    #[doc(alias = "cuFuncIsLoaded")]
+    pub fn is_loaded(&self) -> Result<bool> {
+        let g = self.enter()?;
+        let mut state = cuda_sys::CUfunctionLoadingState::CU_FUNCTION_LOADING_STATE_UNLOADED;
+        // SAFETY: live function (its module is kept loaded), valid out-pointer; the
+        // context is current.
+        unsafe { drv!(g.cu, cuFuncIsLoaded(&mut state, self.raw))? };
+        Ok(state == cuda_sys::CUfunctionLoadingState::CU_FUNCTION_LOADING_STATE_LOADED)
+    }
+
+    /// `cuFuncLoad`: loads the kernel's code now (under lazy loading), so that its first
+    /// launch does not pay for it; does nothing for a loaded function (always the case
+    /// under eager loading).
+    ///
+    /// Loading kernels up front also avoids the lazy-loading hazard of kernels that wait
+    /// on each other while running concurrently: a kernel whose load waits for the device
+    /// cannot start while the other spins.
+    ///
+    /// # Errors
+    /// [`Error::DriverTooOld`] before CUDA 12.4; driver errors.
+    #[doc(alias = "cuFuncLoad")]
+    pub fn load(&self) -> Result<()> {
+        let g = self.enter()?;
+        // SAFETY: live function (its module is kept loaded); the context is current.
+        unsafe { drv!(g.cu, cuFuncLoad(self.raw)) }
+    }
+
+    /// `cuFuncGetName`: the kernel's name as the module spells it (mangled for C++),
+    /// borrowed from the driver for as long as this `Function` keeps its module loaded.
+    ///
+    /// # Errors
+    /// [`Error::DriverTooOld`] before CUDA 12.3; driver errors; [`Error::InvalidArgument`]
+    /// if the driver returns no name.
+    #[doc(alias = "cuFuncGetName")]
+    pub fn name(&self) -> Result<&core::ffi::CStr> {
+        let g = self.enter()?;
+        let mut name = core::ptr::null();
+        // SAFETY: live function, valid out-pointer; the context is current.
+        unsafe { drv!(g.cu, cuFuncGetName(&mut name, self.raw))? };
+        if name.is_null() {
+            return Err(Error::InvalidArgument("cuFuncGetName returned no name"));
+        }
+        // SAFETY: the driver returns a NUL-terminated string owned by the module, which
+        // `self` keeps loaded for the returned borrow's lifetime and never changes.
+        Ok(unsafe { core::ffi::CStr::from_ptr(name) })
+    }
+}
+
 /// The `CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION` attribute of `config`, if it sets one.
 fn cluster_attribute(config: &ClusterConfig) -> Option<CUlaunchAttribute> {
     if config.cluster == [0, 0, 0] {

@@ -417,11 +417,15 @@ mod function;
 #[cfg(not(target_arch = "nvptx64"))]
 pub mod graph;
 #[cfg(not(target_arch = "nvptx64"))]
+pub mod green;
+#[cfg(not(target_arch = "nvptx64"))]
 pub mod launch;
 #[cfg(not(target_arch = "nvptx64"))]
 pub mod limits;
 #[cfg(not(target_arch = "nvptx64"))]
 mod linker;
+#[cfg(not(target_arch = "nvptx64"))]
+pub mod logs;
 #[cfg(not(target_arch = "nvptx64"))]
 pub mod memory;
 #[cfg(not(target_arch = "nvptx64"))]

@@ -621,3 +621,144 @@ fn check_image(image: &[u8]) -> Result<()> {
         )),
     }
 }
+
+/// Lazy loading (Programming Guide 4.7): the loading mode, and the functions of a
+/// module whether or not they are loaded yet.
+impl Module {
+    /// `cuModuleGetLoadingMode`: whether the driver loads kernels lazily
+    /// (`CU_MODULE_LAZY_LOADING`) or eagerly (`CU_MODULE_EAGER_LOADING`).
+    ///
+    /// # `CUDA_MODULE_LOADING`
+    ///
+    /// The mode is a process-wide setting read from the `CUDA_MODULE_LOADING` environment
+    /// variable when the driver initializes (`cuInit`, the first call of this crate), so
+    /// it must be set before the process makes any CUDA call; changing it later has no
+    /// effect. Its values:
+    ///
+    /// - `LAZY` (the default since CUDA 12.2; unset means this): loading a module
+    ///   ([`Module::from_ptx`], [`Module::from_image`], ...) only registers its kernels.
+    ///   Each kernel's code is loaded onto the device the first time it is needed: its
+    ///   first launch, an attribute query that needs the loaded code, or
+    ///   [`Function::load`]. The handles [`Module::functions`] returns may therefore be
+    ///   unloaded ([`Function::is_loaded`] is `false` until one of those events; a
+    ///   lookup by name, [`Module::function`], may load the kernel it returns). Module loading
+    ///   is faster and device memory is spent only on kernels that run, but the first
+    ///   launch of each kernel pays the load, which a latency-sensitive application
+    ///   moves out of its hot path with [`Function::load`] (or by launching once to warm
+    ///   up). Lazy loading can also deadlock a kernel that waits for another kernel
+    ///   launched concurrently (the second one's load waits for the device): load both
+    ///   first.
+    /// - `EAGER`: every kernel of a module is loaded with the module, as before CUDA
+    ///   11.7; every [`Function`] reports [`Function::is_loaded`] from the start and
+    ///   [`Function::load`] does nothing.
+    ///
+    /// ```no_run
+    /// # fn main() -> cudadrv::Result<()> {
+    /// use cudadrv::Module;
+    /// use cudadrv::cuda_sys::CUmoduleLoadingMode;
+    /// // Run as `CUDA_MODULE_LOADING=EAGER ./app` to load every kernel with its module.
+    /// if Module::loading_mode()? == CUmoduleLoadingMode::CU_MODULE_LAZY_LOADING {
+    ///     println!("kernels load on first use");
+    /// }
+    /// # Ok(()) }
+    /// ```
+    ///
+    /// # Errors
+    /// Loader errors; [`Error::DriverTooOld`] before CUDA 11.7 (never with the CUDA 12.0+
+    /// drivers this crate supports).
+    #[doc(alias = "cuModuleGetLoadingMode")]
+    #[doc(alias = "CUDA_MODULE_LOADING")]
+    pub fn loading_mode() -> Result<cuda_sys::CUmoduleLoadingMode> {
+        let cu = crate::driver::api()?;
+        let mut mode = cuda_sys::CUmoduleLoadingMode(0);
+        // SAFETY: valid out-pointer; the call needs no context.
+        unsafe { drv!(cu, cuModuleGetLoadingMode(&mut mode))? };
+        Ok(mode)
+    }
+
+    /// `cuModuleEnumerateFunctions`: fills `out` with the module's functions, in the
+    /// driver's order, and returns how many the module has
+    /// ([`function_count`](Self::function_count), `cuModuleGetFunctionCount`).
+    ///
+    /// When `out` is shorter than the count, only its length is filled (pass a longer
+    /// slice to see them all); slots past the count are set to `None`, and so are the
+    /// slots of a failed call. No heap is used: the driver writes the raw handles into
+    /// `out`'s own memory, which the `Function`s then replace.
+    ///
+    /// Under lazy loading ([`Module::loading_mode`]) the functions returned here may not
+    /// be loaded yet: [`Function::is_loaded`] tells, [`Function::load`] loads one, and a
+    /// launch or an attribute query that needs the code loads it on the way (at a cost
+    /// in latency). Like every [`Function`], each keeps the module loaded.
+    ///
+    /// ```no_run
+    /// # fn f(module: &cudadrv::Module) -> cudadrv::Result<()> {
+    /// let mut slots: [Option<cudadrv::Function>; 32] = Default::default();
+    /// let n = module.functions(&mut slots)?;
+    /// for f in slots.iter().flatten() {
+    ///     if !f.is_loaded()? {
+    ///         f.load()?; // pay the load now, not at the first launch
+    ///     }
+    /// }
+    /// assert!(n <= 32, "the module has more functions than the slots");
+    /// # Ok(()) }
+    /// ```
+    ///
+    /// # Errors
+    /// [`Error::DriverTooOld`] before CUDA 12.4; driver errors.
+    #[doc(alias = "cuModuleEnumerateFunctions")]
+    pub fn functions(&self, out: &mut [Option<Function>]) -> Result<usize> {
+        // The driver's array of handles must fit in the slots' memory at the same
+        // alignment; it does, since a `Function` holds a `CUfunction`.
+        const _: () = assert!(
+            size_of::<Option<Function>>() >= size_of::<cuda_sys::CUfunction>()
+                && align_of::<Option<Function>>() >= align_of::<cuda_sys::CUfunction>()
+        );
+        for slot in out.iter_mut() {
+            *slot = None;
+        }
+        let count = self.function_count()?;
+        let total = usize::try_from(count)
+            .map_err(|_| Error::InvalidArgument("function count does not fit usize"))?;
+        let k = total.min(out.len());
+        if k == 0 {
+            return Ok(total);
+        }
+        let g = self.inner.ctx.enter()?;
+        let enumerate = g.cu.cuModuleEnumerateFunctions()?;
+        // `k <= count`, a u32.
+        let k32 = u32::try_from(k).unwrap_or(count);
+        let slots = out.as_mut_ptr();
+        let handles = slots.cast::<cuda_sys::CUfunction>();
+        // SAFETY: `handles` points at the first `k` slots, `k * size_of::<Option<Function>>()`
+        // bytes, aligned for and large enough for `k` handles (the assertion above); every
+        // slot is `None` (nothing is leaked when its bytes are overwritten). The module is
+        // live and the context current. From here until every slot is written again
+        // below, the slots hold raw bytes; nothing reads them as `Option<Function>` and
+        // nothing in between can panic.
+        let rc = unsafe { enumerate(handles, k32, self.inner.raw) };
+        if !rc.is_success() {
+            for i in 0..k {
+                // SAFETY: `i < k <= out.len()`; restores a valid value without dropping
+                // the raw bytes there.
+                unsafe { slots.add(i).write(None) };
+            }
+            return Err(Error::Driver {
+                call: "cuModuleEnumerateFunctions",
+                code: rc,
+            });
+        }
+        // Backwards: slot `i` spans bytes `[i * S, (i + 1) * S)` with `S >= 8`, and handle
+        // `j` lies at `[8 j, 8 j + 8)`; for `j < i` that is below `i * S`, so writing slot
+        // `i` never overwrites a handle still to be read.
+        for i in (0..k).rev() {
+            // SAFETY: `i < k`: handle `i` was written by the driver and is read before
+            // slot `i` is written; slot `i` is in bounds, and `write` drops nothing. The
+            // handle is a function of this module, which the `Function` keeps loaded.
+            unsafe {
+                let raw = handles.add(i).read();
+                slots.add(i).write(Some(Function::from_raw(raw, self)));
+            }
+        }
+        Ok(total)
+    }
+}

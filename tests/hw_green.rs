@@ -1,0 +1,584 @@
+//! Hardware tests of lazy loading (Programming Guide 4.7) and green contexts (4.6).
+//!
+//! Lazy loading: the loading mode (`CUDA_MODULE_LOADING`), a module's functions
+//! enumerated with their names, and a function that is not loaded yet becoming loaded on
+//! `Function::load` (under `EAGER`, every function is loaded from the start).
+//!
+//! Green contexts: the device's SMs split into two partitions, a green context on each,
+//! and `pdl_primary` (ptx/src/pdl.rs) launched in each as the recording kernel: per block
+//! it busy-waits `work_ns` on `%globaltimer` and writes `[start, mid, end, smid]` (thread
+//! 0, 4 `u64`s per block). Every block of a partition must run on an SM of that
+//! partition: the SM sets seen in the two partitions are disjoint and none is larger than
+//! its partition's SM count. `pdl_primary`'s `griddepcontrol.launch_dependents` needs
+//! sm_90, so the green-context tests need it too.
+
+use std::collections::BTreeSet;
+
+use cuda_core::cuda_sys::CUmoduleLoadingMode;
+use cuda_core::green::{self, GreenContext, ResourceDesc, SmPartition, SmResource, SplitFlags};
+use cuda_core::launch::{LaunchConfig, launch};
+use cuda_core::{Context, Device, DeviceBuffer, Error, Function, Module, Stream};
+use cuda_workspace::{
+    Outcome, TestResult, check, check_eq, hw_tests, ptx, require_gpu, require_sm, run_suite,
+};
+
+fn main() {
+    run_suite(
+        "hw_green",
+        hw_tests![
+            loading_mode_is_reported,
+            module_functions_are_enumerated_with_names,
+            unloaded_function_loads_on_request,
+            split_rules_are_checked_up_front,
+            green_context_lives_while_its_handles_do,
+            green_partitions_run_on_their_own_sms,
+            two_partitions_run_concurrently_within_their_sms,
+        ],
+    );
+}
+
+/// `u64` stamps `pdl_primary` writes per block: `[start, mid, end, smid]`.
+const STAMPS_PER_BLOCK: usize = 4;
+/// Slots for the kernels module's functions (it has about a dozen).
+const SLOTS: usize = 64;
+
+/// A green-context call on a driver before CUDA 12.4 (12.5 for `cuGreenCtxStreamCreate`)
+/// becomes a skip naming the call; anything else stays a failure.
+fn or_skip_old<T>(r: Result<T, Error>) -> Result<T, Outcome> {
+    match r {
+        Ok(v) => Ok(v),
+        Err(e @ Error::DriverTooOld { .. }) => Err(Outcome::Skip(e.to_string())),
+        Err(e) => Err(e.into()),
+    }
+}
+
+fn mode_name(mode: CUmoduleLoadingMode) -> String {
+    match mode {
+        CUmoduleLoadingMode::CU_MODULE_LAZY_LOADING => "LAZY".into(),
+        CUmoduleLoadingMode::CU_MODULE_EAGER_LOADING => "EAGER".into(),
+        other => format!("unknown ({})", other.0),
+    }
+}
+
+fn loading_mode_is_reported() -> TestResult {
+    require_gpu()?;
+    let mode = Module::loading_mode()?;
+    let env = std::env::var("CUDA_MODULE_LOADING").ok();
+    println!(
+        "    loading mode {} (CUDA_MODULE_LOADING={})",
+        mode_name(mode),
+        env.as_deref().unwrap_or("<unset>")
+    );
+    check(
+        mode == CUmoduleLoadingMode::CU_MODULE_LAZY_LOADING
+            || mode == CUmoduleLoadingMode::CU_MODULE_EAGER_LOADING,
+        || format!("cuModuleGetLoadingMode returned {}", mode.0),
+    )?;
+    match env.as_deref().map(str::to_ascii_uppercase).as_deref() {
+        Some("EAGER") => check_eq(
+            mode,
+            CUmoduleLoadingMode::CU_MODULE_EAGER_LOADING,
+            "mode under CUDA_MODULE_LOADING=EAGER",
+        ),
+        Some("LAZY") => check_eq(
+            mode,
+            CUmoduleLoadingMode::CU_MODULE_LAZY_LOADING,
+            "mode under CUDA_MODULE_LOADING=LAZY",
+        ),
+        _ => Ok(()),
+    }
+}
+
+fn name_of(f: &Function) -> Result<String, Error> {
+    Ok(f.name()?.to_string_lossy().into_owned())
+}
+
+fn module_functions_are_enumerated_with_names() -> TestResult {
+    require_gpu()?;
+    let ctx = Context::primary(Device::get(0)?)?;
+    let module = Module::from_ptx(&ctx, ptx::KERNELS)?;
+    let count = module.function_count()? as usize;
+    let mut slots: [Option<Function>; SLOTS] = std::array::from_fn(|_| None);
+    let n = or_skip_old(module.functions(&mut slots))?;
+    check_eq(n, count, "functions() total vs cuModuleGetFunctionCount")?;
+    check(n <= SLOTS, || {
+        format!("{n} functions, more than {SLOTS} slots")
+    })?;
+    check(
+        slots[..n].iter().all(Option::is_some) && slots[n..].iter().all(Option::is_none),
+        || format!("slots [..{n}] filled, the rest empty"),
+    )?;
+    let mut names = Vec::new();
+    for f in slots.iter().flatten() {
+        names.push(or_skip_old(name_of(f))?);
+    }
+    println!("    {n} functions: {}", names.join(", "));
+    for expected in ["fill", "vec_add", "pdl_primary", "write_value"] {
+        check(names.iter().any(|s| s == expected), || {
+            format!("`{expected}` missing from the enumerated names {names:?}")
+        })?;
+    }
+    let by_name = module.function("fill")?;
+    check_eq(
+        name_of(&by_name)?,
+        "fill".to_string(),
+        "name of a looked-up function",
+    )?;
+
+    // A short slice: only its length is filled, the total is still reported.
+    let mut two: [Option<Function>; 2] = [None, None];
+    check_eq(module.functions(&mut two)?, count, "total with two slots")?;
+    check(two.iter().all(Option::is_some), || {
+        "both slots filled".into()
+    })?;
+    let (a, b) = (
+        name_of(two[0].as_ref().unwrap())?,
+        name_of(two[1].as_ref().unwrap())?,
+    );
+    check_eq(
+        (a.as_str(), b.as_str()),
+        (names[0].as_str(), names[1].as_str()),
+        "first two",
+    )?;
+
+    // The functions keep the module loaded after it and its context are dropped.
+    drop(module);
+    drop(ctx);
+    let f = slots[0].take().unwrap();
+    check_eq(
+        name_of(&f)?,
+        names[0].clone(),
+        "name after the module value is gone",
+    )?;
+    Ok(())
+}
+
+fn unloaded_function_loads_on_request() -> TestResult {
+    require_gpu()?;
+    let mode = Module::loading_mode()?;
+    let ctx = Context::primary(Device::get(0)?)?;
+    // A fresh module: nothing of it has been launched or looked up yet.
+    let module = Module::from_ptx(&ctx, ptx::KERNELS)?;
+    let mut slots: [Option<Function>; SLOTS] = std::array::from_fn(|_| None);
+    let n = or_skip_old(module.functions(&mut slots))?.min(SLOTS);
+    let funcs: Vec<&Function> = slots[..n].iter().flatten().collect();
+    let mut loaded = Vec::new();
+    for f in &funcs {
+        loaded.push(or_skip_old(f.is_loaded())?);
+    }
+    let unloaded: Vec<usize> = (0..funcs.len()).filter(|&i| !loaded[i]).collect();
+    println!(
+        "    mode {}: {} of {} functions loaded right after cuModuleLoadDataEx",
+        mode_name(mode),
+        funcs.len() - unloaded.len(),
+        funcs.len()
+    );
+    if mode == CUmoduleLoadingMode::CU_MODULE_EAGER_LOADING {
+        println!("    EAGER loading: every function must be loaded from the start");
+        check(unloaded.is_empty(), || {
+            format!("under EAGER, {} functions were not loaded", unloaded.len())
+        })?;
+        for f in &funcs {
+            f.load()?; // a no-op on a loaded function
+            check(f.is_loaded()?, || "loaded after a no-op load".into())?;
+        }
+        return Ok(());
+    }
+    let Some(&first) = unloaded.first() else {
+        return Err(Outcome::Fail(
+            "under LAZY loading, every function of a fresh module reported loaded".into(),
+        ));
+    };
+    let f = funcs[first];
+    let name = name_of(f)?;
+    let t = std::time::Instant::now();
+    f.load()?;
+    let load_us = t.elapsed().as_secs_f64() * 1e6;
+    check(f.is_loaded()?, || {
+        format!("`{name}` not loaded after cuFuncLoad")
+    })?;
+    println!("    `{name}`: unloaded, loaded after cuFuncLoad ({load_us:.0} us)");
+    // Another unloaded one, looked up by name: whether cuModuleGetFunction loads it is
+    // the driver's choice; reported, not checked.
+    if let Some(&second) = unloaded.get(1) {
+        let other = name_of(funcs[second])?;
+        let by_name = module.function(&other)?;
+        println!(
+            "    `{other}` after cuModuleGetFunction: loaded = {} (enumerated handle: {})",
+            by_name.is_loaded()?,
+            funcs[second].is_loaded()?
+        );
+    }
+    // The rest still unloaded: loading is per function.
+    for &i in unloaded.iter().skip(2) {
+        check(!funcs[i].is_loaded()?, || {
+            format!("function {i} became loaded without being loaded")
+        })?;
+    }
+    Ok(())
+}
+
+fn split_rules_are_checked_up_front() -> TestResult {
+    require_gpu()?;
+    let dev = Device::get(0)?;
+    let _primary = Context::primary(dev)?;
+    let sms = or_skip_old(SmResource::of_device(dev))?;
+    let (count, min, align) = (
+        sms.sm_count(),
+        sms.min_partition_size(),
+        sms.coscheduled_alignment(),
+    );
+    println!("    device SMs: {count}, minimum partition {min}, alignment {align}");
+    check(count > 0 && min > 0, || format!("{sms:?}"))?;
+    let a = align.max(1);
+    // The rounding rule.
+    check_eq(
+        sms.partition_size(0),
+        Some(min.next_multiple_of(a)),
+        "size for 0",
+    )?;
+    check_eq(
+        sms.partition_size(1),
+        Some(min.next_multiple_of(a)),
+        "size for 1",
+    )?;
+    check_eq(
+        sms.partition_size(min + 1),
+        Some((min + 1).next_multiple_of(a)),
+        "size for min + 1",
+    )?;
+    // Refused before the driver sees them.
+    let mut groups = [SmPartition::EMPTY; 2];
+    let invalid = |r: Result<_, Error>, what: &str| -> TestResult {
+        match r {
+            Err(Error::InvalidArgument(why)) => {
+                println!("    {what}: {why}");
+                Ok(())
+            }
+            other => Err(Outcome::Fail(format!(
+                "{what}: expected InvalidArgument, got {other:?}"
+            ))),
+        }
+    };
+    invalid(
+        sms.split_by_count(&mut groups, count + 1, SplitFlags::empty())
+            .map(|_| ()),
+        "min_count above the SM count",
+    )?;
+    invalid(
+        sms.split_by_count(&mut [], min, SplitFlags::empty())
+            .map(|_| ()),
+        "no slots",
+    )?;
+    if count % a != 0 {
+        invalid(
+            sms.split_by_count(&mut groups, count, SplitFlags::empty())
+                .map(|_| ()),
+            "min_count rounding up past the SM count",
+        )?;
+    }
+    invalid(ResourceDesc::new(&[]).map(|_| ()), "empty descriptor")?;
+    invalid(
+        ResourceDesc::new(&[SmPartition::EMPTY]).map(|_| ()),
+        "unfilled partition in a descriptor",
+    )?;
+    invalid(
+        green::stream(&Context::primary(dev)?, 0).map(|_| ()),
+        "green stream on a regular context",
+    )?;
+    // What the driver makes matches the rule.
+    let size = sms.partition_size(min).unwrap_or(min);
+    let expect = count / size;
+    let predicted = or_skip_old(sms.split_count(min, SplitFlags::empty()))?;
+    println!("    split by {min}: {predicted} groups of {size} predicted");
+    // At most what the SM count divided by the size allows (fewer is the driver's right,
+    // for cluster or hierarchy reasons), at least one.
+    check((1..=expect).contains(&predicted), || {
+        format!("{predicted} groups predicted, expected 1..={expect}")
+    })?;
+    let mut many = vec![SmPartition::EMPTY; predicted as usize + 1];
+    let split = sms.split_by_count(&mut many, min, SplitFlags::empty())?;
+    check_eq(split.count, predicted as usize, "groups made")?;
+    for (i, g) in many[..split.count].iter().enumerate() {
+        check(g.sm_count() >= size && g.sm_count() % a == 0, || {
+            format!(
+                "group {i} has {} SMs (size {size}, alignment {a})",
+                g.sm_count()
+            )
+        })?;
+    }
+    let used: u32 = many[..split.count].iter().map(SmPartition::sm_count).sum();
+    check_eq(
+        used + split.remaining.sm_count(),
+        count,
+        "groups + remainder = device SMs",
+    )?;
+    Ok(())
+}
+
+/// A green context on `part`, as a [`Context`].
+fn green_ctx(dev: Device, part: &SmPartition) -> Result<Context, Error> {
+    let green = GreenContext::create(dev, &ResourceDesc::new(std::slice::from_ref(part))?)?;
+    // SAFETY: the tests use each green context, its clones and its handles on the test's
+    // thread only.
+    unsafe { Context::from_green(green) }
+}
+
+/// The device split into two equal partitions of whole alignment units.
+struct Halves {
+    dev: Device,
+    primary: Context,
+    parts: [SmPartition; 2],
+    device_sms: u32,
+}
+
+fn halves() -> Result<Halves, Outcome> {
+    require_sm(9, 0)?;
+    let dev = Device::get(0)?;
+    let primary = Context::primary(dev)?;
+    let sms = or_skip_old(SmResource::of_device(dev))?;
+    let a = sms.coscheduled_alignment().max(1);
+    let half = (sms.sm_count() / 2 / a * a).max(sms.min_partition_size());
+    if sms
+        .partition_size(half)
+        .is_none_or(|s| 2 * s > sms.sm_count())
+    {
+        return Err(Outcome::Skip(format!(
+            "{sms:?}: too few SMs for two partitions"
+        )));
+    }
+    let mut parts = [SmPartition::EMPTY; 2];
+    let split = sms.split_by_count(&mut parts, half, SplitFlags::empty())?;
+    check_eq(split.count, 2, "partitions made")?;
+    println!(
+        "    {} SMs split into {} + {} (remainder {})",
+        sms.sm_count(),
+        parts[0].sm_count(),
+        parts[1].sm_count(),
+        split.remaining.sm_count()
+    );
+    Ok(Halves {
+        dev,
+        primary,
+        parts,
+        device_sms: sms.sm_count(),
+    })
+}
+
+/// Per-block stamps of one `pdl_primary` launch.
+struct Stamps {
+    blocks: Vec<[u64; STAMPS_PER_BLOCK]>,
+}
+
+impl Stamps {
+    fn sms(&self) -> BTreeSet<u64> {
+        self.blocks.iter().map(|b| b[3]).collect()
+    }
+    /// `[first start, last end]` in `%globaltimer` ns.
+    fn window(&self) -> (u64, u64) {
+        let start = self.blocks.iter().map(|b| b[0]).min().unwrap_or(0);
+        let end = self.blocks.iter().map(|b| b[2]).max().unwrap_or(0);
+        (start, end)
+    }
+}
+
+/// Launches `pdl_primary` with `grid` blocks of 128 threads on `stream`, each busy for
+/// `work_ns`; the stamps are read after `finish` (called once the launch is queued).
+struct Recording {
+    stamps: DeviceBuffer<u64>,
+    _out: DeviceBuffer<u32>,
+    grid: u32,
+}
+
+fn record(
+    f: &Function,
+    stream: &Stream,
+    ctx: &Context,
+    grid: u32,
+    work_ns: u32,
+) -> Result<Recording, Error> {
+    let out = DeviceBuffer::<u32>::zeroed(ctx, 1)?;
+    let stamps = DeviceBuffer::<u64>::zeroed(ctx, STAMPS_PER_BLOCK * grid as usize)?;
+    let cfg = LaunchConfig::new(grid, 128).stream(stream);
+    // SAFETY: pdl_primary(out, n, stamps, work_ns): n = 0 writes nothing to `out`; it
+    // writes 4 stamps per block into `stamps` (sized for `grid` blocks). Both buffers
+    // live in `Recording` until its stream is synchronized in `finish`.
+    unsafe { launch(f, &cfg, &(out.as_arg(), 0u32, stamps.as_arg(), work_ns))? };
+    Ok(Recording {
+        stamps,
+        _out: out,
+        grid,
+    })
+}
+
+impl Recording {
+    fn finish(self, stream: &Stream) -> Result<Stamps, Error> {
+        stream.synchronize()?;
+        let mut raw = vec![0u64; STAMPS_PER_BLOCK * self.grid as usize];
+        self.stamps.copy_to_host(&mut raw)?;
+        let blocks = raw
+            .chunks_exact(STAMPS_PER_BLOCK)
+            .map(|c| [c[0], c[1], c[2], c[3]])
+            .collect();
+        Ok(Stamps { blocks })
+    }
+}
+
+fn check_all_ran(s: &Stamps, what: &str) -> TestResult {
+    check(s.blocks.iter().all(|b| b[2] != 0 && b[2] >= b[0]), || {
+        format!("{what}: a block did not run (zero stamps)")
+    })
+}
+
+fn green_context_lives_while_its_handles_do() -> TestResult {
+    let h = halves()?;
+    let before = cuda_core::drop_error_count();
+    let ctx = green_ctx(h.dev, &h.parts[0])?;
+    check(ctx.green_raw().is_some(), || {
+        "context made from a green context".into()
+    })?;
+    check(ctx != h.primary, || {
+        "a context of its own, not the primary".into()
+    })?;
+    let resource = SmResource::of_context(&ctx)?;
+    check_eq(
+        resource.sm_count(),
+        h.parts[0].sm_count(),
+        "cuGreenCtxGetDevResource SM count",
+    )?;
+    let stream = or_skip_old(green::stream(&ctx, 0))?;
+    let plain = Stream::non_blocking(&ctx)?;
+    let module = Module::from_ptx(&ctx, ptx::KERNELS)?;
+    let fill = module.function("fill")?;
+    let buf = DeviceBuffer::<u32>::zeroed(&ctx, 4096)?;
+    // Only the handles keep the green context now.
+    drop(module);
+    drop(ctx);
+    for s in [&stream, &plain] {
+        let cfg = LaunchConfig::new(16, 256).stream(s);
+        // SAFETY: fill(out, n) writes out[0..n] = 3i + 1; `buf` holds 4096 u32s and
+        // outlives the synchronize below.
+        unsafe { launch(&fill, &cfg, &(buf.as_arg(), 4096u32))? };
+        s.synchronize()?;
+    }
+    let mut got = vec![0u32; 4096];
+    buf.copy_to_host(&mut got)?;
+    check(
+        got.iter()
+            .enumerate()
+            .all(|(i, &v)| v == (i as u32).wrapping_mul(3).wrapping_add(1)),
+        || "fill in the green context wrote wrong values".into(),
+    )?;
+    drop((stream, plain, fill, buf));
+    check_eq(
+        cuda_core::drop_error_count(),
+        before,
+        "drop errors (streams and buffers destroyed before cuGreenCtxDestroy)",
+    )
+}
+
+fn green_partitions_run_on_their_own_sms() -> TestResult {
+    let h = halves()?;
+    // The whole device first, for reference: many short blocks reach most SMs.
+    let module = Module::from_ptx(&h.primary, ptx::KERNELS)?;
+    let rec = module.function("pdl_primary")?;
+    let stream = Stream::non_blocking(&h.primary)?;
+    let grid = 8 * h.device_sms;
+    let whole = record(&rec, &stream, &h.primary, grid, 20_000)?.finish(&stream)?;
+    check_all_ran(&whole, "whole device")?;
+    println!("    whole device: {} SMs seen", whole.sms().len());
+
+    let mut seen: Vec<BTreeSet<u64>> = Vec::new();
+    for (i, part) in h.parts.iter().enumerate() {
+        let ctx = green_ctx(h.dev, part)?;
+        let module = Module::from_ptx(&ctx, ptx::KERNELS)?;
+        let rec = module.function("pdl_primary")?;
+        let mut set = BTreeSet::new();
+        // A stream of the green context (cuGreenCtxStreamCreate), then a plain one made
+        // in its context (cuStreamCreate): both must stay on the partition.
+        let green_stream = or_skip_old(green::stream(&ctx, 0))?;
+        let plain = Stream::non_blocking(&ctx)?;
+        for (kind, s) in [("green stream", &green_stream), ("plain stream", &plain)] {
+            let stamps = record(&rec, s, &ctx, grid, 20_000)?.finish(s)?;
+            check_all_ran(&stamps, kind)?;
+            let sms = stamps.sms();
+            println!(
+                "    partition {i} ({} SMs), {kind}: {grid} blocks on {} SMs",
+                part.sm_count(),
+                sms.len()
+            );
+            set.extend(sms);
+        }
+        check(set.len() <= part.sm_count() as usize, || {
+            format!(
+                "partition {i}: blocks ran on {} distinct SMs, more than its {}: {set:?}",
+                set.len(),
+                part.sm_count()
+            )
+        })?;
+        seen.push(set);
+    }
+    let shared: Vec<&u64> = seen[0].intersection(&seen[1]).collect();
+    check(shared.is_empty(), || {
+        format!("SMs used by both partitions: {shared:?}")
+    })?;
+    Ok(())
+}
+
+fn two_partitions_run_concurrently_within_their_sms() -> TestResult {
+    let h = halves()?;
+    let ctxs = [
+        green_ctx(h.dev, &h.parts[0])?,
+        green_ctx(h.dev, &h.parts[1])?,
+    ];
+    let modules = [
+        Module::from_ptx(&ctxs[0], ptx::KERNELS)?,
+        Module::from_ptx(&ctxs[1], ptx::KERNELS)?,
+    ];
+    let recs = [
+        modules[0].function("pdl_primary")?,
+        modules[1].function("pdl_primary")?,
+    ];
+    let streams = [
+        or_skip_old(green::stream(&ctxs[0], 0))?,
+        or_skip_old(green::stream(&ctxs[1], 0))?,
+    ];
+    // Load both kernels first, so neither launch waits for a lazy load.
+    for r in &recs {
+        r.load()?;
+    }
+    // Two blocks per SM of each partition, each busy for 5 ms: both grids are resident
+    // at once, so if the partitions run concurrently the windows overlap by milliseconds.
+    const WORK_NS: u32 = 5_000_000;
+    let grids = [2 * h.parts[0].sm_count(), 2 * h.parts[1].sm_count()];
+    let a = record(&recs[0], &streams[0], &ctxs[0], grids[0], WORK_NS)?;
+    let b = record(&recs[1], &streams[1], &ctxs[1], grids[1], WORK_NS)?;
+    let a = a.finish(&streams[0])?;
+    let b = b.finish(&streams[1])?;
+    check_all_ran(&a, "partition 0")?;
+    check_all_ran(&b, "partition 1")?;
+    let (wa, wb) = (a.window(), b.window());
+    let overlap = wa.1.min(wb.1).saturating_sub(wa.0.max(wb.0));
+    println!(
+        "    partition 0: {:.2} ms on {} SMs; partition 1: {:.2} ms on {} SMs; overlap {:.2} ms",
+        (wa.1 - wa.0) as f64 / 1e6,
+        a.sms().len(),
+        (wb.1 - wb.0) as f64 / 1e6,
+        b.sms().len(),
+        overlap as f64 / 1e6
+    );
+    check(wa.0 < wb.1 && wb.0 < wa.1, || {
+        format!("the partitions did not run concurrently: windows {wa:?} and {wb:?}")
+    })?;
+    let (sa, sb) = (a.sms(), b.sms());
+    check(sa.len() <= h.parts[0].sm_count() as usize, || {
+        format!("partition 0 ran on {} SMs: {sa:?}", sa.len())
+    })?;
+    check(sb.len() <= h.parts[1].sm_count() as usize, || {
+        format!("partition 1 ran on {} SMs: {sb:?}", sb.len())
+    })?;
+    let shared: Vec<&u64> = sa.intersection(&sb).collect();
+    check(shared.is_empty(), || {
+        format!("SMs used by both partitions while running together: {shared:?}")
+    })
+}
