@@ -247,7 +247,7 @@ if [ "$BENCH" = 1 ]; then
   grep -E "error|allocs/launch" "$LOGS/bench.log" | head -20
 fi
 if [ "$SANITIZE" = 1 ] && [ "$TESTS" = 1 ] && command -v compute-sanitizer >/dev/null; then
-  for t in bin/hw_core bin/hw_launch bin/hw_graph bin/hw_device bin/hw_soundness bin/hw_samples; do
+  for t in bin/hw_core bin/hw_launch bin/hw_graph bin/hw_device bin/hw_soundness bin/hw_samples bin/hw_logs bin/hw_green; do
     [ -x "$t" ] || continue
     name=$(basename "$t")
     echo "=== compute-sanitizer memcheck $name (default mode: API errors reported)"
