@@ -141,6 +141,10 @@ fn rejected_launch_reaches_callback_dump_and_error() -> TestResult {
     check(!entry.message.is_empty(), || {
         format!("empty message: {entry}")
     })?;
+    // The explanation is about the refused block shape, not just the returned code.
+    check(entry.message.contains("2048"), || {
+        format!("the explanation does not name the block size: {entry}")
+    })?;
 
     let mut buf = [0u8; MAX_LOG_BYTES];
     let explained = e.driver_log(&mut buf).map(str::to_owned);

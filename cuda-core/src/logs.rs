@@ -169,11 +169,30 @@ pub fn last_entry(buf: &mut [u8]) -> Option<LogEntry<'_>> {
     entries(dump_to_memory(None, buf).ok()?).next_back()
 }
 
-/// The newest entry of `text` (a dump) written by `call` or a versioned entry point of
-/// it (`call` followed by `_`: `cuMemAlloc_v2` for `cuMemAlloc`).
+/// The newest entry of `text` (a dump) that explains a failure of `call` or of a
+/// versioned entry point of it (`call` followed by `_`: `cuMemAlloc_v2` for
+/// `cuMemAlloc`).
+///
+/// Driver 580 (CUDA 13.0) writes a failure as two lines of the same thread, the
+/// explanation and then `Returning 1 (CUDA_ERROR_INVALID_VALUE) from cuLaunchKernelEx`
+/// (seen on an H100); for that form the explanation line is returned. A line that names
+/// its entry point in a fifth `[...]` field is returned as it is.
 #[must_use]
 pub fn latest_for_call<'t>(text: &'t str, call: &str) -> Option<LogEntry<'t>> {
-    entries(text).rev().find(|entry| entry.is_from(call))
+    let mut newest_first = entries(text).rev();
+    let found = newest_first.by_ref().find(|entry| entry.is_from(call))?;
+    if !found.is_return_line() {
+        return Some(found);
+    }
+    match newest_first.next() {
+        Some(before) if before.thread == found.thread && !before.is_return_line() => {
+            Some(LogEntry {
+                entry_point: found.entry_point,
+                ..before
+            })
+        }
+        _ => Some(found),
+    }
 }
 
 /// The lines of `text` (a dump) that have the driver's form, oldest first; other lines
@@ -182,8 +201,9 @@ pub fn entries(text: &str) -> impl DoubleEndedIterator<Item = LogEntry<'_>> {
     text.lines().filter_map(LogEntry::parse)
 }
 
-/// One line of the driver's log: `[time][thread][source][severity][entry point]
-/// message`.
+/// One line of the driver's log: `[time][thread][source][severity] message`, where the
+/// failing call is named either by a fifth `[entry point]` field or, as driver 580
+/// writes it, by the message `Returning <code> (<name>) from <entry point>`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct LogEntry<'a> {
     /// When it was written (`22:21:32.099`).
@@ -194,7 +214,8 @@ pub struct LogEntry<'a> {
     pub source: &'a str,
     /// `E` (error) or `W` (warning).
     pub severity: &'a str,
-    /// The API function that failed (`cuLaunchKernelEx`).
+    /// The API function that failed (`cuLaunchKernelEx`), when the line names one
+    /// (empty otherwise).
     pub entry_point: &'a str,
     /// The explanation.
     pub message: &'a str,
@@ -208,21 +229,35 @@ impl<'a> LogEntry<'a> {
     pub fn parse(line: &'a str) -> Option<Self> {
         let line = line.trim_end_matches(['\r', '\n', '\0']);
         let mut rest = line;
-        let mut fields = [""; 5];
+        let mut fields = [""; 4];
         for field in &mut fields {
             let inner = rest.strip_prefix('[')?;
             let end = inner.find(']')?;
             *field = inner.get(..end)?;
             rest = inner.get(end + 1..)?;
         }
-        let [time, thread, source, severity, entry_point] = fields;
+        let [time, thread, source, severity] = fields;
+        // An optional fifth field names the entry point; else a `Returning ... from X`
+        // message does.
+        let mut entry_point = "";
+        if let Some(inner) = rest.strip_prefix('[') {
+            let end = inner.find(']')?;
+            entry_point = inner.get(..end)?;
+            rest = inner.get(end + 1..)?;
+        }
+        let message = rest.trim();
+        if entry_point.is_empty() && message.starts_with("Returning ") {
+            if let Some((_, call)) = message.rsplit_once(" from ") {
+                entry_point = call.trim();
+            }
+        }
         Some(Self {
             time,
             thread,
             source,
             severity,
             entry_point,
-            message: rest.trim(),
+            message,
             line,
         })
     }
@@ -237,10 +272,20 @@ impl<'a> LogEntry<'a> {
         }
     }
 
+    /// Whether this is the `Returning <code> (<name>) from <entry point>` line that
+    /// driver 580 writes after the explanation of a failure.
+    #[must_use]
+    pub fn is_return_line(&self) -> bool {
+        self.message.starts_with("Returning ") && self.message.contains(" from ")
+    }
+
     /// Whether the entry point is `call` or a versioned form of it (`call_v2`,
     /// `call_ptsz`).
     #[must_use]
     pub fn is_from(&self, call: &str) -> bool {
+        if call.is_empty() {
+            return false;
+        }
         self.entry_point
             .strip_prefix(call)
             .is_some_and(|rest| rest.is_empty() || rest.starts_with('_'))
@@ -537,8 +582,35 @@ mod tests {
         assert_eq!(e.level(), Some(CUlogLevel::CU_LOG_LEVEL_ERROR));
         assert!(e.line.ends_with("NULL"));
         assert_eq!(LogEntry::parse("Some logs were overwritten"), None);
-        assert_eq!(LogEntry::parse("[a][b][c][d] four fields"), None);
+        assert_eq!(LogEntry::parse("[a][b][c] three fields"), None);
         assert_eq!(LogEntry::parse("[a][b][c][d][e"), None);
+    }
+
+    /// The form driver 580 wrote on an H100 for a launch of 2048 threads per block.
+    const DUMP_580: &str = "\
+        [18:38:42.640][140551750494080][CUDA][E] Returning 1 (CUDA_ERROR_INVALID_VALUE) from cuMemAlloc_v2\n\
+        [18:38:42.648][140551750494080][CUDA][E] One or more of block dimensions of (2048,1,1) exceeds correspsonding maximum value of (1024,1024,64)\n\
+        [18:38:42.648][140551750494080][CUDA][E] Returning 1 (CUDA_ERROR_INVALID_VALUE) from cuLaunchKernelEx\n";
+
+    #[test]
+    fn reads_the_form_driver_580_writes() {
+        let lines: std::vec::Vec<_> = entries(DUMP_580).collect();
+        assert_eq!(lines.len(), 3);
+        assert_eq!(lines[1].entry_point, "");
+        assert_eq!(lines[2].entry_point, "cuLaunchKernelEx");
+        assert!(lines[2].is_return_line() && !lines[1].is_return_line());
+        let launch = latest_for_call(DUMP_580, "cuLaunchKernelEx").unwrap();
+        assert!(
+            launch
+                .message
+                .starts_with("One or more of block dimensions of (2048,1,1)")
+        );
+        assert_eq!(launch.entry_point, "cuLaunchKernelEx");
+        // A return line with no explanation before it (of its thread) stands alone.
+        let alloc = latest_for_call(DUMP_580, "cuMemAlloc").unwrap();
+        assert!(alloc.is_return_line());
+        assert!(latest_for_call(DUMP_580, "cuLaunchKernel").is_none());
+        assert!(latest_for_call(DUMP_580, "").is_none());
     }
 
     #[test]
