@@ -12,7 +12,9 @@ use cuda_core::args::{Float2, Float4, LayoutMismatch, PackedArgs};
 use cuda_core::launch::{LaunchConfig, launch, launch_checked, launch_packed, launch_plain};
 use cuda_core::{Context, Device, DeviceBuffer, Error, Event, EventFlags, Module, Stream};
 use cuda_sys::CUresult;
-use cuda_workspace::{Outcome, TestResult, check, check_eq, ptx, require_sm};
+use cuda_workspace::{
+    Outcome, TestResult, check, check_eq, check_filled, fill_value, ptx, require_sm,
+};
 
 fn main() {
     cuda_workspace::run_suite(
@@ -161,11 +163,6 @@ fn echo_out(ctx: &Context) -> Result<DeviceBuffer<u8>, Outcome> {
     Ok(out)
 }
 
-/// `fill`'s value at `i` (ptx/src/fill.rs): `3i + 1`.
-fn fill_value(i: u32) -> u32 {
-    i.wrapping_mul(3).wrapping_add(1)
-}
-
 /// `pdl_primary`'s value at `i` (ptx/src/pdl.rs): `3i + 7`.
 fn primary_value(i: u32) -> u32 {
     i.wrapping_mul(3).wrapping_add(7)
@@ -194,21 +191,6 @@ fn read_u32(buf: &DeviceBuffer<u32>) -> Result<Vec<u32>, Error> {
     let mut v = vec![0u32; buf.len()];
     buf.copy_to_host(&mut v)?;
     Ok(v)
-}
-
-/// Fails unless `got[i] == fill_value(i)` for every `i`.
-fn check_filled(got: &[u32], what: &str) -> TestResult {
-    match got
-        .iter()
-        .enumerate()
-        .find(|&(i, &v)| v != fill_value(i as u32))
-    {
-        None => Ok(()),
-        Some((i, v)) => Err(Outcome::Fail(format!(
-            "{what}: out[{i}] = {v}, expected {}",
-            fill_value(i as u32)
-        ))),
-    }
 }
 
 /// How an echo test hands `param_echo` its parameters.

@@ -16,11 +16,12 @@ use cuda_core::graph::{CaptureMode, EdgeData, Graph, GraphNode, InstantiateFlags
 use cuda_core::launch::{LaunchConfig, launch};
 use cuda_core::memory::HostAllocFlags;
 use cuda_core::{
-    Context, ContextFlags, Device, DeviceBuffer, DevicePtr, Error, Function, Module,
-    PinnedHostBuffer, Pod, Stream,
+    Context, ContextFlags, Device, DeviceBuffer, DevicePtr, Error, PinnedHostBuffer, Pod, Stream,
 };
 use cuda_sys::{CUgraphNodeType, CUoccupancy_flags};
-use cuda_workspace::{TestResult, check, check_eq, hw_tests, ptx, require_gpu, run_suite, skip};
+use cuda_workspace::{
+    Kernels, TestResult, check, check_eq, check_filled, hw_tests, require_gpu, run_suite, skip,
+};
 
 fn main() {
     run_suite(
@@ -44,24 +45,8 @@ fn ctx() -> Result<Context, Error> {
     Context::primary(Device::get(0)?)
 }
 
-/// The kernels module's `fill`, `write_value` and `vec_add`.
-struct Kernels {
-    fill: Function,
-    write_value: Function,
-    vec_add: Function,
-}
-
 fn kernels(ctx: &Context) -> Result<Kernels, Error> {
-    let m = Module::from_ptx(ctx, ptx::KERNELS)?;
-    Ok(Kernels {
-        fill: m.function("fill")?,
-        write_value: m.function("write_value")?,
-        vec_add: m.function("vec_add")?,
-    })
-}
-
-fn fill_value(i: u32) -> u32 {
-    i.wrapping_mul(3).wrapping_add(1)
+    Kernels::load(ctx)
 }
 
 /// Launches `fill(out, n)` with `block` threads per block on `stream`.
@@ -79,22 +64,6 @@ unsafe fn fill_raw(
     let cfg = LaunchConfig::new(n.div_ceil(block).max(1), block).stream(stream);
     // SAFETY: fill takes (u32*, u32); the caller vouches for `out`.
     unsafe { launch(&k.fill, &cfg, &(out, n)) }
-}
-
-fn check_filled(got: &[u32], what: &str) -> TestResult {
-    match got
-        .iter()
-        .enumerate()
-        .find(|&(i, &v)| v != fill_value(i as u32))
-    {
-        None => Ok(()),
-        Some((i, v)) => check(false, || {
-            format!(
-                "{what}: element {i} is {v}, expected {}",
-                fill_value(i as u32)
-            )
-        }),
-    }
 }
 
 fn read_u32(buf: &DeviceBuffer<u32>) -> Result<Vec<u32>, Error> {

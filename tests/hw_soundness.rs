@@ -14,9 +14,11 @@ use cuda_core::graph::{CaptureMode, EdgeData, Graph, GraphNode, InstantiateFlags
 use cuda_core::launch::{LaunchConfig, launch, launch_packed};
 use cuda_core::{
     AsyncDeviceBuffer, Context, Device, DeviceBuffer, DevicePtr, Error, Event, EventFlags,
-    EventWaitFlags, Function, MemPool, Module, PinnedHostBuffer, Pod, Stream,
+    EventWaitFlags, MemPool, Module, PinnedHostBuffer, Pod, Stream,
 };
-use cuda_workspace::{TestResult, check, check_eq, hw_tests, ptx, require_gpu, run_suite};
+use cuda_workspace::{
+    Kernels, TestResult, check, check_eq, check_filled, hw_tests, ptx, require_gpu, run_suite,
+};
 
 fn main() {
     run_suite(
@@ -45,24 +47,8 @@ fn ctx() -> Result<Context, Error> {
     Context::primary(Device::get(0)?)
 }
 
-/// The kernels module and its `fill`, `write_value` and `vec_add`.
-struct Kernels {
-    fill: Function,
-    write_value: Function,
-    vec_add: Function,
-}
-
 fn kernels(ctx: &Context) -> Result<Kernels, Error> {
-    let m = Module::from_ptx(ctx, ptx::KERNELS)?;
-    Ok(Kernels {
-        fill: m.function("fill")?,
-        write_value: m.function("write_value")?,
-        vec_add: m.function("vec_add")?,
-    })
-}
-
-fn fill_value(i: u32) -> u32 {
-    i.wrapping_mul(3).wrapping_add(1)
+    Kernels::load(ctx)
 }
 
 /// Launches `fill(out, n)` on `stream`.
@@ -72,19 +58,6 @@ fn fill(k: &Kernels, out: &DeviceBuffer<u32>, stream: &Stream) -> Result<(), Err
     // SAFETY: fill takes (u32*, u32); `out` holds n u32s and outlives the kernel (the
     // callers synchronize before dropping it).
     unsafe { launch(&k.fill, &cfg, &(out.as_arg(), n)) }
-}
-
-fn check_filled(got: &[u32]) -> TestResult {
-    match got
-        .iter()
-        .enumerate()
-        .find(|&(i, &v)| v != fill_value(i as u32))
-    {
-        None => Ok(()),
-        Some((i, v)) => check(false, || {
-            format!("element {i} is {v}, expected {}", fill_value(i as u32))
-        }),
-    }
 }
 
 fn is_capturing_refusal(r: Result<(), Error>) -> bool {
@@ -272,7 +245,7 @@ fn joined_stream_refuses_the_same_calls() -> TestResult {
     origin.synchronize()?;
     let mut got = vec![0u32; out.len()];
     out.copy_to_host(&mut got)?;
-    check_filled(&got)
+    check_filled(&got, "fill")
 }
 
 /// The review's H100 corruption: a captured memset whose buffer was freed wrote 0xAB into
@@ -426,7 +399,7 @@ fn handles_outlive_their_context_and_module_values() -> TestResult {
     stream.synchronize()?;
     let mut got = vec![0u32; 10_000];
     out.copy_to_host(&mut got)?;
-    check_filled(&got)
+    check_filled(&got, "fill")
 }
 
 /// A kernel node borrows its function, which keeps the module loaded for every launch of
@@ -580,7 +553,7 @@ fn every_handle_from_another_thread() -> TestResult {
                 // SAFETY: `pinned` is untouched until the synchronize.
                 unsafe { buf.copy_to_host_async(&mut pinned, &stream)? };
                 stream.synchronize()?;
-                check_filled(&pinned)?;
+                check_filled(&pinned, "fill")?;
                 let _ = pool.used_mem_current()?;
                 {
                     let mut tmp = pool.alloc_async::<u32>(&stream, 1024)?;
@@ -627,7 +600,7 @@ fn created_context_from_another_thread() -> TestResult {
         stream.synchronize()?;
         let mut got = vec![0u32; 1000];
         out.copy_to_host(&mut got)?;
-        check_filled(&got)
+        check_filled(&got, "fill")
     });
     handle.join().map_err(|_| "thread panicked")??;
     check(primary.is_current()?, || {

@@ -301,19 +301,7 @@ impl Function {
         &self,
         args: &crate::args::PackedArgs<CAP, N>,
     ) -> Result<()> {
-        let count = self.param_count()?;
-        let mut error = None;
-        let outcome = args.verify((0..count).map_while(|i| match self.param_info(i) {
-            Ok(entry) => Some(entry),
-            Err(e) => {
-                error = Some(e);
-                None
-            }
-        }));
-        match (error, outcome) {
-            (Some(e), _) => Err(e),
-            (None, r) => r.map_err(Error::Layout),
-        }
+        self.verify_packed(args)
     }
 
     /// `cuOccupancyMaxActiveBlocksPerMultiprocessor`: how many blocks of `block_size`

@@ -230,6 +230,50 @@ pub fn run_suite(suite: &str, tests: &[HwTest]) -> ! {
     std::process::exit(if failed == 0 { 0 } else { 1 });
 }
 
+/// `fill`'s value at `i` (ptx/src/fill.rs): `3i + 1`.
+pub fn fill_value(i: u32) -> u32 {
+    i.wrapping_mul(3).wrapping_add(1)
+}
+
+/// Fails unless `got[i] == fill_value(i)` for every `i`, naming `what` and the first
+/// element that differs.
+pub fn check_filled(got: &[u32], what: &str) -> TestResult {
+    match got
+        .iter()
+        .enumerate()
+        .find(|&(i, &v)| v != fill_value(i as u32))
+    {
+        None => Ok(()),
+        Some((i, v)) => Err(Outcome::Fail(format!(
+            "{what}: element {i} is {v}, expected {}",
+            fill_value(i as u32)
+        ))),
+    }
+}
+
+/// The kernels of `ptx::KERNELS` most tests launch: `fill(u32*, u32)` (`out[i] = 3i +
+/// 1`), `write_value(u32*, u32)` (`out[0] = value`), `vec_add(f32*, f32*, f32*, u32)`.
+pub struct Kernels {
+    /// `fill`.
+    pub fill: cuda_core::Function,
+    /// `write_value`.
+    pub write_value: cuda_core::Function,
+    /// `vec_add`.
+    pub vec_add: cuda_core::Function,
+}
+
+impl Kernels {
+    /// Loads `ptx::KERNELS` into `ctx` and looks the three kernels up.
+    pub fn load(ctx: &cuda_core::Context) -> Result<Self, cuda_core::Error> {
+        let m = cuda_core::Module::from_ptx(ctx, ptx::KERNELS)?;
+        Ok(Self {
+            fill: m.function("fill")?,
+            write_value: m.function("write_value")?,
+            vec_add: m.function("vec_add")?,
+        })
+    }
+}
+
 /// The PTX files built from ptx/ by `cargo xtask ptx` (committed, so no nightly needed).
 pub mod ptx {
     /// Kernels that load with a plain `cuModuleLoadData`.
