@@ -17,9 +17,12 @@ use std::collections::BTreeSet;
 use cuda_core::cuda_sys::CUmoduleLoadingMode;
 use cuda_core::green::{self, GreenContext, ResourceDesc, SmPartition, SmResource, SplitFlags};
 use cuda_core::launch::{LaunchConfig, launch};
-use cuda_core::{Context, Device, DeviceBuffer, Error, Function, Module, Stream};
+use cuda_core::{
+    Context, Device, DeviceBuffer, Error, Event, EventFlags, Function, Module, Stream,
+};
 use cuda_workspace::{
-    Outcome, TestResult, check, check_eq, hw_tests, ptx, require_gpu, require_sm, run_suite,
+    Outcome, TestResult, check, check_eq, check_filled, hw_tests, ptx, require_gpu, require_sm,
+    run_suite,
 };
 
 fn main() {
@@ -33,6 +36,8 @@ fn main() {
             green_context_lives_while_its_handles_do,
             green_partitions_run_on_their_own_sms,
             two_partitions_run_concurrently_within_their_sms,
+            lazy_and_eager_loading_timings,
+            latency_with_a_busy_neighbour_partition,
         ],
     );
 }
@@ -580,5 +585,327 @@ fn two_partitions_run_concurrently_within_their_sms() -> TestResult {
     let shared: Vec<&u64> = sa.intersection(&sb).collect();
     check(shared.is_empty(), || {
         format!("SMs used by both partitions while running together: {shared:?}")
+    })
+}
+
+/// What the loading-timings test measures in one process.
+struct LoadTimings {
+    mode: String,
+    module_ms: f64,
+    first_ms: f64,
+    second_ms: f64,
+    load_all_ms: f64,
+    loaded: usize,
+    functions: usize,
+}
+
+/// The prefix of the line a child process prints its timings on.
+const TIMINGS_LINE: &str = "    timings:";
+
+impl LoadTimings {
+    fn line(&self) -> String {
+        format!(
+            "{TIMINGS_LINE} mode={} module_ms={:.3} first_ms={:.3} second_ms={:.3} \
+             load_all_ms={:.3} loaded={} functions={}",
+            self.mode,
+            self.module_ms,
+            self.first_ms,
+            self.second_ms,
+            self.load_all_ms,
+            self.loaded,
+            self.functions
+        )
+    }
+
+    fn parse(line: &str) -> Option<Self> {
+        let rest = line.strip_prefix(TIMINGS_LINE)?;
+        let field = |key: &str| {
+            rest.split_whitespace()
+                .find_map(|kv| kv.strip_prefix(key)?.strip_prefix('='))
+        };
+        Some(Self {
+            mode: field("mode")?.to_string(),
+            module_ms: field("module_ms")?.parse().ok()?,
+            first_ms: field("first_ms")?.parse().ok()?,
+            second_ms: field("second_ms")?.parse().ok()?,
+            load_all_ms: field("load_all_ms")?.parse().ok()?,
+            loaded: field("loaded")?.parse().ok()?,
+            functions: field("functions")?.parse().ok()?,
+        })
+    }
+}
+
+/// Set in the child process the loading-timings test starts: it only measures and prints.
+const CHILD_ENV: &str = "HW_GREEN_CHILD";
+
+/// Loads the kernels module in a fresh module, launches `fill` twice and loads every
+/// function, timing each step with `Instant`; checks `fill`'s output.
+fn measure_loading() -> Result<LoadTimings, Outcome> {
+    let mode = mode_name(Module::loading_mode()?);
+    let ctx = Context::primary(Device::get(0)?)?;
+    let stream = Stream::non_blocking(&ctx)?;
+    const N: u32 = 4096;
+    let buf = DeviceBuffer::<u32>::zeroed(&ctx, N as usize)?;
+
+    let t = std::time::Instant::now();
+    let module = Module::from_ptx(&ctx, ptx::KERNELS)?;
+    let module_ms = t.elapsed().as_secs_f64() * 1e3;
+
+    // Enumerated handles (no cuModuleGetFunction, which may load by itself).
+    let mut slots: [Option<Function>; SLOTS] = std::array::from_fn(|_| None);
+    let n = or_skip_old(module.functions(&mut slots))?.min(SLOTS);
+    let funcs: Vec<&Function> = slots[..n].iter().flatten().collect();
+    let mut loaded = 0;
+    let mut fill = None;
+    for f in &funcs {
+        if or_skip_old(f.is_loaded())? {
+            loaded += 1;
+        }
+        if name_of(f)? == "fill" {
+            fill = Some(*f);
+        }
+    }
+    let fill = fill.ok_or_else(|| Outcome::Fail("`fill` not among the functions".into()))?;
+
+    let cfg = LaunchConfig::new(N / 256, 256).stream(&stream);
+    let mut launch_ms = [0.0; 2];
+    for ms in &mut launch_ms {
+        let t = std::time::Instant::now();
+        // SAFETY: fill(out, n) writes out[0..n] = 3i + 1; `buf` holds N u32s and outlives
+        // the synchronize right after.
+        unsafe { launch(fill, &cfg, &(buf.as_arg(), N))? };
+        stream.synchronize()?;
+        *ms = t.elapsed().as_secs_f64() * 1e3;
+    }
+    let mut got = vec![0u32; N as usize];
+    buf.copy_to_host(&mut got)?;
+    check_filled(&got, &format!("fill under {mode} loading"))?;
+
+    let t = std::time::Instant::now();
+    for f in &funcs {
+        f.load()?;
+    }
+    let load_all_ms = t.elapsed().as_secs_f64() * 1e3;
+    for f in &funcs {
+        check(f.is_loaded()?, || {
+            format!(
+                "`{}` not loaded after cuFuncLoad",
+                name_of(f).unwrap_or_default()
+            )
+        })?;
+    }
+    Ok(LoadTimings {
+        mode,
+        module_ms,
+        first_ms: launch_ms[0],
+        second_ms: launch_ms[1],
+        load_all_ms,
+        loaded,
+        functions: funcs.len(),
+    })
+}
+
+fn lazy_and_eager_loading_timings() -> TestResult {
+    require_gpu()?;
+    let here = measure_loading()?;
+    println!("{}", here.line());
+    if std::env::var_os(CHILD_ENV).is_some() {
+        return Ok(());
+    }
+
+    // The same measurement in a child process under EAGER loading.
+    let exe = std::env::current_exe().map_err(|e| Outcome::Fail(format!("current_exe: {e}")))?;
+    let out = std::process::Command::new(&exe)
+        .arg("lazy_and_eager_loading_timings")
+        .env(CHILD_ENV, "1")
+        .env("CUDA_MODULE_LOADING", "EAGER")
+        .output()
+        .map_err(|e| Outcome::Fail(format!("running {}: {e}", exe.display())))?;
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    if !out.status.success() {
+        return Err(Outcome::Fail(format!(
+            "child under CUDA_MODULE_LOADING=EAGER failed ({}):\n{stderr}\n{stdout}",
+            out.status
+        )));
+    }
+    let Some(eager) = stdout.lines().find_map(LoadTimings::parse) else {
+        if let Some(skip) = stdout.lines().find(|l| l.contains("SKIPPED")) {
+            return Err(Outcome::Skip(format!("child: {}", skip.trim())));
+        }
+        return Err(Outcome::Fail(format!(
+            "child printed no timings:\n{stdout}\n{stderr}"
+        )));
+    };
+    println!(
+        "    module load ({} kernels): {} {:.2} ms, {} {:.2} ms",
+        here.functions, here.mode, here.module_ms, eager.mode, eager.module_ms
+    );
+    println!(
+        "    first launch of `fill`: {} {:.3} ms, {} {:.3} ms",
+        here.mode, here.first_ms, eager.mode, eager.first_ms
+    );
+    println!(
+        "    second launch of `fill`: {} {:.3} ms, {} {:.3} ms",
+        here.mode, here.second_ms, eager.mode, eager.second_ms
+    );
+    println!(
+        "    load() of every function: {} {:.3} ms, {} {:.3} ms",
+        here.mode, here.load_all_ms, eager.mode, eager.load_all_ms
+    );
+    println!(
+        "    loaded right after module load: {} {}/{}, {} {}/{}",
+        here.mode, here.loaded, here.functions, eager.mode, eager.loaded, eager.functions
+    );
+    check_eq(eager.mode.as_str(), "EAGER", "child's loading mode")?;
+    check_eq(
+        eager.loaded,
+        eager.functions,
+        "functions loaded right after module load under EAGER",
+    )?;
+    check(eager.functions > 0, || {
+        "the child enumerated no functions".into()
+    })
+}
+
+/// Median of `v` (sorted in place); 0 for an empty slice.
+fn median(v: &mut [f64]) -> f64 {
+    v.sort_by(f64::total_cmp);
+    v.get(v.len() / 2).copied().unwrap_or(0.0)
+}
+
+/// `LAUNCHES` launches of `fill` (1 block of 256 on a 256-element buffer) on `stream`, each
+/// between two events and synchronized: the event and host round-trip times in ms, and
+/// the buffer's check.
+fn time_short_kernel(
+    fill: &Function,
+    stream: &Stream,
+    ctx: &Context,
+    what: &str,
+) -> Result<(Vec<f64>, Vec<f64>), Outcome> {
+    const LAUNCHES: usize = 200;
+    const N: u32 = 256;
+    let buf = DeviceBuffer::<u32>::zeroed(ctx, N as usize)?;
+    let (start, end) = (
+        Event::new(ctx, EventFlags::empty())?,
+        Event::new(ctx, EventFlags::empty())?,
+    );
+    let cfg = LaunchConfig::new(1, N).stream(stream);
+    let (mut events, mut host) = (Vec::new(), Vec::new());
+    for _ in 0..LAUNCHES {
+        let t = std::time::Instant::now();
+        start.record(stream)?;
+        // SAFETY: fill(out, n) writes out[0..n]; `buf` holds N u32s and outlives the
+        // synchronize below.
+        unsafe { launch(fill, &cfg, &(buf.as_arg(), N))? };
+        end.record(stream)?;
+        end.synchronize()?;
+        host.push(t.elapsed().as_secs_f64() * 1e3);
+        events.push(f64::from(Event::elapsed_ms(&start, &end)?));
+    }
+    let mut got = vec![0u32; N as usize];
+    buf.copy_to_host(&mut got)?;
+    check_filled(&got, what)?;
+    Ok((events, host))
+}
+
+fn latency_with_a_busy_neighbour_partition() -> TestResult {
+    let h = halves()?;
+    let ctxs = [
+        green_ctx(h.dev, &h.parts[0])?,
+        green_ctx(h.dev, &h.parts[1])?,
+    ];
+    let modules = [
+        Module::from_ptx(&ctxs[0], ptx::KERNELS)?,
+        Module::from_ptx(&ctxs[1], ptx::KERNELS)?,
+    ];
+    let fill = modules[0].function("fill")?;
+    let recs = [
+        modules[0].function("pdl_primary")?,
+        modules[1].function("pdl_primary")?,
+    ];
+    let streams = [
+        or_skip_old(green::stream(&ctxs[0], 0))?,
+        or_skip_old(green::stream(&ctxs[1], 0))?,
+    ];
+    for f in [&fill, &recs[0], &recs[1]] {
+        f.load()?;
+    }
+    // Warm-up, then A alone.
+    time_short_kernel(&fill, &streams[0], &ctxs[0], "warm-up")?;
+    let t = std::time::Instant::now();
+    let (mut alone, mut alone_host) =
+        time_short_kernel(&fill, &streams[0], &ctxs[0], "partition A alone")?;
+    let alone_wall_ns = t.elapsed().as_nanos() as u64;
+
+    // B busy: every SM of B holds as many spinning blocks as fit, kernel after kernel,
+    // for well beyond A's measurement alone (a 10x margin, at least 50 ms).
+    const WORK_NS: u32 = 10_000_000;
+    let per_sm = recs[1].max_active_blocks_per_sm(128, 0)?.max(1);
+    let grid_b = per_sm * h.parts[1].sm_count();
+    let cover_ns = (10 * alone_wall_ns).max(50_000_000);
+    let kernels_b = (cover_ns / u64::from(WORK_NS) + 1).min(100) as usize;
+    let mut busy = Vec::with_capacity(kernels_b);
+    for _ in 0..kernels_b {
+        busy.push(record(&recs[1], &streams[1], &ctxs[1], grid_b, WORK_NS)?);
+    }
+    std::thread::sleep(std::time::Duration::from_millis(2));
+    let (mut loaded, mut loaded_host) =
+        time_short_kernel(&fill, &streams[0], &ctxs[0], "partition A, B busy")?;
+    // A's SMs, recorded while B is still busy.
+    let a_rec = record(
+        &recs[0],
+        &streams[0],
+        &ctxs[0],
+        2 * h.parts[0].sm_count(),
+        20_000,
+    )?;
+    let b_still_busy = !streams[1].query()?;
+    let a_stamps = a_rec.finish(&streams[0])?;
+    let mut b_sms = BTreeSet::new();
+    for (i, r) in busy.into_iter().enumerate() {
+        let s = r.finish(&streams[1])?;
+        check_all_ran(&s, &format!("B kernel {i}"))?;
+        b_sms.extend(s.sms());
+    }
+    check_all_ran(&a_stamps, "A recording")?;
+    let a_sms = a_stamps.sms();
+
+    let (m_alone, m_loaded) = (median(&mut alone), median(&mut loaded));
+    let (h_alone, h_loaded) = (median(&mut alone_host), median(&mut loaded_host));
+    println!(
+        "    B busy: {kernels_b} x pdl_primary ({grid_b} blocks of 128, {} ms each) on {} SMs; \
+         still busy when A finished: {b_still_busy}",
+        WORK_NS / 1_000_000,
+        b_sms.len()
+    );
+    println!(
+        "    short kernel on A (fill, 1 block), median of 200 (events): alone {:.2} us, \
+         B busy {:.2} us, ratio {:.2}",
+        m_alone * 1e3,
+        m_loaded * 1e3,
+        m_loaded / m_alone
+    );
+    println!(
+        "    host round trip (launch + sync), median: alone {:.2} us, B busy {:.2} us, \
+         ratio {:.2}",
+        h_alone * 1e3,
+        h_loaded * 1e3,
+        h_loaded / h_alone
+    );
+    println!(
+        "    A's SMs (pdl_primary on A while B busy): {} of {}",
+        a_sms.len(),
+        h.parts[0].sm_count()
+    );
+    check(a_sms.len() <= h.parts[0].sm_count() as usize, || {
+        format!("partition A ran on {} SMs: {a_sms:?}", a_sms.len())
+    })?;
+    check(b_sms.len() <= h.parts[1].sm_count() as usize, || {
+        format!("partition B ran on {} SMs: {b_sms:?}", b_sms.len())
+    })?;
+    let shared: Vec<&u64> = a_sms.intersection(&b_sms).collect();
+    check(shared.is_empty(), || {
+        format!("SMs used by both partitions: {shared:?}")
     })
 }
