@@ -30,35 +30,13 @@ pub fn run(root: &Path, check: bool) -> R {
     let tk = toolkit::locate(root)?;
     step(&format!("bindgen over {}", tk.include.display()));
     let files = generate(&tk.include)?;
-    let out_dir = root.join("cuda-sys/src/generated");
-    let mut stale = Vec::new();
-    for (name, text) in &files {
-        let path = out_dir.join(name);
-        if check {
-            if std::fs::read_to_string(&path).ok().as_deref() != Some(text.as_str()) {
-                stale.push(path.display().to_string());
-            }
-        } else {
-            std::fs::create_dir_all(&out_dir)?;
-            std::fs::write(&path, text)?;
-            println!(
-                "  wrote {} ({} lines)",
-                path.display(),
-                text.lines().count()
-            );
-        }
-    }
-    if !stale.is_empty() {
-        return Err(format!(
-            "generated bindings are stale: {}\n  run `cargo xtask bindgen` and commit the result",
-            stale.join(", ")
-        )
-        .into());
-    }
-    if check {
-        println!("  bindings are up to date ({} files)", files.len());
-    }
-    Ok(())
+    toolkit::write_or_check(
+        &root.join("cuda-sys/src/generated"),
+        &files,
+        check,
+        "generated bindings",
+        "cargo xtask bindgen",
+    )
 }
 
 /// One C function as the header declares it.

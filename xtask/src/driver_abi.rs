@@ -14,7 +14,6 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
-use std::process::Command;
 
 use crate::{R, bindgen, step, toolkit};
 
@@ -57,35 +56,13 @@ pub fn run(root: &Path, check: bool) -> R {
     }
     check_older_abis(&sets, &declared)?;
 
-    let out = root.join(OUT_DIR);
-    let mut stale = Vec::new();
-    for (name, text) in &files {
-        let path = out.join(name);
-        if check {
-            if std::fs::read_to_string(&path).ok().as_deref() != Some(text.as_str()) {
-                stale.push(path.display().to_string());
-            }
-        } else {
-            std::fs::create_dir_all(&out)?;
-            std::fs::write(&path, text)?;
-            println!(
-                "  wrote {} ({} lines)",
-                path.display(),
-                text.lines().count()
-            );
-        }
-    }
-    if !stale.is_empty() {
-        return Err(format!(
-            "driver ABI sets are stale: {}\n  run `cargo xtask driver-abi` and commit the result",
-            stale.join(", ")
-        )
-        .into());
-    }
-    if check {
-        println!("  driver ABI sets are up to date ({} files)", files.len());
-    }
-    Ok(())
+    toolkit::write_or_check(
+        &root.join(OUT_DIR),
+        &files,
+        check,
+        "driver ABI sets",
+        "cargo xtask driver-abi",
+    )
 }
 
 fn read(path: &Path) -> R<String> {
@@ -103,22 +80,7 @@ fn cu12(root: &Path, version: &str) -> R<PathBuf> {
         || !include.join("cudaTypedefs.h").exists()
     {
         step(&format!("fetching {wheel} into {}", dir.display()));
-        let python = ["python3", "python"]
-            .into_iter()
-            .find(|p| Command::new(p).arg("--version").output().is_ok())
-            .ok_or("python3 is needed to fetch the CUDA wheels (pip)")?;
-        let mut cmd = Command::new(python);
-        cmd.args([
-            "-m",
-            "pip",
-            "install",
-            "--quiet",
-            "--disable-pip-version-check",
-        ])
-        .args(["--no-deps", "--upgrade", "--target"])
-        .arg(&dir)
-        .arg(&wheel);
-        crate::run(&mut cmd)?;
+        toolkit::pip_install(&dir, &[wheel.as_str()])?;
         std::fs::write(&stamp, &wheel)?;
     }
     if !include.join("cudaTypedefs.h").exists() {

@@ -75,26 +75,71 @@ pub fn wheels(workspace: &Path) -> R<Toolkit> {
     let want = WHEELS.join(" ");
     if std::fs::read_to_string(&stamp).ok().as_deref() != Some(want.as_str()) {
         step(&format!("fetching CUDA 13.0 wheels into {}", dir.display()));
-        let python = ["python3", "python"]
-            .into_iter()
-            .find(|p| Command::new(p).arg("--version").output().is_ok())
-            .ok_or("python3 is needed to fetch the CUDA wheels (pip)")?;
-        let mut cmd = Command::new(python);
-        cmd.args([
-            "-m",
-            "pip",
-            "install",
-            "--quiet",
-            "--disable-pip-version-check",
-        ])
-        .args(["--no-deps", "--upgrade", "--target"])
-        .arg(&dir)
-        .args(WHEELS);
-        run(&mut cmd)?;
+        pip_install(&dir, WHEELS)?;
         std::fs::write(&stamp, &want)?;
     }
     let tk = from_root(&root).ok_or("the CUDA wheels installed but include/cuda.h is missing")?;
     Ok(tk)
+}
+
+/// `pip install --no-deps --upgrade --target <dir>` of `wheels` (PyPI packages, pinned).
+pub fn pip_install(dir: &Path, wheels: &[&str]) -> R {
+    let python = ["python3", "python"]
+        .into_iter()
+        .find(|p| Command::new(p).arg("--version").output().is_ok())
+        .ok_or("python3 is needed to fetch the CUDA wheels (pip)")?;
+    let mut cmd = Command::new(python);
+    cmd.args([
+        "-m",
+        "pip",
+        "install",
+        "--quiet",
+        "--disable-pip-version-check",
+    ])
+    .args(["--no-deps", "--upgrade", "--target"])
+    .arg(dir)
+    .args(wheels);
+    run(&mut cmd)
+}
+
+/// Writes generated `files` (name, text) into `out_dir`, or with `check` compares them
+/// with what is there and fails naming the stale ones and `regenerate`, the command that
+/// rewrites them. `what` names the files in messages.
+pub fn write_or_check(
+    out_dir: &Path,
+    files: &[(String, String)],
+    check: bool,
+    what: &str,
+    regenerate: &str,
+) -> R {
+    let mut stale = Vec::new();
+    for (name, text) in files {
+        let path = out_dir.join(name);
+        if check {
+            if std::fs::read_to_string(&path).ok().as_deref() != Some(text.as_str()) {
+                stale.push(path.display().to_string());
+            }
+        } else {
+            std::fs::create_dir_all(out_dir)?;
+            std::fs::write(&path, text)?;
+            println!(
+                "  wrote {} ({} lines)",
+                path.display(),
+                text.lines().count()
+            );
+        }
+    }
+    if !stale.is_empty() {
+        return Err(format!(
+            "{what} are stale: {}\n  run `{regenerate}` and commit the result",
+            stale.join(", ")
+        )
+        .into());
+    }
+    if check {
+        println!("  {what} are up to date ({} files)", files.len());
+    }
+    Ok(())
 }
 
 /// Makes sure bindgen can find libclang: installs Debian's `libclang-dev` when absent.
