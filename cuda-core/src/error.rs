@@ -17,7 +17,7 @@
 
 use core::fmt;
 
-use cuda_sys::{CUresult, LoadError, MissingSymbol};
+use cuda_sys::{CUgraphNodeType, CUresult, LoadError, MissingSymbol};
 
 use crate::args::{LayoutMismatch, PackError};
 
@@ -93,6 +93,15 @@ pub enum Error {
         /// The driver's CUDA version.
         driver: u32,
     },
+    /// A graph that cannot be instantiated for device launch (Programming Guide 4.2.6,
+    /// "device graph requirements"), found before the driver call.
+    /// [`code`](Self::code) is `CUDA_ERROR_INVALID_VALUE`, what the driver returns.
+    NotDeviceLaunchable {
+        /// The requirement the graph breaks.
+        rule: &'static str,
+        /// The type of the offending node, when a node breaks it.
+        node_type: Option<CUgraphNodeType>,
+    },
 }
 
 impl Error {
@@ -109,6 +118,7 @@ impl Error {
             Self::Driver { code, .. } | Self::Jit { code, .. } => Some(*code),
             Self::NotFound { .. } => Some(CUresult::CUDA_ERROR_NOT_FOUND),
             Self::DriverTooOld { .. } => Some(CUresult::CUDA_ERROR_NOT_SUPPORTED),
+            Self::NotDeviceLaunchable { .. } => Some(CUresult::CUDA_ERROR_INVALID_VALUE),
             _ => None,
         }
     }
@@ -191,6 +201,16 @@ impl fmt::Display for Error {
                 driver / 1000,
                 driver % 1000 / 10
             ),
+            Self::NotDeviceLaunchable { rule, node_type } => {
+                write!(f, "graph cannot be instantiated for device launch: {rule}")?;
+                if let Some(t) = node_type {
+                    match crate::graph::node_type_name(*t) {
+                        Some(name) => write!(f, " (node type: {name})")?,
+                        None => write!(f, " (node type {})", t.0)?,
+                    }
+                }
+                Ok(())
+            }
         }
     }
 }
@@ -207,7 +227,8 @@ impl core::error::Error for Error {
             Self::LengthMismatch { .. }
             | Self::InvalidArgument(_)
             | Self::StreamCapturing(_)
-            | Self::DriverTooOld { .. } => None,
+            | Self::DriverTooOld { .. }
+            | Self::NotDeviceLaunchable { .. } => None,
         }
     }
 }

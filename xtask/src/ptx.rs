@@ -36,6 +36,7 @@ const DEVRT_SYMBOLS: &[&str] = &[
     "cudaGetParameterBufferV2",
     "cudaLaunchDeviceV2",
     "cudaGraphSetConditional",
+    "cudaGraphLaunch",
 ];
 
 /// One device crate and the PTX file it becomes.

@@ -27,4 +27,9 @@ unsafe extern "C" {
     /// `void cudaGraphSetConditional(cudaGraphConditionalHandle handle, unsigned value)`:
     /// sets a graph conditional node's value from device code.
     pub fn cudaGraphSetConditional(handle: u64, value: u32);
+
+    /// `cudaError_t cudaGraphLaunch(cudaGraphExec_t graphExec, cudaStream_t stream)`:
+    /// launches a device-launchable executable graph from device code into one of the
+    /// named graph streams (`cudaStreamGraphTailLaunch`, ...).
+    pub fn cudaGraphLaunch(exec: u64, stream: *mut c_void) -> u32;
 }

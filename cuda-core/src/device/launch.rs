@@ -121,6 +121,8 @@ impl DeviceStream {
 pub struct DevRtError(pub u32);
 
 impl DevRtError {
+    /// `cudaErrorInvalidValue`.
+    pub const INVALID_VALUE: Self = Self(1);
     /// `cudaErrorMemoryAllocation`.
     pub const MEMORY_ALLOCATION: Self = Self(2);
     /// `cudaErrorInvalidConfiguration`.
@@ -140,6 +142,7 @@ impl DevRtError {
     #[must_use]
     pub const fn name(self) -> Option<&'static str> {
         Some(match self.0 {
+            1 => "cudaErrorInvalidValue",
             2 => "cudaErrorMemoryAllocation",
             9 => "cudaErrorInvalidConfiguration",
             65 => "cudaErrorLaunchMaxDepthExceeded",

@@ -20,7 +20,9 @@
 //!   [`dynamic_shared!`](crate::dynamic_shared), [`to_shared_addr`].
 //! - Device-side launch: [`launch_child`] (parameters written by
 //!   [`crate::args::write_params_raw`], the host packer's layout code), and
-//!   [`ConditionalHandle::set`] for graph conditional nodes; both need `libcudadevrt.a`.
+//!   [`ConditionalHandle::set`] for graph conditional nodes, and device graph launch
+//!   ([`DeviceGraphExec::launch`] into a [`GraphLaunchStream`],
+//!   [`DeviceGraphExec::current`]); all need `libcudadevrt.a`.
 //!
 //! Helpers that need an SM or PTX ISA version above the build's (`sm_90` / PTX 8.0 for
 //! most of them) are not compiled, so using one fails the build instead of `ptxas` or
@@ -101,9 +103,11 @@ sm90_ptx78! {
     };
     pub use grid_dep::{grid_dependency_wait, launch_dependents};
 }
-pub use devrt_ffi::{cudaGetParameterBufferV2, cudaGraphSetConditional, cudaLaunchDeviceV2};
+pub use devrt_ffi::{
+    cudaGetParameterBufferV2, cudaGraphLaunch, cudaGraphSetConditional, cudaLaunchDeviceV2,
+};
 pub use fence::{fence_acq_rel, fence_sc};
-pub use graph::ConditionalHandle;
+pub use graph::{ConditionalHandle, DeviceGraphExec, GraphLaunchStream};
 pub use launch::{
     DevRtError, DeviceKernel, DeviceStream, LaunchError, launch_child, launch_child_with_rule,
 };

@@ -274,6 +274,27 @@ pub unsafe fn globaltimer() -> u64 {
     t
 }
 
+/// `mov.u64 d, %current_graph_exec;`: the `cudaGraphExec_t` of the device graph the
+/// calling kernel runs in, 0 outside a device-launchable graph (PTX 8.0, all SMs).
+///
+/// # Safety
+/// None; `unsafe` only because this module's functions all are.
+#[cfg(any(doc, target_feature = "ptx80"))]
+#[inline(always)]
+#[must_use]
+pub unsafe fn current_graph_exec() -> u64 {
+    let g: u64;
+    // SAFETY: reading a special register has no side effect.
+    unsafe {
+        asm!(
+            "mov.u64 {g}, %current_graph_exec;",
+            g = out(reg64) g,
+            options(nomem, nostack, preserves_flags),
+        );
+    }
+    g
+}
+
 /// `mov.u64 d, %clock64;`: the SM's 64-bit cycle counter. Read anew at each call.
 ///
 /// # Safety

@@ -66,11 +66,15 @@ impl<'a> Graph<'a> {
     /// `cuGraphInstantiateWithFlags`: an executable graph of this graph.
     ///
     /// # Errors
-    /// Driver errors (`CUDA_ERROR_INVALID_VALUE` for [`InstantiateFlags::UPLOAD`], which
-    /// needs [`instantiate_with_upload`](Self::instantiate_with_upload)).
+    /// [`Error::NotDeviceLaunchable`] when `flags` has [`InstantiateFlags::DEVICE_LAUNCH`]
+    /// and the graph breaks a device-graph rule (see
+    /// [`check_device_launchable`](Self::check_device_launchable)); driver errors
+    /// (`CUDA_ERROR_INVALID_VALUE` for [`InstantiateFlags::UPLOAD`], which needs
+    /// [`instantiate_with_upload`](Self::instantiate_with_upload)).
     #[doc(alias = "cuGraphInstantiate")]
     #[doc(alias = "cuGraphInstantiateWithFlags")]
     pub fn instantiate(&self, flags: InstantiateFlags) -> Result<GraphExec<'a>> {
+        self.check_instantiate_flags(flags)?;
         let g = self.context().enter()?;
         let mut raw = ptr::null_mut();
         // SAFETY: live graph, valid out-pointer; the graph's context is current.
@@ -90,6 +94,7 @@ impl<'a> Graph<'a> {
     /// ([`InstantiateFlags::UPLOAD`] is added).
     ///
     /// # Errors
+    /// [`Error::NotDeviceLaunchable`] as for [`instantiate`](Self::instantiate);
     /// [`Error::Driver`] naming `cuGraphInstantiateWithParams` (the instantiate result,
     /// `CUDA_GRAPH_INSTANTIATE_*`, is that call's detail: see
     /// [`instantiate_result_name`]).
@@ -99,6 +104,7 @@ impl<'a> Graph<'a> {
         flags: InstantiateFlags,
         upload: Option<&Stream>,
     ) -> Result<GraphExec<'a>> {
+        self.check_instantiate_flags(flags)?;
         let g = self.context().enter()?;
         let mut params = CUDA_GRAPH_INSTANTIATE_PARAMS {
             flags: match upload {
@@ -161,6 +167,12 @@ impl<'a> GraphExec<'a> {
             launched: core::cell::Cell::new(false),
             _borrows: PhantomData,
         }
+    }
+
+    /// Records that the graph may have been launched (dropping it then waits for the
+    /// context's work).
+    pub(crate) fn mark_launched(&self) {
+        self.launched.set(true);
     }
 
     /// The context the executable graph belongs to.

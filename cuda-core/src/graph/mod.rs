@@ -17,6 +17,10 @@
 //! - Edges with [`EdgeData`]: default, programmatic ([`EdgeData::PROGRAMMATIC`]) and
 //!   launch-completion ([`EdgeData::LAUNCH_COMPLETION`]) edges between kernel nodes;
 //!   node dependencies and graph edges listed with their edge data.
+//! - Device graph launch (Programming Guide 4.2.6): [`Graph::instantiate_for_device`]
+//!   checks the device-graph requirements up front ([`Graph::check_device_launchable`])
+//!   and uploads; [`GraphExec::device_handle`] is the kernel parameter device code
+//!   launches with (`cudadrv::device::DeviceGraphExec`).
 //! - The device's graph memory pool: [`GraphMemUsage`], [`graph_mem_trim`].
 //!
 //! # Lifetimes and memory
@@ -38,6 +42,7 @@
 
 mod capture;
 mod conditional;
+mod device_launch;
 mod edge;
 mod exec;
 mod handle;
@@ -48,6 +53,7 @@ mod nodes;
 
 pub use capture::{Capture, CaptureInfo, CaptureMode, CaptureToGraph, Capturing};
 pub use conditional::ConditionalHandle;
+pub use device_launch::{CHECK_CAPACITY, DeviceGraphHandle, node_type_name};
 pub use edge::EdgeData;
 pub use exec::{ExecUpdateError, GraphExec, InstantiateFlags, instantiate_result_name};
 pub use handle::{Graph, GraphRef};

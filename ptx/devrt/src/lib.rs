@@ -1,7 +1,7 @@
 //! Kernels that call the CUDA device runtime (`libcudadevrt.a`), compiled to
 //! `ptx/generated/devrt.ptx` by `cargo xtask ptx`.
 //!
-//! The module has unresolved references to `cudaGetParameterBufferV2`,
+//! The module has unresolved references to `cudaGetParameterBufferV2`, `cudaGraphLaunch`,
 //! `cudaLaunchDeviceV2` and `cudaGraphSetConditional`: load it through the JIT linker
 //! (`cuLinkCreate`, `cuLinkAddData(PTX)`, `cuLinkAddFile(libcudadevrt.a,
 //! CU_JIT_INPUT_LIBRARY)`, `cuLinkComplete`), not with plain `cuModuleLoadData`.
@@ -25,5 +25,6 @@ compile_error!(
 );
 
 pub mod dyn_launch;
+pub mod graph_launch;
 pub mod set_selector;
 pub mod while_cond;
