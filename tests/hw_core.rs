@@ -15,7 +15,8 @@ use cuda_core::{
 };
 use cuda_sys::{CUdevice_attribute, CUresult};
 use cuda_workspace::{
-    TestResult, check, check_eq, hw_tests, ptx, require_gpu, require_sm, run_suite, skip,
+    TestResult, check, check_eq, cudadevrt_path, hw_tests, ptx, require_gpu, require_sm, run_suite,
+    skip,
 };
 
 fn main() {
@@ -691,19 +692,6 @@ fn device_runtime_limits() -> TestResult {
     ctx.set_dev_runtime_pending_launch_count(pending0)?;
     println!("    defaults: pending launches {pending0}, heap {heap}, stack {stack}");
     Ok(())
-}
-
-fn cudadevrt_path() -> Option<std::path::PathBuf> {
-    let mut dirs: Vec<std::path::PathBuf> = Vec::new();
-    for var in ["CUDA_PATH", "CUDA_HOME"] {
-        if let Some(p) = std::env::var_os(var) {
-            dirs.push(std::path::PathBuf::from(p).join("lib64"));
-        }
-    }
-    dirs.push("/usr/local/cuda/lib64".into());
-    dirs.into_iter()
-        .map(|d| d.join("libcudadevrt.a"))
-        .find(|p| p.is_file())
 }
 
 fn linker_with_cudadevrt() -> TestResult {

@@ -48,7 +48,6 @@
 //! compute-sanitizer the device-side launch test is skipped (the tools do not support
 //! CUDA Dynamic Parallelism and count that as an error).
 
-use std::path::PathBuf;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
@@ -58,7 +57,8 @@ use cuda_core::launch::{LaunchConfig, launch};
 use cuda_core::{Context, Device, DeviceBuffer, DevicePtr, Error, JitOptions, Linker, Module};
 use cuda_core::{Function, Pod, Stream, StreamFlags};
 use cuda_workspace::{
-    Outcome, TestResult, check, check_eq, hw_tests, ptx, require_sm, run_suite, skip,
+    Outcome, TestResult, check, check_eq, cudadevrt_path, hw_tests, ptx, require_sm, run_suite,
+    skip, under_sanitizer,
 };
 
 fn main() {
@@ -133,11 +133,6 @@ fn under_cuda_tool() -> bool {
     ]
     .iter()
     .any(|v| std::env::var_os(v).is_some_and(|v| !v.is_empty()))
-}
-
-/// True under compute-sanitizer (any tool).
-fn under_sanitizer() -> bool {
-    std::env::var_os("NV_SANITIZER_INJECTION_PORT_BASE").is_some()
 }
 
 fn median(v: &[i64]) -> i64 {
@@ -726,22 +721,6 @@ fn echo_bytes(f: [f32; 2], g_a: f32, g_b: [f32; 4]) -> [u8; ECHO_LEN] {
         put(112 + 4 * i, &x.to_le_bytes());
     }
     o
-}
-
-/// Where libcudadevrt.a is: `$CUDA_DEVRT_LIB`, then `lib64/` of `$CUDA_PATH`,
-/// `$CUDA_HOME` and `/usr/local/cuda`.
-fn cudadevrt_path() -> Option<PathBuf> {
-    let mut cands: Vec<PathBuf> = Vec::new();
-    if let Some(p) = std::env::var_os("CUDA_DEVRT_LIB") {
-        cands.push(PathBuf::from(p));
-    }
-    for var in ["CUDA_PATH", "CUDA_HOME"] {
-        if let Some(p) = std::env::var_os(var) {
-            cands.push(PathBuf::from(p).join("lib64/libcudadevrt.a"));
-        }
-    }
-    cands.push("/usr/local/cuda/lib64/libcudadevrt.a".into());
-    cands.into_iter().find(|p| p.is_file())
 }
 
 /// Launches a 1x1 devrt parent `(out, status)` and returns (status, echo bytes).

@@ -20,13 +20,12 @@ use cuda_core::graph::{
 };
 use cuda_core::launch::{LaunchConfig, launch};
 use cuda_core::{
-    Context, Device, DeviceBuffer, DevicePtr, Error, Event, EventFlags, Function, JitOptions,
-    Linker, Module, Stream,
+    Context, Device, DeviceBuffer, DevicePtr, Error, Event, EventFlags, Function, Module, Stream,
 };
 use cuda_sys::{
     CUgraphDependencyType, CUgraphExecUpdateResult, CUgraphNodeType, CUstreamCaptureStatus,
 };
-use cuda_workspace::{Outcome, TestResult, check, check_eq, ptx, require_gpu, require_sm, skip};
+use cuda_workspace::{Outcome, TestResult, check, check_eq, ptx, require_gpu, require_sm};
 
 fn main() {
     cuda_workspace::run_suite(
@@ -66,23 +65,6 @@ fn all_equal(v: &[u32], want: u32, what: &str) -> TestResult {
     }
 }
 
-/// `libcudadevrt.a`: `$CUDA_DEVRT_LIB`, `$CUDA_PATH/lib64`, `$CUDA_HOME/lib64`,
-/// `/usr/local/cuda/lib64`.
-fn devrt_lib() -> Option<String> {
-    if let Ok(p) = std::env::var("CUDA_DEVRT_LIB") {
-        return std::path::Path::new(&p).is_file().then_some(p);
-    }
-    let mut dirs: Vec<String> = ["CUDA_PATH", "CUDA_HOME"]
-        .iter()
-        .filter_map(|v| std::env::var(v).ok())
-        .map(|d| format!("{d}/lib64"))
-        .collect();
-    dirs.push("/usr/local/cuda/lib64".into());
-    dirs.into_iter()
-        .map(|d| format!("{d}/libcudadevrt.a"))
-        .find(|p| std::path::Path::new(p).is_file())
-}
-
 /// The plain kernels (`ptx/generated/kernels.ptx`).
 fn kernels_module(ctx: &Context) -> Result<Module, Error> {
     Module::from_ptx(ctx, ptx::KERNELS)
@@ -91,16 +73,7 @@ fn kernels_module(ctx: &Context) -> Result<Module, Error> {
 /// The device-runtime kernels (`ptx/generated/devrt.ptx`) linked with `libcudadevrt.a`,
 /// or a skip when the library is not found.
 fn devrt_module(ctx: &Context) -> Result<Module, Outcome> {
-    let Some(lib) = devrt_lib() else {
-        return skip(
-            "libcudadevrt.a not found (set CUDA_DEVRT_LIB, or CUDA_PATH / CUDA_HOME, or install \
-             it in /usr/local/cuda/lib64)",
-        );
-    };
-    let mut linker = Linker::new(ctx, JitOptions::default())?;
-    linker.add_library_file(&lib)?;
-    linker.add_ptx(ptx::DEVRT, "devrt.ptx")?;
-    Ok(linker.into_module()?)
+    cuda_workspace::link_with_devrt(ctx, ptx::DEVRT, "devrt.ptx")
 }
 
 /// `chain_step`'s mode 1 (`CHAIN_WAIT_TRIGGER_EARLY` in ptx/src/chain.rs):

@@ -282,6 +282,48 @@ pub mod ptx {
     pub const DEVRT: &str = include_str!("../../ptx/generated/devrt.ptx");
 }
 
+/// Where libcudadevrt.a is: `$CUDA_DEVRT_LIB`, then `lib64/` of `$CUDA_PATH`,
+/// `$CUDA_HOME` and `/usr/local/cuda`.
+pub fn cudadevrt_path() -> Option<std::path::PathBuf> {
+    use std::path::PathBuf;
+    let mut cands: Vec<PathBuf> = Vec::new();
+    if let Some(p) = std::env::var_os("CUDA_DEVRT_LIB") {
+        cands.push(PathBuf::from(p));
+    }
+    for var in ["CUDA_PATH", "CUDA_HOME"] {
+        if let Some(p) = std::env::var_os(var) {
+            cands.push(PathBuf::from(p).join("lib64/libcudadevrt.a"));
+        }
+    }
+    cands.push("/usr/local/cuda/lib64/libcudadevrt.a".into());
+    cands.into_iter().find(|p| p.is_file())
+}
+
+/// `ptx_src` (named `name` in JIT messages) linked with `libcudadevrt.a` by the JIT
+/// linker; a skip when the library is not found.
+pub fn link_with_devrt(
+    ctx: &cuda_core::Context,
+    ptx_src: &str,
+    name: &str,
+) -> Result<cuda_core::Module, Outcome> {
+    use cuda_core::{JitOptions, Linker};
+    let Some(devrt) = cudadevrt_path() else {
+        return skip(
+            "libcudadevrt.a not found ($CUDA_DEVRT_LIB, $CUDA_PATH/lib64, $CUDA_HOME/lib64, \
+             /usr/local/cuda/lib64)",
+        );
+    };
+    let mut linker = Linker::new(ctx, JitOptions::default())?;
+    linker.add_ptx(ptx_src, name)?;
+    linker.add_library_file(devrt.to_str().ok_or("libcudadevrt.a path is not UTF-8")?)?;
+    Ok(linker.into_module()?)
+}
+
+/// True under compute-sanitizer (any tool).
+pub fn under_sanitizer() -> bool {
+    std::env::var_os("NV_SANITIZER_INJECTION_PORT_BASE").is_some()
+}
+
 /// The C ABI probe built by build.rs (present when CUDA headers were found).
 #[cfg(abi_probe)]
 pub mod abi {
