@@ -55,9 +55,9 @@ pub fn run_bundle(root: &Path, dir: &Path) -> R {
         copy_test(&exe, &bin, "_linked")?;
     }
 
-    step("building the examples (pdl_demo, bench), release");
+    step("building the examples (pdl_demo, bench, devgraph_bench), release");
     run(cargo(root).args(["build", "--release", "--examples", "-p", "cuda-workspace"]))?;
-    for example in ["pdl_demo", "bench"] {
+    for example in ["pdl_demo", "bench", "devgraph_bench"] {
         let src = root.join("target/release/examples").join(example);
         let dst = bin.join(example);
         std::fs::copy(&src, &dst).map_err(|e| format!("{}: {e}", src.display()))?;
@@ -245,9 +245,16 @@ if [ "$BENCH" = 1 ]; then
     bin/bench --interleave "$PWD/bench_cpp.so" --rounds "$ROUNDS" --csv "$LOGS/bench_interleave.csv" 2>&1 | tee "$LOGS/bench_interleave.log"
   fi
   grep -E "error|allocs/launch" "$LOGS/bench.log" | head -20
+  echo "=== devgraph_bench (device graph launch; Rust and nvcc C++ kernels alternating)"
+  if "${NVCC:-/usr/local/cuda/bin/nvcc}" -arch=sm_90 -O3 -rdc=true -ptx cpp/devgraph_ref.cu -o devgraph_ref.ptx > "$LOGS/devgraph_ref_build.log" 2>&1; then
+    bin/devgraph_bench --cpp-ptx devgraph_ref.ptx --rounds "$ROUNDS" --csv "$LOGS/devgraph_bench.csv" 2>&1 | tee "$LOGS/devgraph_bench.log"
+  else
+    echo "nvcc build of cpp/devgraph_ref.cu failed:"; tail -20 "$LOGS/devgraph_ref_build.log"
+    bin/devgraph_bench --rounds "$ROUNDS" --csv "$LOGS/devgraph_bench.csv" 2>&1 | tee "$LOGS/devgraph_bench.log"
+  fi
 fi
 if [ "$SANITIZE" = 1 ] && [ "$TESTS" = 1 ] && command -v compute-sanitizer >/dev/null; then
-  for t in bin/hw_core bin/hw_launch bin/hw_graph bin/hw_device bin/hw_soundness bin/hw_samples bin/hw_logs bin/hw_green; do
+  for t in bin/hw_core bin/hw_launch bin/hw_graph bin/hw_device bin/hw_soundness bin/hw_samples bin/hw_logs bin/hw_green bin/hw_devgraph; do
     [ -x "$t" ] || continue
     name=$(basename "$t")
     echo "=== compute-sanitizer memcheck $name (default mode: API errors reported)"
@@ -267,7 +274,7 @@ fi
 cat "$LOGS/summary.txt"
 if [ -n "${OUT:-}" ]; then
   tar czf "$OUT/logs.tgz" -C "$LOGS" .
-  for f in summary.txt bench.csv bench_cpp.csv stamps.csv bench_interleave.csv bench_interleave.log; do [ -f "$LOGS/$f" ] && cp "$LOGS/$f" "$OUT/"; done
+  for f in summary.txt bench.csv bench_cpp.csv stamps.csv bench_interleave.csv bench_interleave.log devgraph_bench.csv devgraph_bench.log; do [ -f "$LOGS/$f" ] && cp "$LOGS/$f" "$OUT/"; done
 fi
 [ "$TESTS" = 0 ] || grep -q "^hardware: [0-9]* passed, 0 failed" "$LOGS/summary.txt"
 "#;
