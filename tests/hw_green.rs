@@ -402,21 +402,38 @@ fn record(
     grid: u32,
     work_ns: u32,
 ) -> Result<Recording, Error> {
-    let out = DeviceBuffer::<u32>::zeroed(ctx, 1)?;
-    let stamps = DeviceBuffer::<u64>::zeroed(ctx, STAMPS_PER_BLOCK * grid as usize)?;
-    let cfg = LaunchConfig::new(grid, 128).stream(stream);
-    // SAFETY: pdl_primary(out, n, stamps, work_ns): n = 0 writes nothing to `out`; it
-    // writes 4 stamps per block into `stamps` (sized for `grid` blocks). Both buffers
-    // live in `Recording` until its stream is synchronized in `finish`.
-    unsafe { launch(f, &cfg, &(out.as_arg(), 0u32, stamps.as_arg(), work_ns))? };
-    Ok(Recording {
-        stamps,
-        _out: out,
-        grid,
-    })
+    let rec = Recording::alloc(ctx, grid)?;
+    rec.launch(f, stream, work_ns)?;
+    Ok(rec)
 }
 
 impl Recording {
+    /// The buffers of a recording of `grid` blocks, allocated ahead of the launch (the
+    /// allocation's memset synchronizes, which must not happen while another partition
+    /// is meant to be busy).
+    fn alloc(ctx: &Context, grid: u32) -> Result<Self, Error> {
+        Ok(Self {
+            stamps: DeviceBuffer::<u64>::zeroed(ctx, STAMPS_PER_BLOCK * grid as usize)?,
+            _out: DeviceBuffer::<u32>::zeroed(ctx, 1)?,
+            grid,
+        })
+    }
+
+    /// Launches `pdl_primary` (`f`) into these buffers.
+    fn launch(&self, f: &Function, stream: &Stream, work_ns: u32) -> Result<(), Error> {
+        let cfg = LaunchConfig::new(self.grid, 128).stream(stream);
+        // SAFETY: pdl_primary(out, n, stamps, work_ns): n = 0 writes nothing to `out`;
+        // it writes 4 stamps per block into `stamps` (sized for `grid` blocks). Both
+        // buffers live in `self` until its stream is synchronized in `finish`.
+        unsafe {
+            launch(
+                f,
+                &cfg,
+                &(self._out.as_arg(), 0u32, self.stamps.as_arg(), work_ns),
+            )
+        }
+    }
+
     fn finish(self, stream: &Stream) -> Result<Stamps, Error> {
         stream.synchronize()?;
         let mut raw = vec![0u64; STAMPS_PER_BLOCK * self.grid as usize];
@@ -777,15 +794,20 @@ fn median(v: &mut [f64]) -> f64 {
 /// `LAUNCHES` launches of `fill` (1 block of 256 on a 256-element buffer) on `stream`, each
 /// between two events and synchronized: the event and host round-trip times in ms, and
 /// the buffer's check.
+/// Elements `time_short_kernel`'s `fill` writes.
+const SHORT_N: u32 = 256;
+
+/// Times 200 launches of `fill` (1 block) into `buf` (`SHORT_N` elements, allocated by
+/// the caller ahead of any load it measures against), events and host round trip.
 fn time_short_kernel(
     fill: &Function,
     stream: &Stream,
     ctx: &Context,
+    buf: &DeviceBuffer<u32>,
     what: &str,
 ) -> Result<(Vec<f64>, Vec<f64>), Outcome> {
     const LAUNCHES: usize = 200;
-    const N: u32 = 256;
-    let buf = DeviceBuffer::<u32>::zeroed(ctx, N as usize)?;
+    const N: u32 = SHORT_N;
     let (start, end) = (
         Event::new(ctx, EventFlags::empty())?,
         Event::new(ctx, EventFlags::empty())?,
@@ -803,6 +825,7 @@ fn time_short_kernel(
         host.push(t.elapsed().as_secs_f64() * 1e3);
         events.push(f64::from(Event::elapsed_ms(&start, &end)?));
     }
+    // Only now a synchronous copy (after the measurement).
     let mut got = vec![0u32; N as usize];
     buf.copy_to_host(&mut got)?;
     check_filled(&got, what)?;
@@ -831,11 +854,20 @@ fn latency_with_a_busy_neighbour_partition() -> TestResult {
     for f in [&fill, &recs[0], &recs[1]] {
         f.load()?;
     }
+    // Everything A uses is allocated before B is loaded: an allocation's memset (and
+    // any synchronous copy) waits for the device's work, B's included, so it would let
+    // B drain before A is measured.
+    let bufs = [
+        DeviceBuffer::<u32>::zeroed(&ctxs[0], SHORT_N as usize)?,
+        DeviceBuffer::<u32>::zeroed(&ctxs[0], SHORT_N as usize)?,
+        DeviceBuffer::<u32>::zeroed(&ctxs[0], SHORT_N as usize)?,
+    ];
+    let a_rec = Recording::alloc(&ctxs[0], 2 * h.parts[0].sm_count())?;
     // Warm-up, then A alone.
-    time_short_kernel(&fill, &streams[0], &ctxs[0], "warm-up")?;
+    time_short_kernel(&fill, &streams[0], &ctxs[0], &bufs[0], "warm-up")?;
     let t = std::time::Instant::now();
     let (mut alone, mut alone_host) =
-        time_short_kernel(&fill, &streams[0], &ctxs[0], "partition A alone")?;
+        time_short_kernel(&fill, &streams[0], &ctxs[0], &bufs[1], "partition A alone")?;
     let alone_wall_ns = t.elapsed().as_nanos() as u64;
 
     // B busy: every SM of B holds as many spinning blocks as fit, kernel after kernel,
@@ -847,28 +879,65 @@ fn latency_with_a_busy_neighbour_partition() -> TestResult {
     let kernels_b = (cover_ns / u64::from(WORK_NS) + 1).min(100) as usize;
     let mut busy = Vec::with_capacity(kernels_b);
     for _ in 0..kernels_b {
-        busy.push(record(&recs[1], &streams[1], &ctxs[1], grid_b, WORK_NS)?);
+        busy.push(Recording::alloc(&ctxs[1], grid_b)?);
+    }
+    for r in &busy {
+        r.launch(&recs[1], &streams[1], WORK_NS)?;
     }
     std::thread::sleep(std::time::Duration::from_millis(2));
-    let (mut loaded, mut loaded_host) =
-        time_short_kernel(&fill, &streams[0], &ctxs[0], "partition A, B busy")?;
+    // A's measurement and the check that B was busy through it use no synchronous
+    // allocation or copy: the stream query before and after.
+    let b_busy_before = !streams[1].query()?;
+    let mut loaded = Vec::new();
+    let mut loaded_host = Vec::new();
+    {
+        const LAUNCHES: usize = 200;
+        let (start, end) = (
+            Event::new(&ctxs[0], EventFlags::empty())?,
+            Event::new(&ctxs[0], EventFlags::empty())?,
+        );
+        let cfg = LaunchConfig::new(1, SHORT_N).stream(&streams[0]);
+        for _ in 0..LAUNCHES {
+            let t = std::time::Instant::now();
+            start.record(&streams[0])?;
+            // SAFETY: fill(out, n) writes out[0..n]; `bufs[2]` holds SHORT_N u32s and
+            // outlives the synchronize below.
+            unsafe { launch(&fill, &cfg, &(bufs[2].as_arg(), SHORT_N))? };
+            end.record(&streams[0])?;
+            end.synchronize()?;
+            loaded_host.push(t.elapsed().as_secs_f64() * 1e3);
+            loaded.push(f64::from(Event::elapsed_ms(&start, &end)?));
+        }
+    }
     // A's SMs, recorded while B is still busy.
-    let a_rec = record(
-        &recs[0],
-        &streams[0],
-        &ctxs[0],
-        2 * h.parts[0].sm_count(),
-        20_000,
-    )?;
-    let b_still_busy = !streams[1].query()?;
+    a_rec.launch(&recs[0], &streams[0], 20_000)?;
+    streams[0].synchronize()?;
+    let b_still_busy = b_busy_before && !streams[1].query()?;
+    let mut got = vec![0u32; SHORT_N as usize];
+    bufs[2].copy_to_host(&mut got)?;
+    check_filled(&got, "partition A, B busy")?;
     let a_stamps = a_rec.finish(&streams[0])?;
     let mut b_sms = BTreeSet::new();
+    let mut b_windows = Vec::new();
     for (i, r) in busy.into_iter().enumerate() {
         let s = r.finish(&streams[1])?;
         check_all_ran(&s, &format!("B kernel {i}"))?;
         b_sms.extend(s.sms());
+        b_windows.push(s.window());
     }
     check_all_ran(&a_stamps, "A recording")?;
+    // Where B's kernels ran, relative to A's recording (which follows A's loaded
+    // measurement): whether the load really overlapped the measurement.
+    let a_start = a_stamps.window().0;
+    let rel = |t: u64| (t as i64 - a_start as i64) as f64 / 1e6;
+    let spans: Vec<String> = b_windows
+        .iter()
+        .map(|&(s, e)| format!("{:.1}..{:.1}", rel(s), rel(e)))
+        .collect();
+    println!(
+        "    B kernels (ms, relative to A's recording start): {}",
+        spans.join(" ")
+    );
     let a_sms = a_stamps.sms();
 
     let (m_alone, m_loaded) = (median(&mut alone), median(&mut loaded));
@@ -898,6 +967,9 @@ fn latency_with_a_busy_neighbour_partition() -> TestResult {
         a_sms.len(),
         h.parts[0].sm_count()
     );
+    check(b_still_busy, || {
+        "B was not busy through A's measurement: the loaded numbers measure nothing".into()
+    })?;
     check(a_sms.len() <= h.parts[0].sm_count() as usize, || {
         format!("partition A ran on {} SMs: {a_sms:?}", a_sms.len())
     })?;
