@@ -456,7 +456,9 @@ pub use limits::Limit;
 #[cfg(not(target_arch = "nvptx64"))]
 pub use linker::{LinkStorage, Linker};
 #[cfg(not(target_arch = "nvptx64"))]
-pub use memory::{AsyncDeviceBuffer, DeviceBuffer, DevicePtr, MemPool, PinnedHostBuffer, Pod};
+pub use memory::{
+    AsyncDeviceBuffer, DeviceBuffer, DevicePtr, GrowableBuffer, MemPool, PinnedHostBuffer, Pod,
+};
 #[cfg(not(target_arch = "nvptx64"))]
 pub use module::{Global, JitOptions, MAX_MODULES, Module};
 #[cfg(not(target_arch = "nvptx64"))]

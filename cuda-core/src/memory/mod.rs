@@ -22,11 +22,13 @@
 mod device;
 mod pinned;
 mod pool;
+pub mod vmm;
 
 pub use device::{DeviceBuffer, DevicePtr};
 pub(crate) use device::{copy_dtod_async, memset_d8, memset_d32};
 pub use pinned::{HostAllocFlags, PinnedHostBuffer};
 pub use pool::{AsyncDeviceBuffer, MemPool};
+pub use vmm::GrowableBuffer;
 
 use crate::error::{Error, Result};
 
