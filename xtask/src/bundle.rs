@@ -254,7 +254,7 @@ if [ "$BENCH" = 1 ]; then
   fi
 fi
 if [ "$SANITIZE" = 1 ] && [ "$TESTS" = 1 ] && command -v compute-sanitizer >/dev/null; then
-  for t in bin/hw_core bin/hw_launch bin/hw_graph bin/hw_device bin/hw_soundness bin/hw_samples bin/hw_logs bin/hw_green bin/hw_devgraph; do
+  for t in bin/hw_core bin/hw_launch bin/hw_graph bin/hw_device bin/hw_soundness bin/hw_samples bin/hw_logs bin/hw_green bin/hw_devgraph bin/hw_vmm; do
     [ -x "$t" ] || continue
     name=$(basename "$t")
     echo "=== compute-sanitizer memcheck $name (default mode: API errors reported)"
