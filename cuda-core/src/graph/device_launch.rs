@@ -217,7 +217,9 @@ fn check_graph(cu: &Api, graph: CUgraph, depth: u32) -> Result<()> {
 
 impl<'a> Graph<'a> {
     /// Checks the device-graph requirements the driver would otherwise report only as
-    /// `CUDA_ERROR_INVALID_VALUE` (see the [module documentation](self) for the list).
+    /// `CUDA_ERROR_INVALID_VALUE`, child graphs included: only kernel, memcpy, memset and
+    /// child-graph nodes; memcpy nodes on device or page-locked host memory only; a device
+    /// with unified addressing.
     ///
     /// # Errors
     /// [`Error::NotDeviceLaunchable`] naming the rule and the node type; driver errors

@@ -24,15 +24,16 @@
 //! - The device's graph memory pool: [`GraphMemUsage`], [`graph_mem_trim`].
 //!
 //! # Lifetimes and memory
-//! A graph borrows its [`Context`](crate::Context) (`Graph<'ctx>`), nodes and
-//! body graphs borrow their graph, and an executable graph borrows the context, so no
-//! handle outlives what it refers to; dropping any of them is safe. Kernel parameters
-//! and node descriptions are copied by the driver when a node is added or updated.
-//! Memory and events that nodes name **by address** are not borrowed: the functions
-//! that take them are `unsafe`, and their contract is that the memory stays valid for
-//! every launch of every executable graph made from the graph. Host-node closures are
-//! owned by the graph (a CUDA user object) and freed after the graph and every
-//! executable graph made from it are gone.
+//! A graph and an executable graph keep their [`Context`](crate::Context) alive (a
+//! shared owner). `Graph<'a>` / `GraphExec<'a>` carry `'a`, the lifetime of what their
+//! nodes borrow: the safe node adders (memset, copy, event record/wait, kernel nodes'
+//! functions) borrow buffers, events and functions for `'a`, so none of them can be
+//! dropped while a graph that names it lives. Nodes and body graphs borrow their graph.
+//! Kernel parameters and node descriptions are copied by the driver when a node is added
+//! or updated. Memory that the `unsafe` adders name **by address** is not borrowed:
+//! their contract is that it stays valid for every launch of every executable graph made
+//! from the graph. Host-node closures are owned by the graph (a CUDA user object) and
+//! freed after the graph and every executable graph made from it are gone.
 //!
 //! # Unsafe policy
 //! Adding a node that launches a kernel, touches memory by address, runs a C function
