@@ -431,6 +431,8 @@ pub mod memory;
 #[cfg(not(target_arch = "nvptx64"))]
 mod module;
 #[cfg(not(target_arch = "nvptx64"))]
+pub mod peer;
+#[cfg(not(target_arch = "nvptx64"))]
 mod shared;
 #[cfg(not(target_arch = "nvptx64"))]
 mod stream;

@@ -9,6 +9,9 @@ use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::sync::OnceLock;
 use std::time::Instant;
 
+/// Minimal run-time-loaded NCCL and cuBLAS FFI (hw_interop, the nccl_allreduce example).
+pub mod interop;
+
 /// What one hardware test ended with.
 #[derive(Debug)]
 pub enum Outcome {

@@ -42,7 +42,9 @@ fn node_params(
         kernelParams: kernel_params,
         extra,
         kern: ptr::null_mut(),
-        ctx: ptr::null_mut(),
+        // The driver takes the context from `func` when it is set; naming it keeps the
+        // node's context explicit whichever context is current when the node is added.
+        ctx: f.context().as_raw(),
     }
 }
 

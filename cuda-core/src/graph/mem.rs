@@ -164,3 +164,81 @@ pub fn graph_mem_trim(device: Device) -> Result<()> {
     // SAFETY: plain device ordinal.
     unsafe { drv!(cu, cuDeviceGraphMemTrim(device.as_raw())) }
 }
+
+// ---------------------------------------------------------------------------------------
+// Graph allocations reachable from other devices (Programming Guide 4.2.5.6, "Peer
+// Access"): added for multi-GPU use, see `crate::peer`.
+// ---------------------------------------------------------------------------------------
+
+impl Graph<'_> {
+    /// `cuGraphAddMemAllocNode` with access descriptors: as
+    /// [`add_mem_alloc_node`](Self::add_mem_alloc_node), and the allocation is also
+    /// mapped read-write on each device of `peers` (the driver's `accessDescs`), so that
+    /// kernels there, in this graph or ordered after its launch, may dereference it. The
+    /// graph's own device always has access: listing it (or a device twice) changes
+    /// nothing. At most [`MAX_ALLOC_PEERS`](crate::peer::MAX_ALLOC_PEERS) peers.
+    ///
+    /// ```no_run
+    /// # fn main() -> cudadrv::Result<()> {
+    /// use cudadrv::{Context, Device, Graph};
+    /// let (d0, d1) = (Device::get(0)?, Device::get(1)?);
+    /// let graph = Graph::new(&Context::primary(d0)?)?;
+    /// // 1 MiB on device 0, read-write from device 1 too.
+    /// let (alloc, dptr) = graph.add_mem_alloc_node_with_peers(&[], 1 << 20, &[d1])?;
+    /// # let _ = (alloc, dptr); Ok(()) }
+    /// ```
+    ///
+    /// # Errors
+    /// [`Error::InvalidArgument`](crate::Error::InvalidArgument) for more than
+    /// `MAX_ALLOC_PEERS` peers; driver errors (`CUDA_ERROR_INVALID_VALUE` or
+    /// `CUDA_ERROR_INVALID_DEVICE` for a device that cannot reach the graph's, as
+    /// [`Device::can_access_peer`] tells).
+    #[doc(alias = "cuGraphAddMemAllocNode")]
+    pub fn add_mem_alloc_node_with_peers(
+        &self,
+        deps: &[GraphNode<'_>],
+        bytes: usize,
+        peers: &[Device],
+    ) -> Result<(GraphNode<'_>, CUdeviceptr)> {
+        let own = self.context().device();
+        let mut descs = [crate::peer::MemAccess::None.desc(own); crate::peer::MAX_ALLOC_PEERS];
+        let count = crate::peer::peer_descs(own, peers, &mut descs)?;
+        let cu = api()?;
+        let mut params = CUDA_MEM_ALLOC_NODE_PARAMS {
+            poolProps: CUmemPoolProps {
+                allocType: CUmemAllocationType::CU_MEM_ALLOCATION_TYPE_PINNED,
+                handleTypes: CUmemAllocationHandleType::CU_MEM_HANDLE_TYPE_NONE,
+                location: CUmemLocation {
+                    type_: CUmemLocationType::CU_MEM_LOCATION_TYPE_DEVICE,
+                    id: own.as_raw(),
+                },
+                ..CUmemPoolProps::default()
+            },
+            accessDescs: if count == 0 {
+                ptr::null()
+            } else {
+                descs.as_ptr()
+            },
+            accessDescCount: count,
+            bytesize: bytes,
+            dptr: 0,
+        };
+        let mut node: CUgraphNode = ptr::null_mut();
+        // SAFETY: live graph, valid pointers; `accessDescs` holds `count` descriptors
+        // (alive for the call; the driver copies them); the driver writes `params.dptr`.
+        unsafe {
+            drv!(
+                cu,
+                cuGraphAddMemAllocNode(
+                    &mut node,
+                    self.as_raw(),
+                    deps_ptr(deps),
+                    deps.len(),
+                    &mut params
+                )
+            )?;
+        }
+        // SAFETY: a node of `self`, which the result borrows.
+        Ok((unsafe { GraphNode::from_raw(node) }, params.dptr))
+    }
+}

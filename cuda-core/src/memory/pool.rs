@@ -505,3 +505,76 @@ fn is_u64_attribute(attr: CUmemPool_attribute) -> bool {
             | CUmemPool_attribute::CU_MEMPOOL_ATTR_USED_MEM_HIGH
     )
 }
+
+// ---------------------------------------------------------------------------------------
+// Access from other devices (Programming Guide 4.3.3.3): added for multi-GPU use, see
+// `crate::peer`.
+// ---------------------------------------------------------------------------------------
+
+impl MemPool {
+    /// `cuMemPoolSetAccess`: gives `device` `access` to every allocation of the pool,
+    /// present and future (a pool is reachable only from its own device until then).
+    /// Kernels on `device` may then dereference the pool's
+    /// [`AsyncDeviceBuffer`]s; peer access between contexts
+    /// ([`Context::enable_peer_access`]) is not needed for pool memory.
+    ///
+    /// Taking access away ([`MemAccess::None`]) while a kernel of `device` uses the
+    /// memory faults that kernel (a device error), which is why this is safe: it is no
+    /// host memory hazard.
+    ///
+    /// ```no_run
+    /// # fn main() -> cudadrv::Result<()> {
+    /// use cudadrv::{Context, Device, MemPool, Stream, peer::MemAccess};
+    /// let (d0, d1) = (Device::get(0)?, Device::get(1)?);
+    /// let c0 = Context::primary(d0)?;
+    /// let pool = MemPool::new(&c0)?;
+    /// pool.set_access(d1, MemAccess::ReadWrite)?;
+    /// assert_eq!(pool.access(d1)?, MemAccess::ReadWrite);
+    /// let stream = Stream::non_blocking(&c0)?;
+    /// let buf = pool.alloc_async::<f32>(&stream, 1024)?; // readable by kernels on d1 too
+    /// # drop(buf); Ok(()) }
+    /// ```
+    ///
+    /// # Errors
+    /// Driver errors: `CUDA_ERROR_INVALID_DEVICE` for a device that cannot reach the
+    /// pool's (see [`Device::can_access_peer`](crate::Device::can_access_peer)) or that is
+    /// no device; `CUDA_ERROR_INVALID_VALUE` for taking the pool's own device's access
+    /// away.
+    ///
+    /// [`Context::enable_peer_access`]: crate::Context::enable_peer_access
+    /// [`MemAccess::None`]: crate::peer::MemAccess::None
+    #[doc(alias = "cuMemPoolSetAccess")]
+    #[doc(alias = "cudaMemPoolSetAccess")]
+    pub fn set_access(&self, device: crate::Device, access: crate::peer::MemAccess) -> Result<()> {
+        let desc = access.desc(device);
+        let g = self.ctx.enter()?;
+        // SAFETY: live pool; one descriptor, as the count says; the context is current.
+        unsafe { drv!(g.cu, cuMemPoolSetAccess(self.raw, &desc, 1)) }
+    }
+
+    /// `cuMemPoolGetAccess`: the access `device` has to the pool's memory
+    /// ([`MemAccess::ReadWrite`](crate::peer::MemAccess::ReadWrite) for the pool's own
+    /// device).
+    ///
+    /// # Errors
+    /// Driver errors; [`Error::InvalidArgument`] for an access value this crate does not
+    /// know (a newer driver's).
+    #[doc(alias = "cuMemPoolGetAccess")]
+    #[doc(alias = "cudaMemPoolGetAccess")]
+    pub fn access(&self, device: crate::Device) -> Result<crate::peer::MemAccess> {
+        let mut location = crate::peer::MemAccess::None.desc(device).location;
+        let mut flags = cuda_sys::CUmemAccess_flags::CU_MEM_ACCESS_FLAGS_PROT_NONE;
+        let g = self.ctx.enter()?;
+        // SAFETY: live pool; valid pointers (the driver reads `location`, writes
+        // `flags`); the context is current.
+        unsafe {
+            drv!(
+                g.cu,
+                cuMemPoolGetAccess(&mut flags, self.raw, &mut location)
+            )?
+        };
+        crate::peer::MemAccess::from_raw(flags).ok_or(Error::InvalidArgument(
+            "cuMemPoolGetAccess returned an access value this crate does not know",
+        ))
+    }
+}
