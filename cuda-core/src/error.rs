@@ -102,6 +102,15 @@ pub enum Error {
         /// The type of the offending node, when a node breaks it.
         node_type: Option<CUgraphNodeType>,
     },
+    /// Tensor-map parameters that break a rule of `cuTensorMapEncodeTiled`, found before
+    /// the driver call ([`crate::tensor_map`]). [`code`](Self::code) is
+    /// `CUDA_ERROR_INVALID_VALUE`, what the driver returns.
+    TensorMap {
+        /// The requirement broken.
+        rule: &'static str,
+        /// The dimension (innermost is 0) that breaks it, where one does.
+        dim: Option<u8>,
+    },
 }
 
 impl Error {
@@ -118,7 +127,9 @@ impl Error {
             Self::Driver { code, .. } | Self::Jit { code, .. } => Some(*code),
             Self::NotFound { .. } => Some(CUresult::CUDA_ERROR_NOT_FOUND),
             Self::DriverTooOld { .. } => Some(CUresult::CUDA_ERROR_NOT_SUPPORTED),
-            Self::NotDeviceLaunchable { .. } => Some(CUresult::CUDA_ERROR_INVALID_VALUE),
+            Self::NotDeviceLaunchable { .. } | Self::TensorMap { .. } => {
+                Some(CUresult::CUDA_ERROR_INVALID_VALUE)
+            }
             _ => None,
         }
     }
@@ -211,6 +222,13 @@ impl fmt::Display for Error {
                 }
                 Ok(())
             }
+            Self::TensorMap { rule, dim } => {
+                write!(f, "invalid tensor map: {rule}")?;
+                if let Some(d) = dim {
+                    write!(f, " (dimension {d})")?;
+                }
+                Ok(())
+            }
         }
     }
 }
@@ -228,7 +246,8 @@ impl core::error::Error for Error {
             | Self::InvalidArgument(_)
             | Self::StreamCapturing(_)
             | Self::DriverTooOld { .. }
-            | Self::NotDeviceLaunchable { .. } => None,
+            | Self::NotDeviceLaunchable { .. }
+            | Self::TensorMap { .. } => None,
         }
     }
 }

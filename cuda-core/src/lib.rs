@@ -436,6 +436,8 @@ pub mod peer;
 mod shared;
 #[cfg(not(target_arch = "nvptx64"))]
 mod stream;
+#[cfg(not(target_arch = "nvptx64"))]
+pub mod tensor_map;
 
 #[cfg(not(target_arch = "nvptx64"))]
 pub use context::{Context, ContextFlags, MAX_CONTEXTS, StreamPriorityRange};

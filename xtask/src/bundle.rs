@@ -55,9 +55,18 @@ pub fn run_bundle(root: &Path, dir: &Path) -> R {
         copy_test(&exe, &bin, "_linked")?;
     }
 
-    step("building the examples (pdl_demo, bench, devgraph_bench), release");
+    step(
+        "building the examples (pdl_demo, bench, devgraph_bench, tma_bench, peer_bench, nccl_allreduce), release",
+    );
     run(cargo(root).args(["build", "--release", "--examples", "-p", "cuda-workspace"]))?;
-    for example in ["pdl_demo", "bench", "devgraph_bench"] {
+    for example in [
+        "pdl_demo",
+        "bench",
+        "devgraph_bench",
+        "tma_bench",
+        "peer_bench",
+        "nccl_allreduce",
+    ] {
         let src = root.join("target/release/examples").join(example);
         let dst = bin.join(example);
         std::fs::copy(&src, &dst).map_err(|e| format!("{}: {e}", src.display()))?;
@@ -202,6 +211,8 @@ const RUN_SH: &str = r#"#!/usr/bin/env bash
 #   --no-bench    skip pdl_demo and the benchmarks
 #   --bench-only  skip the hardware suites
 #   --rounds N    rounds of the interleaved Rust/C++ comparison (default 30)
+#   --suites "hw_a hw_b"   run only these hardware suites (default: all)
+#   --benches "a b"        run only these benchmarks: pdl bench devgraph tma peer nccl
 # Logs go to ./logs; with $OUT set, the summary, CSVs and a logs.tgz are copied there.
 set -u
 cd "$(dirname "$0")"
@@ -209,9 +220,11 @@ LOGS=$PWD/logs
 rm -rf "$LOGS"; mkdir -p "$LOGS"
 export LD_LIBRARY_PATH=/usr/local/cuda/lib64:${LD_LIBRARY_PATH:-}
 export CUDA_DEVRT_LIB=${CUDA_DEVRT_LIB:-/usr/local/cuda/lib64/libcudadevrt.a}
-SANITIZE=0; BENCH=1; TESTS=1; ROUNDS=30
+SANITIZE=0; BENCH=1; TESTS=1; ROUNDS=30; SUITES=""; BENCHES="pdl bench devgraph tma peer nccl"
 while [ $# -gt 0 ]; do
   case "$1" in
+    --suites) SUITES=$2; shift 2 ;;
+    --benches) BENCHES=$2; shift 2 ;;
     --sanitize) SANITIZE=1; shift ;;
     --no-bench) BENCH=0; shift ;;
     --bench-only) TESTS=0; shift ;;
@@ -220,17 +233,22 @@ while [ $# -gt 0 ]; do
   esac
 done
 nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader 2>/dev/null | sed 's/^/gpu: /'
+want() { case " $1 " in *" $2 "*) return 0 ;; *) return 1 ;; esac; }
 for t in bin/hw_*; do
   [ "$TESTS" = 1 ] || break
   name=$(basename "$t")
+  [ -z "$SUITES" ] || want "$SUITES" "$name" || want "$SUITES" "${name%_linked}" || continue
   echo "=== $name"
   "$t" "$@" 2>&1 | tee "$LOGS/$name.log" | grep -v '^$'
 done
 cat "$LOGS"/hw_*.log | awk '/^hw_[a-z_]+: [0-9]+ passed, [0-9]+ failed, [0-9]+ skipped$/ {p+=$2; f+=$4; s+=$6}
   END {printf "hardware: %d passed, %d failed, %d skipped\n", p, f, s}' > "$LOGS/summary.txt"
-if [ "$BENCH" = 1 ]; then
+NVCC=${NVCC:-/usr/local/cuda/bin/nvcc}
+if [ "$BENCH" = 1 ] && want "$BENCHES" pdl; then
   echo "=== pdl_demo"
   bin/pdl_demo --stamps "$LOGS/stamps.csv" 2>&1 | tee "$LOGS/pdl_demo.log"
+fi
+if [ "$BENCH" = 1 ] && want "$BENCHES" bench; then
   echo "=== C++ reference (nvcc)"
   if cpp/build.sh "$PWD/bench_cpp" > "$LOGS/bench_cpp_build.log" 2>&1; then
     ./bench_cpp --csv "$LOGS/bench_cpp.csv" --ptx ptx/kernels.ptx > "$LOGS/bench_cpp.log" 2>&1 || echo "bench_cpp failed (see logs)"
@@ -245,6 +263,8 @@ if [ "$BENCH" = 1 ]; then
     bin/bench --interleave "$PWD/bench_cpp.so" --rounds "$ROUNDS" --csv "$LOGS/bench_interleave.csv" 2>&1 | tee "$LOGS/bench_interleave.log"
   fi
   grep -E "error|allocs/launch" "$LOGS/bench.log" | head -20
+fi
+if [ "$BENCH" = 1 ] && want "$BENCHES" devgraph; then
   echo "=== devgraph_bench (device graph launch; Rust and nvcc C++ kernels alternating)"
   if "${NVCC:-/usr/local/cuda/bin/nvcc}" -arch=sm_90 -O3 -rdc=true -ptx cpp/devgraph_ref.cu -o devgraph_ref.ptx > "$LOGS/devgraph_ref_build.log" 2>&1; then
     bin/devgraph_bench --cpp-ptx devgraph_ref.ptx --rounds "$ROUNDS" --csv "$LOGS/devgraph_bench.csv" 2>&1 | tee "$LOGS/devgraph_bench.log"
@@ -253,10 +273,34 @@ if [ "$BENCH" = 1 ]; then
     bin/devgraph_bench --rounds "$ROUNDS" --csv "$LOGS/devgraph_bench.csv" 2>&1 | tee "$LOGS/devgraph_bench.log"
   fi
 fi
+if [ "$BENCH" = 1 ] && want "$BENCHES" tma; then
+  echo "=== tma_bench (streaming through asynchronous copies; Rust and nvcc C++ kernels alternating)"
+  TMA_ARGS="--rounds ${TMA_ROUNDS:-10} --csv $LOGS/tma_bench.csv --sweep-csv $LOGS/tma_sweep.csv --svg $LOGS/tma_sweep.svg"
+  if "$NVCC" -arch=sm_90 -O3 -ptx cpp/tma_ref.cu -o tma_ref.ptx > "$LOGS/tma_ref_build.log" 2>&1; then
+    bin/tma_bench --cpp-ptx tma_ref.ptx $TMA_ARGS 2>&1 | tee "$LOGS/tma_bench.log"
+  else
+    echo "nvcc build of cpp/tma_ref.cu failed:"; tail -20 "$LOGS/tma_ref_build.log"
+    bin/tma_bench $TMA_ARGS 2>&1 | tee "$LOGS/tma_bench.log"
+  fi
+fi
+if [ "$BENCH" = 1 ] && want "$BENCHES" peer; then
+  echo "=== peer_bench (peer copies between two GPUs; Rust and nvcc C++ alternating)"
+  if "$NVCC" -O3 -std=c++17 -arch=sm_90 -shared -Xcompiler -fPIC cpp/peer_ref.cu -o peer_ref.so > "$LOGS/peer_ref_build.log" 2>&1; then
+    bin/peer_bench --cpp ./peer_ref.so --rounds 10 --csv "$LOGS/peer_bench.csv" 2>&1 | tee "$LOGS/peer_bench.log"
+  else
+    echo "nvcc build of cpp/peer_ref.cu failed:"; tail -20 "$LOGS/peer_ref_build.log"
+    bin/peer_bench --rounds 10 --csv "$LOGS/peer_bench.csv" 2>&1 | tee "$LOGS/peer_bench.log"
+  fi
+fi
+if [ "$BENCH" = 1 ] && want "$BENCHES" nccl; then
+  echo "=== nccl_allreduce"
+  bin/nccl_allreduce 2>&1 | tee "$LOGS/nccl_allreduce.log"
+fi
 if [ "$SANITIZE" = 1 ] && [ "$TESTS" = 1 ] && command -v compute-sanitizer >/dev/null; then
-  for t in bin/hw_core bin/hw_launch bin/hw_graph bin/hw_device bin/hw_soundness bin/hw_samples bin/hw_logs bin/hw_green bin/hw_devgraph bin/hw_vmm; do
+  for t in bin/hw_core bin/hw_launch bin/hw_graph bin/hw_device bin/hw_soundness bin/hw_samples bin/hw_logs bin/hw_green bin/hw_devgraph bin/hw_vmm bin/hw_multi_gpu bin/hw_interop bin/hw_ipc bin/hw_tma; do
     [ -x "$t" ] || continue
     name=$(basename "$t")
+    [ -z "$SUITES" ] || want "$SUITES" "$name" || continue
     echo "=== compute-sanitizer memcheck $name (default mode: API errors reported)"
     HW_STRESS_SECS=${HW_STRESS_SECS:-5} compute-sanitizer --tool memcheck --print-limit 200 "$t" "$@" > "$LOGS/memcheck_$name.log" 2>&1
     grep -E "ERROR SUMMARY|passed, .* failed" "$LOGS/memcheck_$name.log"
@@ -265,16 +309,19 @@ if [ "$SANITIZE" = 1 ] && [ "$TESTS" = 1 ] && command -v compute-sanitizer >/dev
       | sed 's/Program hit //' | sort | uniq -c | sed 's/^/    /'
   done
   for tool in racecheck synccheck; do
-    [ -x bin/hw_device ] || continue
-    echo "=== compute-sanitizer $tool hw_device"
-    compute-sanitizer --tool $tool --print-limit 20 bin/hw_device "$@" > "$LOGS/${tool}_hw_device.log" 2>&1
-    grep -E "ERROR SUMMARY|RACECHECK SUMMARY|passed, .* failed" "$LOGS/${tool}_hw_device.log"
+    for name in hw_device hw_tma; do
+      [ -x "bin/$name" ] || continue
+      [ -z "$SUITES" ] || want "$SUITES" "$name" || continue
+      echo "=== compute-sanitizer $tool $name"
+      compute-sanitizer --tool $tool --print-limit 20 "bin/$name" "$@" > "$LOGS/${tool}_$name.log" 2>&1
+      grep -E "ERROR SUMMARY|RACECHECK SUMMARY|passed, .* failed" "$LOGS/${tool}_$name.log"
+    done
   done
 fi
 cat "$LOGS/summary.txt"
 if [ -n "${OUT:-}" ]; then
   tar czf "$OUT/logs.tgz" -C "$LOGS" .
-  for f in summary.txt bench.csv bench_cpp.csv stamps.csv bench_interleave.csv bench_interleave.log devgraph_bench.csv devgraph_bench.log; do [ -f "$LOGS/$f" ] && cp "$LOGS/$f" "$OUT/"; done
+  for f in summary.txt bench.csv bench_cpp.csv stamps.csv bench_interleave.csv bench_interleave.log devgraph_bench.csv devgraph_bench.log tma_bench.csv tma_bench.log tma_sweep.csv tma_sweep.svg peer_bench.csv peer_bench.log nccl_allreduce.log; do [ -f "$LOGS/$f" ] && cp "$LOGS/$f" "$OUT/"; done
 fi
 [ "$TESTS" = 0 ] || grep -q "^hardware: [0-9]* passed, 0 failed" "$LOGS/summary.txt"
 "#;

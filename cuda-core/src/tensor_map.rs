@@ -1,0 +1,786 @@
+//! Tensor maps for the Tensor Memory Accelerator (driver API "Tensor Map Object
+//! Management"; Programming Guide 4.11.2): [`TiledDesc`] describes a tensor in global
+//! memory and the box a `cp.async.bulk.tensor` moves, [`TensorMap`] is the encoded
+//! 128-byte `CUtensorMap` a kernel reads.
+//!
+//! Every requirement `cuTensorMapEncodeTiled` documents is checked before the call, and
+//! a broken one is reported as [`Error::TensorMap`] naming the rule and the dimension
+//! (the driver itself only answers `CUDA_ERROR_INVALID_VALUE`). On top of the driver's
+//! rules, [`TensorMap::tiled`] checks that every element the map can address lies in
+//! the buffer it borrows, so a copy through the map cannot leave the allocation.
+//!
+//! Dimensions are innermost first, as the driver takes them: a row-major `rows x cols`
+//! matrix is `dims = [cols, rows]`, its row pitch `strides = [pitch_bytes]`.
+//!
+//! ```no_run
+//! # fn main() -> cudadrv::Result<()> {
+//! use cudadrv::tensor_map::{TensorMap, TiledDesc};
+//! use cudadrv::{Context, Device, DeviceBuffer};
+//! let ctx = Context::primary(Device::get(0)?)?;
+//! let (w, h) = (1000u64, 600u64);
+//! let image = DeviceBuffer::<f32>::zeroed(&ctx, (w * h) as usize)?;
+//! // 32 x 32 tiles of a dense row-major image.
+//! let desc = TiledDesc::new::<f32>(&[w, h], &[32, 32])?;
+//! let map = TensorMap::tiled(&desc, &image)?;
+//! // Pass `map` by value (a 64-byte aligned kernel parameter) or upload it to global
+//! // memory with `map.upload(&ctx)` and pass that pointer.
+//! # let _ = map; Ok(()) }
+//! ```
+//!
+//! # How a kernel gets the map
+//! The map must be readable by the TMA unit through a generic address of global, const
+//! or parameter memory. Two ways work from Rust (checked on an H100, see the hardware
+//! tests): a kernel parameter of the device type `TensorMapParam`, whose address the
+//! kernel takes (the parameter space, as nvcc does for a `__grid_constant__`
+//! parameter), or a copy in global memory ([`TensorMap::upload`]) passed as a pointer.
+
+use core::marker::PhantomData;
+
+use cuda_sys::{
+    CUtensorMap, CUtensorMapDataType, CUtensorMapFloatOOBfill, CUtensorMapInterleave,
+    CUtensorMapL2promotion, CUtensorMapSwizzle,
+};
+
+use crate::args::DeviceRepr;
+use crate::context::Context;
+use crate::driver::api;
+use crate::error::{Error, Result, drv};
+use crate::memory::{DeviceBuffer, Pod};
+
+/// The most dimensions a tensor map has.
+pub const MAX_RANK: usize = 5;
+/// The largest box extent in any dimension.
+pub const MAX_BOX_DIM: u32 = 256;
+/// The largest element stride.
+pub const MAX_ELEMENT_STRIDE: u32 = 8;
+
+/// Element types of a tensor map (`CUtensorMapDataType`, the ones sm_90 has).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum TensorDataType {
+    /// `UINT8`.
+    U8,
+    /// `UINT16`.
+    U16,
+    /// `UINT32`.
+    U32,
+    /// `INT32`.
+    I32,
+    /// `UINT64`.
+    U64,
+    /// `INT64`.
+    I64,
+    /// `FLOAT16`.
+    F16,
+    /// `FLOAT32`.
+    F32,
+    /// `FLOAT64`.
+    F64,
+    /// `BFLOAT16`.
+    Bf16,
+    /// `FLOAT32_FTZ`.
+    F32Ftz,
+    /// `TFLOAT32`.
+    Tf32,
+    /// `TFLOAT32_FTZ`.
+    Tf32Ftz,
+}
+
+impl TensorDataType {
+    /// Size of one element in bytes.
+    #[must_use]
+    pub const fn size(self) -> u64 {
+        match self {
+            Self::U8 => 1,
+            Self::U16 | Self::F16 | Self::Bf16 => 2,
+            Self::U32 | Self::I32 | Self::F32 | Self::F32Ftz | Self::Tf32 | Self::Tf32Ftz => 4,
+            Self::U64 | Self::I64 | Self::F64 => 8,
+        }
+    }
+
+    /// Whether the type is a floating-point type (NaN out-of-bounds fill is allowed).
+    #[must_use]
+    pub const fn is_float(self) -> bool {
+        matches!(
+            self,
+            Self::F16
+                | Self::F32
+                | Self::F64
+                | Self::Bf16
+                | Self::F32Ftz
+                | Self::Tf32
+                | Self::Tf32Ftz
+        )
+    }
+
+    /// The raw `CUtensorMapDataType`.
+    #[must_use]
+    pub const fn as_raw(self) -> CUtensorMapDataType {
+        type D = CUtensorMapDataType;
+        match self {
+            Self::U8 => D::CU_TENSOR_MAP_DATA_TYPE_UINT8,
+            Self::U16 => D::CU_TENSOR_MAP_DATA_TYPE_UINT16,
+            Self::U32 => D::CU_TENSOR_MAP_DATA_TYPE_UINT32,
+            Self::I32 => D::CU_TENSOR_MAP_DATA_TYPE_INT32,
+            Self::U64 => D::CU_TENSOR_MAP_DATA_TYPE_UINT64,
+            Self::I64 => D::CU_TENSOR_MAP_DATA_TYPE_INT64,
+            Self::F16 => D::CU_TENSOR_MAP_DATA_TYPE_FLOAT16,
+            Self::F32 => D::CU_TENSOR_MAP_DATA_TYPE_FLOAT32,
+            Self::F64 => D::CU_TENSOR_MAP_DATA_TYPE_FLOAT64,
+            Self::Bf16 => D::CU_TENSOR_MAP_DATA_TYPE_BFLOAT16,
+            Self::F32Ftz => D::CU_TENSOR_MAP_DATA_TYPE_FLOAT32_FTZ,
+            Self::Tf32 => D::CU_TENSOR_MAP_DATA_TYPE_TFLOAT32,
+            Self::Tf32Ftz => D::CU_TENSOR_MAP_DATA_TYPE_TFLOAT32_FTZ,
+        }
+    }
+}
+
+/// Host types with a tensor-map element type of the same size.
+pub trait TensorElement: Pod {
+    /// The element type the map is encoded with.
+    const DATA_TYPE: TensorDataType;
+}
+
+macro_rules! tensor_element {
+    ($($t:ty => $d:ident),* $(,)?) => {
+        $(impl TensorElement for $t {
+            const DATA_TYPE: TensorDataType = TensorDataType::$d;
+        })*
+    };
+}
+tensor_element!(u8 => U8, u16 => U16, u32 => U32, i32 => I32, u64 => U64, i64 => I64,
+    f32 => F32, f64 => F64);
+
+/// Interleaved layouts (`CUtensorMapInterleave`).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+pub enum Interleave {
+    /// `NONE`: plain layout.
+    #[default]
+    None,
+    /// `16B`: NC/8HWC8-style, 16-byte channel groups.
+    B16,
+    /// `32B`: NC/16HWC16-style, 32-byte channel groups (needs [`Swizzle::B32`]).
+    B32,
+}
+
+/// Shared-memory bank swizzle of the box (`CUtensorMapSwizzle`).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+pub enum Swizzle {
+    /// `NONE`: the box lands row-major.
+    #[default]
+    None,
+    /// `32B`: 16-byte chunks swizzled within 32 bytes.
+    B32,
+    /// `64B`: 16-byte chunks swizzled within 64 bytes.
+    B64,
+    /// `128B`: 16-byte chunks swizzled within 128 bytes.
+    B128,
+}
+
+impl Swizzle {
+    /// The swizzle span in bytes (the largest inner box extent it allows), `None` for no
+    /// swizzle.
+    #[must_use]
+    pub const fn span(self) -> Option<u64> {
+        match self {
+            Self::None => None,
+            Self::B32 => Some(32),
+            Self::B64 => Some(64),
+            Self::B128 => Some(128),
+        }
+    }
+}
+
+/// L2 fetch size (`CUtensorMapL2promotion`).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+pub enum L2Promotion {
+    /// `NONE`.
+    #[default]
+    None,
+    /// `L2_64B`.
+    B64,
+    /// `L2_128B`.
+    B128,
+    /// `L2_256B`.
+    B256,
+}
+
+/// What out-of-bounds elements of a box read as (`CUtensorMapFloatOOBfill`).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+pub enum OobFill {
+    /// `NONE`: zero.
+    #[default]
+    Zero,
+    /// `NAN_REQUEST_ZERO_FMA`: a NaN that FMA treats as zero (floating-point types only).
+    NanRequestZeroFma,
+}
+
+/// A tiled tensor map's parameters (`cuTensorMapEncodeTiled` without the address):
+/// build with [`new`](Self::new), adjust with the setters, encode with
+/// [`TensorMap::tiled`]. [`validate`](Self::validate) checks the driver's rules.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct TiledDesc {
+    data_type: TensorDataType,
+    rank: usize,
+    dims: [u64; MAX_RANK],
+    strides: [u64; MAX_RANK - 1],
+    box_dims: [u32; MAX_RANK],
+    element_strides: [u32; MAX_RANK],
+    interleave: Interleave,
+    swizzle: Swizzle,
+    l2_promotion: L2Promotion,
+    oob_fill: OobFill,
+}
+
+/// Builds an [`Error::TensorMap`].
+const fn rule(rule: &'static str, dim: Option<usize>) -> Error {
+    Error::TensorMap {
+        rule,
+        dim: match dim {
+            Some(d) => Some(d as u8),
+            None => None,
+        },
+    }
+}
+
+impl TiledDesc {
+    /// A dense tensor of `T` with extents `dims` (elements, innermost first) moved in
+    /// boxes of `box_dims` (one per dimension): strides packed
+    /// (`strides[i] = dims[0] * .. * dims[i] * size`), element strides 1, no
+    /// interleave, no swizzle, no L2 promotion, zero fill.
+    ///
+    /// # Errors
+    /// [`Error::TensorMap`] when `dims` is empty or longer than [`MAX_RANK`], or
+    /// `box_dims` has another length. The other rules are checked by
+    /// [`validate`](Self::validate).
+    pub fn new<T: TensorElement>(dims: &[u64], box_dims: &[u32]) -> Result<Self> {
+        Self::with_type(T::DATA_TYPE, dims, box_dims)
+    }
+
+    /// As [`new`](Self::new) with an explicit element type (for types without a Rust
+    /// counterpart: `F16`, `Bf16`, `Tf32`).
+    ///
+    /// # Errors
+    /// As [`new`](Self::new).
+    pub fn with_type(data_type: TensorDataType, dims: &[u64], box_dims: &[u32]) -> Result<Self> {
+        let rank = dims.len();
+        if rank == 0 || rank > MAX_RANK {
+            return Err(rule("the rank must be 1..=5", None));
+        }
+        if box_dims.len() != rank {
+            return Err(rule("box_dims needs one extent per dimension", None));
+        }
+        let mut d = Self {
+            data_type,
+            rank,
+            dims: [1; MAX_RANK],
+            strides: [0; MAX_RANK - 1],
+            box_dims: [1; MAX_RANK],
+            element_strides: [1; MAX_RANK],
+            interleave: Interleave::None,
+            swizzle: Swizzle::None,
+            l2_promotion: L2Promotion::None,
+            oob_fill: OobFill::Zero,
+        };
+        d.dims[..rank].copy_from_slice(dims);
+        d.box_dims[..rank].copy_from_slice(box_dims);
+        let mut stride = data_type.size();
+        for (slot, &dim) in d.strides.iter_mut().zip(&dims[..rank - 1]) {
+            stride = stride.saturating_mul(dim);
+            *slot = stride;
+        }
+        Ok(d)
+    }
+
+    /// Byte strides of dimensions `1..rank` (`strides[i]` is the distance between
+    /// consecutive indices of dimension `i + 1`), for padded rows or sub-tensors.
+    ///
+    /// # Errors
+    /// [`Error::TensorMap`] unless `strides.len() == rank - 1`.
+    pub fn strides(mut self, strides: &[u64]) -> Result<Self> {
+        if strides.len() != self.rank - 1 {
+            return Err(rule("strides needs rank - 1 byte strides", None));
+        }
+        self.strides[..self.rank - 1].copy_from_slice(strides);
+        Ok(self)
+    }
+
+    /// Traversal steps per dimension (1..=8; the first is ignored without interleave).
+    ///
+    /// # Errors
+    /// [`Error::TensorMap`] unless `element_strides.len() == rank`.
+    pub fn element_strides(mut self, element_strides: &[u32]) -> Result<Self> {
+        if element_strides.len() != self.rank {
+            return Err(rule("element_strides needs one step per dimension", None));
+        }
+        self.element_strides[..self.rank].copy_from_slice(element_strides);
+        Ok(self)
+    }
+
+    /// Sets the interleave.
+    #[must_use]
+    pub const fn interleave(mut self, interleave: Interleave) -> Self {
+        self.interleave = interleave;
+        self
+    }
+
+    /// Sets the swizzle.
+    #[must_use]
+    pub const fn swizzle(mut self, swizzle: Swizzle) -> Self {
+        self.swizzle = swizzle;
+        self
+    }
+
+    /// Sets the L2 promotion.
+    #[must_use]
+    pub const fn l2_promotion(mut self, l2: L2Promotion) -> Self {
+        self.l2_promotion = l2;
+        self
+    }
+
+    /// Sets the out-of-bounds fill.
+    #[must_use]
+    pub const fn oob_fill(mut self, fill: OobFill) -> Self {
+        self.oob_fill = fill;
+        self
+    }
+
+    /// The element type.
+    #[must_use]
+    pub const fn data_type(&self) -> TensorDataType {
+        self.data_type
+    }
+
+    /// The number of dimensions.
+    #[must_use]
+    pub const fn rank(&self) -> usize {
+        self.rank
+    }
+
+    /// The extents, innermost first.
+    #[must_use]
+    pub fn dims(&self) -> &[u64] {
+        &self.dims[..self.rank]
+    }
+
+    /// The box extents, innermost first.
+    #[must_use]
+    pub fn box_dims(&self) -> &[u32] {
+        &self.box_dims[..self.rank]
+    }
+
+    /// Bytes one box occupies in shared memory (what a load's mbarrier must expect:
+    /// out-of-bounds elements count, they are filled), with element strides applied.
+    #[must_use]
+    pub fn box_bytes(&self) -> u64 {
+        let mut n = self.data_type.size();
+        for i in 0..self.rank {
+            let steps = if i == 0 && self.interleave == Interleave::None {
+                u64::from(self.box_dims[0])
+            } else {
+                u64::from(self.box_dims[i]).div_ceil(u64::from(self.element_strides[i].max(1)))
+            };
+            n = n.saturating_mul(steps);
+        }
+        n
+    }
+
+    /// One past the last byte the map can address, relative to its base address: the
+    /// bytes the tensor spans in global memory.
+    #[must_use]
+    pub fn span_bytes(&self) -> u64 {
+        let size = self.data_type.size();
+        let mut last = (self.dims[0].saturating_sub(1)).saturating_mul(size);
+        for i in 1..self.rank {
+            last = last.saturating_add(
+                self.dims[i]
+                    .saturating_sub(1)
+                    .saturating_mul(self.strides[i - 1]),
+            );
+        }
+        last.saturating_add(size)
+    }
+
+    /// Checks every rule `cuTensorMapEncodeTiled` documents for these parameters and a
+    /// base address `global_address`.
+    ///
+    /// # Errors
+    /// [`Error::TensorMap`] naming the first rule broken (and the dimension, where one).
+    pub fn validate(&self, global_address: u64) -> Result<()> {
+        let size = self.data_type.size();
+        let rank = self.rank;
+        let il32 = self.interleave == Interleave::B32;
+        if self.interleave != Interleave::None && rank < 3 {
+            return Err(rule("an interleaved layout needs rank 3..=5", None));
+        }
+        if global_address % 16 != 0 {
+            return Err(rule("the global address must be 16-byte aligned", None));
+        }
+        if il32 && global_address % 32 != 0 {
+            return Err(rule(
+                "with 32-byte interleave the global address must be 32-byte aligned",
+                None,
+            ));
+        }
+        for i in 0..rank {
+            if self.dims[i] == 0 || self.dims[i] > 1 << 32 {
+                return Err(rule("each global dimension must be 1..=2^32", Some(i)));
+            }
+            if self.box_dims[i] == 0 || self.box_dims[i] > MAX_BOX_DIM {
+                return Err(rule("each box extent must be 1..=256", Some(i)));
+            }
+            if self.element_strides[i] == 0 || self.element_strides[i] > MAX_ELEMENT_STRIDE {
+                return Err(rule("each element stride must be 1..=8", Some(i)));
+            }
+        }
+        let mut prev = self.dims[0].saturating_mul(size);
+        for i in 0..rank - 1 {
+            let s = self.strides[i];
+            if s % 16 != 0 {
+                return Err(rule(
+                    "each stride must be a multiple of 16 bytes",
+                    Some(i + 1),
+                ));
+            }
+            if il32 && s % 32 != 0 {
+                return Err(rule(
+                    "with 32-byte interleave each stride must be a multiple of 32 bytes",
+                    Some(i + 1),
+                ));
+            }
+            if s >= 1 << 40 {
+                return Err(rule("each stride must be below 2^40 bytes", Some(i + 1)));
+            }
+            if s < prev {
+                return Err(rule(
+                    "each stride must cover the previous dimension (dims overlap)",
+                    Some(i + 1),
+                ));
+            }
+            prev = s.saturating_mul(self.dims[i + 1]);
+        }
+        let inner_bytes = u64::from(self.box_dims[0]) * size;
+        if self.interleave == Interleave::None && inner_bytes % 16 != 0 {
+            return Err(rule(
+                "the inner box extent in bytes (box_dims[0] * element size) must be a multiple \
+                 of 16",
+                Some(0),
+            ));
+        }
+        if il32 && self.swizzle != Swizzle::B32 {
+            return Err(rule("32-byte interleave needs the 32-byte swizzle", None));
+        }
+        if let (Interleave::None, Some(span)) = (self.interleave, self.swizzle.span())
+            && inner_bytes > span
+        {
+            return Err(rule(
+                "with a swizzle the inner box extent in bytes must not exceed the swizzle span",
+                Some(0),
+            ));
+        }
+        if self.oob_fill == OobFill::NanRequestZeroFma && !self.data_type.is_float() {
+            return Err(rule(
+                "the NaN out-of-bounds fill needs a floating-point element type",
+                None,
+            ));
+        }
+        Ok(())
+    }
+
+    fn raw_interleave(&self) -> CUtensorMapInterleave {
+        type I = CUtensorMapInterleave;
+        match self.interleave {
+            Interleave::None => I::CU_TENSOR_MAP_INTERLEAVE_NONE,
+            Interleave::B16 => I::CU_TENSOR_MAP_INTERLEAVE_16B,
+            Interleave::B32 => I::CU_TENSOR_MAP_INTERLEAVE_32B,
+        }
+    }
+
+    fn raw_swizzle(&self) -> CUtensorMapSwizzle {
+        type S = CUtensorMapSwizzle;
+        match self.swizzle {
+            Swizzle::None => S::CU_TENSOR_MAP_SWIZZLE_NONE,
+            Swizzle::B32 => S::CU_TENSOR_MAP_SWIZZLE_32B,
+            Swizzle::B64 => S::CU_TENSOR_MAP_SWIZZLE_64B,
+            Swizzle::B128 => S::CU_TENSOR_MAP_SWIZZLE_128B,
+        }
+    }
+
+    fn raw_l2(&self) -> CUtensorMapL2promotion {
+        type L = CUtensorMapL2promotion;
+        match self.l2_promotion {
+            L2Promotion::None => L::CU_TENSOR_MAP_L2_PROMOTION_NONE,
+            L2Promotion::B64 => L::CU_TENSOR_MAP_L2_PROMOTION_L2_64B,
+            L2Promotion::B128 => L::CU_TENSOR_MAP_L2_PROMOTION_L2_128B,
+            L2Promotion::B256 => L::CU_TENSOR_MAP_L2_PROMOTION_L2_256B,
+        }
+    }
+
+    fn raw_oob(&self) -> CUtensorMapFloatOOBfill {
+        type F = CUtensorMapFloatOOBfill;
+        match self.oob_fill {
+            OobFill::Zero => F::CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE,
+            OobFill::NanRequestZeroFma => F::CU_TENSOR_MAP_FLOAT_OOB_FILL_NAN_REQUEST_ZERO_FMA,
+        }
+    }
+}
+
+/// An encoded tiled tensor map (`CUtensorMap`, 128 bytes) over memory borrowed for `'a`.
+///
+/// Passed to a kernel by value it is a 64-byte aligned 128-byte parameter (the device
+/// type `TensorMapParam` of `cudadrv::device`); [`upload`](Self::upload) puts a copy in
+/// global memory instead.
+#[derive(Clone, Copy)]
+#[repr(C)]
+pub struct TensorMap<'a> {
+    raw: CUtensorMap,
+    _mem: PhantomData<&'a [u8]>,
+}
+
+impl core::fmt::Debug for TensorMap<'_> {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        f.debug_struct("TensorMap").finish_non_exhaustive()
+    }
+}
+
+// SAFETY: a `CUtensorMap` is 128 plain bytes (no padding: `[u64; 16]`); the device
+// parameter is `.param .align 64 .b8 [128]`, and 64 divides 128. The phantom field is
+// zero-sized.
+unsafe impl DeviceRepr for TensorMap<'_> {
+    const DEVICE_SIZE: usize = 128;
+    const DEVICE_ALIGN: usize = 64;
+}
+
+const _: () = assert!(core::mem::size_of::<TensorMap<'static>>() == 128);
+
+impl<'a> TensorMap<'a> {
+    /// `cuTensorMapEncodeTiled` over `buf` after [`TiledDesc::validate`], also checking
+    /// that the element types match and that the tensor's span
+    /// ([`TiledDesc::span_bytes`]) fits in the buffer.
+    ///
+    /// # Errors
+    /// [`Error::TensorMap`] for a broken rule; driver errors (`CUDA_ERROR_INVALID_VALUE`
+    /// for anything the checks above do not know).
+    #[doc(alias = "cuTensorMapEncodeTiled")]
+    pub fn tiled<T: Pod>(desc: &TiledDesc, buf: &'a DeviceBuffer<T>) -> Result<Self> {
+        if core::mem::size_of::<T>() as u64 != desc.data_type.size() {
+            return Err(rule(
+                "the buffer's element size differs from the map's element type",
+                None,
+            ));
+        }
+        if desc.span_bytes() > buf.size_bytes() as u64 {
+            return Err(rule(
+                "the tensor spans more bytes than the buffer holds",
+                None,
+            ));
+        }
+        let _g = buf.context().enter()?;
+        // SAFETY: the span fits in `buf`, which `'a` keeps alive.
+        unsafe { Self::tiled_raw(desc, buf.as_raw()) }
+    }
+
+    /// `cuTensorMapEncodeTiled` at a raw device address, after
+    /// [`TiledDesc::validate`].
+    ///
+    /// # Safety
+    /// `global_address..global_address + desc.span_bytes()` must stay allocated for `'a`
+    /// (kernels that use the map access it).
+    ///
+    /// # Errors
+    /// As [`tiled`](Self::tiled).
+    #[doc(alias = "cuTensorMapEncodeTiled")]
+    pub unsafe fn tiled_raw(desc: &TiledDesc, global_address: u64) -> Result<Self> {
+        desc.validate(global_address)?;
+        let cu = api()?;
+        let mut raw = CUtensorMap { opaque: [0; 16] };
+        // SAFETY: the arrays hold `rank` (strides: `rank - 1`) valid entries; `raw` is a
+        // 128-byte aligned out-parameter (bindgen gives `CUtensorMap` that alignment);
+        // the encode only writes `raw`.
+        unsafe {
+            drv!(
+                cu,
+                cuTensorMapEncodeTiled(
+                    &mut raw,
+                    desc.data_type.as_raw(),
+                    desc.rank as u32,
+                    global_address as *mut core::ffi::c_void,
+                    desc.dims.as_ptr(),
+                    desc.strides.as_ptr(),
+                    desc.box_dims.as_ptr(),
+                    desc.element_strides.as_ptr(),
+                    desc.raw_interleave(),
+                    desc.raw_swizzle(),
+                    desc.raw_l2(),
+                    desc.raw_oob()
+                )
+            )?;
+        }
+        Ok(Self {
+            raw,
+            _mem: PhantomData,
+        })
+    }
+
+    /// The raw `CUtensorMap`.
+    #[must_use]
+    pub const fn as_raw(&self) -> &CUtensorMap {
+        &self.raw
+    }
+
+    /// Copies the map into global memory of `ctx` (for kernels that take a pointer to
+    /// it); the copy borrows the same memory.
+    ///
+    /// # Errors
+    /// Driver errors.
+    pub fn upload(&self, ctx: &Context) -> Result<GlobalTensorMap<'a>> {
+        Ok(GlobalTensorMap {
+            buf: DeviceBuffer::from_slice(ctx, &self.raw.opaque)?,
+            _mem: PhantomData,
+        })
+    }
+}
+
+/// A [`TensorMap`] copied into global memory (see [`TensorMap::upload`]): pass
+/// [`as_ptr`](Self::as_ptr) to the kernel.
+#[derive(Debug)]
+pub struct GlobalTensorMap<'a> {
+    buf: DeviceBuffer<u64>,
+    _mem: PhantomData<&'a [u8]>,
+}
+
+impl GlobalTensorMap<'_> {
+    /// The device address of the 128-byte map (256-byte aligned: a `cuMemAlloc`
+    /// allocation).
+    #[must_use]
+    pub fn as_ptr(&self) -> u64 {
+        self.buf.as_raw()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn rule_of(e: Error) -> (&'static str, Option<u8>) {
+        match e {
+            Error::TensorMap { rule, dim } => (rule, dim),
+            other => panic!("not a tensor-map error: {other:?}"),
+        }
+    }
+
+    #[test]
+    fn packed_strides_and_sizes() {
+        let d = TiledDesc::new::<u32>(&[100, 30, 7], &[32, 8, 1]).unwrap();
+        assert_eq!(d.strides[..2], [400, 12000]);
+        assert_eq!(d.box_bytes(), 32 * 8 * 4);
+        assert_eq!(d.span_bytes(), 100 * 30 * 7 * 4);
+        d.validate(0x1000).unwrap();
+        let s = d.element_strides(&[1, 2, 1]).unwrap();
+        assert_eq!(s.box_bytes(), 32 * 4 * 4);
+    }
+
+    #[test]
+    fn padded_span() {
+        let d = TiledDesc::new::<f32>(&[10, 4], &[4, 4])
+            .unwrap()
+            .strides(&[64])
+            .unwrap();
+        // last element at row 3, column 9: 3 * 64 + 9 * 4, plus one element
+        assert_eq!(d.span_bytes(), 3 * 64 + 9 * 4 + 4);
+        d.validate(0).unwrap();
+    }
+
+    #[test]
+    fn each_rule_is_named() {
+        let ok = TiledDesc::new::<u32>(&[64, 64], &[32, 32]).unwrap();
+        ok.validate(256).unwrap();
+        assert!(
+            rule_of(ok.validate(8).unwrap_err())
+                .0
+                .contains("16-byte aligned")
+        );
+        let e = TiledDesc::new::<u32>(&[64, 64], &[32, 300]).unwrap();
+        assert_eq!(
+            rule_of(e.validate(0).unwrap_err()),
+            ("each box extent must be 1..=256", Some(1))
+        );
+        let e = TiledDesc::new::<u32>(&[64, 0], &[32, 32]).unwrap();
+        assert_eq!(rule_of(e.validate(0).unwrap_err()).1, Some(1));
+        let e = TiledDesc::new::<u32>(&[10, 4], &[4, 4]).unwrap();
+        // packed stride 40 is not a multiple of 16
+        assert_eq!(
+            rule_of(e.validate(0).unwrap_err()),
+            ("each stride must be a multiple of 16 bytes", Some(1))
+        );
+        let e = TiledDesc::new::<u32>(&[64, 64], &[3, 4]).unwrap();
+        assert_eq!(rule_of(e.validate(0).unwrap_err()).1, Some(0));
+        let e = ok.element_strides(&[1, 9]).unwrap();
+        assert_eq!(
+            rule_of(e.validate(0).unwrap_err()),
+            ("each element stride must be 1..=8", Some(1))
+        );
+        let e = ok.swizzle(Swizzle::B64);
+        assert!(
+            rule_of(e.validate(0).unwrap_err())
+                .0
+                .contains("swizzle span")
+        );
+        ok.swizzle(Swizzle::B128).validate(0).unwrap();
+        let e = ok.interleave(Interleave::B16);
+        assert!(rule_of(e.validate(0).unwrap_err()).0.contains("rank 3"));
+        let e = ok.oob_fill(OobFill::NanRequestZeroFma);
+        assert!(
+            rule_of(e.validate(0).unwrap_err())
+                .0
+                .contains("floating-point")
+        );
+        let e = TiledDesc::new::<u32>(&[64, 64], &[32, 32])
+            .unwrap()
+            .strides(&[128])
+            .unwrap();
+        assert!(rule_of(e.validate(0).unwrap_err()).0.contains("cover"));
+        let i = TiledDesc::new::<u8>(&[64, 8, 8], &[32, 4, 4]).unwrap();
+        let e = i.interleave(Interleave::B32);
+        assert!(
+            rule_of(e.validate(0).unwrap_err())
+                .0
+                .contains("32-byte swizzle")
+        );
+        i.interleave(Interleave::B32)
+            .swizzle(Swizzle::B32)
+            .validate(0)
+            .unwrap();
+        assert!(
+            rule_of(
+                i.interleave(Interleave::B32)
+                    .swizzle(Swizzle::B32)
+                    .validate(16)
+                    .unwrap_err()
+            )
+            .0
+            .contains("32-byte aligned")
+        );
+    }
+
+    #[test]
+    fn shape_errors_before_validation() {
+        assert!(TiledDesc::new::<u32>(&[], &[]).is_err());
+        assert!(TiledDesc::new::<u32>(&[1; 6], &[1; 6]).is_err());
+        assert!(TiledDesc::new::<u32>(&[4, 4], &[4]).is_err());
+        let d = TiledDesc::new::<u32>(&[4, 4], &[4, 4]).unwrap();
+        assert!(d.strides(&[16, 16]).is_err());
+        assert!(d.element_strides(&[1]).is_err());
+    }
+
+    #[test]
+    fn error_text_names_rule_and_dimension() {
+        use std::format;
+        let e = Error::TensorMap {
+            rule: "each box extent must be 1..=256",
+            dim: Some(1),
+        };
+        let s = format!("{e}");
+        assert!(s.contains("box extent") && s.contains("dimension 1"), "{s}");
+        assert!(e.is(cuda_sys::CUresult::CUDA_ERROR_INVALID_VALUE));
+    }
+}

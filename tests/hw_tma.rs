@@ -1,0 +1,593 @@
+//! Hardware tests of asynchronous data copies (Programming Guide 4.9.6, 4.11): `cp.async`
+//! (4/8/16 bytes, zero fill, commit/wait groups and the mbarrier-arrive form), bulk
+//! copies tracked by mbarrier transaction counts in a multi-stage producer/consumer
+//! ring, the bulk store path, tensor copies through `cuTensorMapEncodeTiled` maps
+//! (out-of-bounds fill at every edge, a 2D transpose, a cluster multicast), the two ways
+//! a Rust kernel can be handed the map, and a wrong `expect_tx` count caught by a
+//! bounded wait. Host-side tensor-map validation is compared with the driver's own
+//! verdicts.
+
+use cuda_core::cuda_sys::{self, CUresult, CUtensorMap};
+use cuda_core::launch::{LaunchConfig, launch};
+use cuda_core::tensor_map::{Interleave, OobFill, Swizzle, TensorMap, TiledDesc};
+use cuda_core::{Context, Device, DeviceBuffer, Error, Function, Module, Stream, StreamFlags};
+use cuda_workspace::{Outcome, TestResult, check, check_eq, hw_tests, ptx, require_sm, run_suite};
+
+fn main() {
+    run_suite(
+        "hw_tma",
+        hw_tests![
+            cp_async_16_bytes_with_zero_fill,
+            cp_async_4_8_16_bytes_with_mbarrier_arrive,
+            bulk_pipeline_streams_every_byte,
+            bulk_store_writes_back_from_shared,
+            tensor_map_rules_agree_with_the_driver,
+            tensor_tile_out_of_bounds_fill,
+            tensor_map_by_value_parameter,
+            tensor_2d_transpose,
+            tensor_multicast_to_a_cluster,
+            wrong_expect_tx_is_caught_by_a_bounded_wait,
+        ],
+    );
+}
+
+struct Gpu {
+    ctx: Context,
+    stream: Stream,
+    module: Module,
+}
+
+fn gpu() -> Result<Gpu, Outcome> {
+    require_sm(9, 0)?;
+    let ctx = Context::primary(Device::get(0)?)?;
+    ctx.bind()?;
+    let stream = Stream::new(&ctx, StreamFlags::NON_BLOCKING)?;
+    let module = Module::from_ptx(&ctx, ptx::KERNELS)?;
+    Ok(Gpu {
+        ctx,
+        stream,
+        module,
+    })
+}
+
+impl Gpu {
+    fn f(&self, name: &str) -> Result<Function, Outcome> {
+        Ok(self.module.function(name)?)
+    }
+}
+
+fn host<T: cuda_core::memory::Pod + Default>(buf: &DeviceBuffer<T>) -> Result<Vec<T>, Outcome> {
+    let mut v = vec![T::default(); buf.len()];
+    buf.copy_to_host(&mut v)?;
+    Ok(v)
+}
+
+/// The first index where `got` differs from `want(i)`, as a failure.
+fn check_all(got: &[u32], want: impl Fn(usize) -> u32, what: &str) -> TestResult {
+    if let Some((i, &g)) = got.iter().enumerate().find(|&(i, &g)| g != want(i)) {
+        return Err(Outcome::Fail(format!(
+            "{what}: element {i} is {g:#x}, expected {:#x}",
+            want(i)
+        )));
+    }
+    Ok(())
+}
+
+fn pattern(i: usize) -> u32 {
+    (i as u32).wrapping_mul(2_654_435_761).wrapping_add(7)
+}
+
+fn cp_async_16_bytes_with_zero_fill() -> TestResult {
+    let g = gpu()?;
+    let f = g.f("acp_cp_async")?;
+    // Not a multiple of the 512 elements a block moves: the last block zero-fills.
+    let n = 5 * 512 + 300;
+    let src: Vec<u32> = (0..n).map(pattern).collect();
+    let src_d = DeviceBuffer::from_slice(&g.ctx, &src)?;
+    let mut dst_h = vec![0xdead_beef_u32; n + 512];
+    let dst = DeviceBuffer::from_slice(&g.ctx, &dst_h)?;
+    let grid = (n as u32).div_ceil(512);
+    // SAFETY: acp_cp_async(src, dst, n): src readable for n, dst writable for n u32s;
+    // block of 128 threads.
+    unsafe {
+        launch(
+            &f,
+            &LaunchConfig::new(grid, 128).stream(&g.stream),
+            &(src_d.as_arg(), dst.as_arg(), n as u32),
+        )?;
+    }
+    g.stream.synchronize()?;
+    dst.copy_to_host(&mut dst_h)?;
+    check_all(&dst_h[..n], |i| pattern(i).wrapping_add(1), "dst = src + 1")?;
+    check_all(&dst_h[n..], |_| 0xdead_beef, "past n (must stay untouched)")?;
+    println!("    {n} elements through cp.async.cg 16-byte copies, tail zero-filled");
+    Ok(())
+}
+
+fn cp_async_4_8_16_bytes_with_mbarrier_arrive() -> TestResult {
+    let g = gpu()?;
+    let f = g.f("acp_cp_async_sizes")?;
+    let src: Vec<u32> = (0..224).map(pattern).collect();
+    let src_d = DeviceBuffer::from_slice(&g.ctx, &src)?;
+    let dst = DeviceBuffer::<u32>::zeroed(&g.ctx, 224)?;
+    // SAFETY: acp_cp_async_sizes(src, dst): 224 u32s each; one block of 32 threads.
+    unsafe {
+        launch(
+            &f,
+            &LaunchConfig::new(1, 32).stream(&g.stream),
+            &(src_d.as_arg(), dst.as_arg()),
+        )?;
+    }
+    g.stream.synchronize()?;
+    check_all(&host(&dst)?, pattern, "4/8/16-byte cp.async.ca copy")
+}
+
+/// Source of `n` pattern elements and a zeroed destination.
+fn stream_bufs(g: &Gpu, n: usize) -> Result<(DeviceBuffer<u32>, DeviceBuffer<u32>), Outcome> {
+    let src: Vec<u32> = (0..n).map(pattern).collect();
+    Ok((
+        DeviceBuffer::from_slice(&g.ctx, &src)?,
+        DeviceBuffer::zeroed(&g.ctx, n)?,
+    ))
+}
+
+fn bulk_pipeline_streams_every_byte() -> TestResult {
+    let g = gpu()?;
+    let f = g.f("acp_bulk_pipeline")?;
+    f.set_max_dynamic_shared_size_bytes(200 << 10)?;
+    let n = 16 << 20; // 64 MiB
+    let (src, mut dst) = stream_bufs(&g, n)?;
+    let sms = g.ctx.device().multiprocessor_count()?;
+    for (stages, tile, consumers, grid) in [
+        (2u32, 4096u32, 1u32, 1u32),
+        (3, 8192, 2, sms),
+        (4, 16384, 4, sms),
+        (8, 16384, 4, 2 * sms),
+        (6, 32768, 7, sms),
+    ] {
+        let smem = stages * tile + 16 * stages + 128;
+        let n_tiles = (n * 4) as u64 / u64::from(tile);
+        // SAFETY: acp_bulk_pipeline(src, dst, n_tiles, tile_bytes, stages): both buffers
+        // hold n_tiles * tile bytes; block of 1 + consumers warps; dynamic shared memory
+        // stages * tile + 16 * stages + 128.
+        unsafe {
+            launch(
+                &f,
+                &LaunchConfig::new(grid, 32 * (1 + consumers))
+                    .shared_mem(smem)
+                    .stream(&g.stream),
+                &(src.as_arg(), dst.as_arg(), n_tiles, tile, stages),
+            )?;
+        }
+        g.stream.synchronize()?;
+        check_all(
+            &host(&dst)?,
+            |i| pattern(i).wrapping_mul(3).wrapping_add(1),
+            &format!("{stages} stages x {tile} B, {consumers} consumer warps, grid {grid}"),
+        )?;
+        dst.memset_d8(0)?;
+    }
+    println!("    64 MiB streamed exactly in 5 ring shapes (2..8 stages, 4..32 KiB tiles)");
+    Ok(())
+}
+
+fn bulk_store_writes_back_from_shared() -> TestResult {
+    let g = gpu()?;
+    let f = g.f("acp_bulk_store")?;
+    let n = 1 << 20;
+    let (src, dst) = stream_bufs(&g, n)?;
+    let tile = 8192u32;
+    let n_tiles = (n * 4) as u64 / u64::from(tile);
+    f.set_max_dynamic_shared_size_bytes(tile + 256)?;
+    // SAFETY: acp_bulk_store(src, dst, n_tiles, tile_bytes): both buffers hold
+    // n_tiles * tile bytes; block 128; dynamic shared memory tile + 256.
+    unsafe {
+        launch(
+            &f,
+            &LaunchConfig::new(64, 128)
+                .shared_mem(tile + 256)
+                .stream(&g.stream),
+            &(src.as_arg(), dst.as_arg(), n_tiles, tile),
+        )?;
+    }
+    g.stream.synchronize()?;
+    check_all(
+        &host(&dst)?,
+        |i| pattern(i).wrapping_mul(3).wrapping_add(1),
+        "bulk store",
+    )
+}
+
+/// `cuTensorMapEncodeTiled` called directly, without the crate's checks.
+fn raw_encode(d: &TiledDescRaw, addr: u64) -> Result<CUresult, Outcome> {
+    let cu = cuda_sys::driver()?;
+    let mut map = CUtensorMap { opaque: [0; 16] };
+    // SAFETY: arrays of `rank` entries (strides rank - 1); valid out-pointer.
+    Ok(unsafe {
+        (cu.cuTensorMapEncodeTiled()?)(
+            &mut map,
+            d.ty,
+            d.dims.len() as u32,
+            addr as *mut _,
+            d.dims.as_ptr(),
+            d.strides.as_ptr(),
+            d.boxes.as_ptr(),
+            d.estr.as_ptr(),
+            d.il,
+            d.sw,
+            cuda_sys::CUtensorMapL2promotion::CU_TENSOR_MAP_L2_PROMOTION_NONE,
+            d.oob,
+        )
+    })
+}
+
+struct TiledDescRaw {
+    ty: cuda_sys::CUtensorMapDataType,
+    dims: Vec<u64>,
+    strides: Vec<u64>,
+    boxes: Vec<u32>,
+    estr: Vec<u32>,
+    il: cuda_sys::CUtensorMapInterleave,
+    sw: cuda_sys::CUtensorMapSwizzle,
+    oob: cuda_sys::CUtensorMapFloatOOBfill,
+}
+
+fn tensor_map_rules_agree_with_the_driver() -> TestResult {
+    use cuda_sys::{
+        CUtensorMapDataType as T, CUtensorMapFloatOOBfill as F, CUtensorMapInterleave as I,
+        CUtensorMapSwizzle as S,
+    };
+    let g = gpu()?;
+    let buf = DeviceBuffer::<u32>::zeroed(&g.ctx, 1 << 20)?;
+    let base = buf.as_raw();
+    // (case, raw parameters, our description, address offset)
+    let ok = || TiledDescRaw {
+        ty: T::CU_TENSOR_MAP_DATA_TYPE_UINT32,
+        dims: vec![256, 256],
+        strides: vec![1024],
+        boxes: vec![32, 32],
+        estr: vec![1, 1],
+        il: I::CU_TENSOR_MAP_INTERLEAVE_NONE,
+        sw: S::CU_TENSOR_MAP_SWIZZLE_NONE,
+        oob: F::CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE,
+    };
+    let ours = |r: &TiledDescRaw| -> Result<TiledDesc, Error> {
+        let mut d = TiledDesc::new::<u32>(&r.dims, &r.boxes)?
+            .strides(&r.strides)?
+            .element_strides(&r.estr)?;
+        d = d.interleave(match r.il {
+            I::CU_TENSOR_MAP_INTERLEAVE_16B => Interleave::B16,
+            I::CU_TENSOR_MAP_INTERLEAVE_32B => Interleave::B32,
+            _ => Interleave::None,
+        });
+        d = d.swizzle(match r.sw {
+            S::CU_TENSOR_MAP_SWIZZLE_32B => Swizzle::B32,
+            S::CU_TENSOR_MAP_SWIZZLE_64B => Swizzle::B64,
+            S::CU_TENSOR_MAP_SWIZZLE_128B => Swizzle::B128,
+            _ => Swizzle::None,
+        });
+        if r.oob == F::CU_TENSOR_MAP_FLOAT_OOB_FILL_NAN_REQUEST_ZERO_FMA {
+            d = d.oob_fill(OobFill::NanRequestZeroFma);
+        }
+        Ok(d)
+    };
+    let mut cases: Vec<(&str, TiledDescRaw, u64)> = Vec::new();
+    cases.push(("valid 2D", ok(), 0));
+    cases.push((
+        "valid swizzle 128B with 128-byte rows",
+        {
+            let mut r = ok();
+            r.sw = S::CU_TENSOR_MAP_SWIZZLE_128B;
+            r
+        },
+        0,
+    ));
+    cases.push(("address 8 bytes off", ok(), 8));
+    cases.push((
+        "box extent 300",
+        {
+            let mut r = ok();
+            r.boxes = vec![32, 300];
+            r
+        },
+        0,
+    ));
+    cases.push((
+        "stride not a multiple of 16",
+        {
+            let mut r = ok();
+            r.strides = vec![1032];
+            r.dims = vec![256, 255];
+            r
+        },
+        0,
+    ));
+    cases.push((
+        "inner box of 12 bytes",
+        {
+            let mut r = ok();
+            r.boxes = vec![3, 32];
+            r
+        },
+        0,
+    ));
+    cases.push((
+        "element stride 9",
+        {
+            let mut r = ok();
+            r.estr = vec![1, 9];
+            r
+        },
+        0,
+    ));
+    cases.push((
+        "swizzle 64B under a 128-byte inner box",
+        {
+            let mut r = ok();
+            r.sw = S::CU_TENSOR_MAP_SWIZZLE_64B;
+            r
+        },
+        0,
+    ));
+    cases.push((
+        "interleave with rank 2",
+        {
+            let mut r = ok();
+            r.il = I::CU_TENSOR_MAP_INTERLEAVE_16B;
+            r
+        },
+        0,
+    ));
+    cases.push((
+        "NaN fill of an integer type",
+        {
+            let mut r = ok();
+            r.oob = F::CU_TENSOR_MAP_FLOAT_OOB_FILL_NAN_REQUEST_ZERO_FMA;
+            r
+        },
+        0,
+    ));
+    cases.push((
+        "zero dimension",
+        {
+            let mut r = ok();
+            r.dims = vec![256, 0];
+            r
+        },
+        0,
+    ));
+    let mut disagree = Vec::new();
+    for (name, raw, off) in &cases {
+        let driver = raw_encode(raw, base + off)?;
+        let driver_ok = driver == CUresult::CUDA_SUCCESS;
+        let mine = ours(raw).and_then(|d| d.validate(base + off));
+        println!(
+            "    {name:<40} driver: {driver:?}; ours: {}",
+            match &mine {
+                Ok(()) => "ok".to_string(),
+                Err(e) => e.to_string(),
+            }
+        );
+        if driver_ok != mine.is_ok() {
+            disagree.push(*name);
+        }
+    }
+    check(disagree.is_empty(), || {
+        format!("validation disagrees with the driver on {disagree:?}")
+    })?;
+    // Through the crate: the checks run first and name the rule.
+    let bad = TiledDesc::new::<u32>(&[256, 256], &[32, 300])?;
+    match TensorMap::tiled(&bad, &buf) {
+        Err(Error::TensorMap { dim: Some(1), .. }) => {}
+        other => return Err(Outcome::Fail(format!("box 300 gave {other:?}"))),
+    }
+    let big = TiledDesc::new::<u32>(&[1024, 1025], &[32, 32])?;
+    check(TensorMap::tiled(&big, &buf).is_err(), || {
+        "a tensor larger than its buffer was encoded".into()
+    })?;
+    Ok(())
+}
+
+const W: usize = 100;
+const H: usize = 70;
+
+/// A `H x W` row-major image with `img[y][x] = y * 1000 + x + 1` (never 0), its rows
+/// padded to 112 elements (448 bytes, a multiple of 16).
+const PITCH: usize = 112;
+
+fn image(g: &Gpu) -> Result<DeviceBuffer<u32>, Outcome> {
+    let mut v = vec![0u32; H * PITCH];
+    for y in 0..H {
+        for x in 0..W {
+            v[y * PITCH + x] = (y * 1000 + x + 1) as u32;
+        }
+    }
+    Ok(DeviceBuffer::from_slice(&g.ctx, &v)?)
+}
+
+fn image_desc() -> Result<TiledDesc, Outcome> {
+    Ok(TiledDesc::new::<u32>(&[W as u64, H as u64], &[32, 32])?.strides(&[(PITCH * 4) as u64])?)
+}
+
+/// What a 32 x 32 box at (x0, y0) must hold: the image inside, zero outside.
+fn expected_tile(x0: i32, y0: i32) -> Vec<u32> {
+    let mut t = vec![0u32; 1024];
+    for r in 0..32 {
+        for c in 0..32 {
+            let (x, y) = (x0 + c, y0 + r);
+            if (0..W as i32).contains(&x) && (0..H as i32).contains(&y) {
+                t[(r * 32 + c) as usize] = (y * 1000 + x + 1) as u32;
+            }
+        }
+    }
+    t
+}
+
+const CORNERS: [(i32, i32); 7] = [
+    (0, 0),
+    (40, 20),
+    (80, 50),   // right and bottom edges cut the box
+    (-16, -8),  // negative coordinates: top-left partly outside
+    (96, 66),   // only a 4 x 4 corner inside
+    (200, 0),   // entirely outside
+    (-32, -32), // entirely outside, negative
+];
+
+fn tensor_tile_out_of_bounds_fill() -> TestResult {
+    let g = gpu()?;
+    let f = g.f("acp_tma_2d_load_tile")?;
+    let img = image(&g)?;
+    let map = TensorMap::tiled(&image_desc()?, &img)?;
+    let global = map.upload(&g.ctx)?;
+    let mut out = DeviceBuffer::<u32>::zeroed(&g.ctx, 1024)?;
+    for (x, y) in CORNERS {
+        out.memset_d32(0xdead_beef)?;
+        // SAFETY: acp_tma_2d_load_tile(tmap, x, y, out): tmap the global address of an
+        // encoded map whose memory (`img`) outlives the launch; out holds 1024 u32s;
+        // block 128.
+        unsafe {
+            launch(
+                &f,
+                &LaunchConfig::new(1, 128).stream(&g.stream),
+                &(global.as_ptr(), x, y, out.as_arg()),
+            )?;
+        }
+        g.stream.synchronize()?;
+        let want = expected_tile(x, y);
+        check_all(&host(&out)?, |i| want[i], &format!("box at ({x}, {y})"))?;
+    }
+    println!("    7 boxes (inside, cut by each edge, negative, outside) exact, zero fill outside");
+    Ok(())
+}
+
+fn tensor_map_by_value_parameter() -> TestResult {
+    let g = gpu()?;
+    let f = g.f("acp_tma_2d_load_tile_param")?;
+    let (offset, size) = f.param_info(0)?;
+    println!("    parameter 0 of acp_tma_2d_load_tile_param: offset {offset}, {size} bytes");
+    check_eq(size, 128, "size of the by-value tensor map parameter")?;
+    let img = image(&g)?;
+    let map = TensorMap::tiled(&image_desc()?, &img)?;
+    let mut out = DeviceBuffer::<u32>::zeroed(&g.ctx, 1024)?;
+    for (x, y) in [(0, 0), (80, 50), (-16, -8)] {
+        out.memset_d32(0xdead_beef)?;
+        // SAFETY: acp_tma_2d_load_tile_param(tmap, x, y, out): the map by value (its
+        // memory outlives the launch); out holds 1024 u32s; block 128.
+        unsafe {
+            launch(
+                &f,
+                &LaunchConfig::new(1, 128).stream(&g.stream),
+                &(map, x, y, out.as_arg()),
+            )?;
+        }
+        g.stream.synchronize()?;
+        let want = expected_tile(x, y);
+        check_all(
+            &host(&out)?,
+            |i| want[i],
+            &format!("box at ({x}, {y}) through the parameter's address"),
+        )?;
+    }
+    println!("    a map passed by value works through the address of the kernel parameter");
+    Ok(())
+}
+
+fn tensor_2d_transpose() -> TestResult {
+    let g = gpu()?;
+    let f = g.f("acp_tma_2d_transpose")?;
+    let img = image(&g)?;
+    // Output: W rows of H elements, rows padded to 80 elements (320 bytes).
+    const OPITCH: usize = 80;
+    let out = DeviceBuffer::<u32>::zeroed(&g.ctx, W * OPITCH)?;
+    let in_map = TensorMap::tiled(&image_desc()?, &img)?;
+    let out_desc =
+        TiledDesc::new::<u32>(&[H as u64, W as u64], &[32, 32])?.strides(&[(OPITCH * 4) as u64])?;
+    let out_map = TensorMap::tiled(&out_desc, &out)?;
+    let (gin, gout) = (in_map.upload(&g.ctx)?, out_map.upload(&g.ctx)?);
+    let grid = ((W as u32).div_ceil(32), (H as u32).div_ceil(32));
+    // SAFETY: acp_tma_2d_transpose(tmap_in, tmap_out): global addresses of two encoded
+    // maps whose memory outlives the launch; grid (ceil(W/32), ceil(H/32)), block 256.
+    unsafe {
+        launch(
+            &f,
+            &LaunchConfig::new(grid, 256).stream(&g.stream),
+            &(gin.as_ptr(), gout.as_ptr()),
+        )?;
+    }
+    g.stream.synchronize()?;
+    let got = host(&out)?;
+    for x in 0..W {
+        for y in 0..OPITCH {
+            let want = if y < H { (y * 1000 + x + 1) as u32 } else { 0 };
+            let v = got[x * OPITCH + y];
+            check(v == want, || {
+                format!("out[{x}][{y}] = {v}, expected {want} (the store must clip at H)")
+            })?;
+        }
+    }
+    println!("    {H} x {W} transposed through 32 x 32 tensor tiles; stores clipped at the edges");
+    Ok(())
+}
+
+fn tensor_multicast_to_a_cluster() -> TestResult {
+    let g = gpu()?;
+    let f = g.f("acp_tma_multicast")?;
+    let img = image(&g)?;
+    let map = TensorMap::tiled(
+        &TiledDesc::new::<u32>(&[W as u64, H as u64], &[32, 16])?.strides(&[(PITCH * 4) as u64])?,
+        &img,
+    )?;
+    let global = map.upload(&g.ctx)?;
+    let out = DeviceBuffer::<u32>::zeroed(&g.ctx, 2048)?;
+    // SAFETY: acp_tma_multicast(tmap, out): a map of 32 x 16 boxes over `img`; out holds
+    // 2 x 1024 u32s; cluster of 2 CTAs of 128 threads.
+    unsafe {
+        launch(
+            &f,
+            &LaunchConfig::new(2, 128)
+                .cluster_dim((2, 1, 1))?
+                .stream(&g.stream),
+            &(global.as_ptr(), out.as_arg()),
+        )?;
+    }
+    g.stream.synchronize()?;
+    let got = host(&out)?;
+    let want = expected_tile(0, 0);
+    for rank in 0..2 {
+        check_all(
+            &got[rank * 1024..(rank + 1) * 1024],
+            |i| want[i],
+            &format!("CTA {rank} of the cluster (each loaded half, both got all)"),
+        )?;
+    }
+    println!("    each CTA loaded 16 rows multicast to both; both hold the full 32 x 32 tile");
+    Ok(())
+}
+
+fn wrong_expect_tx_is_caught_by_a_bounded_wait() -> TestResult {
+    let g = gpu()?;
+    let f = g.f("acp_expect_tx_wrong")?;
+    let (src, dst) = stream_bufs(&g, 1024)?;
+    let status = DeviceBuffer::<u32>::from_slice(&g.ctx, &[7])?;
+    let timeout_ns: u64 = 20_000_000;
+    // SAFETY: acp_expect_tx_wrong(src, dst, timeout_ns, status): src/dst of 1024 u32s,
+    // status one u32; block 32.
+    unsafe {
+        launch(
+            &f,
+            &LaunchConfig::new(1, 32).stream(&g.stream),
+            &(src.as_arg(), dst.as_arg(), timeout_ns, status.as_arg()),
+        )?;
+    }
+    g.stream.synchronize()?;
+    check_eq(
+        host(&status)?[0],
+        1,
+        "status (1: the phase never completed, timed out)",
+    )?;
+    // The context is still usable afterwards.
+    let again = DeviceBuffer::<u32>::from_slice(&g.ctx, &[1, 2, 3])?;
+    check_eq(host(&again)?, vec![1, 2, 3], "a copy after the timeout")?;
+    println!("    expect_tx of twice the copied bytes: the wait timed out after 20 ms");
+    Ok(())
+}
