@@ -238,12 +238,10 @@ fn peer_access_needs_two_devices() -> TestResult {
         .err()
         .ok_or("peer access between two contexts of one device was enabled")?;
     println!("    enable_peer_access within one device: {e}");
-    check(
-        e.is(CUresult::CUDA_ERROR_INVALID_DEVICE)
-            || e.is(CUresult::CUDA_ERROR_PEER_ACCESS_UNSUPPORTED)
-            || e.is(CUresult::CUDA_ERROR_INVALID_VALUE),
-        || format!("unexpected error {e}"),
-    )?;
+    // Driver 580 answers PEER_ACCESS_UNSUPPORTED (seen on H100 and H200).
+    check(e.is(CUresult::CUDA_ERROR_PEER_ACCESS_UNSUPPORTED), || {
+        format!("unexpected error {e}")
+    })?;
     // Turning off what was never on is not an error: nothing changes.
     check_eq(
         c0.disable_peer_access(&other)?,
@@ -414,9 +412,6 @@ fn graph_alloc_listing_its_own_device() -> TestResult {
     let stream = Stream::non_blocking(&c0)?;
     let keep = DeviceBuffer::<u32>::zeroed(&c0, N as usize)?;
     let graph = Graph::new(&c0)?;
-    // A kernel node runs in the context current when it is added (its parameters name
-    // no context): make it c0's.
-    c0.bind()?;
     // The own device is left out of the descriptors: the same node as without peers.
     let (alloc, dptr) = graph.add_mem_alloc_node_with_peers(&[], N as usize * 4, &[d0, d0])?;
     let cfg = LaunchConfig::new(N / 256, 256);
@@ -680,6 +675,12 @@ fn graph_alloc_on_gpu0_mapped_for_gpu1() -> TestResult {
     let (c0, c1) = two_gpus()?;
     let (d0, d1) = (c0.device(), c1.device());
     require_peer(d1, d0)?;
+    if cuda_workspace::under_sanitizer() {
+        // memcheck does not see the mapping an alloc node's access descriptors give
+        // another device: GPU 1's reads of it are reported out of bounds and the kernel
+        // is stopped, while the same run without the sanitizer reads every value exactly.
+        return skip("memcheck does not track graph allocations mapped for a peer device");
+    }
     // The mapping comes from the alloc node's access descriptors, not context peer access.
     c1.disable_peer_access(&c0)?;
     let k0 = Kernels::load(&c0)?;
@@ -687,9 +688,6 @@ fn graph_alloc_on_gpu0_mapped_for_gpu1() -> TestResult {
     let (s0, mut s1) = (Stream::non_blocking(&c0)?, Stream::non_blocking(&c1)?);
     let mut out = DeviceBuffer::<u32>::zeroed(&c1, N as usize)?;
     let graph = Graph::new(&c0)?;
-    // A kernel node runs in the context current when it is added (its parameters name
-    // no context): make it c0's.
-    c0.bind()?;
     let (alloc, dptr) = graph.add_mem_alloc_node_with_peers(&[], N as usize * 4, &[d1])?;
     let cfg = LaunchConfig::new(N / 256, 256);
     // SAFETY: `fill` writes N u32 of the allocation, live from the alloc node until the

@@ -220,9 +220,10 @@ impl Context {
     /// (the driver's `CUDA_ERROR_PEER_ACCESS_ALREADY_ENABLED`, which is not an error here).
     ///
     /// # Errors
-    /// Driver errors: `CUDA_ERROR_INVALID_DEVICE` when
-    /// [`Device::can_access_peer`] says no (also for two contexts of one device),
-    /// `CUDA_ERROR_TOO_MANY_PEERS`, `CUDA_ERROR_INVALID_CONTEXT`.
+    /// Driver errors: `CUDA_ERROR_PEER_ACCESS_UNSUPPORTED` for two contexts of one
+    /// device (driver 580 on two H200s), `CUDA_ERROR_INVALID_DEVICE` when
+    /// [`Device::can_access_peer`] says no, `CUDA_ERROR_TOO_MANY_PEERS`,
+    /// `CUDA_ERROR_INVALID_CONTEXT`.
     #[doc(alias = "cuCtxEnablePeerAccess")]
     #[doc(alias = "cudaDeviceEnablePeerAccess")]
     pub fn enable_peer_access(&self, peer: &Context) -> Result<bool> {
