@@ -422,6 +422,8 @@ pub mod green;
 pub mod launch;
 #[cfg(not(target_arch = "nvptx64"))]
 pub mod limits;
+#[cfg(all(not(target_arch = "nvptx64"), feature = "std", target_os = "linux"))]
+pub mod ipc;
 #[cfg(not(target_arch = "nvptx64"))]
 mod linker;
 #[cfg(not(target_arch = "nvptx64"))]

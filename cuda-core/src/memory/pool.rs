@@ -363,6 +363,12 @@ impl MemPool {
         self.raw
     }
 
+    /// The context the pool was created or imported in.
+    #[must_use]
+    pub fn context(&self) -> &Context {
+        &self.ctx
+    }
+
     /// `cuMemAllocFromPoolAsync`: see [`AsyncDeviceBuffer::from_pool`].
     ///
     /// # Errors

@@ -30,11 +30,12 @@ use super::{DevicePtr, Pod, byte_len};
 use crate::error::{dropping, drv, enter_for_drop};
 use crate::{Context, Error, Result};
 
-/// The allocation properties of pinned device memory on `ctx`'s device.
-fn device_prop(ctx: &Context) -> CUmemAllocationProp {
+/// The allocation properties of pinned device memory on `ctx`'s device, exportable as
+/// `handle_types` (`CU_MEM_HANDLE_TYPE_NONE`: not exportable).
+fn device_prop(ctx: &Context, handle_types: CUmemAllocationHandleType) -> CUmemAllocationProp {
     CUmemAllocationProp {
         type_: CUmemAllocationType::CU_MEM_ALLOCATION_TYPE_PINNED,
-        requestedHandleTypes: CUmemAllocationHandleType::CU_MEM_HANDLE_TYPE_NONE,
+        requestedHandleTypes: handle_types,
         location: CUmemLocation {
             type_: CUmemLocationType::CU_MEM_LOCATION_TYPE_DEVICE,
             id: ctx.device().as_raw(),
@@ -60,7 +61,7 @@ pub enum Granularity {
 #[doc(alias = "cuMemGetAllocationGranularity")]
 pub fn granularity(ctx: &Context, kind: Granularity) -> Result<usize> {
     let g = ctx.enter()?;
-    let prop = device_prop(ctx);
+    let prop = device_prop(ctx, CUmemAllocationHandleType::CU_MEM_HANDLE_TYPE_NONE);
     let option = match kind {
         Granularity::Minimum => CUmemAllocationGranularity_flags::CU_MEM_ALLOC_GRANULARITY_MINIMUM,
         Granularity::Recommended => {
@@ -118,6 +119,37 @@ impl PhysicalMemory {
     /// [`granularity`]; driver errors (`CUDA_ERROR_OUT_OF_MEMORY`).
     #[doc(alias = "cuMemCreate")]
     pub fn new(ctx: &Context, bytes: usize) -> Result<Self> {
+        Self::create(
+            ctx,
+            bytes,
+            CUmemAllocationHandleType::CU_MEM_HANDLE_TYPE_NONE,
+        )
+    }
+
+    /// `cuMemCreate` as [`new`](Self::new), with `requestedHandleTypes` set to
+    /// `CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR`: the memory can be exported to other
+    /// processes as a file descriptor
+    /// ([`export_fd`](Self::export_fd), [`import_fd`](Self::import_fd); see
+    /// [`crate::ipc`]).
+    ///
+    /// # Errors
+    /// As [`new`](Self::new); `CUDA_ERROR_NOT_SUPPORTED` on a device without
+    /// `CU_DEVICE_ATTRIBUTE_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR_SUPPORTED`.
+    #[doc(alias = "cuMemCreate")]
+    pub fn new_exportable(ctx: &Context, bytes: usize) -> Result<Self> {
+        Self::create(
+            ctx,
+            bytes,
+            CUmemAllocationHandleType::CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR,
+        )
+    }
+
+    /// `cuMemCreate` of `bytes` (checked against the granularity) with `handle_types`.
+    fn create(
+        ctx: &Context,
+        bytes: usize,
+        handle_types: CUmemAllocationHandleType,
+    ) -> Result<Self> {
         let gran = granularity(ctx, Granularity::Minimum)?;
         check_multiple(
             bytes,
@@ -125,7 +157,7 @@ impl PhysicalMemory {
             "cuMemCreate: size must be a non-zero multiple of the allocation granularity",
         )?;
         let g = ctx.enter()?;
-        let prop = device_prop(ctx);
+        let prop = device_prop(ctx, handle_types);
         let mut handle = 0;
         // SAFETY: valid pointers; the context is current.
         unsafe { drv!(g.cu, cuMemCreate(&mut handle, bytes, &prop, 0))? };
@@ -157,6 +189,26 @@ impl PhysicalMemory {
             bytes: 0,
             ctx: ctx.clone(),
         })
+    }
+
+    /// Takes ownership of a handle of `bytes` bytes (0 when unknown) that `ctx`'s
+    /// context made current when it was obtained; released on drop.
+    pub(crate) fn from_owned_handle(
+        ctx: &Context,
+        handle: CUmemGenericAllocationHandle,
+        bytes: usize,
+    ) -> Self {
+        Self {
+            handle,
+            bytes,
+            ctx: ctx.clone(),
+        }
+    }
+
+    /// The context the handle was made in.
+    #[must_use]
+    pub fn context(&self) -> &Context {
+        &self.ctx
     }
 
     /// The raw `CUmemGenericAllocationHandle`.
