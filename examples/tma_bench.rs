@@ -255,8 +255,28 @@ fn run(
     if sweep_rounds > 0 {
         let bufs = alloc(ctx, &stream, &fill, GIB)?;
         let mut sweep = String::from("impl,stages,tile_bytes,median_gbps\n");
-        let mut points: Vec<(&str, u32, u32, f64)> = Vec::new();
         println!("\nsweep at 1 GiB (GB/s, median of {sweep_rounds}):");
+        // Rust and C++ alternate within every configuration.
+        let mut table: Vec<(&str, u32, u32, f64)> = Vec::new();
+        for &tile in &SWEEP_TILES {
+            for &stages in &SWEEP_STAGES {
+                if smem_bytes(stages, tile) > max_smem {
+                    continue;
+                }
+                let mut v: Vec<Vec<f64>> = vec![Vec::new(); impls.len()];
+                for _ in 0..sweep_rounds {
+                    for (i, imp) in impls.iter().enumerate() {
+                        let ms = timer
+                            .time(|| pipeline(ctx, &stream, &imp.pipeline, &bufs, stages, tile))?;
+                        v[i].push(2.0 * GIB as f64 / ms / 1e6);
+                    }
+                }
+                check(&bufs, true)?;
+                for (i, imp) in impls.iter().enumerate() {
+                    table.push((imp.name, stages, tile, stats(&mut v[i]).0));
+                }
+            }
+        }
         for imp in &impls {
             println!(
                 "{}: rows = tile KiB, columns = stages {SWEEP_STAGES:?}",
@@ -265,25 +285,21 @@ fn run(
             for &tile in &SWEEP_TILES {
                 let mut line = format!("  {:>3} KiB", tile >> 10);
                 for &stages in &SWEEP_STAGES {
-                    if smem_bytes(stages, tile) > max_smem {
-                        line.push_str("         -");
-                        continue;
+                    match table
+                        .iter()
+                        .find(|p| p.0 == imp.name && p.1 == stages && p.2 == tile)
+                    {
+                        Some(p) => {
+                            write!(line, " {:>9.1}", p.3)?;
+                            writeln!(sweep, "{},{stages},{tile},{:.2}", imp.name, p.3)?;
+                        }
+                        None => line.push_str("         -"),
                     }
-                    let mut v = Vec::new();
-                    for _ in 0..sweep_rounds {
-                        let ms = timer
-                            .time(|| pipeline(ctx, &stream, &imp.pipeline, &bufs, stages, tile))?;
-                        v.push(2.0 * GIB as f64 / ms / 1e6);
-                    }
-                    check(&bufs, true)?;
-                    let m = stats(&mut v).0;
-                    write!(line, " {m:>9.1}")?;
-                    writeln!(sweep, "{},{stages},{tile},{m:.2}", imp.name)?;
-                    points.push((imp.name, stages, tile, m));
                 }
                 println!("{line}");
             }
         }
+        let points = table;
         if let Some(path) = &out.sweep_csv {
             std::fs::write(path, &sweep)?;
             println!("wrote {path}");

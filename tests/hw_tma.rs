@@ -14,6 +14,20 @@ use cuda_core::{Context, Device, DeviceBuffer, Error, Function, Module, Stream, 
 use cuda_workspace::{Outcome, TestResult, check, check_eq, hw_tests, ptx, require_sm, run_suite};
 
 fn main() {
+    if let Ok(kernel) = std::env::var("HW_TMA_BY_VALUE") {
+        // Child of `tensor_map_by_value_paths`: one launch in a process of its own.
+        match by_value(&kernel) {
+            Ok(()) => std::process::exit(0),
+            Err(Outcome::Fail(why)) => {
+                println!("{why}");
+                std::process::exit(2)
+            }
+            Err(other) => {
+                println!("{other:?}");
+                std::process::exit(1)
+            }
+        }
+    }
     run_suite(
         "hw_tma",
         hw_tests![
@@ -23,7 +37,7 @@ fn main() {
             bulk_store_writes_back_from_shared,
             tensor_map_rules_agree_with_the_driver,
             tensor_tile_out_of_bounds_fill,
-            tensor_map_by_value_parameter,
+            tensor_map_by_value_paths,
             tensor_2d_transpose,
             tensor_multicast_to_a_cluster,
             wrong_expect_tx_is_caught_by_a_bounded_wait,
@@ -460,11 +474,65 @@ fn tensor_tile_out_of_bounds_fill() -> TestResult {
     Ok(())
 }
 
-fn tensor_map_by_value_parameter() -> TestResult {
+/// A map passed by value, its address taken in the kernel: through `&tmap` (rustc
+/// copies the parameter to local memory) and through the parameter symbol
+/// (`kernel_param_ptr!`, as nvcc does for `__grid_constant__`). Each launch runs in a
+/// child process, since a fault poisons the context. A path must either read the box
+/// exactly or fail with a CUDA error: never wrong data, never a hang.
+fn tensor_map_by_value_paths() -> TestResult {
+    require_sm(9, 0)?;
+    let mut worked = Vec::new();
+    for kernel in [
+        "acp_tma_2d_load_tile_param_sym",
+        "acp_tma_2d_load_tile_param",
+    ] {
+        let exe = std::env::current_exe().map_err(|e| e.to_string())?;
+        let mut child = std::process::Command::new(exe)
+            .env("HW_TMA_BY_VALUE", kernel)
+            .stdout(std::process::Stdio::piped())
+            .spawn()
+            .map_err(|e| e.to_string())?;
+        let start = std::time::Instant::now();
+        let status = loop {
+            if let Some(s) = child.try_wait().map_err(|e| e.to_string())? {
+                break s;
+            }
+            if start.elapsed() > std::time::Duration::from_secs(60) {
+                let _ = child.kill();
+                return Err(Outcome::Fail(format!("{kernel}: hung (killed after 60 s)")));
+            }
+            std::thread::sleep(std::time::Duration::from_millis(10));
+        };
+        let mut out = String::new();
+        if let Some(mut o) = child.stdout.take() {
+            use std::io::Read as _;
+            let _ = o.read_to_string(&mut out);
+        }
+        let last = out.lines().last().unwrap_or_default();
+        match status.code() {
+            Some(0) => {
+                println!("    {kernel}: box read exactly");
+                worked.push(kernel);
+            }
+            Some(2) if last.contains("CUDA_ERROR") => {
+                println!("    {kernel}: refused by the GPU: {last}");
+            }
+            _ => {
+                return Err(Outcome::Fail(format!(
+                    "{kernel}: {status}, wrong data or no CUDA error: {out}"
+                )));
+            }
+        }
+    }
+    println!("    by-value paths that work from Rust: {worked:?} (the uploaded copy always works)");
+    Ok(())
+}
+
+fn by_value(kernel: &str) -> TestResult {
     let g = gpu()?;
-    let f = g.f("acp_tma_2d_load_tile_param")?;
+    let f = g.f(kernel)?;
     let (offset, size) = f.param_info(0)?;
-    println!("    parameter 0 of acp_tma_2d_load_tile_param: offset {offset}, {size} bytes");
+    println!("    parameter 0 of {kernel}: offset {offset}, {size} bytes");
     check_eq(size, 128, "size of the by-value tensor map parameter")?;
     let img = image(&g)?;
     let map = TensorMap::tiled(&image_desc()?, &img)?;
@@ -488,7 +556,7 @@ fn tensor_map_by_value_parameter() -> TestResult {
             &format!("box at ({x}, {y}) through the parameter's address"),
         )?;
     }
-    println!("    a map passed by value works through the address of the kernel parameter");
+    println!("    {kernel}: a map passed by value works");
     Ok(())
 }
 

@@ -22,17 +22,21 @@
 //! // 32 x 32 tiles of a dense row-major image.
 //! let desc = TiledDesc::new::<f32>(&[w, h], &[32, 32])?;
 //! let map = TensorMap::tiled(&desc, &image)?;
-//! // Pass `map` by value (a 64-byte aligned kernel parameter) or upload it to global
-//! // memory with `map.upload(&ctx)` and pass that pointer.
-//! # let _ = map; Ok(()) }
+//! // A Rust kernel takes a pointer to a copy in global memory.
+//! let global = map.upload(&ctx)?;
+//! # let _ = global.as_ptr(); Ok(()) }
 //! ```
 //!
 //! # How a kernel gets the map
-//! The map must be readable by the TMA unit through a generic address of global, const
-//! or parameter memory. Two ways work from Rust (checked on an H100, see the hardware
-//! tests): a kernel parameter of the device type `TensorMapParam`, whose address the
-//! kernel takes (the parameter space, as nvcc does for a `__grid_constant__`
-//! parameter), or a copy in global memory ([`TensorMap::upload`]) passed as a pointer.
+//! The TMA unit reads the map through a generic address of global, const or parameter
+//! memory, 64-byte aligned. From a Rust kernel, upload it ([`TensorMap::upload`]) and
+//! pass the pointer: that is the path that works (checked on an H100, `hw_tma`). Passed
+//! by value, the map does not work from Rust: rustc declares a kernel parameter at most
+//! 16-byte aligned (`.param .align 16`), so its parameter-symbol address is misaligned
+//! (`CUDA_ERROR_MISALIGNED_ADDRESS`), and taking `&param` in Rust gives a copy in local
+//! memory, which TMA cannot read (`CUDA_ERROR_ILLEGAL_ADDRESS`). By value suits kernels
+//! built by nvcc with a `__grid_constant__ const CUtensorMap` parameter, which nvcc
+//! declares `.align 64`.
 
 use core::marker::PhantomData;
 
@@ -526,9 +530,9 @@ impl TiledDesc {
 
 /// An encoded tiled tensor map (`CUtensorMap`, 128 bytes) over memory borrowed for `'a`.
 ///
-/// Passed to a kernel by value it is a 64-byte aligned 128-byte parameter (the device
-/// type `TensorMapParam` of `cudadrv::device`); [`upload`](Self::upload) puts a copy in
-/// global memory instead.
+/// Passed to a kernel by value it is a 64-byte aligned 128-byte parameter (for nvcc
+/// kernels taking a `__grid_constant__ const CUtensorMap`); Rust kernels take a pointer
+/// to the copy [`upload`](Self::upload) puts in global memory (see the module docs).
 #[derive(Clone, Copy)]
 #[repr(C)]
 pub struct TensorMap<'a> {

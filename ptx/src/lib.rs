@@ -25,6 +25,7 @@ compile_error!(
      -C target-feature=+ptx80: run `cargo xtask ptx`"
 );
 
+pub mod async_copy;
 pub mod chain;
 pub mod cluster;
 pub mod echo;
@@ -35,3 +36,4 @@ pub mod mbar_forms;
 pub mod mbar_pipeline;
 pub mod pdl;
 pub mod vec_add;
+pub mod vec_stream;

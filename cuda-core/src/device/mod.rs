@@ -12,6 +12,9 @@
 //! - [`grid_dependency_wait`] / [`launch_dependents`]: Programmatic Dependent Launch.
 //! - [`MBarrier`], [`ArrivalToken`], [`PhaseCursor`], [`ClusterMBarrier`]: asynchronous
 //!   barriers, local and across a cluster.
+//! - Asynchronous copies: [`cp_async`] (sm_80), bulk copies ([`BulkLoad`],
+//!   [`bulk_store`]), tensor copies ([`BulkLoad::tile`], [`TensorMapRef::store_tile`]),
+//!   multi-stage rings ([`Ring`], [`RingCursor`]) and [`elect_one`].
 //! - [`fence_sc`], [`fence_acq_rel`], [`fence_mbarrier_init`], [`fence_proxy_async`].
 //! - Special registers: [`globaltimer`], [`smid`], [`cluster_id`], [`cluster_cta_rank`],
 //!   ...; thread indices ([`thread_idx`], ...) and barriers ([`sync_threads`],
@@ -72,6 +75,12 @@ macro_rules! sm90_ptx80 {
     ($($item:item)*) => { requires!("sm_90", "ptx80"; $($item)*); };
 }
 
+/// Items that need PTX ISA 8.3 and sm_90.
+macro_rules! sm90_ptx83 {
+    ($($item:item)*) => { requires!("sm_90", "ptx83"; $($item)*); };
+}
+
+mod async_copy;
 mod fence;
 mod phase;
 pub mod ptx_asm;
@@ -92,6 +101,19 @@ mod launch;
 mod mbarrier;
 
 pub use crate::dim3::Dim3;
+pub use async_copy::{Align16, Align128, BulkBytes, Ring, RingCursor, TensorCoords, TensorMapRef};
+sm80_ptx70! {
+    pub use async_copy::{
+        cp_async, cp_async_cg, cp_async_cg_zfill, cp_async_commit, cp_async_wait,
+        cp_async_wait_all, cp_async_zfill,
+    };
+}
+sm90_ptx80! {
+    pub use async_copy::{
+        BulkLoad, bulk_commit, bulk_load, bulk_prefetch_l2, bulk_reduce_add_u32, bulk_store,
+        bulk_wait, bulk_wait_read, elect_one,
+    };
+}
 sm90_ptx80! {
     pub use cluster::cluster_arrive_relaxed;
     pub use fence::{fence_mbarrier_init, fence_proxy_async};

@@ -1026,3 +1026,626 @@ sm90_ptx80! {
         }
     }
 }
+
+// ---------------------------------------------------------------------------------------
+// Asynchronous copies: cp.async (sm_80)
+// ---------------------------------------------------------------------------------------
+//
+// `dst: u32` is a `.shared::cta` address, `src: *const u8` a generic pointer to global
+// memory (the global window is the generic one, as CUDA's `__pipeline_memcpy_async`
+// passes it). A copy is "issued" by the instruction; it completes asynchronously, and
+// its data is visible to the issuing thread only after `cp.async.wait_group` /
+// `cp.async.wait_all`, or to the threads that wait on an mbarrier armed with
+// `cp.async.mbarrier.arrive`.
+
+/// Emits `cp.async.<cache>.shared.global [dst], [src], <bytes>;` and its zero-fill form
+/// `... <bytes>, src_size;` as two functions.
+#[cfg(any(doc, all(target_feature = "sm_80", target_feature = "ptx70")))]
+macro_rules! cp_async_fns {
+    ($name:ident, $zname:ident, $cache:literal, $bytes:literal) => {
+        #[doc = concat!(
+            "`cp.async.", $cache, ".shared.global [dst], [src], ", $bytes,
+            ";` (PTX 7.0, sm_80): starts an asynchronous copy of ", $bytes,
+            " bytes from global to shared memory",
+            " (`.ca`: cache in L1 and L2; `.cg`: L2 only)."
+        )]
+        ///
+        /// # Safety
+        #[doc = concat!(
+            "`dst` must be a `.shared::cta` address and `src` a global address, both ",
+            $bytes, "-byte aligned, with ", $bytes, " bytes readable at `src` and writable ",
+            "at `dst`; no other access to `dst` until the copy is waited for ",
+            "(`cp.async.wait_group`/`wait_all` or an mbarrier armed with ",
+            "`cp.async.mbarrier.arrive`), and `src` unchanged until then."
+        )]
+        #[inline(always)]
+        pub unsafe fn $name(dst: u32, src: *const u8) {
+            // SAFETY: forwarded to the caller.
+            unsafe {
+                asm!(
+                    concat!("cp.async.", $cache, ".shared.global [{d}], [{s}], ", $bytes, ";"),
+                    d = in(reg32) dst,
+                    s = in(reg64) src,
+                    options(nostack),
+                );
+            }
+        }
+
+        #[doc = concat!(
+            "`cp.async.", $cache, ".shared.global [dst], [src], ", $bytes,
+            ", src_size;` (PTX 7.0, sm_80): copies the first `src_size` bytes from `src` ",
+            "and fills the rest of the ", $bytes, " bytes at `dst` with zeros ",
+            "(`src_size == 0`: zeros only, nothing read)."
+        )]
+        ///
+        /// # Safety
+        #[doc = concat!(
+            "As the form without `src_size`, except that only `src_size` bytes (at most ",
+            $bytes, ") need be readable at `src`; `src` must still be ", $bytes,
+            "-byte aligned (pass any valid aligned pointer when `src_size` is 0)."
+        )]
+        #[inline(always)]
+        pub unsafe fn $zname(dst: u32, src: *const u8, src_size: u32) {
+            // SAFETY: forwarded to the caller.
+            unsafe {
+                asm!(
+                    concat!(
+                        "cp.async.", $cache, ".shared.global [{d}], [{s}], ", $bytes, ", {n};"
+                    ),
+                    d = in(reg32) dst,
+                    s = in(reg64) src,
+                    n = in(reg32) src_size,
+                    options(nostack),
+                );
+            }
+        }
+    };
+}
+
+sm80_ptx70! {
+    cp_async_fns!(cp_async_ca_4, cp_async_ca_4_zfill, "ca", "4");
+    cp_async_fns!(cp_async_ca_8, cp_async_ca_8_zfill, "ca", "8");
+    cp_async_fns!(cp_async_ca_16, cp_async_ca_16_zfill, "ca", "16");
+    cp_async_fns!(cp_async_cg_16, cp_async_cg_16_zfill, "cg", "16");
+
+    /// `cp.async.commit_group;` (PTX 7.0, sm_80): closes this thread's pending
+    /// `cp.async` copies into a new group (an empty group when there are none).
+    ///
+    /// # Safety
+    /// None; `unsafe` only because this module's functions all are.
+    #[inline(always)]
+    pub unsafe fn cp_async_commit_group() {
+        // SAFETY: no precondition.
+        unsafe { asm!("cp.async.commit_group;", options(nostack)) };
+    }
+
+    /// `cp.async.wait_group N;` (PTX 7.0, sm_80): waits until at most `N` of this
+    /// thread's most recent `cp.async` groups are pending; the completed copies' data is
+    /// then visible to this thread. Keeps the memory clobber, so no shared-memory read is
+    /// hoisted above it.
+    ///
+    /// # Safety
+    /// None; `unsafe` only because this module's functions all are.
+    #[inline(always)]
+    pub unsafe fn cp_async_wait_group<const N: u32>() {
+        // SAFETY: no precondition.
+        unsafe { asm!("cp.async.wait_group {n};", n = const N, options(nostack)) };
+    }
+
+    /// `cp.async.wait_all;` (PTX 7.0, sm_80): commits the pending copies and waits for
+    /// all of this thread's `cp.async` copies (`commit_group` + `wait_group 0`).
+    ///
+    /// # Safety
+    /// None; `unsafe` only because this module's functions all are.
+    #[inline(always)]
+    pub unsafe fn cp_async_wait_all() {
+        // SAFETY: no precondition.
+        unsafe { asm!("cp.async.wait_all;", options(nostack)) };
+    }
+
+    /// `cp.async.mbarrier.arrive.shared.b64 [addr];` (PTX 7.0, sm_80; `.shared` is
+    /// `.shared::cta`, whose explicit spelling needs PTX 7.8): makes the mbarrier track
+    /// this thread's prior `cp.async` copies. The pending count is raised by one now and
+    /// an arrival happens when the copies complete, so the phase's expected count is
+    /// unchanged: the thread still arrives itself.
+    ///
+    /// # Safety
+    /// Live mbarrier.
+    #[inline(always)]
+    pub unsafe fn cp_async_mbarrier_arrive(addr: u32) {
+        // SAFETY: forwarded to the caller.
+        unsafe {
+            asm!("cp.async.mbarrier.arrive.shared.b64 [{a}];", a = in(reg32) addr, options(nostack));
+        }
+    }
+
+    /// `cp.async.mbarrier.arrive.noinc.shared.b64 [addr];` (PTX 7.0, sm_80): as
+    /// [`cp_async_mbarrier_arrive`] without raising the pending count: the arrival made
+    /// when this thread's prior copies complete counts as one of the phase's expected
+    /// arrivals.
+    ///
+    /// # Safety
+    /// Live mbarrier whose current phase still expects this arrival (it must not receive
+    /// more arrivals than its expected count).
+    #[inline(always)]
+    pub unsafe fn cp_async_mbarrier_arrive_noinc(addr: u32) {
+        // SAFETY: forwarded to the caller.
+        unsafe {
+            asm!(
+                "cp.async.mbarrier.arrive.noinc.shared.b64 [{a}];",
+                a = in(reg32) addr,
+                options(nostack),
+            );
+        }
+    }
+}
+
+// ---------------------------------------------------------------------------------------
+// Bulk asynchronous copies: cp.async.bulk (sm_90)
+// ---------------------------------------------------------------------------------------
+//
+// Bulk copies run in the async proxy: generic-proxy writes to shared memory that a bulk
+// copy (or TMA store) reads need `fence.proxy.async.shared::cta` first. `size` is a
+// multiple of 16 and both addresses are 16-byte aligned. A load completes on an mbarrier
+// (`complete_tx::bytes`: it lowers the tx-count by `size`); a store belongs to this
+// thread's bulk async-group (`cp.async.bulk.commit_group` / `wait_group`).
+
+sm90_ptx80! {
+    /// `cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes [dst], [src], size, [mbar];`
+    /// (PTX 8.0, sm_90): copies `size` bytes from global memory to shared memory and
+    /// performs complete-tx of `size` bytes on the mbarrier at `mbar` when done.
+    ///
+    /// # Safety
+    /// `dst` a `.shared::cluster` address (this CTA's `.shared::cta` address qualifies)
+    /// and `src` a global address, both 16-byte aligned; `size` a multiple of 16 with
+    /// `size` bytes readable at `src` and writable at `dst`; `mbar` a live mbarrier in
+    /// the same CTA as `dst`, whose tx-count stays in range (arm it with expect-tx of
+    /// `size`). Nothing else accesses `dst` until the mbarrier's phase completes, and
+    /// `src` is not written until then.
+    #[inline(always)]
+    pub unsafe fn cp_async_bulk_global_to_shared(dst: u32, src: *const u8, size: u32, mbar: u32) {
+        // SAFETY: forwarded to the caller.
+        unsafe {
+            asm!(
+                "cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes [{d}], [{s}], {n}, [{b}];",
+                d = in(reg32) dst,
+                s = in(reg64) src,
+                n = in(reg32) size,
+                b = in(reg32) mbar,
+                options(nostack),
+            );
+        }
+    }
+
+    /// `cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes.multicast::cluster [dst], [src], size, [mbar], ctaMask;`
+    /// (PTX 8.0, sm_90; `ptxas` advises `sm_90a` for performance): copies `size` bytes
+    /// from global memory into the shared memory of every CTA of the cluster whose rank
+    /// bit is set in `cta_mask`, at the same CTA-relative offset as `dst`, and performs
+    /// complete-tx of `size` bytes on the mbarrier at the same offset as `mbar` in each.
+    ///
+    /// # Safety
+    /// As [`cp_async_bulk_global_to_shared`], for every destination CTA: each has a live
+    /// mbarrier at `mbar` (initialized and visible before this copy is issued) and room
+    /// at `dst`; only ranks below `%cluster_nctarank` are set in `cta_mask`, and no
+    /// destination CTA exits before its copy completed.
+    #[inline(always)]
+    pub unsafe fn cp_async_bulk_global_to_shared_multicast(
+        dst: u32,
+        src: *const u8,
+        size: u32,
+        mbar: u32,
+        cta_mask: u16,
+    ) {
+        // SAFETY: forwarded to the caller.
+        unsafe {
+            asm!(
+                "cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes.multicast::cluster [{d}], [{s}], {n}, [{b}], {m};",
+                d = in(reg32) dst,
+                s = in(reg64) src,
+                n = in(reg32) size,
+                b = in(reg32) mbar,
+                m = in(reg16) cta_mask,
+                options(nostack),
+            );
+        }
+    }
+
+    /// `cp.async.bulk.global.shared::cta.bulk_group [dst], [src], size;` (PTX 8.0,
+    /// sm_90): copies `size` bytes from this CTA's shared memory to global memory, as part
+    /// of this thread's current bulk async-group.
+    ///
+    /// # Safety
+    /// `dst` a global address and `src` a `.shared::cta` address, both 16-byte aligned;
+    /// `size` a multiple of 16 with `size` bytes writable at `dst` and readable at `src`.
+    /// Writes to `src` by the generic proxy are made visible to the async proxy first
+    /// (`fence.proxy.async.shared::cta` after them, before this); `src` is not written
+    /// until `cp.async.bulk.wait_group.read` covers the copy, nor `dst` accessed until
+    /// `cp.async.bulk.wait_group` does.
+    #[inline(always)]
+    pub unsafe fn cp_async_bulk_shared_to_global(dst: *mut u8, src: u32, size: u32) {
+        // SAFETY: forwarded to the caller.
+        unsafe {
+            asm!(
+                "cp.async.bulk.global.shared::cta.bulk_group [{d}], [{s}], {n};",
+                d = in(reg64) dst,
+                s = in(reg32) src,
+                n = in(reg32) size,
+                options(nostack),
+            );
+        }
+    }
+
+    /// `cp.reduce.async.bulk.global.shared::cta.bulk_group.add.u32 [dst], [src], size;`
+    /// (PTX 8.0, sm_90): adds `size / 4` `u32`s from this CTA's shared memory to global
+    /// memory element-wise (each element atomically, relaxed at GPU scope), as part of
+    /// this thread's current bulk async-group.
+    ///
+    /// # Safety
+    /// As [`cp_async_bulk_shared_to_global`] (`dst` holds `u32`s).
+    #[inline(always)]
+    pub unsafe fn cp_reduce_async_bulk_add_u32(dst: *mut u32, src: u32, size: u32) {
+        // SAFETY: forwarded to the caller.
+        unsafe {
+            asm!(
+                "cp.reduce.async.bulk.global.shared::cta.bulk_group.add.u32 [{d}], [{s}], {n};",
+                d = in(reg64) dst,
+                s = in(reg32) src,
+                n = in(reg32) size,
+                options(nostack),
+            );
+        }
+    }
+
+    /// `cp.async.bulk.commit_group;` (PTX 8.0, sm_90): closes this thread's pending bulk
+    /// stores (and tensor stores, reductions) into a bulk async-group.
+    ///
+    /// # Safety
+    /// None; `unsafe` only because this module's functions all are.
+    #[inline(always)]
+    pub unsafe fn cp_async_bulk_commit_group() {
+        // SAFETY: no precondition.
+        unsafe { asm!("cp.async.bulk.commit_group;", options(nostack)) };
+    }
+
+    /// `cp.async.bulk.wait_group N;` (PTX 8.0, sm_90): waits until at most `N` of this
+    /// thread's most recent bulk async-groups are pending (their writes done).
+    ///
+    /// # Safety
+    /// None; `unsafe` only because this module's functions all are.
+    #[inline(always)]
+    pub unsafe fn cp_async_bulk_wait_group<const N: u32>() {
+        // SAFETY: no precondition.
+        unsafe { asm!("cp.async.bulk.wait_group {n};", n = const N, options(nostack)) };
+    }
+
+    /// `cp.async.bulk.wait_group.read N;` (PTX 8.0, sm_90): waits until at most `N` of
+    /// this thread's most recent bulk async-groups are still reading their source, so
+    /// that source shared memory may be reused (their global writes may still be under
+    /// way).
+    ///
+    /// # Safety
+    /// None; `unsafe` only because this module's functions all are.
+    #[inline(always)]
+    pub unsafe fn cp_async_bulk_wait_group_read<const N: u32>() {
+        // SAFETY: no precondition.
+        unsafe { asm!("cp.async.bulk.wait_group.read {n};", n = const N, options(nostack)) };
+    }
+
+    /// `cp.async.bulk.prefetch.L2.global [src], size;` (PTX 8.0, sm_90): hints that
+    /// `size` bytes at `src` be brought into L2.
+    ///
+    /// # Safety
+    /// `src` a 16-byte aligned global address of `size` (a multiple of 16) bytes.
+    #[inline(always)]
+    pub unsafe fn cp_async_bulk_prefetch_l2(src: *const u8, size: u32) {
+        // SAFETY: forwarded to the caller.
+        unsafe {
+            asm!(
+                "cp.async.bulk.prefetch.L2.global [{s}], {n};",
+                s = in(reg64) src,
+                n = in(reg32) size,
+                options(nostack),
+            );
+        }
+    }
+}
+
+// ---------------------------------------------------------------------------------------
+// Tensor copies (TMA): cp.async.bulk.tensor (sm_90)
+// ---------------------------------------------------------------------------------------
+//
+// `tensor_map: u64` is the generic address of a 64-byte aligned `CUtensorMap` (made by
+// `cuTensorMapEncodeTiled`) in global, constant or kernel-parameter memory; coordinates
+// are `i32` element indices, innermost dimension first, and may lie partly or wholly out
+// of bounds (a load fills those elements with zeros, a store skips them). The shared
+// side is the box, laid out densely (innermost dimension fastest, unless the map
+// swizzles), at a 128-byte aligned address.
+
+/// Emits the load, multicast load, store and L2 prefetch forms of
+/// `cp.async.bulk.tensor.<dim>` for one dimensionality, with coordinates `[i32; N]`.
+#[cfg(any(doc, all(target_feature = "sm_90", target_feature = "ptx80")))]
+macro_rules! tensor_fns {
+    (
+        $dim:literal, $n:literal, $load:ident, $mcast:ident, $store:ident, $prefetch:ident;
+        $c0:ident $(, $c:ident)*
+    ) => {
+        #[doc = concat!(
+            "`cp.async.bulk.tensor.", $dim,
+            ".shared::cluster.global.tile.mbarrier::complete_tx::bytes [dst], [tensor_map, {c0, ...}], [mbar];`",
+            " (PTX 8.0, sm_90): loads the box at `coords` of the tensor map into shared ",
+            "memory at `dst` and performs complete-tx of the box's bytes on `mbar`. ",
+            "Out-of-bounds elements are filled with zeros; the transaction is always the ",
+            "whole box."
+        )]
+        ///
+        /// # Safety
+        /// `tensor_map` the generic address of a valid, 64-byte aligned `CUtensorMap` in
+        /// global, constant or parameter memory, not modified while in use; `dst` a
+        /// 128-byte aligned `.shared::cluster` address with room for the box; `mbar` a
+        /// live mbarrier in the same CTA as `dst` armed for the box's bytes. Nothing else
+        /// accesses the box until the mbarrier's phase completes.
+        #[inline(always)]
+        pub unsafe fn $load(dst: u32, tensor_map: u64, coords: [i32; $n], mbar: u32) {
+            let [$c0 $(, $c)*] = coords;
+            // SAFETY: forwarded to the caller.
+            unsafe {
+                asm!(
+                    concat!(
+                        "cp.async.bulk.tensor.", $dim,
+                        ".shared::cluster.global.tile.mbarrier::complete_tx::bytes [{d}], [{m}, {{",
+                        "{", stringify!($c0), "}" $(, ", {", stringify!($c), "}")*,
+                        "}}], [{b}];"
+                    ),
+                    d = in(reg32) dst,
+                    m = in(reg64) tensor_map,
+                    $c0 = in(reg32) $c0,
+                    $($c = in(reg32) $c,)*
+                    b = in(reg32) mbar,
+                    options(nostack),
+                );
+            }
+        }
+
+        #[doc = concat!(
+            "`cp.async.bulk.tensor.", $dim,
+            ".shared::cluster.global.tile.mbarrier::complete_tx::bytes.multicast::cluster [dst], [tensor_map, {c0, ...}], [mbar], ctaMask;`",
+            " (PTX 8.0, sm_90; `ptxas` advises `sm_90a` for performance): loads the box ",
+            "into the shared memory of every cluster CTA whose rank bit is set in ",
+            "`cta_mask`, at `dst`'s CTA-relative offset, with complete-tx of the box's ",
+            "bytes on the mbarrier at `mbar`'s offset in each."
+        )]
+        ///
+        /// # Safety
+        #[doc = concat!("As [`", stringify!($load), "`], for every destination CTA")]
+        /// (each has a live mbarrier at `mbar`, initialized and visible cluster-wide
+        /// before this is issued); only ranks below `%cluster_nctarank` are set in
+        /// `cta_mask`, and no destination CTA exits before its copy completed.
+        #[inline(always)]
+        pub unsafe fn $mcast(
+            dst: u32,
+            tensor_map: u64,
+            coords: [i32; $n],
+            mbar: u32,
+            cta_mask: u16,
+        ) {
+            let [$c0 $(, $c)*] = coords;
+            // SAFETY: forwarded to the caller.
+            unsafe {
+                asm!(
+                    concat!(
+                        "cp.async.bulk.tensor.", $dim,
+                        ".shared::cluster.global.tile.mbarrier::complete_tx::bytes.multicast::cluster [{d}], [{m}, {{",
+                        "{", stringify!($c0), "}" $(, ", {", stringify!($c), "}")*,
+                        "}}], [{b}], {k};"
+                    ),
+                    d = in(reg32) dst,
+                    m = in(reg64) tensor_map,
+                    $c0 = in(reg32) $c0,
+                    $($c = in(reg32) $c,)*
+                    b = in(reg32) mbar,
+                    k = in(reg16) cta_mask,
+                    options(nostack),
+                );
+            }
+        }
+
+        #[doc = concat!(
+            "`cp.async.bulk.tensor.", $dim,
+            ".global.shared::cta.tile.bulk_group [tensor_map, {c0, ...}], [src];`",
+            " (PTX 8.0, sm_90): stores the box at `src` in this CTA's shared memory to ",
+            "the tensor at `coords` (out-of-bounds elements are skipped), as part of this ",
+            "thread's current bulk async-group."
+        )]
+        ///
+        /// # Safety
+        /// `tensor_map` as for the load; `src` a 128-byte aligned `.shared::cta` address
+        /// of the box, whose generic-proxy writes were fenced
+        /// (`fence.proxy.async.shared::cta`) before this; `src` not written until
+        /// `cp.async.bulk.wait_group.read` covers the store, nor the destination accessed
+        /// until `cp.async.bulk.wait_group` does.
+        #[inline(always)]
+        pub unsafe fn $store(tensor_map: u64, coords: [i32; $n], src: u32) {
+            let [$c0 $(, $c)*] = coords;
+            // SAFETY: forwarded to the caller.
+            unsafe {
+                asm!(
+                    concat!(
+                        "cp.async.bulk.tensor.", $dim,
+                        ".global.shared::cta.tile.bulk_group [{m}, {{",
+                        "{", stringify!($c0), "}" $(, ", {", stringify!($c), "}")*,
+                        "}}], [{s}];"
+                    ),
+                    m = in(reg64) tensor_map,
+                    $c0 = in(reg32) $c0,
+                    $($c = in(reg32) $c,)*
+                    s = in(reg32) src,
+                    options(nostack),
+                );
+            }
+        }
+
+        #[doc = concat!(
+            "`cp.async.bulk.prefetch.tensor.", $dim,
+            ".L2.global.tile [tensor_map, {c0, ...}];` (PTX 8.0, sm_90): hints that ",
+            "the box at `coords` be brought into L2."
+        )]
+        ///
+        /// # Safety
+        /// `tensor_map` as for the load.
+        #[inline(always)]
+        pub unsafe fn $prefetch(tensor_map: u64, coords: [i32; $n]) {
+            let [$c0 $(, $c)*] = coords;
+            // SAFETY: forwarded to the caller.
+            unsafe {
+                asm!(
+                    concat!(
+                        "cp.async.bulk.prefetch.tensor.", $dim, ".L2.global.tile [{m}, {{",
+                        "{", stringify!($c0), "}" $(, ", {", stringify!($c), "}")*,
+                        "}}];"
+                    ),
+                    m = in(reg64) tensor_map,
+                    $c0 = in(reg32) $c0,
+                    $($c = in(reg32) $c,)*
+                    options(nostack),
+                );
+            }
+        }
+    };
+}
+
+sm90_ptx80! {
+    tensor_fns!(
+        "1d", 1, cp_async_bulk_tensor_1d_global_to_shared,
+        cp_async_bulk_tensor_1d_global_to_shared_multicast,
+        cp_async_bulk_tensor_1d_shared_to_global, cp_async_bulk_prefetch_tensor_1d_l2;
+        c0
+    );
+    tensor_fns!(
+        "2d", 2, cp_async_bulk_tensor_2d_global_to_shared,
+        cp_async_bulk_tensor_2d_global_to_shared_multicast,
+        cp_async_bulk_tensor_2d_shared_to_global, cp_async_bulk_prefetch_tensor_2d_l2;
+        c0, c1
+    );
+    tensor_fns!(
+        "3d", 3, cp_async_bulk_tensor_3d_global_to_shared,
+        cp_async_bulk_tensor_3d_global_to_shared_multicast,
+        cp_async_bulk_tensor_3d_shared_to_global, cp_async_bulk_prefetch_tensor_3d_l2;
+        c0, c1, c2
+    );
+    tensor_fns!(
+        "4d", 4, cp_async_bulk_tensor_4d_global_to_shared,
+        cp_async_bulk_tensor_4d_global_to_shared_multicast,
+        cp_async_bulk_tensor_4d_shared_to_global, cp_async_bulk_prefetch_tensor_4d_l2;
+        c0, c1, c2, c3
+    );
+    tensor_fns!(
+        "5d", 5, cp_async_bulk_tensor_5d_global_to_shared,
+        cp_async_bulk_tensor_5d_global_to_shared_multicast,
+        cp_async_bulk_tensor_5d_shared_to_global, cp_async_bulk_prefetch_tensor_5d_l2;
+        c0, c1, c2, c3, c4
+    );
+
+    /// `prefetch.tensormap [tensor_map];` (PTX 8.0, sm_90): brings the tensor map at the
+    /// generic address `tensor_map` into the cache the tensor copies read it from.
+    ///
+    /// # Safety
+    /// `tensor_map` the generic address of a 64-byte aligned `CUtensorMap` in global,
+    /// constant or parameter memory.
+    #[inline(always)]
+    pub unsafe fn prefetch_tensormap(tensor_map: u64) {
+        // SAFETY: forwarded to the caller.
+        unsafe { asm!("prefetch.tensormap [{m}];", m = in(reg64) tensor_map, options(nostack)) };
+    }
+
+    /// `elect.sync _|p, membermask;` (PTX 8.0, sm_90): elects one leader among the
+    /// active threads of `membermask`; `true` in the leader only (the same thread for
+    /// every caller). Waits for every thread of `membermask`, like `bar.warp.sync`.
+    ///
+    /// # Safety
+    /// Every thread in `membermask` executes an `elect.sync` with the same mask, and the
+    /// executing thread is in `membermask`.
+    #[inline(always)]
+    #[must_use]
+    pub unsafe fn elect_sync(membermask: u32) -> bool {
+        let elected: u32;
+        // SAFETY: forwarded to the caller.
+        unsafe {
+            asm!(
+                "{{",
+                ".reg .pred p;",
+                "elect.sync _|p, {m};",
+                "selp.u32 {e}, 1, 0, p;",
+                "}}",
+                m = in(reg32) membermask,
+                e = out(reg32) elected,
+                options(nostack),
+            );
+        }
+        elected != 0
+    }
+}
+
+sm90_ptx83! {
+    /// `fence.proxy.tensormap::generic.acquire.gpu [tensor_map], 128;` (PTX 8.3, sm_90):
+    /// orders a tensor map's modification by the generic proxy (released with
+    /// `fence.proxy.tensormap::generic.release` by the writer) before this thread's
+    /// later tensor copies that use it. Not needed for a map written by the host before
+    /// the launch.
+    ///
+    /// # Safety
+    /// `tensor_map` the generic address of a 128-byte `CUtensorMap` object.
+    #[inline(always)]
+    pub unsafe fn fence_proxy_tensormap_acquire_gpu(tensor_map: u64) {
+        // SAFETY: a fence has no precondition beyond a valid address (caller).
+        unsafe {
+            asm!(
+                "fence.proxy.tensormap::generic.acquire.gpu [{m}], 128;",
+                m = in(reg64) tensor_map,
+                options(nostack),
+            );
+        }
+    }
+}
+
+/// `mov.b64 t, <kernel>_param_<index>;` + `cvta.param.u64 p, t;` (PTX 7.7, sm_70): the
+/// generic address of by-value parameter `index` of the kernel `kernel`, in the kernel
+/// parameter space itself (as CUDA's `__grid_constant__` gives it), as a `*const u8`.
+///
+/// ```ignore
+/// #[unsafe(no_mangle)]
+/// pub unsafe extern "ptx-kernel" fn k(map: TensorMapParam, out: *mut u32) {
+///     let p: *const u8 = cudadrv::kernel_param_ptr!(k, 0);
+/// }
+/// ```
+///
+/// Taking `&param` in Rust instead gives the address of a copy in local memory (LLVM
+/// copies a by-value kernel parameter whose address escapes), which tensor copies cannot
+/// use. The name is the symbol LLVM's NVPTX back end gives the parameter
+/// (`<kernel>_param_<index>`, `index` counting the kernel's PTX parameters from 0); the
+/// macro works only inside that kernel, and `ptxas` rejects any other use (an unknown
+/// symbol), so a mistake fails the build. Only address arithmetic: nothing is accessed.
+/// Reads through the pointer see the parameter's value (parameters are read-only).
+/// The calling crate needs `#![feature(asm_experimental_arch)]`.
+#[macro_export]
+macro_rules! kernel_param_ptr {
+    ($kernel:ident, $index:literal) => {{
+        let p: *const u8;
+        // SAFETY: moves a parameter-space address into a register and converts it to a
+        // generic one; no memory is accessed.
+        unsafe {
+            ::core::arch::asm!(
+                "{{",
+                ".reg .b64 t;",
+                ::core::concat!(
+                    "mov.b64 t, ", ::core::stringify!($kernel), "_param_",
+                    ::core::stringify!($index), ";"
+                ),
+                "cvta.param.u64 {p}, t;",
+                "}}",
+                p = out(reg64) p,
+                options(pure, nomem, nostack, preserves_flags),
+            );
+        }
+        p
+    }};
+}
