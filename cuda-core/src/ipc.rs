@@ -37,8 +37,8 @@ use std::os::unix::net::UnixStream;
 use std::vec::Vec;
 
 use cuda_sys::{
-    CUdeviceptr, CUipcEventHandle, CUipcMemHandle, CUmemAllocationHandleType,
-    CUmemPoolPtrExportData, CUmemPoolProps,
+    CUdeviceptr, CUipcEventHandle, CUipcMemHandle, CUmemAllocationHandleType, CUmemPoolProps,
+    CUmemPoolPtrExportData,
 };
 
 use crate::context::Context;
@@ -214,11 +214,7 @@ impl IpcMapping {
         unsafe {
             drv!(
                 g.cu,
-                cuMemcpyDtoH(
-                    dst.as_mut_ptr().cast(),
-                    self.ptr + offset as u64,
-                    len
-                )
+                cuMemcpyDtoH(dst.as_mut_ptr().cast(), self.ptr + offset as u64, len)
             )
         }
     }
@@ -428,7 +424,12 @@ impl MemPool {
         let mut ptr = 0;
         let mut raw = data.to_raw();
         // SAFETY: valid pointers; the driver validates the export data.
-        unsafe { drv!(g.cu, cuMemPoolImportPointer(&mut ptr, self.as_raw(), &mut raw))? };
+        unsafe {
+            drv!(
+                g.cu,
+                cuMemPoolImportPointer(&mut ptr, self.as_raw(), &mut raw)
+            )?
+        };
         let mut alloc = ImportedPoolAlloc {
             ptr,
             bytes: 0,

@@ -418,12 +418,12 @@ mod function;
 pub mod graph;
 #[cfg(not(target_arch = "nvptx64"))]
 pub mod green;
+#[cfg(all(not(target_arch = "nvptx64"), feature = "std", target_os = "linux"))]
+pub mod ipc;
 #[cfg(not(target_arch = "nvptx64"))]
 pub mod launch;
 #[cfg(not(target_arch = "nvptx64"))]
 pub mod limits;
-#[cfg(all(not(target_arch = "nvptx64"), feature = "std", target_os = "linux"))]
-pub mod ipc;
 #[cfg(not(target_arch = "nvptx64"))]
 mod linker;
 #[cfg(not(target_arch = "nvptx64"))]
