@@ -473,9 +473,11 @@ impl TiledDesc {
         if il32 && self.swizzle != Swizzle::B32 {
             return Err(rule("32-byte interleave needs the 32-byte swizzle", None));
         }
-        if let (Interleave::None, Some(span)) = (self.interleave, self.swizzle.span())
-            && inner_bytes > span
-        {
+        let span = match self.interleave {
+            Interleave::None => self.swizzle.span(),
+            _ => None,
+        };
+        if span.is_some_and(|span| inner_bytes > span) {
             return Err(rule(
                 "with a swizzle the inner box extent in bytes must not exceed the swizzle span",
                 Some(0),
