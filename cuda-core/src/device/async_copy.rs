@@ -331,6 +331,113 @@ sm90_ptx80! {
         unsafe { ptx_asm::cp_async_bulk_prefetch_l2(src.cast(), bytes.get()) }
     }
 
+    /// [`bulk_load`] whose global reads carry the L2 cache policy `policy`
+    /// (`.L2::cache_hint`), e.g. [`L2Policy::evict_first`] for data read once.
+    ///
+    /// # Safety
+    /// As [`bulk_load`].
+    #[inline(always)]
+    pub unsafe fn bulk_load_hint<T>(
+        dst: *mut T,
+        src: *const T,
+        bytes: BulkBytes,
+        bar: MBarrier,
+        policy: L2Policy,
+    ) {
+        debug_assert!(aligned(dst, 16) && aligned(src, 16));
+        // SAFETY: forwarded to the caller; `bytes` is a multiple of 16 and `policy` came
+        // from `createpolicy`.
+        unsafe {
+            ptx_asm::cp_async_bulk_global_to_shared_hint(
+                to_shared_addr(dst),
+                src.cast(),
+                bytes.get(),
+                bar.shared_addr(),
+                policy.0,
+            )
+        }
+    }
+
+    /// [`bulk_store`] whose global writes carry the L2 cache policy `policy`
+    /// (`.L2::cache_hint`).
+    ///
+    /// # Safety
+    /// As [`bulk_store`].
+    #[inline(always)]
+    pub unsafe fn bulk_store_hint<T>(dst: *mut T, src: *const T, bytes: BulkBytes, policy: L2Policy) {
+        debug_assert!(aligned(dst, 16) && aligned(src, 16));
+        // SAFETY: forwarded to the caller; `policy` came from `createpolicy`.
+        unsafe {
+            ptx_asm::cp_async_bulk_shared_to_global_hint(
+                dst.cast(),
+                to_shared_addr(src),
+                bytes.get(),
+                policy.0,
+            )
+        }
+    }
+
+    /// An L2 cache policy (`createpolicy.fractional.L2::<priority>.b64`, fraction 1.0):
+    /// the eviction priority that accesses carrying it give their lines in L2. Data
+    /// streamed through once is best [`evict_first`](Self::evict_first): it then
+    /// displaces less of what other work keeps in L2.
+    #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+    pub struct L2Policy(u64);
+
+    impl L2Policy {
+        /// `L2::evict_first`: these lines are the first to go.
+        #[inline(always)]
+        #[must_use]
+        pub fn evict_first() -> Self {
+            // SAFETY: no precondition.
+            Self(unsafe { ptx_asm::create_policy_fractional::<1>() })
+        }
+
+        /// `L2::evict_last`: these lines are kept longest.
+        #[inline(always)]
+        #[must_use]
+        pub fn evict_last() -> Self {
+            // SAFETY: no precondition.
+            Self(unsafe { ptx_asm::create_policy_fractional::<2>() })
+        }
+
+        /// `L2::evict_normal`: the default priority.
+        #[inline(always)]
+        #[must_use]
+        pub fn evict_normal() -> Self {
+            // SAFETY: no precondition.
+            Self(unsafe { ptx_asm::create_policy_fractional::<0>() })
+        }
+
+        /// `L2::evict_unchanged`: lines keep the priority they have.
+        #[inline(always)]
+        #[must_use]
+        pub fn evict_unchanged() -> Self {
+            // SAFETY: no precondition.
+            Self(unsafe { ptx_asm::create_policy_fractional::<3>() })
+        }
+
+        /// The 64-bit policy operand.
+        #[inline(always)]
+        #[must_use]
+        pub const fn bits(self) -> u64 {
+            self.0
+        }
+    }
+
+    /// One 16-byte store of `v` to global `dst` carrying the L2 cache policy `policy`
+    /// (`st.global.L2::cache_hint.v4.b32`).
+    ///
+    /// # Safety
+    /// `dst` points to global memory, 16-byte aligned, valid for the write, with no
+    /// concurrent access to it.
+    #[inline(always)]
+    pub unsafe fn store_global_hint(dst: *mut Align16<[u32; 4]>, v: Align16<[u32; 4]>, policy: L2Policy) {
+        debug_assert!(aligned(dst, 16));
+        // SAFETY: forwarded to the caller; `policy` came from `createpolicy`.
+        unsafe { ptx_asm::st_global_v4_hint(dst.cast(), v.0, policy.0) }
+    }
+
     /// `cp.async.bulk.commit_group;`: closes this thread's pending bulk and tensor stores
     /// into a bulk group.
     #[inline(always)]
@@ -412,6 +519,42 @@ pub trait TensorCoords: Copy + sealed::Sealed {
     /// As `ptx_asm::cp_async_bulk_prefetch_tensor_2d_l2`.
     #[doc(hidden)]
     unsafe fn prefetch_l2(self, tensor_map: u64);
+}
+
+/// The position of an im2col load (see `cudadrv::tensor_map::Im2colDesc` on the host):
+/// the starting pixel `([channel, spatial.., image], [offset per spatial dimension])`,
+/// implemented for `([i32; 3], [u16; 1])`, `([i32; 4], [u16; 2])` and
+/// `([i32; 5], [u16; 3])` (NWC, NHWC, NDHWC).
+pub trait Im2colCoords: Copy + sealed::Sealed {
+    /// `cp.async.bulk.tensor.<D>d.shared::cluster.global.im2col.mbarrier::complete_tx::bytes`.
+    ///
+    /// # Safety
+    /// As `ptx_asm::cp_async_bulk_tensor_3d_im2col_global_to_shared`.
+    #[doc(hidden)]
+    unsafe fn load(self, dst: u32, tensor_map: u64, mbar: u32);
+}
+
+/// Implements [`Im2colCoords`] for `([i32; $n], [u16; $m])`.
+#[cfg(any(doc, all(target_feature = "sm_90", target_feature = "ptx80")))]
+macro_rules! im2col_coords {
+    ($($n:literal, $m:literal => $load:ident;)*) => {$(
+        impl sealed::Sealed for ([i32; $n], [u16; $m]) {}
+
+        impl Im2colCoords for ([i32; $n], [u16; $m]) {
+            #[inline(always)]
+            unsafe fn load(self, dst: u32, tensor_map: u64, mbar: u32) {
+                // SAFETY: forwarded to the caller.
+                unsafe { ptx_asm::$load(dst, tensor_map, self.0, self.1, mbar) }
+            }
+        }
+    )*};
+}
+
+#[cfg(any(doc, all(target_feature = "sm_90", target_feature = "ptx80")))]
+im2col_coords! {
+    3, 1 => cp_async_bulk_tensor_3d_im2col_global_to_shared;
+    4, 2 => cp_async_bulk_tensor_4d_im2col_global_to_shared;
+    5, 3 => cp_async_bulk_tensor_5d_im2col_global_to_shared;
 }
 
 /// Implements [`TensorCoords`] for `[i32; $n]` with the `ptx_asm` functions of that
@@ -598,6 +741,24 @@ sm90_ptx80! {
             self.add(bytes.get());
         }
 
+        /// [`copy_bytes`](Self::copy_bytes) whose global reads carry the L2 cache policy
+        /// `policy`.
+        ///
+        /// # Safety
+        /// As [`copy_bytes`](Self::copy_bytes).
+        #[inline(always)]
+        pub unsafe fn copy_bytes_hint<T>(
+            &mut self,
+            dst: *mut T,
+            src: *const T,
+            bytes: BulkBytes,
+            policy: L2Policy,
+        ) {
+            // SAFETY: forwarded to the caller; `arrive` expects these bytes.
+            unsafe { bulk_load_hint(dst, src, bytes, self.bar, policy) };
+            self.add(bytes.get());
+        }
+
         /// Loads the box at `coords` of `map` into shared `dst`, a `T` whose size is the
         /// box's bytes (`cp.async.bulk.tensor.<D>d`); out-of-bounds elements read as zero.
         ///
@@ -608,6 +769,22 @@ sm90_ptx80! {
         /// nothing accesses `*dst` until the barrier's phase completes.
         #[inline(always)]
         pub unsafe fn tile<C: TensorCoords, T>(&mut self, dst: *mut T, map: TensorMapRef, coords: C) {
+            let bytes = BulkBytes::of::<T>();
+            debug_assert!(aligned(dst, 128));
+            // SAFETY: forwarded to the caller; `arrive` expects these bytes.
+            unsafe { coords.load(to_shared_addr(dst), map.addr(), self.bar.shared_addr()) };
+            self.add(bytes.get());
+        }
+
+        /// Loads one im2col column of `map` (an im2col tensor map) at `coords` into shared
+        /// `dst`, a `T` whose size is the load's bytes (`pixelsPerColumn *
+        /// channelsPerPixel * element size`): pixel `p` of the column at
+        /// `dst + p * channelsPerPixel` elements. Out-of-bounds pixels are filled.
+        ///
+        /// # Safety
+        /// As [`tile`](Self::tile), with an im2col map and that size.
+        #[inline(always)]
+        pub unsafe fn im2col<C: Im2colCoords, T>(&mut self, dst: *mut T, map: TensorMapRef, coords: C) {
             let bytes = BulkBytes::of::<T>();
             debug_assert!(aligned(dst, 128));
             // SAFETY: forwarded to the caller; `arrive` expects these bytes.

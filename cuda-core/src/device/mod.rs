@@ -101,7 +101,9 @@ mod launch;
 mod mbarrier;
 
 pub use crate::dim3::Dim3;
-pub use async_copy::{Align16, Align128, BulkBytes, Ring, RingCursor, TensorCoords, TensorMapRef};
+pub use async_copy::{
+    Align16, Align128, BulkBytes, Im2colCoords, Ring, RingCursor, TensorCoords, TensorMapRef,
+};
 sm80_ptx70! {
     pub use async_copy::{
         cp_async, cp_async_cg, cp_async_cg_zfill, cp_async_commit, cp_async_wait,
@@ -110,8 +112,9 @@ sm80_ptx70! {
 }
 sm90_ptx80! {
     pub use async_copy::{
-        BulkLoad, bulk_commit, bulk_load, bulk_prefetch_l2, bulk_reduce_add_u32, bulk_store,
-        bulk_wait, bulk_wait_read, elect_one,
+        BulkLoad, L2Policy, bulk_commit, bulk_load, bulk_load_hint, bulk_prefetch_l2,
+        bulk_reduce_add_u32, bulk_store, bulk_store_hint, bulk_wait, bulk_wait_read, elect_one,
+        store_global_hint,
     };
 }
 sm90_ptx80! {

@@ -1331,6 +1331,115 @@ sm90_ptx80! {
         unsafe { asm!("cp.async.bulk.wait_group.read {n};", n = const N, options(nostack)) };
     }
 
+    /// `createpolicy.fractional.L2::<priority>.b64 policy, 1.0;` (PTX 7.4, sm_80): a
+    /// 64-bit L2 cache policy giving every access that carries it the eviction priority
+    /// `PRIORITY` (0 `evict_normal`, 1 `evict_first`, 2 `evict_last`, 3
+    /// `evict_unchanged`; other values give `evict_normal`).
+    ///
+    /// # Safety
+    /// None; `unsafe` only because this module's functions all are.
+    #[inline(always)]
+    pub unsafe fn create_policy_fractional<const PRIORITY: u32>() -> u64 {
+        let policy: u64;
+        // SAFETY: computes a value in a register; no memory access.
+        unsafe {
+            match PRIORITY {
+                1 => asm!(
+                    "createpolicy.fractional.L2::evict_first.b64 {p}, 1.0;",
+                    p = out(reg64) policy,
+                    options(nostack, nomem, pure),
+                ),
+                2 => asm!(
+                    "createpolicy.fractional.L2::evict_last.b64 {p}, 1.0;",
+                    p = out(reg64) policy,
+                    options(nostack, nomem, pure),
+                ),
+                3 => asm!(
+                    "createpolicy.fractional.L2::evict_unchanged.b64 {p}, 1.0;",
+                    p = out(reg64) policy,
+                    options(nostack, nomem, pure),
+                ),
+                _ => asm!(
+                    "createpolicy.fractional.L2::evict_normal.b64 {p}, 1.0;",
+                    p = out(reg64) policy,
+                    options(nostack, nomem, pure),
+                ),
+            }
+        }
+        policy
+    }
+
+    /// [`cp_async_bulk_global_to_shared`] with `.L2::cache_hint` (PTX 8.0, sm_90): the
+    /// global reads carry the L2 cache policy `policy` (from
+    /// [`create_policy_fractional`]).
+    ///
+    /// # Safety
+    /// As [`cp_async_bulk_global_to_shared`]; `policy` made by `createpolicy`.
+    #[inline(always)]
+    pub unsafe fn cp_async_bulk_global_to_shared_hint(
+        dst: u32,
+        src: *const u8,
+        size: u32,
+        mbar: u32,
+        policy: u64,
+    ) {
+        // SAFETY: forwarded to the caller.
+        unsafe {
+            asm!(
+                "cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes.L2::cache_hint [{d}], [{s}], {n}, [{b}], {p};",
+                d = in(reg32) dst,
+                s = in(reg64) src,
+                n = in(reg32) size,
+                b = in(reg32) mbar,
+                p = in(reg64) policy,
+                options(nostack),
+            );
+        }
+    }
+
+    /// [`cp_async_bulk_shared_to_global`] with `.L2::cache_hint` (PTX 8.0, sm_90): the
+    /// global writes carry the L2 cache policy `policy`.
+    ///
+    /// # Safety
+    /// As [`cp_async_bulk_shared_to_global`]; `policy` made by `createpolicy`.
+    #[inline(always)]
+    pub unsafe fn cp_async_bulk_shared_to_global_hint(dst: *mut u8, src: u32, size: u32, policy: u64) {
+        // SAFETY: forwarded to the caller.
+        unsafe {
+            asm!(
+                "cp.async.bulk.global.shared::cta.bulk_group.L2::cache_hint [{d}], [{s}], {n}, {p};",
+                d = in(reg64) dst,
+                s = in(reg32) src,
+                n = in(reg32) size,
+                p = in(reg64) policy,
+                options(nostack),
+            );
+        }
+    }
+
+    /// `st.global.L2::cache_hint.v4.b32 [dst], {a, b, c, d}, policy;` (PTX 7.4, sm_80):
+    /// one 16-byte store to global memory carrying the L2 cache policy `policy`.
+    ///
+    /// # Safety
+    /// `dst` a 16-byte aligned global address valid for a 16-byte write, with no data
+    /// race; `policy` made by `createpolicy`.
+    #[inline(always)]
+    pub unsafe fn st_global_v4_hint(dst: *mut u32, v: [u32; 4], policy: u64) {
+        // SAFETY: forwarded to the caller.
+        unsafe {
+            asm!(
+                "st.global.L2::cache_hint.v4.b32 [{d}], {{{a}, {b}, {c}, {e}}}, {p};",
+                d = in(reg64) dst,
+                a = in(reg32) v[0],
+                b = in(reg32) v[1],
+                c = in(reg32) v[2],
+                e = in(reg32) v[3],
+                p = in(reg64) policy,
+                options(nostack),
+            );
+        }
+    }
+
     /// `cp.async.bulk.prefetch.L2.global [src], size;` (PTX 8.0, sm_90): hints that
     /// `size` bytes at `src` be brought into L2.
     ///
@@ -1364,6 +1473,60 @@ sm90_ptx80! {
 /// Emits the load, multicast load, store and L2 prefetch forms of
 /// `cp.async.bulk.tensor.<dim>` for one dimensionality, with coordinates `[i32; N]`.
 #[cfg(any(doc, all(target_feature = "sm_90", target_feature = "ptx80")))]
+/// Defines the im2col tensor load of one dimensionality (3 to 5).
+macro_rules! im2col_fns {
+    (
+        $dim:literal, $n:literal, $m:literal, $load:ident;
+        $c0:ident $(, $c:ident)*; $o0:ident $(, $o:ident)*
+    ) => {
+        #[doc = concat!(
+            "`cp.async.bulk.tensor.", $dim,
+            ".shared::cluster.global.im2col.mbarrier::complete_tx::bytes [dst], [tensor_map, {c0, ...}], [mbar], {o0, ...};`",
+            " (PTX 8.0, sm_90): loads `pixelsPerColumn` pixels of `channelsPerPixel` ",
+            "channels from an im2col tensor map (`cuTensorMapEncodeIm2col`), starting at ",
+            "pixel `coords` (channel, spatial..., image) inside the map's bounding box, each ",
+            "pixel read at its coordinates plus the 16-bit `offsets` (one per spatial ",
+            "dimension), into shared memory at `dst`, with complete-tx of the load's bytes ",
+            "on `mbar`. Out-of-bounds pixels are filled."
+        )]
+        ///
+        /// # Safety
+        /// As the tile load of the same dimensionality, with an im2col map.
+        #[inline(always)]
+        pub unsafe fn $load(
+            dst: u32,
+            tensor_map: u64,
+            coords: [i32; $n],
+            offsets: [u16; $m],
+            mbar: u32,
+        ) {
+            let [$c0 $(, $c)*] = coords;
+            let [$o0 $(, $o)*] = offsets;
+            // SAFETY: forwarded to the caller.
+            unsafe {
+                asm!(
+                    concat!(
+                        "cp.async.bulk.tensor.", $dim,
+                        ".shared::cluster.global.im2col.mbarrier::complete_tx::bytes [{d}], [{m}, {{",
+                        "{", stringify!($c0), "}" $(, ", {", stringify!($c), "}")*,
+                        "}}], [{b}], {{",
+                        "{", stringify!($o0), "}" $(, ", {", stringify!($o), "}")*,
+                        "}};"
+                    ),
+                    d = in(reg32) dst,
+                    m = in(reg64) tensor_map,
+                    $c0 = in(reg32) $c0,
+                    $($c = in(reg32) $c,)*
+                    $o0 = in(reg16) $o0,
+                    $($o = in(reg16) $o,)*
+                    b = in(reg32) mbar,
+                    options(nostack),
+                );
+            }
+        }
+    };
+}
+
 macro_rules! tensor_fns {
     (
         $dim:literal, $n:literal, $load:ident, $mcast:ident, $store:ident, $prefetch:ident;
@@ -1514,6 +1677,11 @@ macro_rules! tensor_fns {
 }
 
 sm90_ptx80! {
+    im2col_fns!("3d", 3, 1, cp_async_bulk_tensor_3d_im2col_global_to_shared; c0, c1, c2; o0);
+    im2col_fns!("4d", 4, 2, cp_async_bulk_tensor_4d_im2col_global_to_shared; c0, c1, c2, c3; o0, o1);
+    im2col_fns!(
+        "5d", 5, 3, cp_async_bulk_tensor_5d_im2col_global_to_shared; c0, c1, c2, c3, c4; o0, o1, o2
+    );
     tensor_fns!(
         "1d", 1, cp_async_bulk_tensor_1d_global_to_shared,
         cp_async_bulk_tensor_1d_global_to_shared_multicast,
