@@ -1,13 +1,15 @@
 //! Tensor maps for the Tensor Memory Accelerator (driver API "Tensor Map Object
 //! Management"; Programming Guide 4.11.2): [`TiledDesc`] describes a tensor in global
-//! memory and the box a `cp.async.bulk.tensor` moves, [`TensorMap`] is the encoded
-//! 128-byte `CUtensorMap` a kernel reads.
+//! memory and the box a `cp.async.bulk.tensor` moves, [`Im2colDesc`] a channels-innermost
+//! tensor read as im2col columns (convolutions), [`TensorMap`] is the encoded 128-byte
+//! `CUtensorMap` a kernel reads.
 //!
-//! Every requirement `cuTensorMapEncodeTiled` documents is checked before the call, and
-//! a broken one is reported as [`Error::TensorMap`] naming the rule and the dimension
-//! (the driver itself only answers `CUDA_ERROR_INVALID_VALUE`). On top of the driver's
-//! rules, [`TensorMap::tiled`] checks that every element the map can address lies in
-//! the buffer it borrows, so a copy through the map cannot leave the allocation.
+//! Every requirement `cuTensorMapEncodeTiled` and `cuTensorMapEncodeIm2col` document is
+//! checked before the call, and a broken one is reported as [`Error::TensorMap`] naming
+//! the rule and the dimension (the driver itself only answers
+//! `CUDA_ERROR_INVALID_VALUE`). On top of the driver's rules, [`TensorMap::tiled`] and
+//! [`TensorMap::im2col`] check that every element the map can address lies in the buffer
+//! it borrows, so a copy through the map cannot leave the allocation.
 //!
 //! Dimensions are innermost first, as the driver takes them: a row-major `rows x cols`
 //! matrix is `dims = [cols, rows]`, its row pitch `strides = [pitch_bytes]`.
@@ -530,6 +532,149 @@ impl TiledDesc {
     }
 }
 
+/// The largest `pixels_per_column` of an im2col map.
+pub const MAX_IM2COL_PIXELS: u32 = 1024;
+
+/// An im2col tensor map's parameters (`cuTensorMapEncodeIm2col` without the address):
+/// a tensor of rank 3..=5 laid out channels innermost (NWC, NHWC, NDHWC: `dims[0]` is
+/// C, the last is N, the ones between are the spatial W, H, D) from which each load
+/// gathers `pixels_per_column` pixels of `channels_per_pixel` channels.
+///
+/// The spatial *bounding box* of dimension `d` (W, H, D) spans coordinates
+/// `lower[d] ..= dims[d] - 1 + upper[d]` (for a convolution with padding `p` and a
+/// kernel of extent `k`: `lower = -p`, `upper = p - (k - 1)`, so that the box holds the
+/// kernel's first tap for every output pixel). A load names a starting pixel inside
+/// the box and per-dimension offsets (the kernel tap); the pixels are taken in box order
+/// (W fastest, then H, D, then the next N), each read at its coordinates plus the
+/// offsets, out-of-bounds reads filled. Build with [`new`](Self::new), encode with
+/// [`TensorMap::im2col`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Im2colDesc {
+    base: TiledDesc,
+    lower: [i32; MAX_RANK - 2],
+    upper: [i32; MAX_RANK - 2],
+    pixels_per_column: u32,
+}
+
+impl Im2colDesc {
+    /// A dense channels-innermost tensor of `T` with extents `dims` (C first, N last),
+    /// bounding-box corners `lower` and `upper` (one per spatial dimension), loads of
+    /// `channels_per_pixel` x `pixels_per_column`; strides packed, element strides 1,
+    /// no interleave, no swizzle, no L2 promotion, zero fill (setters as on
+    /// [`TiledDesc`] through [`map`](Self::map)).
+    ///
+    /// # Errors
+    /// [`Error::TensorMap`] unless the rank is 3..=5 and `lower` and `upper` have
+    /// `rank - 2` entries. The other rules are checked by [`validate`](Self::validate).
+    pub fn new<T: TensorElement>(
+        dims: &[u64],
+        lower: &[i32],
+        upper: &[i32],
+        channels_per_pixel: u32,
+        pixels_per_column: u32,
+    ) -> Result<Self> {
+        let rank = dims.len();
+        if !(3..=MAX_RANK).contains(&rank) {
+            return Err(rule("an im2col map needs rank 3..=5", None));
+        }
+        if lower.len() != rank - 2 || upper.len() != rank - 2 {
+            return Err(rule(
+                "the im2col corners need one entry per spatial dimension (rank - 2)",
+                None,
+            ));
+        }
+        let mut box_dims = [1u32; MAX_RANK];
+        box_dims[0] = channels_per_pixel;
+        let base = TiledDesc::new::<T>(dims, &box_dims[..rank])?;
+        let mut d = Self {
+            base,
+            lower: [0; MAX_RANK - 2],
+            upper: [0; MAX_RANK - 2],
+            pixels_per_column,
+        };
+        d.lower[..rank - 2].copy_from_slice(lower);
+        d.upper[..rank - 2].copy_from_slice(upper);
+        Ok(d)
+    }
+
+    /// Adjusts the layout parameters shared with tiled maps (strides, element strides,
+    /// interleave, swizzle, L2 promotion, fill); the box extents are this map's.
+    ///
+    /// # Errors
+    /// What `f` returns.
+    pub fn map(mut self, f: impl FnOnce(TiledDesc) -> Result<TiledDesc>) -> Result<Self> {
+        let box_dims = self.base.box_dims;
+        self.base = f(self.base)?;
+        self.base.box_dims = box_dims;
+        Ok(self)
+    }
+
+    /// The layout parameters shared with tiled maps.
+    #[must_use]
+    pub const fn layout(&self) -> &TiledDesc {
+        &self.base
+    }
+
+    /// Channels per pixel of one load.
+    #[must_use]
+    pub const fn channels_per_pixel(&self) -> u32 {
+        self.base.box_dims[0]
+    }
+
+    /// Pixels of one load.
+    #[must_use]
+    pub const fn pixels_per_column(&self) -> u32 {
+        self.pixels_per_column
+    }
+
+    /// Bytes one load puts in shared memory (what its mbarrier must expect):
+    /// `pixels_per_column * channels_per_pixel * element size`.
+    #[must_use]
+    pub fn box_bytes(&self) -> u64 {
+        u64::from(self.pixels_per_column)
+            .saturating_mul(u64::from(self.channels_per_pixel()))
+            .saturating_mul(self.base.data_type.size())
+    }
+
+    /// The range each bounding-box corner must lie in for this rank: `-2^15 ..
+    /// 2^15` (rank 3), `-2^7 .. 2^7` (rank 4), `-2^4 .. 2^4` (rank 5).
+    #[must_use]
+    pub const fn corner_range(&self) -> (i32, i32) {
+        let bits = match self.base.rank {
+            3 => 15,
+            4 => 7,
+            _ => 4,
+        };
+        (-(1 << bits), (1 << bits) - 1)
+    }
+
+    /// Checks the rules of [`TiledDesc::validate`] (with `channels_per_pixel` as the
+    /// inner box extent) and those of im2col maps: `pixels_per_column` 1..=1024 and the
+    /// corners in [`corner_range`](Self::corner_range).
+    ///
+    /// # Errors
+    /// [`Error::TensorMap`] naming the first rule broken.
+    pub fn validate(&self, global_address: u64) -> Result<()> {
+        self.base.validate(global_address)?;
+        if self.pixels_per_column == 0 || self.pixels_per_column > MAX_IM2COL_PIXELS {
+            return Err(rule("pixels_per_column must be 1..=1024", None));
+        }
+        let (lo, hi) = self.corner_range();
+        for d in 0..self.base.rank - 2 {
+            for c in [self.lower[d], self.upper[d]] {
+                if c < lo || c > hi {
+                    return Err(rule(
+                        "each im2col corner must fit the rank's range (rank 3: 16 bits, \
+                         rank 4: 8 bits, rank 5: 5 bits, signed)",
+                        Some(d + 1),
+                    ));
+                }
+            }
+        }
+        Ok(())
+    }
+}
+
 /// An encoded tiled tensor map (`CUtensorMap`, 128 bytes) over memory borrowed for `'a`.
 ///
 /// Passed to a kernel by value it is a 64-byte aligned 128-byte parameter (for nvcc
@@ -627,6 +772,74 @@ impl<'a> TensorMap<'a> {
         })
     }
 
+    /// `cuTensorMapEncodeIm2col` over `buf` after [`Im2colDesc::validate`], also
+    /// checking that the element types match and that the tensor fits in the buffer.
+    ///
+    /// # Errors
+    /// As [`tiled`](Self::tiled).
+    #[doc(alias = "cuTensorMapEncodeIm2col")]
+    pub fn im2col<T: Pod>(desc: &Im2colDesc, buf: &'a DeviceBuffer<T>) -> Result<Self> {
+        if core::mem::size_of::<T>() as u64 != desc.base.data_type.size() {
+            return Err(rule(
+                "the buffer's element size differs from the map's element type",
+                None,
+            ));
+        }
+        if desc.base.span_bytes() > buf.size_bytes() as u64 {
+            return Err(rule(
+                "the tensor spans more bytes than the buffer holds",
+                None,
+            ));
+        }
+        let _g = buf.context().enter()?;
+        // SAFETY: the span fits in `buf`, which `'a` keeps alive.
+        unsafe { Self::im2col_raw(desc, buf.as_raw()) }
+    }
+
+    /// `cuTensorMapEncodeIm2col` at a raw device address, after
+    /// [`Im2colDesc::validate`].
+    ///
+    /// # Safety
+    /// As [`tiled_raw`](Self::tiled_raw), with `desc.layout().span_bytes()`.
+    ///
+    /// # Errors
+    /// As [`tiled`](Self::tiled).
+    #[doc(alias = "cuTensorMapEncodeIm2col")]
+    pub unsafe fn im2col_raw(desc: &Im2colDesc, global_address: u64) -> Result<Self> {
+        desc.validate(global_address)?;
+        let b = &desc.base;
+        let cu = api()?;
+        let mut raw = CUtensorMap { opaque: [0; 16] };
+        // SAFETY: the arrays hold `rank` (strides: `rank - 1`, corners: `rank - 2`) valid
+        // entries; `raw` is an aligned out-parameter; the encode only writes `raw`.
+        unsafe {
+            drv!(
+                cu,
+                cuTensorMapEncodeIm2col(
+                    &mut raw,
+                    b.data_type.as_raw(),
+                    b.rank as u32,
+                    global_address as *mut core::ffi::c_void,
+                    b.dims.as_ptr(),
+                    b.strides.as_ptr(),
+                    desc.lower.as_ptr(),
+                    desc.upper.as_ptr(),
+                    desc.channels_per_pixel(),
+                    desc.pixels_per_column,
+                    b.element_strides.as_ptr(),
+                    b.raw_interleave(),
+                    b.raw_swizzle(),
+                    b.raw_l2(),
+                    b.raw_oob()
+                )
+            )?;
+        }
+        Ok(Self {
+            raw,
+            _mem: PhantomData,
+        })
+    }
+
     /// The raw `CUtensorMap`.
     #[must_use]
     pub const fn as_raw(&self) -> &CUtensorMap {
@@ -672,6 +885,44 @@ mod tests {
             Error::TensorMap { rule, dim } => (rule, dim),
             other => panic!("not a tensor-map error: {other:?}"),
         }
+    }
+
+    #[test]
+    fn im2col_rules() {
+        let d = Im2colDesc::new::<u32>(&[4, 8, 2], &[-1], &[-1], 4, 16).unwrap();
+        assert_eq!(d.box_bytes(), 16 * 4 * 4);
+        assert_eq!(d.channels_per_pixel(), 4);
+        assert_eq!(d.corner_range(), (-32768, 32767));
+        d.validate(0x1000).unwrap();
+        assert_eq!(
+            rule_of(Im2colDesc::new::<u32>(&[4, 8], &[], &[], 4, 16).unwrap_err()).0,
+            "an im2col map needs rank 3..=5"
+        );
+        assert_eq!(
+            rule_of(Im2colDesc::new::<u32>(&[4, 8, 8, 2], &[-1], &[-1], 4, 16).unwrap_err()).0,
+            "the im2col corners need one entry per spatial dimension (rank - 2)"
+        );
+        let five = Im2colDesc::new::<u32>(&[4, 8, 8, 8, 2], &[0, 0, 16], &[0; 3], 4, 16).unwrap();
+        assert_eq!(
+            rule_of(five.validate(0).unwrap_err()),
+            (
+                "each im2col corner must fit the rank's range (rank 3: 16 bits, rank 4: 8 bits, \
+             rank 5: 5 bits, signed)",
+                Some(3)
+            )
+        );
+        let too_many = Im2colDesc::new::<u32>(&[4, 8, 2], &[0], &[0], 4, 1025).unwrap();
+        assert_eq!(
+            rule_of(too_many.validate(0).unwrap_err()).0,
+            "pixels_per_column must be 1..=1024"
+        );
+        // channels_per_pixel is the inner extent: 3 u32s are 12 bytes.
+        let odd = Im2colDesc::new::<u32>(&[4, 8, 2], &[0], &[0], 3, 8).unwrap();
+        assert_eq!(rule_of(odd.validate(0).unwrap_err()).1, Some(0));
+        // Layout setters go through `map` and keep the box.
+        let padded = d.map(|t| t.strides(&[32, 32 * 8])).unwrap();
+        assert_eq!(padded.channels_per_pixel(), 4);
+        assert_eq!(padded.layout().span_bytes(), 32 * 8 + 32 * 7 + 16);
     }
 
     #[test]
