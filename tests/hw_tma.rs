@@ -2,16 +2,19 @@
 //! (4/8/16 bytes, zero fill, commit/wait groups and the mbarrier-arrive form), bulk
 //! copies tracked by mbarrier transaction counts in a multi-stage producer/consumer
 //! ring, the bulk store path, tensor copies through `cuTensorMapEncodeTiled` maps
-//! (out-of-bounds fill at every edge, a 2D transpose, a cluster multicast), the two ways
+//! (out-of-bounds fill at every edge, a 2D transpose, a cluster multicast), im2col loads
+//! through a `cuTensorMapEncodeIm2col` map (a 1-D convolution's columns), the two ways
 //! a Rust kernel can be handed the map, and a wrong `expect_tx` count caught by a
 //! bounded wait. Host-side tensor-map validation is compared with the driver's own
 //! verdicts.
 
 use cuda_core::cuda_sys::{self, CUresult, CUtensorMap};
 use cuda_core::launch::{LaunchConfig, launch};
-use cuda_core::tensor_map::{Interleave, OobFill, Swizzle, TensorMap, TiledDesc};
+use cuda_core::tensor_map::{Im2colDesc, Interleave, OobFill, Swizzle, TensorMap, TiledDesc};
 use cuda_core::{Context, Device, DeviceBuffer, Error, Function, Module, Stream, StreamFlags};
-use cuda_workspace::{Outcome, TestResult, check, check_eq, hw_tests, ptx, require_sm, run_suite};
+use cuda_workspace::{
+    Outcome, TestResult, check, check_eq, hw_tests, ptx, require_sm, run_suite, skip,
+};
 
 fn main() {
     if let Ok(kernel) = std::env::var("HW_TMA_BY_VALUE") {
@@ -33,12 +36,14 @@ fn main() {
         hw_tests![
             cp_async_16_bytes_with_zero_fill,
             cp_async_4_8_16_bytes_with_mbarrier_arrive,
+            cp_async_arrive_raises_the_pending_count,
             bulk_pipeline_streams_every_byte,
             bulk_store_writes_back_from_shared,
             tensor_map_rules_agree_with_the_driver,
             tensor_tile_out_of_bounds_fill,
             tensor_map_by_value_paths,
             tensor_2d_transpose,
+            tensor_im2col_1d_convolution,
             tensor_multicast_to_a_cluster,
             wrong_expect_tx_is_caught_by_a_bounded_wait,
         ],
@@ -136,6 +141,39 @@ fn cp_async_4_8_16_bytes_with_mbarrier_arrive() -> TestResult {
     check_all(&host(&dst)?, pattern, "4/8/16-byte cp.async.ca copy")
 }
 
+fn cp_async_arrive_raises_the_pending_count() -> TestResult {
+    if std::env::var("HW_SANITIZER_TOOL").is_ok_and(|t| t == "synccheck") {
+        // synccheck counts `cp.async.mbarrier.arrive` (without `.noinc`) as an ordinary
+        // arrival, so in its model the 32 of them complete the phase and each thread's
+        // own `mbarrier.arrive` lands in the next phase unwaited ("Missing wait"). The
+        // hardware raises the pending count instead (PTX ISA, cp.async.mbarrier.arrive),
+        // which this test checks without the tool.
+        return skip(
+            "under synccheck: the tool models cp.async.mbarrier.arrive without .noinc as an \
+             ordinary arrival (reports a false \"Missing wait\")",
+        );
+    }
+    let g = gpu()?;
+    let f = g.f("acp_cp_async_arrive_inc")?;
+    let src: Vec<u32> = (0..128).map(pattern).collect();
+    let src_d = DeviceBuffer::from_slice(&g.ctx, &src)?;
+    let dst = DeviceBuffer::<u32>::zeroed(&g.ctx, 128)?;
+    // SAFETY: acp_cp_async_arrive_inc(src, dst): 128 u32s each; one block of 32 threads.
+    unsafe {
+        launch(
+            &f,
+            &LaunchConfig::new(1, 32).stream(&g.stream),
+            &(src_d.as_arg(), dst.as_arg()),
+        )?;
+    }
+    g.stream.synchronize()?;
+    check_all(
+        &host(&dst)?,
+        pattern,
+        "cp.async.mbarrier.arrive + mbarrier.arrive copy",
+    )
+}
+
 /// Source of `n` pattern elements and a zeroed destination.
 fn stream_bufs(g: &Gpu, n: usize) -> Result<(DeviceBuffer<u32>, DeviceBuffer<u32>), Outcome> {
     let src: Vec<u32> = (0..n).map(pattern).collect();
@@ -145,6 +183,12 @@ fn stream_bufs(g: &Gpu, n: usize) -> Result<(DeviceBuffer<u32>, DeviceBuffer<u32
     ))
 }
 
+/// `acp_bulk_pipeline` flags (see ptx/src/async_copy.rs).
+const PIPE_BULK_STORE: u32 = 1;
+const PIPE_LOAD_EVICT_FIRST: u32 = 2;
+const PIPE_STORE_EVICT_FIRST: u32 = 4;
+const PIPE_CONTIGUOUS: u32 = 8;
+
 fn bulk_pipeline_streams_every_byte() -> TestResult {
     let g = gpu()?;
     let f = g.f("acp_bulk_pipeline")?;
@@ -152,36 +196,71 @@ fn bulk_pipeline_streams_every_byte() -> TestResult {
     let n = 16 << 20; // 64 MiB
     let (src, mut dst) = stream_bufs(&g, n)?;
     let sms = g.ctx.device().multiprocessor_count()?;
-    for (stages, tile, consumers, grid) in [
-        (2u32, 4096u32, 1u32, 1u32),
-        (3, 8192, 2, sms),
-        (4, 16384, 4, sms),
-        (8, 16384, 4, 2 * sms),
-        (6, 32768, 7, sms),
-    ] {
+    let hints = PIPE_LOAD_EVICT_FIRST | PIPE_STORE_EVICT_FIRST;
+    let cases = [
+        (2u32, 4096u32, 1u32, 1u32, 0u32),
+        (2, 4096, 1, 1, PIPE_BULK_STORE),
+        (3, 8192, 2, sms, PIPE_BULK_STORE),
+        (4, 16384, 4, sms, 0),
+        (4, 16384, 4, sms, PIPE_BULK_STORE | hints),
+        (8, 16384, 4, 2 * sms, hints),
+        (8, 16384, 4, 2 * sms, hints | PIPE_CONTIGUOUS),
+        (3, 8192, 2, 7, PIPE_BULK_STORE | PIPE_CONTIGUOUS),
+        (6, 32768, 7, sms, 0),
+    ];
+    for (stages, tile, consumers, grid, flags) in cases {
         let smem = stages * tile + 16 * stages + 128;
         let n_tiles = (n * 4) as u64 / u64::from(tile);
-        // SAFETY: acp_bulk_pipeline(src, dst, n_tiles, tile_bytes, stages): both buffers
-        // hold n_tiles * tile bytes; block of 1 + consumers warps; dynamic shared memory
-        // stages * tile + 16 * stages + 128.
+        // SAFETY: acp_bulk_pipeline(src, dst, n_tiles, tile_bytes, stages, flags): both
+        // buffers hold n_tiles * tile bytes; block of 1 + consumers warps; dynamic shared
+        // memory stages * tile + 16 * stages + 128.
         unsafe {
             launch(
                 &f,
                 &LaunchConfig::new(grid, 32 * (1 + consumers))
                     .shared_mem(smem)
                     .stream(&g.stream),
-                &(src.as_arg(), dst.as_arg(), n_tiles, tile, stages),
+                &(src.as_arg(), dst.as_arg(), n_tiles, tile, stages, flags),
             )?;
         }
         g.stream.synchronize()?;
         check_all(
             &host(&dst)?,
             |i| pattern(i).wrapping_mul(3).wrapping_add(1),
-            &format!("{stages} stages x {tile} B, {consumers} consumer warps, grid {grid}"),
+            &format!(
+                "{stages} stages x {tile} B, {consumers} consumer warps, grid {grid}, flags {flags}"
+            ),
         )?;
         dst.memset_d8(0)?;
     }
-    println!("    64 MiB streamed exactly in 5 ring shapes (2..8 stages, 4..32 KiB tiles)");
+    // A bulk-store launch whose tile does not split into 16-byte slices per consumer warp
+    // (4096 / 3) is refused by the kernel: nothing is written.
+    let n_tiles = (n * 4) as u64 / 4096;
+    // SAFETY: as above, with 3 consumer warps and 2 stages of 4096 bytes.
+    unsafe {
+        launch(
+            &f,
+            &LaunchConfig::new(sms, 32 * 4)
+                .shared_mem(2 * 4096 + 32 + 128)
+                .stream(&g.stream),
+            &(
+                src.as_arg(),
+                dst.as_arg(),
+                n_tiles,
+                4096u32,
+                2u32,
+                PIPE_BULK_STORE,
+            ),
+        )?;
+    }
+    g.stream.synchronize()?;
+    check_all(&host(&dst)?, |_| 0, "refused bulk-store launch")?;
+    println!(
+        "    64 MiB streamed exactly in {} ring shapes (2..8 stages, 4..32 KiB tiles, stores \
+         from registers and bulk stores, with and without evict-first hints, strided and \
+         contiguous tile runs); a bulk-store tile that does not split per warp is refused",
+        cases.len()
+    );
     Ok(())
 }
 
@@ -594,6 +673,80 @@ fn tensor_2d_transpose() -> TestResult {
         }
     }
     println!("    {H} x {W} transposed through 32 x 32 tensor tiles; stores clipped at the edges");
+    Ok(())
+}
+
+/// im2col through TMA: a 1-D convolution's input (NWC: 3 images of 8 pixels of 4 `u32`
+/// channels) read with padding 1 and 3 kernel taps, checked against a host im2col.
+fn tensor_im2col_1d_convolution() -> TestResult {
+    const C: usize = 4;
+    const W: i32 = 8;
+    const N: i32 = 3;
+    const PIXELS: usize = 16;
+    const TAPS: u32 = 3;
+    // Padding 1, kernel 3: the box holds the first tap of every output pixel.
+    const LOWER: i32 = -1;
+    const UPPER: i32 = 1 - (TAPS as i32 - 1);
+    let g = gpu()?;
+    let f = g.f("acp_tma_im2col_1d")?;
+    let input: Vec<u32> = (0..C * (W * N) as usize).map(pattern).collect();
+    let buf = DeviceBuffer::from_slice(&g.ctx, &input)?;
+    let desc = Im2colDesc::new::<u32>(
+        &[C as u64, W as u64, N as u64],
+        &[LOWER],
+        &[UPPER],
+        C as u32,
+        PIXELS as u32,
+    )?;
+    check_eq(
+        desc.box_bytes(),
+        (PIXELS * C * 4) as u64,
+        "im2col load bytes",
+    )?;
+    let map = TensorMap::im2col(&desc, &buf)?;
+    let gmap = map.upload(&g.ctx)?;
+    let box_w = W - 1 + UPPER - LOWER + 1;
+    // (start pixel w, start image n): the first output pixel; one in the middle of the
+    // box, so that the column wraps into the next image twice.
+    for (start_w, start_n) in [(LOWER, 0), (3, 0)] {
+        let out = DeviceBuffer::<u32>::zeroed(&g.ctx, TAPS as usize * PIXELS * C)?;
+        // SAFETY: acp_tma_im2col_1d(tmap, start_w, start_n, taps, out): an encoded im2col
+        // map of `buf` (alive for the launch) in global memory; `out` holds taps * 64.
+        unsafe {
+            launch(
+                &f,
+                &LaunchConfig::new(1, 64).stream(&g.stream),
+                &(gmap.as_ptr(), start_w, start_n, TAPS, out.as_arg()),
+            )?;
+        }
+        g.stream.synchronize()?;
+        let got = host(&out)?;
+        for k in 0..TAPS as i32 {
+            for p in 0..PIXELS as i32 {
+                let idx = start_w - LOWER + p;
+                let n = start_n + idx / box_w;
+                let w = LOWER + idx % box_w + k;
+                for c in 0..C {
+                    let want = if (0..W).contains(&w) && n < N {
+                        input[((n * W + w) as usize) * C + c]
+                    } else {
+                        0
+                    };
+                    let v = got[(k as usize * PIXELS + p as usize) * C + c];
+                    check(v == want, || {
+                        format!(
+                            "start ({start_w}, {start_n}), tap {k}, pixel {p} (image {n}, w {w}), \
+                             channel {c}: {v:#x}, expected {want:#x}"
+                        )
+                    })?;
+                }
+            }
+        }
+    }
+    println!(
+        "    im2col of 3 x 8 pixels x 4 channels, padding 1, 3 taps: 2 columns of 16 pixels \
+         exact (zero padding at both ends, wrapping into the next image)"
+    );
     Ok(())
 }
 

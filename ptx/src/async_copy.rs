@@ -10,11 +10,13 @@
 //! value.
 
 use cuda_core::device::{
-    Align16, Align128, BulkBytes, BulkLoad, Dim3, DynamicShared, MBarrier, ProxySpace, Ring, Scope,
-    TensorMapRef, block_dim, block_idx, bulk_commit, bulk_load, bulk_store, bulk_wait,
+    Align16, Align128, BulkBytes, BulkLoad, Dim3, DynamicShared, L2Policy, MBarrier, ProxySpace,
+    Ring, Scope, TensorMapRef, block_dim, block_idx, bulk_commit, bulk_load, bulk_store,
+    bulk_store_hint, bulk_wait,
     bulk_wait_read, cluster_cta_count, cluster_cta_rank, cluster_sync, cp_async, cp_async_cg_zfill,
     cp_async_commit, cp_async_wait, elect_one, fence_mbarrier_init, fence_proxy_async,
-    from_shared_addr, globaltimer, grid_dim, sync_threads, sync_warp, thread_idx,
+    from_shared_addr, globaltimer, grid_dim, store_global_hint, sync_threads, sync_warp,
+    thread_idx,
 };
 
 /// Threads per block of [`acp_cp_async`].
@@ -214,16 +216,18 @@ pub unsafe extern "ptx-kernel" fn acp_cp_async(src: *const u32, dst: *mut u32, n
     }
 }
 
-/// `cp.async.ca` of 4, 8 and 16 bytes, tracked by an mbarrier instead of groups: the
-/// 4- and 8-byte copies with `cp.async.mbarrier.arrive.noinc` (phase 0), the 16-byte
-/// ones with `cp.async.mbarrier.arrive` plus an ordinary arrive (phase 1).
+/// `cp.async.ca` of 4, 8 and 16 bytes, tracked by an mbarrier instead of groups with
+/// `cp.async.mbarrier.arrive.noinc`: the 4- and 8-byte copies complete phase 0, the
+/// 16-byte ones phase 1.
 ///
 /// Launch: grid 1, block exactly (32, 1, 1) (other shapes return at once), no dynamic
 /// shared memory.
 ///
-/// Layout (thread `t` in 0..32): words `t` (4 bytes); words `32 + 2t, 33 + 2t` (8
-/// bytes); words `96 + 4t .. 100 + 4t` (16 bytes), 224 words in all. Thread `t` then
-/// writes words `t + 32 j` (`j` in 0..7), copied by other threads.
+/// The barrier expects 32 arrivals per phase: one `.noinc` async arrival per thread,
+/// made when that thread's earlier copies have landed. Phase 0: thread `t` copies word
+/// `t` (4 bytes) and words `32 + 2t, 33 + 2t` (8 bytes); phase 1: words `96 + 4t ..
+/// 100 + 4t` (16 bytes). Every thread waits for each phase by parity, then writes words
+/// `t + 32 j` (`j` in 0..7), copied by other threads.
 ///
 /// Output: `dst[i] == src[i]` for `i` in `0..224`.
 ///
@@ -237,14 +241,12 @@ pub unsafe extern "ptx-kernel" fn acp_cp_async_sizes(src: *const u32, dst: *mut 
     let t = thread_idx().x as usize;
     let buf = acp_sizes_buf().as_mut_ptr().cast::<u32>();
     // SAFETY: every thread of the block calls it; the barrier is fresh. Count 32: one
-    // `.noinc` async arrival per thread in phase 0, one ordinary arrival per thread in
-    // phase 1.
+    // `.noinc` async arrival per thread and phase.
     let bar = unsafe { init_single_bar(t as u32, 32) };
     let mut cursor = bar.phase_cursor();
-    // SAFETY: all offsets are below 224, inside `src` and the shared buffer; the
-    // 8-byte copies start at word `32 + 2t` (8-byte aligned), the 16-byte ones at word
-    // `96 + 4t` (16-byte aligned); no thread touches these words until the phase that
-    // tracks them completes.
+    // SAFETY: all offsets are below 96, inside `src` and the shared buffer; the 8-byte
+    // copies start at word `32 + 2t` (8-byte aligned); no thread touches these words
+    // until phase 0 completes.
     unsafe {
         cp_async(buf.add(t), src.add(t));
         cp_async(
@@ -254,18 +256,66 @@ pub unsafe extern "ptx-kernel" fn acp_cp_async_sizes(src: *const u32, dst: *mut 
     }
     bar.cp_async_arrive_noinc();
     cursor.wait();
-    // SAFETY: as above.
+    // SAFETY: words `96 + 4t .. 100 + 4t` (16-byte aligned) are below 224; no thread
+    // touches them until phase 1 completes.
     unsafe {
         cp_async(
             buf.add(96 + 4 * t).cast::<[u32; 4]>(),
             src.add(96 + 4 * t).cast::<[u32; 4]>(),
         );
     }
-    bar.cp_async_arrive();
-    bar.arrive().wait();
+    bar.cp_async_arrive_noinc();
+    cursor.wait();
     for j in 0..7 {
         let w = t + 32 * j;
         // SAFETY: `w < 224`; both phases completed, so every copy is visible.
+        unsafe { dst.add(w).write(buf.add(w).read()) };
+    }
+    // SAFETY: every thread reaches it.
+    unsafe { sync_threads() };
+    if t == 0 {
+        // SAFETY: every thread is past its last use (barrier above).
+        unsafe { bar.inval() };
+    }
+}
+
+/// `cp.async.mbarrier.arrive` without `.noinc`, as the PTX manual shows it: each thread
+/// issues a 16-byte `cp.async.ca`, then `cp.async.mbarrier.arrive` (which raises the
+/// phase's pending count by one now and lowers it when the thread's copies land), then
+/// an ordinary `mbarrier.arrive` and a wait on its token. The barrier expects 32
+/// arrivals: the ordinary ones; the phase cannot complete before every copy landed.
+///
+/// Launch: grid 1, block exactly (32, 1, 1) (other shapes return at once), no dynamic
+/// shared memory. Thread `t` copies words `4t .. 4t + 4` and writes words `t + 32 j`
+/// (`j` in 0..4), copied by other threads.
+///
+/// Output: `dst[i] == src[i]` for `i` in `0..128`.
+///
+/// # Safety
+/// `src` readable and `dst` writable for 128 `u32`s, both 16-byte aligned.
+#[unsafe(no_mangle)]
+pub unsafe extern "ptx-kernel" fn acp_cp_async_arrive_inc(src: *const u32, dst: *mut u32) {
+    if block_dim() != Dim3::x(32) {
+        return;
+    }
+    let t = thread_idx().x as usize;
+    let buf = acp_sizes_buf().as_mut_ptr().cast::<u32>();
+    // SAFETY: every thread of the block calls it; the barrier is fresh. Count 32: one
+    // ordinary arrival per thread.
+    let bar = unsafe { init_single_bar(t as u32, 32) };
+    // SAFETY: words `4t .. 4t + 4` (16-byte aligned) are below 128, inside `src` and the
+    // 224-word shared buffer; no thread touches them until the phase completes.
+    unsafe {
+        cp_async(
+            buf.add(4 * t).cast::<[u32; 4]>(),
+            src.add(4 * t).cast::<[u32; 4]>(),
+        );
+    }
+    bar.cp_async_arrive();
+    bar.arrive().wait();
+    for j in 0..4 {
+        let w = t + 32 * j;
+        // SAFETY: `w < 128`; the phase completed after every copy landed.
         unsafe { dst.add(w).write(buf.add(w).read()) };
     }
     // SAFETY: every thread reaches it.
@@ -284,6 +334,18 @@ pub const fn pipeline_smem_bytes(tile_bytes: u32, stages: u32) -> u32 {
     stages * tile_bytes + 16 * stages + DYN_ALIGN_SLACK
 }
 
+/// [`acp_bulk_pipeline`] flag: consumers transform the stage in place and each warp
+/// writes its slice back with one bulk store (`cp.async.bulk.global.shared::cta`)
+/// instead of 16-byte stores from registers.
+pub const PIPE_BULK_STORE: u32 = 1;
+/// [`acp_bulk_pipeline`] flag: the bulk loads carry an `L2::evict_first` policy.
+pub const PIPE_LOAD_EVICT_FIRST: u32 = 2;
+/// [`acp_bulk_pipeline`] flag: the stores carry an `L2::evict_first` policy.
+pub const PIPE_STORE_EVICT_FIRST: u32 = 4;
+/// [`acp_bulk_pipeline`] flag: block `b` handles one contiguous run of
+/// `ceil(n_tiles / gridDim.x)` tiles instead of every `gridDim.x`-th tile.
+pub const PIPE_CONTIGUOUS: u32 = 8;
+
 /// Persistent producer/consumer pipeline of bulk copies through a ring of `stages`
 /// shared buffers: `dst[i] = src[i] * 3 + 1`.
 ///
@@ -291,18 +353,29 @@ pub const fn pipeline_smem_bytes(tile_bytes: u32, stages: u32) -> u32 {
 /// with `C >= 1` consumer warps; dynamic shared memory at least
 /// [`pipeline_smem_bytes`]`(tile_bytes, stages)` = `stages * tile_bytes + 16 * stages +
 /// 128` (above 48 KiB it needs `CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES`).
-/// `tile_bytes` a multiple of 16 in `16..=65536`, `stages >= 1`. A launch that breaks
-/// one of these returns at once, writing nothing.
+/// `tile_bytes` a multiple of 16 in `16..=65536` (of `16 * C` with
+/// [`PIPE_BULK_STORE`]), `stages >= 1`, `flags` a combination of the `PIPE_*`
+/// constants. A launch that breaks one of these returns at once, writing nothing.
 ///
 /// Layout: the dynamic base rounded up to 128, then `stages` buffers of `tile_bytes`,
 /// then `full[0..stages]`, `empty[0..stages]` (`u64` mbarriers). Block `b` handles tiles
-/// `b, b + gridDim.x, b + 2 gridDim.x, ...` below `n_tiles`, tile `k` in stage
-/// `k % stages` of its sequence. Warp 0's elected lane waits for `empty[s]` (count `C`,
-/// skipped in the first round), issues `cp.async.bulk` of the tile's `tile_bytes` and
-/// arms `full[s]` (count 1) with `arrive.expect_tx(tile_bytes)`. Consumer warps wait
-/// for `full[s]` by parity, each thread transforms 16-byte vectors `v = c, c + 32 C, ...`
-/// (`c` its index among the consumer threads) with plain vector stores to `dst`, then
-/// `__syncwarp` and lane 0 arrives on `empty[s]`.
+/// `b, b + gridDim.x, b + 2 gridDim.x, ...` below `n_tiles` (with [`PIPE_CONTIGUOUS`]:
+/// tiles `b * r .. min((b + 1) * r, n_tiles)`, `r = ceil(n_tiles / gridDim.x)`), the
+/// `k`-th of its sequence in stage `k % stages`. Warp 0's elected lane waits for `empty[s]` (skipped in
+/// the first round), issues `cp.async.bulk` of the tile's `tile_bytes` and arms
+/// `full[s]` (count 1) with `arrive.expect_tx(tile_bytes)`. Consumer threads wait for
+/// `full[s]` by parity, then:
+/// - by default each transforms the 16-byte vectors `v = c, c + 32 C, ...` (`c` its
+///   index among the consumer threads) into `dst` with vector stores;
+/// - with [`PIPE_BULK_STORE`] consumer warp `w` owns the contiguous slice `w` of
+///   `tile_bytes / C` bytes: its lanes transform it in place, fence it for the async
+///   proxy and `__syncwarp`; lane 0 issues one bulk store of the slice, commits it and
+///   waits until it has read the slice (`cp.async.bulk.wait_group.read 0`); then
+///   `__syncwarp`.
+///
+/// Every consumer thread then arrives on `empty[s]` (count `32 C`): each thread's own
+/// accesses to the stage are ordered before the producer's next copy into it by its
+/// own arrival.
 ///
 /// Output: `dst[i] == src[i].wrapping_mul(3).wrapping_add(1)` for `i` below
 /// `n_tiles * tile_bytes / 4`.
@@ -317,6 +390,7 @@ pub unsafe extern "ptx-kernel" fn acp_bulk_pipeline(
     n_tiles: u64,
     tile_bytes: u32,
     stages: u32,
+    flags: u32,
 ) {
     let dim = block_dim();
     let warps = dim.x / 32;
@@ -325,6 +399,7 @@ pub unsafe extern "ptx-kernel" fn acp_bulk_pipeline(
     let Some(bytes) = BulkBytes::new(tile_bytes) else {
         return;
     };
+    let bulk_store_mode = flags & PIPE_BULK_STORE != 0;
     if dim.y != 1
         || dim.z != 1
         || !dim.x.is_multiple_of(32)
@@ -332,6 +407,7 @@ pub unsafe extern "ptx-kernel" fn acp_bulk_pipeline(
         || tile_bytes > 65536
         || stages == 0
         || u64::from(dyn_smem.len()) < need
+        || (bulk_store_mode && !tile_bytes.is_multiple_of(16 * (warps - 1)))
     {
         return;
     }
@@ -344,22 +420,30 @@ pub unsafe extern "ptx-kernel" fn acp_bulk_pipeline(
     // any use.
     let ring = unsafe { Ring::from_shared_addr(bufs + stages * tile_bytes, stages) };
     if tid == 0 {
-        // SAFETY: one thread, before any use; counts in range (C < 2^20).
-        unsafe { ring.init(1, consumers) };
+        // SAFETY: one thread, before any use; counts in range (32 C < 2^20).
+        unsafe { ring.init(1, 32 * consumers) };
         fence_mbarrier_init();
         fence_proxy_async(Some(ProxySpace::SharedCta));
     }
     // SAFETY: every thread reaches it (all checks above are uniform).
     unsafe { sync_threads() };
 
-    let step = u64::from(grid_dim().x);
-    let first = u64::from(block_idx().x);
+    let grid = u64::from(grid_dim().x);
+    let b = u64::from(block_idx().x);
+    let (first, end, step) = if flags & PIPE_CONTIGUOUS != 0 {
+        let run = n_tiles.div_ceil(grid);
+        (b * run, ((b + 1) * run).min(n_tiles), 1)
+    } else {
+        (b, n_tiles, grid)
+    };
+    let policy = L2Policy::evict_first();
     if tid < 32 {
+        let hint = flags & PIPE_LOAD_EVICT_FIRST != 0;
         // SAFETY: all 32 lanes of warp 0 call it here.
         if unsafe { elect_one() } {
             let mut cur = ring.cursor();
             let mut tile = first;
-            while tile < n_tiles {
+            while tile < end {
                 cur.wait_empty();
                 let buf = from_shared_addr::<u8>(bufs + cur.stage() * tile_bytes);
                 let mut load = BulkLoad::new(cur.full());
@@ -371,7 +455,11 @@ pub unsafe extern "ptx-kernel" fn acp_bulk_pipeline(
                     let from = src
                         .cast::<u8>()
                         .add((tile * u64::from(tile_bytes)) as usize);
-                    load.copy_bytes(buf, from, bytes);
+                    if hint {
+                        load.copy_bytes_hint(buf, from, bytes, policy);
+                    } else {
+                        load.copy_bytes(buf, from, bytes);
+                    }
                 }
                 let _ = load.arrive();
                 cur.advance();
@@ -379,36 +467,72 @@ pub unsafe extern "ptx-kernel" fn acp_bulk_pipeline(
             }
         }
     } else {
+        let store_hint = flags & PIPE_STORE_EVICT_FIRST != 0;
         let c = tid - 32;
-        let n_consumer_threads = consumers * 32;
-        let vecs = tile_bytes / 16;
         let lane = tid % 32;
         let mut cur = ring.cursor();
         let mut tile = first;
-        while tile < n_tiles {
+        while tile < end {
             cur.wait_full();
-            let buf = from_shared_addr::<Vec4>(bufs + cur.stage() * tile_bytes);
-            // SAFETY: `dst + tile * tile_bytes` is writable for `tile_bytes` (contract).
-            let out = unsafe {
-                dst.cast::<u8>()
-                    .add((tile * u64::from(tile_bytes)) as usize)
-                    .cast::<Vec4>()
-            };
-            let mut v = c;
-            while v < vecs {
-                // SAFETY: `v < tile_bytes / 16`: inside the stage buffer (filled: `full`
-                // completed) and the output tile; both 16-byte aligned.
-                unsafe {
-                    out.add(v as usize)
-                        .write(transform4(buf.add(v as usize).read()))
-                };
-                v += n_consumer_threads;
+            let stage = bufs + cur.stage() * tile_bytes;
+            let offset = (tile * u64::from(tile_bytes)) as usize;
+            if bulk_store_mode {
+                let slice = tile_bytes / consumers;
+                let warp = c / 32;
+                let buf = from_shared_addr::<Vec4>(stage + warp * slice);
+                let mut v = lane;
+                while v < slice / 16 {
+                    // SAFETY: `v < slice / 16`: inside this warp's slice of the stage
+                    // buffer, filled (`full` completed) and touched by no other warp.
+                    unsafe {
+                        let p = buf.add(v as usize);
+                        p.write(transform4(p.read()));
+                    }
+                    v += 32;
+                }
+                fence_proxy_async(Some(ProxySpace::SharedCta));
+                // SAFETY: all 32 lanes of this consumer warp run the same loop.
+                unsafe { sync_warp(u32::MAX) };
+                if lane == 0 {
+                    // SAFETY: the slice holds the transformed data, fenced for the async
+                    // proxy by every lane and ordered before this by `__syncwarp`; nobody
+                    // writes it before the read wait below; `dst + offset + warp * slice`
+                    // is writable for `slice` bytes, 16-aligned (contract; `slice` is a
+                    // multiple of 16, checked above).
+                    unsafe {
+                        let to = dst.cast::<u8>().add(offset + (warp * slice) as usize);
+                        let n = BulkBytes::new(slice).unwrap_unchecked();
+                        if store_hint {
+                            bulk_store_hint(to, buf.cast::<u8>(), n, policy);
+                        } else {
+                            bulk_store(to, buf.cast::<u8>(), n);
+                        }
+                    }
+                    bulk_commit();
+                    bulk_wait_read::<0>();
+                }
+                // SAFETY: as above.
+                unsafe { sync_warp(u32::MAX) };
+            } else {
+                let buf = from_shared_addr::<Vec4>(stage);
+                // SAFETY: `dst + offset` is writable for `tile_bytes` (contract).
+                let out = unsafe { dst.cast::<u8>().add(offset).cast::<Vec4>() };
+                let mut v = c;
+                while v < tile_bytes / 16 {
+                    // SAFETY: `v < tile_bytes / 16`: inside the stage buffer (filled:
+                    // `full` completed) and the output tile; both 16-byte aligned.
+                    unsafe {
+                        let x = transform4(buf.add(v as usize).read());
+                        if store_hint {
+                            store_global_hint(out.add(v as usize), x, policy);
+                        } else {
+                            out.add(v as usize).write(x);
+                        }
+                    }
+                    v += 32 * consumers;
+                }
             }
-            // SAFETY: all 32 lanes of this consumer warp run the same loop.
-            unsafe { sync_warp(u32::MAX) };
-            if lane == 0 {
-                let _ = cur.empty().arrive();
-            }
+            let _ = cur.empty().arrive();
             cur.advance();
             tile += step;
         }
@@ -420,6 +544,11 @@ pub unsafe extern "ptx-kernel" fn acp_bulk_pipeline(
         // SAFETY: every thread is past its last use, and every bulk copy completed (the
         // consumers waited for every `full` phase).
         unsafe { ring.inval() };
+    }
+    if bulk_store_mode && tid >= 32 && tid % 32 == 0 {
+        // The stores' global writes finish before the grid does anyway; waiting keeps
+        // the bulk groups of this thread balanced.
+        bulk_wait::<0>();
     }
 }
 
@@ -650,6 +779,99 @@ unsafe fn load_tile(map: TensorMapRef, x: i32, y: i32, out: *mut u32) {
     unsafe { sync_threads() };
     if tid == 0 {
         // SAFETY: every thread is past its wait; the load completed.
+        unsafe { bar.inval() };
+    }
+}
+
+/// Pixels of one [`acp_tma_im2col_1d`] column.
+pub const IM2COL_PIXELS: u32 = 16;
+/// Channels per pixel of [`acp_tma_im2col_1d`].
+pub const IM2COL_CHANNELS: u32 = 4;
+/// The most kernel taps [`acp_tma_im2col_1d`] loads.
+pub const IM2COL_MAX_TAPS: u32 = 8;
+
+/// One im2col column: [`IM2COL_PIXELS`] pixels of [`IM2COL_CHANNELS`] `u32`s.
+type Im2colColumn = Align128<[[u32; IM2COL_CHANNELS as usize]; IM2COL_PIXELS as usize]>;
+
+cuda_core::shared_array! {
+    /// [`acp_tma_im2col_1d`]'s column buffer.
+    fn acp_im2col_buf() -> [Im2colColumn; 1];
+}
+
+/// im2col through TMA for a 1-D convolution: `taps` loads of one column each from a
+/// 3-D (NWC) im2col tensor map, the column of tap `k` written to `out[k * 64 ..]`.
+///
+/// Map: `u32` elements, dims `{C, W, N}` (C = [`IM2COL_CHANNELS`] is the whole channel
+/// extent or a part of it), `channelsPerPixel` = [`IM2COL_CHANNELS`], `pixelsPerColumn`
+/// = [`IM2COL_PIXELS`], any bounding box. Load `k` starts at pixel `(0, start_w,
+/// start_n)` with im2col offset `k`; before it the column buffer is filled with
+/// [`SENTINEL`], so pixels the load does not write show up.
+///
+/// Launch: grid 1, any block shape, no dynamic shared memory. `taps <= 8` (more writes
+/// nothing).
+///
+/// Output: `out[k * 64 + p * 4 + c]` is channel `c` of pixel `p` of tap `k`'s column.
+///
+/// # Safety
+/// `tmap` points to a valid im2col `CUtensorMap` in device global memory as described,
+/// whose tensor is readable; `out` writable for `taps * 64` `u32`s.
+#[unsafe(no_mangle)]
+pub unsafe extern "ptx-kernel" fn acp_tma_im2col_1d(
+    tmap: *const u8,
+    start_w: i32,
+    start_n: i32,
+    taps: u32,
+    out: *mut u32,
+) {
+    if taps > IM2COL_MAX_TAPS {
+        return;
+    }
+    let (tid, nthreads) = flat_thread();
+    // SAFETY: a valid map in global memory (kernel contract).
+    let map = unsafe { TensorMapRef::from_ptr(tmap) };
+    let column = acp_im2col_buf().as_mut_ptr();
+    let words = column.cast::<u32>();
+    let n_words = IM2COL_PIXELS * IM2COL_CHANNELS;
+    // SAFETY: every thread calls it here; the barrier is fresh. Count 1: thread 0's
+    // `arrive.expect_tx` per load.
+    let bar = unsafe { init_single_bar(tid, 1) };
+    let mut cursor = bar.phase_cursor();
+    for k in 0..taps {
+        let mut e = tid;
+        while e < n_words {
+            // SAFETY: `e < 64`, inside the column; no copy is in flight (the previous
+            // load completed and every thread is past the barrier below).
+            unsafe { words.add(e as usize).write(SENTINEL) };
+            e += nthreads;
+        }
+        fence_proxy_async(Some(ProxySpace::SharedCta));
+        // SAFETY: every thread reaches it.
+        unsafe { sync_threads() };
+        if tid == 0 {
+            let mut load = BulkLoad::new(bar);
+            // SAFETY: the column is 128-aligned and exactly the load's bytes (16 pixels x
+            // 4 `u32`s); the sentinel stores were fenced for the async proxy and ordered
+            // before this by the barrier; nobody touches the column until the phase
+            // completes.
+            unsafe { load.im2col(column, map, ([0, start_w, start_n], [k as u16])) };
+            let _ = load.arrive();
+        }
+        cursor.wait();
+        let mut e = tid;
+        while e < n_words {
+            // SAFETY: `e < 64`: inside the column (loaded) and `out` (`k < taps`).
+            unsafe {
+                out.add((k * n_words + e) as usize)
+                    .write(words.add(e as usize).read())
+            };
+            e += nthreads;
+        }
+        // SAFETY: every thread reaches it: all reads of the column are done before the
+        // next round's sentinel stores.
+        unsafe { sync_threads() };
+    }
+    if tid == 0 {
+        // SAFETY: every thread is past its last wait; every load completed.
         unsafe { bar.inval() };
     }
 }
