@@ -15,8 +15,22 @@
 //! Every variant is checked (sampled windows at both ends and in the middle of every
 //! buffer). Speed is reported, never asserted.
 //!
+//! After each allocation the benchmark first runs `cuMemcpyDtoD` for a fixed
+//! [`SETTLE_MS`] and prints how the rate moved: right after large buffers are freed the
+//! driver is still scrubbing them (zeroing freed memory) and DRAM bandwidth left to
+//! kernels is lower for a while, which otherwise shows up as a slow first round or a
+//! slow start of the sweep.
+//!
+//! Sections: the size table (`--pipe` configuration); a tuning table at 1 GiB
+//! (consumer warps, blocks per SM, register stores vs bulk stores, L2 evict-first
+//! hints; `--tune-rounds 0` skips it); the sweep of ring stages against tile size.
+//!
 //! Usage: `tma_bench [--cpp-ptx tma_ref.ptx] [--rounds N] [--sizes 1,4,16]
-//! [--sweep-rounds N] [--csv FILE] [--sweep-csv FILE] [--svg FILE]`.
+//! [--pipe STAGES,TILE_KIB,CONSUMERS,FLAGS,PER_SM] [--tune-rounds N] [--sweep-rounds N]
+//! [--csv FILE] [--tune-csv FILE] [--sweep-csv FILE] [--svg FILE]`. `FLAGS` as
+//! `acp_bulk_pipeline`'s (1 bulk store, 2 evict-first loads, 4 evict-first stores, 8
+//! contiguous tile runs per block);
+//! `PER_SM` 0 for as many blocks per SM as fit.
 
 mod common;
 
@@ -28,13 +42,85 @@ use cuda_core::launch::{LaunchConfig, launch};
 use cuda_core::{Context, DeviceBuffer, Event, EventFlags, Function, Module, Stream, StreamFlags};
 
 const GIB: u64 = 1 << 30;
-/// Consumer warps per pipeline block (plus one producer warp).
-const CONSUMERS: u32 = 4;
-/// The configuration of the size table.
-const STAGES: u32 = 4;
-const TILE: u32 = 16 << 10;
+/// How long each allocation is settled with copies before it is measured.
+const SETTLE_MS: f64 = 1000.0;
+/// `acp_bulk_pipeline` flags.
+const BULK_STORE: u32 = 1;
+const LOAD_EVICT_FIRST: u32 = 2;
+const STORE_EVICT_FIRST: u32 = 4;
+const CONTIGUOUS: u32 = 8;
+/// The default configuration of the size table.
+/// (The fastest shape of the tuning table on an H100: every shape with 32 KiB tiles and
+/// 8 consumer warps came within 0.3% of it.)
+const TABLE_PIPE: Pipe = Pipe {
+    stages: 6,
+    tile: 32 << 10,
+    consumers: 8,
+    flags: 0,
+    per_sm: 0,
+};
 const SWEEP_STAGES: [u32; 5] = [2, 3, 4, 6, 8];
 const SWEEP_TILES: [u32; 4] = [4 << 10, 8 << 10, 16 << 10, 32 << 10];
+
+/// One launch shape of the pipeline kernels.
+#[derive(Clone, Copy, Debug, PartialEq)]
+struct Pipe {
+    stages: u32,
+    tile: u32,
+    consumers: u32,
+    flags: u32,
+    /// Blocks per SM; 0: as many as fit.
+    per_sm: u32,
+}
+
+impl Pipe {
+    fn parse(text: &str) -> Option<Pipe> {
+        let v: Vec<u32> = text
+            .split(',')
+            .map(|x| x.trim().parse().ok())
+            .collect::<Option<_>>()?;
+        match v[..] {
+            [stages, tile_kib, consumers, flags, per_sm] => Some(Pipe {
+                stages,
+                tile: tile_kib << 10,
+                consumers,
+                flags,
+                per_sm,
+            }),
+            _ => None,
+        }
+    }
+
+    fn describe(self) -> String {
+        let mut f = Vec::new();
+        if self.flags & BULK_STORE != 0 {
+            f.push("bulk store");
+        } else {
+            f.push("register stores");
+        }
+        if self.flags & LOAD_EVICT_FIRST != 0 {
+            f.push("evict-first loads");
+        }
+        if self.flags & STORE_EVICT_FIRST != 0 {
+            f.push("evict-first stores");
+        }
+        if self.flags & CONTIGUOUS != 0 {
+            f.push("contiguous runs");
+        }
+        let per_sm = if self.per_sm == 0 {
+            "max blocks/SM".to_string()
+        } else {
+            format!("{} block(s)/SM", self.per_sm)
+        };
+        format!(
+            "{} stages x {} KiB, {} consumer warps, {}, {per_sm}",
+            self.stages,
+            self.tile >> 10,
+            self.consumers,
+            f.join(", ")
+        )
+    }
+}
 
 fn main() {
     let args: Vec<String> = std::env::args().skip(1).collect();
@@ -60,12 +146,32 @@ fn main() {
             return;
         }
     };
+    let tune_rounds: usize = opt("--tune-rounds")
+        .and_then(|r| r.parse().ok())
+        .unwrap_or(3);
+    let pipe = match opt("--pipe") {
+        Some(text) => match Pipe::parse(&text) {
+            Some(p) => p,
+            None => {
+                eprintln!("tma_bench: --pipe wants STAGES,TILE_KIB,CONSUMERS,FLAGS,PER_SM");
+                std::process::exit(2);
+            }
+        },
+        None => TABLE_PIPE,
+    };
     let out = Outputs {
         csv: opt("--csv"),
+        tune_csv: opt("--tune-csv"),
         sweep_csv: opt("--sweep-csv"),
         svg: opt("--svg"),
     };
-    if let Err(e) = run(&ctx, opt("--cpp-ptx"), rounds, sweep_rounds, &sizes, &out) {
+    let plan = Plan {
+        rounds,
+        tune_rounds,
+        sweep_rounds,
+        pipe,
+    };
+    if let Err(e) = run(&ctx, opt("--cpp-ptx"), &plan, &sizes, &out) {
         eprintln!("tma_bench: error: {e}");
         std::process::exit(1);
     }
@@ -73,8 +179,16 @@ fn main() {
 
 struct Outputs {
     csv: Option<String>,
+    tune_csv: Option<String>,
     sweep_csv: Option<String>,
     svg: Option<String>,
+}
+
+struct Plan {
+    rounds: usize,
+    tune_rounds: usize,
+    sweep_rounds: usize,
+    pipe: Pipe,
 }
 
 /// The kernels of one implementation.
@@ -90,14 +204,8 @@ struct Bufs {
     dst: DeviceBuffer<u32>,
 }
 
-fn run(
-    ctx: &Context,
-    cpp_ptx: Option<String>,
-    rounds: usize,
-    sweep_rounds: usize,
-    sizes: &[u64],
-    out: &Outputs,
-) -> R {
+fn run(ctx: &Context, cpp_ptx: Option<String>, plan: &Plan, sizes: &[u64], out: &Outputs) -> R {
+    let (rounds, sweep_rounds, pipe) = (plan.rounds, plan.sweep_rounds, plan.pipe);
     let dev = ctx.device();
     let clock_khz = dev.attribute(CUdevice_attribute::CU_DEVICE_ATTRIBUTE_MEMORY_CLOCK_RATE)?;
     let bus_bits =
@@ -134,7 +242,8 @@ fn run(
         Some(Err(e)) => println!("C++ reference PTX not readable ({e}): Rust only"),
         None => println!("no --cpp-ptx: Rust only"),
     }
-    let max_smem = max_dynamic_smem(&SWEEP_STAGES, &SWEEP_TILES);
+    let max_smem =
+        max_dynamic_smem(&SWEEP_STAGES, &SWEEP_TILES).max(smem_bytes(pipe.stages, pipe.tile));
     for imp in &impls {
         imp.pipeline.set_max_dynamic_shared_size_bytes(max_smem)?;
     }
@@ -151,10 +260,7 @@ fn run(
 
     // Table: every size, every variant, interleaved round by round.
     let mut csv = String::from("size_gib,variant,impl,median_gbps,min_gbps,max_gbps,fraction\n");
-    println!(
-        "\npipeline: {STAGES} stages x {} KiB tiles, {CONSUMERS} consumer warps",
-        TILE >> 10
-    );
+    println!("\npipeline: {}", pipe.describe());
     println!(
         "{:>5}  {:<9} {:<5} {:>9} {:>9} {:>9} {:>8}",
         "GiB", "variant", "impl", "GB/s", "min", "max", "of peak"
@@ -169,6 +275,7 @@ fn run(
                 continue;
             }
         };
+        println!("{gib:>5}  {}", settle(&timer, &mut bufs)?);
         let mut samples: Vec<(&str, &str, Vec<f64>)> = Vec::new();
         let mut push = |variant: &'static str, imp: &'static str, gbps: f64| match samples
             .iter_mut()
@@ -192,8 +299,7 @@ fn run(
                     check(&bufs, true)?;
                 }
                 push("vector", imp.name, 2.0 * bytes as f64 / ms / 1e6);
-                let ms =
-                    timer.time(|| pipeline(ctx, &stream, &imp.pipeline, &bufs, STAGES, TILE))?;
+                let ms = timer.time(|| pipeline(ctx, &stream, &imp.pipeline, &bufs, pipe))?;
                 if round == 0 {
                     check(&bufs, true)?;
                 }
@@ -251,9 +357,28 @@ fn run(
         println!("wrote {path}");
     }
 
+    if plan.tune_rounds == 0 && sweep_rounds == 0 {
+        return Ok(());
+    }
+    let mut bufs = alloc(ctx, &stream, &fill, GIB)?;
+    println!(
+        "\n1 GiB for tuning and the sweep: {}",
+        settle(&timer, &mut bufs)?
+    );
+    if plan.tune_rounds > 0 {
+        tune(
+            ctx,
+            &timer,
+            &impls,
+            &mut bufs,
+            plan.tune_rounds,
+            max_smem,
+            out,
+        )?;
+    }
+
     // Sweep: stages x tile size at 1 GiB, both implementations.
     if sweep_rounds > 0 {
-        let bufs = alloc(ctx, &stream, &fill, GIB)?;
         let mut sweep = String::from("impl,stages,tile_bytes,median_gbps\n");
         println!("\nsweep at 1 GiB (GB/s, median of {sweep_rounds}):");
         // Rust and C++ alternate within every configuration.
@@ -266,8 +391,12 @@ fn run(
                 let mut v: Vec<Vec<f64>> = vec![Vec::new(); impls.len()];
                 for _ in 0..sweep_rounds {
                     for (i, imp) in impls.iter().enumerate() {
-                        let ms = timer
-                            .time(|| pipeline(ctx, &stream, &imp.pipeline, &bufs, stages, tile))?;
+                        let p = Pipe {
+                            stages,
+                            tile,
+                            ..pipe
+                        };
+                        let ms = timer.time(|| pipeline(ctx, &stream, &imp.pipeline, &bufs, p))?;
                         v[i].push(2.0 * GIB as f64 / ms / 1e6);
                     }
                 }
@@ -385,23 +514,172 @@ fn vector(ctx: &Context, stream: &Stream, f: &Function, b: &Bufs) -> R {
     Ok(())
 }
 
-fn pipeline(ctx: &Context, stream: &Stream, f: &Function, b: &Bufs, stages: u32, tile: u32) -> R {
+fn pipeline(ctx: &Context, stream: &Stream, f: &Function, b: &Bufs, p: Pipe) -> R {
     let bytes = b.src.size_bytes() as u64;
-    let n_tiles = bytes / u64::from(tile);
-    let block = 32 * (1 + CONSUMERS);
-    let smem = smem_bytes(stages, tile);
-    let per_sm = f.max_active_blocks_per_sm(block, smem as usize)?.max(1);
+    let n_tiles = bytes / u64::from(p.tile);
+    let block = 32 * (1 + p.consumers);
+    let smem = smem_bytes(p.stages, p.tile);
+    let fit = f.max_active_blocks_per_sm(block, smem as usize)?.max(1);
+    let per_sm = if p.per_sm == 0 {
+        fit
+    } else {
+        p.per_sm.min(fit)
+    };
     let grid = ctx.device().multiprocessor_count()? * per_sm;
     // SAFETY: `n_tiles * tile` bytes of both buffers (tile divides every size used);
-    // block of 1 + CONSUMERS warps; dynamic shared memory as the kernel documents.
+    // block of 1 + consumers warps; dynamic shared memory as the kernel documents.
     unsafe {
         launch(
             f,
             &LaunchConfig::new(grid, block)
                 .shared_mem(smem)
                 .stream(stream),
-            &(b.src.as_raw(), b.dst.as_raw(), n_tiles, tile, stages),
+            &(
+                b.src.as_raw(),
+                b.dst.as_raw(),
+                n_tiles,
+                p.tile,
+                p.stages,
+                p.flags,
+            ),
         )?;
+    }
+    Ok(())
+}
+
+/// Copies for [`SETTLE_MS`] and describes how the rate moved: the first and last 100 ms
+/// and when it first reached 97% of the best copy.
+fn settle(timer: &Timer, b: &mut Bufs) -> R<String> {
+    let bytes = b.src.size_bytes();
+    let started = std::time::Instant::now();
+    let mut samples: Vec<(f64, f64)> = Vec::new();
+    while started.elapsed().as_secs_f64() * 1e3 < SETTLE_MS {
+        let at = started.elapsed().as_secs_f64() * 1e3;
+        let ms = timer.time(|| {
+            b.dst.copy_from_device_async(&b.src, timer.stream)?;
+            Ok(())
+        })?;
+        samples.push((at, 2.0 * bytes as f64 / ms / 1e6));
+    }
+    let best = samples.iter().map(|s| s.1).fold(0.0, f64::max);
+    let mean = |lo: f64, hi: f64| {
+        let v: Vec<f64> = samples
+            .iter()
+            .filter(|s| s.0 >= lo && s.0 < hi)
+            .map(|s| s.1)
+            .collect();
+        v.iter().sum::<f64>() / v.len().max(1) as f64
+    };
+    let reached = samples
+        .iter()
+        .find(|s| s.1 >= 0.97 * best)
+        .map_or(f64::NAN, |s| s.0);
+    Ok(format!(
+        "settled with {} copies over {SETTLE_MS:.0} ms: first 100 ms {:.0} GB/s, last 100 ms \
+         {:.0} GB/s, 97% of the best ({best:.0}) first at {reached:.0} ms",
+        samples.len(),
+        mean(0.0, 100.0),
+        mean(SETTLE_MS - 100.0, SETTLE_MS + 1e9),
+    ))
+}
+
+/// Pipeline shapes around the default, both implementations alternating, at 1 GiB:
+/// prints every shape sorted by the Rust median, best first.
+fn tune(
+    ctx: &Context,
+    timer: &Timer,
+    impls: &[Impl],
+    bufs: &mut Bufs,
+    rounds: usize,
+    max_smem: u32,
+    out: &Outputs,
+) -> R {
+    let mut shapes = Vec::new();
+    for (stages, tile) in [(4, 16 << 10), (8, 16 << 10), (4, 32 << 10), (6, 32 << 10)] {
+        for consumers in [2, 4, 8] {
+            for flags in [
+                0,
+                BULK_STORE,
+                CONTIGUOUS,
+                BULK_STORE | CONTIGUOUS,
+                LOAD_EVICT_FIRST | STORE_EVICT_FIRST | CONTIGUOUS,
+            ] {
+                for per_sm in [0, 1] {
+                    let p = Pipe {
+                        stages,
+                        tile,
+                        consumers,
+                        flags,
+                        per_sm,
+                    };
+                    if smem_bytes(stages, tile) <= max_smem {
+                        shapes.push(p);
+                    }
+                }
+            }
+        }
+    }
+    println!(
+        "\ntuning at 1 GiB: {} shapes, median of {rounds}, Rust and C++ alternating",
+        shapes.len()
+    );
+    let mut rows: Vec<(Pipe, u32, Vec<f64>)> = Vec::new();
+    let mut copy = Vec::new();
+    for p in shapes {
+        let fit = impls[0].pipeline.max_active_blocks_per_sm(
+            32 * (1 + p.consumers),
+            smem_bytes(p.stages, p.tile) as usize,
+        )?;
+        let per_sm = if p.per_sm == 0 {
+            fit
+        } else {
+            p.per_sm.min(fit)
+        };
+        let mut v: Vec<Vec<f64>> = vec![Vec::new(); impls.len()];
+        for _ in 0..rounds {
+            for (i, imp) in impls.iter().enumerate() {
+                let ms = timer.time(|| pipeline(ctx, timer.stream, &imp.pipeline, bufs, p))?;
+                v[i].push(2.0 * GIB as f64 / ms / 1e6);
+            }
+        }
+        check(bufs, true)?;
+        let ms = timer.time(|| {
+            bufs.dst.copy_from_device_async(&bufs.src, timer.stream)?;
+            Ok(())
+        })?;
+        copy.push(2.0 * GIB as f64 / ms / 1e6);
+        let meds: Vec<f64> = v.iter_mut().map(|x| stats(x).0).collect();
+        rows.push((p, per_sm, meds));
+    }
+    rows.sort_by(|a, b| b.2[0].total_cmp(&a.2[0]));
+    let (copy_med, copy_lo, copy_hi) = stats(&mut copy);
+    println!(
+        "  cuMemcpyDtoD between the shapes: median {copy_med:.1}, min {copy_lo:.1}, max \
+         {copy_hi:.1} GB/s"
+    );
+    println!(
+        "  {:>9} {:>9} {:>6}  {:>3}  shape",
+        "rust", "cpp", "r/c", "bps"
+    );
+    let mut csv =
+        String::from("stages,tile_bytes,consumers,flags,blocks_per_sm,rust_gbps,cpp_gbps\n");
+    for (p, per_sm, meds) in &rows {
+        let rust = meds[0];
+        let cpp = meds.get(1).copied().unwrap_or(f64::NAN);
+        println!(
+            "  {rust:>9.1} {cpp:>9.1} {:>6.3}  {per_sm:>3}  {}",
+            rust / cpp,
+            p.describe()
+        );
+        writeln!(
+            csv,
+            "{},{},{},{},{per_sm},{rust:.2},{cpp:.2}",
+            p.stages, p.tile, p.consumers, p.flags
+        )?;
+    }
+    if let Some(path) = &out.tune_csv {
+        std::fs::write(path, &csv)?;
+        println!("wrote {path}");
     }
     Ok(())
 }

@@ -275,7 +275,7 @@ if [ "$BENCH" = 1 ] && want "$BENCHES" devgraph; then
 fi
 if [ "$BENCH" = 1 ] && want "$BENCHES" tma; then
   echo "=== tma_bench (streaming through asynchronous copies; Rust and nvcc C++ kernels alternating)"
-  TMA_ARGS="--rounds ${TMA_ROUNDS:-10} --csv $LOGS/tma_bench.csv --sweep-csv $LOGS/tma_sweep.csv --svg $LOGS/tma_sweep.svg"
+  TMA_ARGS="--rounds ${TMA_ROUNDS:-10} --csv $LOGS/tma_bench.csv --tune-csv $LOGS/tma_tune.csv --sweep-csv $LOGS/tma_sweep.csv --svg $LOGS/tma_sweep.svg ${TMA_EXTRA:-}"
   if "$NVCC" -arch=sm_90 -O3 -ptx cpp/tma_ref.cu -o tma_ref.ptx > "$LOGS/tma_ref_build.log" 2>&1; then
     bin/tma_bench --cpp-ptx tma_ref.ptx $TMA_ARGS 2>&1 | tee "$LOGS/tma_bench.log"
   else
@@ -313,7 +313,7 @@ if [ "$SANITIZE" = 1 ] && [ "$TESTS" = 1 ] && command -v compute-sanitizer >/dev
       [ -x "bin/$name" ] || continue
       [ -z "$SUITES" ] || want "$SUITES" "$name" || continue
       echo "=== compute-sanitizer $tool $name"
-      compute-sanitizer --tool $tool --print-limit 20 "bin/$name" "$@" > "$LOGS/${tool}_$name.log" 2>&1
+      HW_SANITIZER_TOOL=$tool compute-sanitizer --tool $tool --print-limit 20 "bin/$name" "$@" > "$LOGS/${tool}_$name.log" 2>&1
       grep -E "ERROR SUMMARY|RACECHECK SUMMARY|passed, .* failed" "$LOGS/${tool}_$name.log"
     done
   done
@@ -321,7 +321,7 @@ fi
 cat "$LOGS/summary.txt"
 if [ -n "${OUT:-}" ]; then
   tar czf "$OUT/logs.tgz" -C "$LOGS" .
-  for f in summary.txt bench.csv bench_cpp.csv stamps.csv bench_interleave.csv bench_interleave.log devgraph_bench.csv devgraph_bench.log tma_bench.csv tma_bench.log tma_sweep.csv tma_sweep.svg peer_bench.csv peer_bench.log nccl_allreduce.log; do [ -f "$LOGS/$f" ] && cp "$LOGS/$f" "$OUT/"; done
+  for f in summary.txt bench.csv bench_cpp.csv stamps.csv bench_interleave.csv bench_interleave.log devgraph_bench.csv devgraph_bench.log tma_bench.csv tma_bench.log tma_tune.csv tma_sweep.csv tma_sweep.svg peer_bench.csv peer_bench.log nccl_allreduce.log; do [ -f "$LOGS/$f" ] && cp "$LOGS/$f" "$OUT/"; done
 fi
 [ "$TESTS" = 0 ] || grep -q "^hardware: [0-9]* passed, 0 failed" "$LOGS/summary.txt"
 "#;
