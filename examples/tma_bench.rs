@@ -365,6 +365,7 @@ fn run(ctx: &Context, cpp_ptx: Option<String>, plan: &Plan, sizes: &[u64], out: 
         "\n1 GiB for tuning and the sweep: {}",
         settle(&timer, &mut bufs)?
     );
+    engine_probe(ctx, &rust.function("vs_spin")?, &impls[0].vector, &mut bufs)?;
     if plan.tune_rounds > 0 {
         tune(
             ctx,
@@ -581,6 +582,59 @@ fn settle(timer: &Timer, b: &mut Bufs) -> R<String> {
         mean(0.0, 100.0),
         mean(SETTLE_MS - 100.0, SETTLE_MS + 1e9),
     ))
+}
+
+/// Whether a copy needs the SMs: every SM is filled with spinning threads for 50 ms on
+/// one stream while the copy (then, as a control, the vector kernel) runs on another.
+/// Work that needs an SM can only finish after the spin; a copy engine's can finish
+/// during it.
+fn engine_probe(ctx: &Context, spin: &Function, vector_fn: &Function, bufs: &mut Bufs) -> R {
+    const SPIN_NS: u64 = 50_000_000;
+    let a = Stream::new(ctx, StreamFlags::NON_BLOCKING)?;
+    let b = Stream::new(ctx, StreamFlags::NON_BLOCKING)?;
+    let flag = DeviceBuffer::<u32>::zeroed(ctx, 1)?;
+    let per_sm = spin.max_active_blocks_per_sm(1024, 0)?.max(1);
+    let grid = ctx.device().multiprocessor_count()? * per_sm;
+    let ev = || Event::new(ctx, EventFlags::empty());
+    let (a0, a1, b1) = (ev()?, ev()?, ev()?);
+    println!(
+        "\nwho runs the copy: {grid} blocks of 1024 threads ({per_sm} per SM) spin for \
+         {} ms on one stream, the work runs on another",
+        SPIN_NS / 1_000_000
+    );
+    for what in ["cuMemcpyDtoD", "vector kernel"] {
+        a0.record(&a)?;
+        // SAFETY: vs_spin(ns, out): `flag` holds one u32.
+        unsafe {
+            launch(
+                spin,
+                &LaunchConfig::new(grid, 1024).stream(&a),
+                &(SPIN_NS, flag.as_raw()),
+            )?;
+        }
+        a1.record(&a)?;
+        if what == "cuMemcpyDtoD" {
+            bufs.dst.copy_from_device_async(&bufs.src, &b)?;
+        } else {
+            vector(ctx, &b, vector_fn, bufs)?;
+        }
+        b1.record(&b)?;
+        b1.synchronize()?;
+        a1.synchronize()?;
+        let spin_end = Event::elapsed_ms(&a0, &a1)?;
+        let work_end = Event::elapsed_ms(&a0, &b1)?;
+        println!(
+            "  {what:<13} ended {work_end:7.2} ms after the spin started; the spin ended at \
+             {spin_end:.2} ms: {}",
+            if work_end < spin_end {
+                "it ran beside the spinning SMs (no SM needed)"
+            } else {
+                "it waited for the SMs"
+            }
+        );
+    }
+    check(bufs, true)?;
+    Ok(())
 }
 
 /// Pipeline shapes around the default, both implementations alternating, at 1 GiB:

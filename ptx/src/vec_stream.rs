@@ -1,7 +1,8 @@
 //! `vs_transform`: the plain vectorized streaming kernel the asynchronous-copy
-//! benchmark compares the bulk-copy pipeline with (same transform, same output).
+//! benchmark compares the bulk-copy pipeline with (same transform, same output), and
+//! `vs_spin`, which holds SMs busy for a while (to see what else can run meanwhile).
 
-use cuda_core::device::{block_dim, block_idx, grid_dim, thread_idx};
+use cuda_core::device::{block_dim, block_idx, globaltimer, grid_dim, thread_idx};
 
 /// Four `u32`s moved as one 16-byte vector (`ld.global.v4.u32` / `st.global.v4.u32`).
 #[derive(Clone, Copy)]
@@ -36,5 +37,23 @@ pub unsafe extern "ptx-kernel" fn vs_transform(src: *const U32x4, dst: *mut U32x
         // SAFETY: as above, for `dst`.
         unsafe { *dst.add(i as usize) = w };
         i += stride;
+    }
+}
+
+/// Every thread spins until `%globaltimer` has advanced `ns` nanoseconds since it
+/// started, then block 0's thread 0 writes 1 to `out[0]`.
+///
+/// Launch: any grid and block (as many threads as fit on every SM, to keep other work
+/// off them), no dynamic shared memory.
+///
+/// # Safety
+/// `out` writable for one `u32`.
+#[unsafe(no_mangle)]
+pub unsafe extern "ptx-kernel" fn vs_spin(ns: u64, out: *mut u32) {
+    let start = globaltimer();
+    while globaltimer().wrapping_sub(start) < ns {}
+    if block_idx().x == 0 && thread_idx().x == 0 {
+        // SAFETY: `out` writable for one `u32` (contract); one writer.
+        unsafe { out.write(1) };
     }
 }
