@@ -123,13 +123,16 @@ fn cp_async_16_bytes_with_zero_fill() -> TestResult {
     Ok(())
 }
 
-fn cp_async_4_8_16_bytes_with_mbarrier_arrive() -> TestResult {
+/// Launches the one-block copy kernel `name(src, dst)` (block 32) on `n` pattern words
+/// and checks `dst == src`.
+fn one_block_copy(name: &str, n: usize, what: &str) -> TestResult {
     let g = gpu()?;
-    let f = g.f("acp_cp_async_sizes")?;
-    let src: Vec<u32> = (0..224).map(pattern).collect();
+    let f = g.f(name)?;
+    let src: Vec<u32> = (0..n).map(pattern).collect();
     let src_d = DeviceBuffer::from_slice(&g.ctx, &src)?;
-    let dst = DeviceBuffer::<u32>::zeroed(&g.ctx, 224)?;
-    // SAFETY: acp_cp_async_sizes(src, dst): 224 u32s each; one block of 32 threads.
+    let dst = DeviceBuffer::<u32>::zeroed(&g.ctx, n)?;
+    // SAFETY: the kernel (acp_cp_async_sizes: 224 words, acp_cp_async_arrive_inc: 128)
+    // copies `n` u32s from `src` to `dst`, both holding `n`; one block of 32 threads.
     unsafe {
         launch(
             &f,
@@ -138,7 +141,11 @@ fn cp_async_4_8_16_bytes_with_mbarrier_arrive() -> TestResult {
         )?;
     }
     g.stream.synchronize()?;
-    check_all(&host(&dst)?, pattern, "4/8/16-byte cp.async.ca copy")
+    check_all(&host(&dst)?, pattern, what)
+}
+
+fn cp_async_4_8_16_bytes_with_mbarrier_arrive() -> TestResult {
+    one_block_copy("acp_cp_async_sizes", 224, "4/8/16-byte cp.async.ca copy")
 }
 
 fn cp_async_arrive_raises_the_pending_count() -> TestResult {
@@ -153,23 +160,9 @@ fn cp_async_arrive_raises_the_pending_count() -> TestResult {
              ordinary arrival (reports a false \"Missing wait\")",
         );
     }
-    let g = gpu()?;
-    let f = g.f("acp_cp_async_arrive_inc")?;
-    let src: Vec<u32> = (0..128).map(pattern).collect();
-    let src_d = DeviceBuffer::from_slice(&g.ctx, &src)?;
-    let dst = DeviceBuffer::<u32>::zeroed(&g.ctx, 128)?;
-    // SAFETY: acp_cp_async_arrive_inc(src, dst): 128 u32s each; one block of 32 threads.
-    unsafe {
-        launch(
-            &f,
-            &LaunchConfig::new(1, 32).stream(&g.stream),
-            &(src_d.as_arg(), dst.as_arg()),
-        )?;
-    }
-    g.stream.synchronize()?;
-    check_all(
-        &host(&dst)?,
-        pattern,
+    one_block_copy(
+        "acp_cp_async_arrive_inc",
+        128,
         "cp.async.mbarrier.arrive + mbarrier.arrive copy",
     )
 }

@@ -494,6 +494,23 @@ impl TiledDesc {
         Ok(())
     }
 
+    /// Whether `buf` holds this tensor: the same element size, and the span inside it.
+    fn fits<T: Pod>(&self, buf: &DeviceBuffer<T>) -> Result<()> {
+        if core::mem::size_of::<T>() as u64 != self.data_type.size() {
+            return Err(rule(
+                "the buffer's element size differs from the map's element type",
+                None,
+            ));
+        }
+        if self.span_bytes() > buf.size_bytes() as u64 {
+            return Err(rule(
+                "the tensor spans more bytes than the buffer holds",
+                None,
+            ));
+        }
+        Ok(())
+    }
+
     fn raw_interleave(&self) -> CUtensorMapInterleave {
         type I = CUtensorMapInterleave;
         match self.interleave {
@@ -713,18 +730,7 @@ impl<'a> TensorMap<'a> {
     /// for anything the checks above do not know).
     #[doc(alias = "cuTensorMapEncodeTiled")]
     pub fn tiled<T: Pod>(desc: &TiledDesc, buf: &'a DeviceBuffer<T>) -> Result<Self> {
-        if core::mem::size_of::<T>() as u64 != desc.data_type.size() {
-            return Err(rule(
-                "the buffer's element size differs from the map's element type",
-                None,
-            ));
-        }
-        if desc.span_bytes() > buf.size_bytes() as u64 {
-            return Err(rule(
-                "the tensor spans more bytes than the buffer holds",
-                None,
-            ));
-        }
+        desc.fits(buf)?;
         let _g = buf.context().enter()?;
         // SAFETY: the span fits in `buf`, which `'a` keeps alive.
         unsafe { Self::tiled_raw(desc, buf.as_raw()) }
@@ -779,18 +785,7 @@ impl<'a> TensorMap<'a> {
     /// As [`tiled`](Self::tiled).
     #[doc(alias = "cuTensorMapEncodeIm2col")]
     pub fn im2col<T: Pod>(desc: &Im2colDesc, buf: &'a DeviceBuffer<T>) -> Result<Self> {
-        if core::mem::size_of::<T>() as u64 != desc.base.data_type.size() {
-            return Err(rule(
-                "the buffer's element size differs from the map's element type",
-                None,
-            ));
-        }
-        if desc.base.span_bytes() > buf.size_bytes() as u64 {
-            return Err(rule(
-                "the tensor spans more bytes than the buffer holds",
-                None,
-            ));
-        }
+        desc.base.fits(buf)?;
         let _g = buf.context().enter()?;
         // SAFETY: the span fits in `buf`, which `'a` keeps alive.
         unsafe { Self::im2col_raw(desc, buf.as_raw()) }
