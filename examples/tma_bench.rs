@@ -58,6 +58,7 @@ const TABLE_PIPE: Pipe = Pipe {
     consumers: 8,
     flags: 0,
     per_sm: 0,
+    sms: 0,
 };
 const SWEEP_STAGES: [u32; 5] = [2, 3, 4, 6, 8];
 const SWEEP_TILES: [u32; 4] = [4 << 10, 8 << 10, 16 << 10, 32 << 10];
@@ -71,6 +72,8 @@ struct Pipe {
     flags: u32,
     /// Blocks per SM; 0: as many as fit.
     per_sm: u32,
+    /// Blocks for this many SMs only; 0: every SM.
+    sms: u32,
 }
 
 impl Pipe {
@@ -86,6 +89,7 @@ impl Pipe {
                 consumers,
                 flags,
                 per_sm,
+                sms: 0,
             }),
             _ => None,
         }
@@ -112,8 +116,13 @@ impl Pipe {
         } else {
             format!("{} block(s)/SM", self.per_sm)
         };
+        let on = if self.sms == 0 {
+            String::new()
+        } else {
+            format!(", grid for {} SMs", self.sms)
+        };
         format!(
-            "{} stages x {} KiB, {} consumer warps, {}, {per_sm}",
+            "{} stages x {} KiB, {} consumer warps, {}, {per_sm}{on}",
             self.stages,
             self.tile >> 10,
             self.consumers,
@@ -526,7 +535,8 @@ fn pipeline(ctx: &Context, stream: &Stream, f: &Function, b: &Bufs, p: Pipe) -> 
     } else {
         p.per_sm.min(fit)
     };
-    let grid = ctx.device().multiprocessor_count()? * per_sm;
+    let sms = ctx.device().multiprocessor_count()?;
+    let grid = if p.sms == 0 { sms } else { p.sms.min(sms) } * per_sm;
     // SAFETY: `n_tiles * tile` bytes of both buffers (tile divides every size used);
     // block of 1 + consumers warps; dynamic shared memory as the kernel documents.
     unsafe {
@@ -665,6 +675,7 @@ fn tune(
                         consumers,
                         flags,
                         per_sm,
+                        sms: 0,
                     };
                     if smem_bytes(stages, tile) <= max_smem {
                         shapes.push(p);
@@ -672,6 +683,14 @@ fn tune(
                 }
             }
         }
+    }
+    // Fewer blocks than SMs: fewer streams at once in DRAM.
+    for sms in [33, 66, 99, 116, 124] {
+        shapes.push(Pipe {
+            sms,
+            per_sm: 1,
+            ..TABLE_PIPE
+        });
     }
     println!(
         "\ntuning at 1 GiB: {} shapes, median of {rounds}, Rust and C++ alternating",
@@ -716,7 +735,7 @@ fn tune(
         "rust", "cpp", "r/c", "bps"
     );
     let mut csv =
-        String::from("stages,tile_bytes,consumers,flags,blocks_per_sm,rust_gbps,cpp_gbps\n");
+        String::from("stages,tile_bytes,consumers,flags,blocks_per_sm,sms,rust_gbps,cpp_gbps\n");
     for (p, per_sm, meds) in &rows {
         let rust = meds[0];
         let cpp = meds.get(1).copied().unwrap_or(f64::NAN);
@@ -727,8 +746,8 @@ fn tune(
         );
         writeln!(
             csv,
-            "{},{},{},{},{per_sm},{rust:.2},{cpp:.2}",
-            p.stages, p.tile, p.consumers, p.flags
+            "{},{},{},{},{per_sm},{},{rust:.2},{cpp:.2}",
+            p.stages, p.tile, p.consumers, p.flags, p.sms
         )?;
     }
     if let Some(path) = &out.tune_csv {
