@@ -95,6 +95,18 @@ impl Pipe {
         }
     }
 
+    /// Blocks per SM of `f` for this shape: `per_sm`, capped at what fits (at least 1).
+    fn blocks_per_sm(self, f: &Function) -> R<u32> {
+        let block = 32 * (1 + self.consumers);
+        let smem = smem_bytes(self.stages, self.tile) as usize;
+        let fit = f.max_active_blocks_per_sm(block, smem)?.max(1);
+        Ok(if self.per_sm == 0 {
+            fit
+        } else {
+            self.per_sm.min(fit)
+        })
+    }
+
     fn describe(self) -> String {
         let mut f = Vec::new();
         if self.flags & BULK_STORE != 0 {
@@ -529,12 +541,7 @@ fn pipeline(ctx: &Context, stream: &Stream, f: &Function, b: &Bufs, p: Pipe) -> 
     let n_tiles = bytes / u64::from(p.tile);
     let block = 32 * (1 + p.consumers);
     let smem = smem_bytes(p.stages, p.tile);
-    let fit = f.max_active_blocks_per_sm(block, smem as usize)?.max(1);
-    let per_sm = if p.per_sm == 0 {
-        fit
-    } else {
-        p.per_sm.min(fit)
-    };
+    let per_sm = p.blocks_per_sm(f)?;
     let sms = ctx.device().multiprocessor_count()?;
     let grid = if p.sms == 0 { sms } else { p.sms.min(sms) } * per_sm;
     // SAFETY: `n_tiles * tile` bytes of both buffers (tile divides every size used);
@@ -699,15 +706,7 @@ fn tune(
     let mut rows: Vec<(Pipe, u32, Vec<f64>)> = Vec::new();
     let mut copy = Vec::new();
     for p in shapes {
-        let fit = impls[0].pipeline.max_active_blocks_per_sm(
-            32 * (1 + p.consumers),
-            smem_bytes(p.stages, p.tile) as usize,
-        )?;
-        let per_sm = if p.per_sm == 0 {
-            fit
-        } else {
-            p.per_sm.min(fit)
-        };
+        let per_sm = p.blocks_per_sm(&impls[0].pipeline)?;
         let mut v: Vec<Vec<f64>> = vec![Vec::new(); impls.len()];
         for _ in 0..rounds {
             for (i, imp) in impls.iter().enumerate() {

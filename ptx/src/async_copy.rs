@@ -12,11 +12,10 @@
 use cuda_core::device::{
     Align16, Align128, BulkBytes, BulkLoad, Dim3, DynamicShared, L2Policy, MBarrier, ProxySpace,
     Ring, Scope, TensorMapRef, block_dim, block_idx, bulk_commit, bulk_load, bulk_store,
-    bulk_store_hint, bulk_wait,
-    bulk_wait_read, cluster_cta_count, cluster_cta_rank, cluster_sync, cp_async, cp_async_cg_zfill,
-    cp_async_commit, cp_async_wait, elect_one, fence_mbarrier_init, fence_proxy_async,
-    from_shared_addr, globaltimer, grid_dim, store_global_hint, sync_threads, sync_warp,
-    thread_idx,
+    bulk_store_hint, bulk_wait, bulk_wait_read, cluster_cta_count, cluster_cta_rank, cluster_sync,
+    cp_async, cp_async_cg_zfill, cp_async_commit, cp_async_wait, elect_one, fence_mbarrier_init,
+    fence_proxy_async, from_shared_addr, globaltimer, grid_dim, store_global_hint, sync_threads,
+    sync_warp, thread_idx,
 };
 
 /// Threads per block of [`acp_cp_async`].
@@ -361,9 +360,9 @@ pub const PIPE_CONTIGUOUS: u32 = 8;
 /// then `full[0..stages]`, `empty[0..stages]` (`u64` mbarriers). Block `b` handles tiles
 /// `b, b + gridDim.x, b + 2 gridDim.x, ...` below `n_tiles` (with [`PIPE_CONTIGUOUS`]:
 /// tiles `b * r .. min((b + 1) * r, n_tiles)`, `r = ceil(n_tiles / gridDim.x)`), the
-/// `k`-th of its sequence in stage `k % stages`. Warp 0's elected lane waits for `empty[s]` (skipped in
-/// the first round), issues `cp.async.bulk` of the tile's `tile_bytes` and arms
-/// `full[s]` (count 1) with `arrive.expect_tx(tile_bytes)`. Consumer threads wait for
+/// `k`-th of its sequence in stage `k % stages`. Warp 0's elected lane waits for
+/// `empty[s]` (skipped in the first round), issues `cp.async.bulk` of the tile's
+/// `tile_bytes` and arms `full[s]` (count 1) with `arrive.expect_tx(tile_bytes)`. Consumer threads wait for
 /// `full[s]` by parity, then:
 /// - by default each transforms the 16-byte vectors `v = c, c + 32 C, ...` (`c` its
 ///   index among the consumer threads) into `dst` with vector stores;

@@ -364,7 +364,12 @@ sm90_ptx80! {
     /// # Safety
     /// As [`bulk_store`].
     #[inline(always)]
-    pub unsafe fn bulk_store_hint<T>(dst: *mut T, src: *const T, bytes: BulkBytes, policy: L2Policy) {
+    pub unsafe fn bulk_store_hint<T>(
+        dst: *mut T,
+        src: *const T,
+        bytes: BulkBytes,
+        policy: L2Policy,
+    ) {
         debug_assert!(aligned(dst, 16) && aligned(src, 16));
         // SAFETY: forwarded to the caller; `policy` came from `createpolicy`.
         unsafe {
@@ -432,7 +437,11 @@ sm90_ptx80! {
     /// `dst` points to global memory, 16-byte aligned, valid for the write, with no
     /// concurrent access to it.
     #[inline(always)]
-    pub unsafe fn store_global_hint(dst: *mut Align16<[u32; 4]>, v: Align16<[u32; 4]>, policy: L2Policy) {
+    pub unsafe fn store_global_hint(
+        dst: *mut Align16<[u32; 4]>,
+        v: Align16<[u32; 4]>,
+        policy: L2Policy,
+    ) {
         debug_assert!(aligned(dst, 16));
         // SAFETY: forwarded to the caller; `policy` came from `createpolicy`.
         unsafe { ptx_asm::st_global_v4_hint(dst.cast(), v.0, policy.0) }
@@ -784,7 +793,12 @@ sm90_ptx80! {
         /// # Safety
         /// As [`tile`](Self::tile), with an im2col map and that size.
         #[inline(always)]
-        pub unsafe fn im2col<C: Im2colCoords, T>(&mut self, dst: *mut T, map: TensorMapRef, coords: C) {
+        pub unsafe fn im2col<C: Im2colCoords, T>(
+            &mut self,
+            dst: *mut T,
+            map: TensorMapRef,
+            coords: C,
+        ) {
             let bytes = BulkBytes::of::<T>();
             debug_assert!(aligned(dst, 128));
             // SAFETY: forwarded to the caller; `arrive` expects these bytes.

@@ -1403,7 +1403,12 @@ sm90_ptx80! {
     /// # Safety
     /// As [`cp_async_bulk_shared_to_global`]; `policy` made by `createpolicy`.
     #[inline(always)]
-    pub unsafe fn cp_async_bulk_shared_to_global_hint(dst: *mut u8, src: u32, size: u32, policy: u64) {
+    pub unsafe fn cp_async_bulk_shared_to_global_hint(
+        dst: *mut u8,
+        src: u32,
+        size: u32,
+        policy: u64,
+    ) {
         // SAFETY: forwarded to the caller.
         unsafe {
             asm!(
@@ -1678,7 +1683,9 @@ macro_rules! tensor_fns {
 
 sm90_ptx80! {
     im2col_fns!("3d", 3, 1, cp_async_bulk_tensor_3d_im2col_global_to_shared; c0, c1, c2; o0);
-    im2col_fns!("4d", 4, 2, cp_async_bulk_tensor_4d_im2col_global_to_shared; c0, c1, c2, c3; o0, o1);
+    im2col_fns!(
+        "4d", 4, 2, cp_async_bulk_tensor_4d_im2col_global_to_shared; c0, c1, c2, c3; o0, o1
+    );
     im2col_fns!(
         "5d", 5, 3, cp_async_bulk_tensor_5d_im2col_global_to_shared; c0, c1, c2, c3, c4; o0, o1, o2
     );
