@@ -392,6 +392,18 @@ impl Context {
         self.inner.device
     }
 
+    /// [`Error::ContextMismatch`] naming `call` unless `other` is the same driver
+    /// context: the rule of every safe call that queues work naming memory or an
+    /// executable graph on a stream (one comparison).
+    #[inline]
+    pub(crate) fn ensure_same(&self, other: &Context, call: &'static str) -> Result<()> {
+        if self.inner.raw == other.inner.raw {
+            Ok(())
+        } else {
+            Err(crate::error::Error::ContextMismatch { call })
+        }
+    }
+
     /// Whether `a` and `b` are clones of one [`Context`] value (the same reference
     /// count), not merely the same driver context.
     pub fn ptr_eq(a: &Self, b: &Self) -> bool {

@@ -111,6 +111,24 @@ pub enum Error {
         /// The dimension (innermost is 0) that breaks it, where one does.
         dim: Option<u8>,
     },
+    /// Asynchronous work refused because its stream belongs to another context than
+    /// the memory or executable graph it names. `cuMemFree` and the context
+    /// synchronization before `cuGraphExecDestroy` wait only for work queued in their own
+    /// context, so work queued on another context's stream could still write the memory
+    /// after it was freed and handed out again. Use a stream of the same context (order
+    /// it after other contexts' work with [`Stream::wait_event`](crate::Stream::wait_event)).
+    /// [`code`](Self::code) is `CUDA_ERROR_INVALID_CONTEXT`.
+    ContextMismatch {
+        /// The C function that was refused (`"cuMemcpyDtoDAsync"`).
+        call: &'static str,
+    },
+    /// A graph node used with a graph it does not belong to (or the null node,
+    /// [`GraphNode::NULL`](crate::graph::GraphNode::NULL)), found before the driver
+    /// call. [`code`](Self::code) is `CUDA_ERROR_INVALID_VALUE`, what the driver returns.
+    ForeignNode {
+        /// The C function that was refused (`"cuGraphAddDependencies"`).
+        call: &'static str,
+    },
 }
 
 impl Error {
@@ -121,28 +139,34 @@ impl Error {
 
     /// The driver's result code, for [`Error::Driver`] and [`Error::Jit`];
     /// `CUDA_ERROR_NOT_FOUND` for [`Error::NotFound`]; `CUDA_ERROR_NOT_SUPPORTED` for
-    /// [`Error::DriverTooOld`].
+    /// [`Error::DriverTooOld`]; `CUDA_ERROR_INVALID_VALUE` for the refusals the driver
+    /// would make with it (device-graph rules, tensor maps, foreign graph nodes);
+    /// `CUDA_ERROR_INVALID_CONTEXT` for [`Error::ContextMismatch`].
     pub const fn code(&self) -> Option<CUresult> {
         match self {
             Self::Driver { code, .. } | Self::Jit { code, .. } => Some(*code),
             Self::NotFound { .. } => Some(CUresult::CUDA_ERROR_NOT_FOUND),
             Self::DriverTooOld { .. } => Some(CUresult::CUDA_ERROR_NOT_SUPPORTED),
-            Self::NotDeviceLaunchable { .. } | Self::TensorMap { .. } => {
-                Some(CUresult::CUDA_ERROR_INVALID_VALUE)
-            }
+            Self::NotDeviceLaunchable { .. }
+            | Self::TensorMap { .. }
+            | Self::ForeignNode { .. } => Some(CUresult::CUDA_ERROR_INVALID_VALUE),
+            Self::ContextMismatch { .. } => Some(CUresult::CUDA_ERROR_INVALID_CONTEXT),
             _ => None,
         }
     }
 
     /// The C function that failed, for [`Error::Driver`], [`Error::Jit`] and
     /// [`Error::NotFound`]; the missing function for [`Error::MissingSymbol`] and
-    /// [`Error::DriverTooOld`].
+    /// [`Error::DriverTooOld`]; the refused function for [`Error::ContextMismatch`] and
+    /// [`Error::ForeignNode`].
     pub const fn call(&self) -> Option<&'static str> {
         match self {
             Self::Driver { call, .. }
             | Self::Jit { call, .. }
             | Self::NotFound { call, .. }
-            | Self::DriverTooOld { call, .. } => Some(*call),
+            | Self::DriverTooOld { call, .. }
+            | Self::ContextMismatch { call }
+            | Self::ForeignNode { call } => Some(*call),
             Self::MissingSymbol(m) => Some(m.name),
             _ => None,
         }
@@ -229,6 +253,15 @@ impl fmt::Display for Error {
                 }
                 Ok(())
             }
+            Self::ContextMismatch { call } => write!(
+                f,
+                "{call} refused: the stream belongs to another context than the memory or \
+                 graph it names (a free waits only for its own context's work)"
+            ),
+            Self::ForeignNode { call } => write!(
+                f,
+                "{call} refused: a graph node of another graph, or the null node"
+            ),
         }
     }
 }
@@ -247,7 +280,9 @@ impl core::error::Error for Error {
             | Self::StreamCapturing(_)
             | Self::DriverTooOld { .. }
             | Self::NotDeviceLaunchable { .. }
-            | Self::TensorMap { .. } => None,
+            | Self::TensorMap { .. }
+            | Self::ContextMismatch { .. }
+            | Self::ForeignNode { .. } => None,
         }
     }
 }

@@ -207,7 +207,8 @@ impl Stream {
     }
 
     /// `cuStreamIsCapturing` as a guard: [`Error::StreamCapturing`] naming `call` unless
-    /// the stream is not capturing.
+    /// the stream is not capturing; a failure of the check itself is reported as
+    /// `call`'s, with the driver's code.
     pub(crate) fn ensure_not_capturing(&self, call: &'static str) -> Result<()> {
         let g = self.ctx.enter()?;
         self.ensure_not_capturing_current(g.cu, call)
@@ -223,7 +224,11 @@ impl Stream {
     ) -> Result<()> {
         let mut status = CUstreamCaptureStatus::CU_STREAM_CAPTURE_STATUS_NONE;
         // SAFETY: live stream, valid out-pointer; a context is current (caller).
-        unsafe { drv!(cu, cuStreamIsCapturing(self.raw, &mut status))? };
+        let rc = unsafe { cu.cuStreamIsCapturing()?(self.raw, &mut status) };
+        // The check is this crate's, not the user's call: a failure (a sticky error of
+        // the context after a kernel fault, say) is reported as the failure of `call`,
+        // which the driver would have returned the same code for.
+        crate::error::call(rc, call)?;
         if status == CUstreamCaptureStatus::CU_STREAM_CAPTURE_STATUS_NONE {
             Ok(())
         } else {

@@ -288,19 +288,30 @@ impl<T: Copy> DeviceBuffer<T> {
 
     /// `cuMemcpyDtoDAsync`: queues a copy of `src` into this buffer on `stream`.
     ///
-    /// Freeing device memory (`cuMemFree`, on drop) waits for work using it, so the
-    /// borrows need not outlive the copy.
+    /// Both buffers and the stream must belong to one context: freeing device memory
+    /// (`cuMemFree`, on drop) waits for the pending work of its own context only, so
+    /// the borrows need not outlive a copy queued there, but a copy queued on another
+    /// context's stream could still write after the free (checked on the H100 by
+    /// `hw_soundness`). To copy between contexts, order a stream of the destination's
+    /// context after the other context's work ([`Stream::wait_event`]) and copy there.
     ///
     /// # Errors
-    /// [`Error::LengthMismatch`] when the lengths differ; [`Error::StreamCapturing`]
-    /// while `stream` is being captured (record the copy with
+    /// [`Error::LengthMismatch`] when the lengths differ; [`Error::ContextMismatch`]
+    /// when `src` or `stream` belongs to another context than this buffer;
+    /// [`Error::StreamCapturing`] while `stream` is being captured (record the copy with
     /// [`Capturing::copy`](crate::graph::Capturing::copy), which keeps both buffers
     /// borrowed by the graph); driver errors.
     #[doc(alias = "cuMemcpyDtoDAsync")]
     pub fn copy_from_device_async(&mut self, src: &DeviceBuffer<T>, stream: &Stream) -> Result<()> {
-        stream.ensure_not_capturing("cuMemcpyDtoDAsync")?;
-        // SAFETY: the stream is not capturing (and cannot start without `&mut`), so the
-        // copy runs once, before the buffers can be freed (`cuMemFree` waits for it).
+        const CALL: &str = "cuMemcpyDtoDAsync";
+        same_len(self.len, src.len)?;
+        self.ctx.ensure_same(&src.ctx, CALL)?;
+        self.ctx.ensure_same(stream.context(), CALL)?;
+        stream.ensure_not_capturing(CALL)?;
+        // SAFETY: `self` holds as many bytes as `src` (same length and type); the stream
+        // is not capturing (and cannot start without `&mut`), so the copy runs once, and
+        // it is queued in the buffers' context: `cuMemFree` waits for its own context's
+        // work.
         unsafe { copy_dtod_async(self.ptr, src, stream) }
     }
 
@@ -331,10 +342,13 @@ impl<T: Copy> DeviceBuffer<T> {
     /// As [`DeviceBuffer::copy_from_host_async`].
     ///
     /// # Errors
-    /// [`Error::LengthMismatch`] when the lengths differ; driver errors.
+    /// [`Error::LengthMismatch`] when the lengths differ; [`Error::ContextMismatch`]
+    /// when `stream` belongs to another context than the buffer; driver errors.
     #[doc(alias = "cuMemcpyHtoDAsync")]
     pub unsafe fn copy_from_host_slice_async(&mut self, src: &[T], stream: &Stream) -> Result<()> {
         same_len(self.len, src.len())?;
+        self.ctx
+            .ensure_same(stream.context(), "cuMemcpyHtoDAsync")?;
         if self.size_bytes() == 0 {
             return Ok(());
         }
@@ -382,13 +396,16 @@ impl<T: Copy> DeviceBuffer<T> {
     /// As [`DeviceBuffer::copy_to_host_async`].
     ///
     /// # Errors
-    /// [`Error::LengthMismatch`] when the lengths differ; driver errors.
+    /// [`Error::LengthMismatch`] when the lengths differ; [`Error::ContextMismatch`]
+    /// when `stream` belongs to another context than the buffer; driver errors.
     #[doc(alias = "cuMemcpyDtoHAsync")]
     pub unsafe fn copy_to_host_slice_async(&self, dst: &mut [T], stream: &Stream) -> Result<()>
     where
         T: Pod,
     {
         same_len(self.len, dst.len())?;
+        self.ctx
+            .ensure_same(stream.context(), "cuMemcpyDtoHAsync")?;
         if self.size_bytes() == 0 {
             return Ok(());
         }
@@ -421,17 +438,22 @@ impl<T: Copy> DeviceBuffer<T> {
         unsafe { memset_d8(g.cu, self.ptr, self.size_bytes(), value, None) }
     }
 
-    /// `cuMemsetD8Async`: queues setting every byte to `value` on `stream`.
+    /// `cuMemsetD8Async`: queues setting every byte to `value` on `stream`, a stream of
+    /// the buffer's context (see [`copy_from_device_async`](Self::copy_from_device_async)
+    /// for why).
     ///
     /// # Errors
+    /// [`Error::ContextMismatch`] when `stream` belongs to another context;
     /// [`Error::StreamCapturing`] while `stream` is being captured (use
     /// [`Capturing::memset_d8`](crate::graph::Capturing::memset_d8)); driver errors.
     #[doc(alias = "cuMemsetD8Async")]
     pub fn memset_d8_async(&mut self, value: u8, stream: &Stream) -> Result<()> {
+        self.ctx.ensure_same(stream.context(), "cuMemsetD8Async")?;
         stream.ensure_not_capturing("cuMemsetD8Async")?;
         let g = self.ctx.enter()?;
-        // SAFETY: the buffer holds `size_bytes` bytes; the stream is not capturing, so
-        // the memset runs once, before the buffer can be freed.
+        // SAFETY: the buffer holds `size_bytes` bytes; the stream is of the buffer's
+        // context and not capturing, so the memset runs once, before the buffer can be
+        // freed (`cuMemFree` waits for its own context's work).
         unsafe { memset_d8(g.cu, self.ptr, self.size_bytes(), value, Some(stream)) }
     }
 
@@ -447,18 +469,22 @@ impl<T: Copy> DeviceBuffer<T> {
         unsafe { memset_d32(g.cu, self.ptr, self.size_bytes(), value, None) }
     }
 
-    /// `cuMemsetD32Async`: queues setting every 32-bit word to `value` on `stream`.
+    /// `cuMemsetD32Async`: queues setting every 32-bit word to `value` on `stream`, a
+    /// stream of the buffer's context.
     ///
     /// # Errors
     /// [`Error::InvalidArgument`] unless the size is a multiple of 4;
+    /// [`Error::ContextMismatch`] when `stream` belongs to another context;
     /// [`Error::StreamCapturing`] while `stream` is being captured (use
     /// [`Capturing::memset_d32`](crate::graph::Capturing::memset_d32)); driver errors.
     #[doc(alias = "cuMemsetD32Async")]
     pub fn memset_d32_async(&mut self, value: u32, stream: &Stream) -> Result<()> {
+        self.ctx.ensure_same(stream.context(), "cuMemsetD32Async")?;
         stream.ensure_not_capturing("cuMemsetD32Async")?;
         let g = self.ctx.enter()?;
-        // SAFETY: the buffer holds `size_bytes` bytes; the stream is not capturing, so
-        // the memset runs once, before the buffer can be freed.
+        // SAFETY: the buffer holds `size_bytes` bytes; the stream is of the buffer's
+        // context and not capturing, so the memset runs once, before the buffer can be
+        // freed (`cuMemFree` waits for its own context's work).
         unsafe { memset_d32(g.cu, self.ptr, self.size_bytes(), value, Some(stream)) }
     }
 }
@@ -495,7 +521,10 @@ impl<T: Copy> Drop for DeviceBuffer<T> {
         }
         let _g = crate::error::enter_for_drop!(self.ctx);
         // SAFETY: the allocation is ours and nothing borrows it any more (graphs whose
-        // nodes name it borrow it); the context is current.
+        // nodes name it borrow it, and executable graphs wait for their launches when
+        // dropped); safe calls queue work on it only on streams of its own context, and
+        // `cuMemFree` waits for the pending work of its own context (not for other
+        // contexts' work); the context is current.
         unsafe { dropping!(cuMemFree(self.ptr)) };
     }
 }
