@@ -311,6 +311,7 @@ impl<'s, 'a> Capturing<'s, 'a> {
     /// Driver errors.
     #[doc(alias = "cuMemsetD8Async")]
     pub fn memset_d8<T: Copy>(&self, buf: &'a DeviceBuffer<T>, value: u8) -> Result<()> {
+        self.same_context(buf.context(), "cuMemsetD8Async")?;
         let g = buf.context().enter()?;
         // SAFETY: `buf` holds `size_bytes` bytes and outlives the graph (`'a`); the
         // context is current.
@@ -332,6 +333,7 @@ impl<'s, 'a> Capturing<'s, 'a> {
     /// [`Error::InvalidArgument`] unless the size is a multiple of 4; driver errors.
     #[doc(alias = "cuMemsetD32Async")]
     pub fn memset_d32<T: Copy>(&self, buf: &'a DeviceBuffer<T>, value: u32) -> Result<()> {
+        self.same_context(buf.context(), "cuMemsetD32Async")?;
         let g = buf.context().enter()?;
         // SAFETY: as in `memset_d8`.
         unsafe {
@@ -353,6 +355,8 @@ impl<'s, 'a> Capturing<'s, 'a> {
     #[doc(alias = "cuMemcpyDtoDAsync")]
     pub fn copy<T: Copy>(&self, dst: &'a DeviceBuffer<T>, src: &'a DeviceBuffer<T>) -> Result<()> {
         same_len(dst.len(), src.len())?;
+        self.same_context(dst.context(), "cuMemcpyDtoDAsync")?;
+        self.same_context(src.context(), "cuMemcpyDtoDAsync")?;
         // SAFETY: `dst` holds as many bytes as `src`; both outlive the graph (`'a`).
         unsafe { copy_dtod_async(dst.as_raw(), src, self.stream) }
     }
@@ -372,6 +376,7 @@ impl<'s, 'a> Capturing<'s, 'a> {
         src: &'a PinnedHostBuffer<T>,
     ) -> Result<()> {
         same_len(dst.len(), src.len())?;
+        self.same_context(dst.context(), "cuMemcpyHtoDAsync")?;
         if dst.size_bytes() == 0 {
             return Ok(());
         }
@@ -409,6 +414,7 @@ impl<'s, 'a> Capturing<'s, 'a> {
         src: &'a DeviceBuffer<T>,
     ) -> Result<()> {
         same_len(dst.len(), src.len())?;
+        self.same_context(src.context(), "cuMemcpyDtoHAsync")?;
         if src.size_bytes() == 0 {
             return Ok(());
         }
@@ -428,6 +434,12 @@ impl<'s, 'a> Capturing<'s, 'a> {
                 )
             )
         }
+    }
+
+    /// [`Error::ContextMismatch`] naming `call` unless `ctx` is the capturing stream's
+    /// context (the graph's).
+    fn same_context(&self, ctx: &crate::Context, call: &'static str) -> Result<()> {
+        self.stream.context().ensure_same(ctx, call)
     }
 
     /// The graph being captured into (`cuStreamGetCaptureInfo` the first time), as a
@@ -489,7 +501,8 @@ impl<'s, 'a> Capturing<'s, 'a> {
     /// are gone, launched or not. `f` must not call CUDA functions; a panic aborts.
     ///
     /// # Errors
-    /// Driver errors.
+    /// Driver errors; on error the closure (and what it captured) is dropped before
+    /// this returns.
     #[cfg(feature = "alloc")]
     #[doc(alias = "cuLaunchHostFunc")]
     #[doc(alias = "cuGraphRetainUserObject")]
@@ -503,11 +516,12 @@ impl<'s, 'a> Capturing<'s, 'a> {
                 "host_fn: the stream's capture is not active (invalidated)",
             ));
         }
-        let (run, data) = super::nodes::graph_owned_closure(info.graph, f)?;
-        // SAFETY: the capture graph owns the closure for as long as any graph or
-        // executable graph made from it can run it; `run` matches `data`'s type; the
-        // closure is `Send + Sync` and reentrant (`Fn`).
-        unsafe { self.stream.launch_host_fn_raw(run, data) }
+        super::nodes::GraphClosure::new(info.graph, f)?.attach(|c| {
+            // SAFETY: the capture graph owns the closure for as long as any graph or
+            // executable graph made from it can run it; `run` matches `data`'s type;
+            // the closure is `Send + Sync` and reentrant (`Fn`).
+            unsafe { self.stream.launch_host_fn_raw(c.run, c.data) }
+        })
     }
 
     /// `cuLaunchKernelEx`, captured, on this capture's stream (whatever stream `cfg`
@@ -558,20 +572,21 @@ impl<'s, 'a> Capturing<'s, 'a> {
         for (dst, &src) in nodes.iter_mut().zip(raw.iter()).take(n) {
             // SAFETY: a node of the capture graph, which lives at least as long as the
             // capture (`'c` borrows it).
-            *dst = unsafe { GraphNode::from_raw(src) };
+            *dst = unsafe { GraphNode::from_raw(src, info.graph) };
         }
         Ok(info)
     }
 
     /// `cuStreamUpdateCaptureDependencies`: replaces (`replace`) or extends the set of
     /// nodes the next captured operation depends on, with edge data (`data`: one per
-    /// node, or `None` for default edges). The nodes are typed, so they are live nodes;
-    /// they must belong to the capture graph (from [`dependencies`](Self::dependencies),
-    /// or the target graph of a [`CaptureToGraph`]), else the driver refuses them.
+    /// node, or `None` for default edges). The nodes must belong to the capture graph
+    /// (from [`dependencies`](Self::dependencies), or the target graph of a
+    /// [`CaptureToGraph`]).
     ///
     /// # Errors
     /// [`Error::InvalidArgument`] when `data` has a different length than `nodes`;
-    /// driver errors.
+    /// [`Error::ForeignNode`] for a node of another graph or the null node; driver
+    /// errors.
     #[doc(alias = "cuStreamUpdateCaptureDependencies")]
     pub fn set_dependencies(
         &self,
@@ -579,12 +594,20 @@ impl<'s, 'a> Capturing<'s, 'a> {
         data: Option<&[EdgeData]>,
         replace: bool,
     ) -> Result<()> {
-        let raw = nodes_as_raw(nodes);
-        // SAFETY: live nodes (each `GraphNode` borrows its graph).
-        unsafe {
-            self.stream
-                .update_capture_dependencies_raw(raw, data, replace)
-        }
+        let graph = self.capture_graph()?;
+        graph.with_nodes(nodes, "cuStreamUpdateCaptureDependencies", |p, n| {
+            let raw = if n == 0 {
+                &[][..]
+            } else {
+                // SAFETY: `p` holds `n` nodes, alive for the closure.
+                unsafe { core::slice::from_raw_parts(p, n) }
+            };
+            // SAFETY: live nodes of the graph this stream captures into (checked).
+            unsafe {
+                self.stream
+                    .update_capture_dependencies_raw(raw, data, replace)
+            }
+        })
     }
 }
 
@@ -648,12 +671,6 @@ pub(crate) unsafe fn raw_capture_info(
     };
     crate::error::call(rc, "cuStreamGetCaptureInfo")?;
     Ok(info)
-}
-
-/// `nodes` as the raw handles (`GraphNode` is `repr(transparent)`).
-fn nodes_as_raw<'n>(nodes: &'n [GraphNode<'_>]) -> &'n [CUgraphNode] {
-    // SAFETY: `GraphNode` is `repr(transparent)` over `CUgraphNode`.
-    unsafe { core::slice::from_raw_parts(nodes.as_ptr().cast::<CUgraphNode>(), nodes.len()) }
 }
 
 /// A stream capture into a new graph (`cuStreamBeginCapture`), ended by
@@ -751,8 +768,10 @@ impl<'s, 'g, 'a> CaptureToGraph<'s, 'g, 'a> {
     /// for default edges).
     ///
     /// # Errors
-    /// [`Error::InvalidArgument`] when `data` has a different length than `deps`; driver
-    /// errors as [`Stream::begin_capture`].
+    /// [`Error::InvalidArgument`] when `data` has a different length than `deps`;
+    /// [`Error::ForeignNode`] for a dependency of another graph or the null node;
+    /// [`Error::ContextMismatch`] for a stream of another context than the graph's;
+    /// driver errors as [`Stream::begin_capture`].
     #[doc(alias = "cuStreamBeginCaptureToGraph")]
     pub fn begin(
         graph: &'g Graph<'a>,
@@ -767,28 +786,28 @@ impl<'s, 'g, 'a> CaptureToGraph<'s, 'g, 'a> {
             ));
         }
         check_capturable(stream)?;
-        let g = stream.context().enter()?;
-        // SAFETY: live stream and graph; `deps` (live nodes) and `data` hold
-        // `deps.len()` elements of `repr(transparent)` types over the C ones; the
-        // context is current.
-        unsafe {
-            drv!(
-                g.cu,
-                cuStreamBeginCaptureToGraph(
-                    stream.as_raw(),
-                    graph.as_raw(),
-                    if deps.is_empty() {
-                        ptr::null()
-                    } else {
-                        deps.as_ptr().cast::<CUgraphNode>()
-                    },
-                    data.map_or(ptr::null(), |d| d.as_ptr().cast::<CUgraphEdgeData>()),
-                    deps.len(),
-                    mode.as_raw()
+        graph
+            .context()
+            .ensure_same(stream.context(), "cuStreamBeginCaptureToGraph")?;
+        graph.with_nodes(deps, "cuStreamBeginCaptureToGraph", |d, n| {
+            let g = stream.context().enter()?;
+            // SAFETY: live stream and graph; `d` holds `n` checked nodes of the graph and
+            // `data` as many entries of a type `repr(transparent)` over the C one; the
+            // context is current.
+            unsafe {
+                drv!(
+                    g.cu,
+                    cuStreamBeginCaptureToGraph(
+                        stream.as_raw(),
+                        graph.as_raw(),
+                        d,
+                        data.map_or(ptr::null(), |d| d.as_ptr().cast::<CUgraphEdgeData>()),
+                        n,
+                        mode.as_raw()
+                    )
                 )
-            )?;
-        }
-        drop(g);
+            }
+        })?;
         Ok(Self {
             inner: Capturing {
                 stream,

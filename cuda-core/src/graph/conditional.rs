@@ -18,7 +18,6 @@ use cuda_sys::{
 };
 
 use super::capture::{RawCaptureInfo, raw_capture_info};
-use super::kernel_node::deps_ptr;
 use super::{Capturing, EdgeData, Graph, GraphNode, GraphRef};
 use crate::args::DeviceRepr;
 use crate::driver::api;
@@ -175,9 +174,11 @@ impl<'a> Graph<'a> {
         handle: ConditionalHandle,
         kind: CUgraphConditionalNodeType,
     ) -> Result<(GraphNode<'g>, [GraphRef<'g, 'a>; N])> {
-        // SAFETY: `deps` holds `deps.len()` live nodes (typed, borrowing their graph);
-        // no edge data (default edges).
-        unsafe { self.add_conditional_raw(deps_ptr(deps), ptr::null(), deps.len(), handle, kind) }
+        self.with_nodes(deps, "cuGraphAddNode", |d, n| {
+            // SAFETY: `d` holds `n` live nodes of this graph (checked); no edge data
+            // (default edges).
+            unsafe { self.add_conditional_raw(d, ptr::null(), n, handle, kind) }
+        })
     }
 
     /// `cuGraphAddNode` with `CU_GRAPH_NODE_TYPE_CONDITIONAL`, `N` bodies, and raw
@@ -249,8 +250,7 @@ impl<'a> Graph<'a> {
             // SAFETY: body `i` is owned by the new node, part of `self`.
             unsafe { GraphRef::new(raw, self) }
         });
-        // SAFETY: a node of `self`, which the result borrows.
-        Ok((unsafe { GraphNode::from_raw(node) }, bodies))
+        Ok((self.added(node), bodies))
     }
 }
 

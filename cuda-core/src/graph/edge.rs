@@ -9,6 +9,7 @@ use cuda_sys::{
     CU_GRAPH_KERNEL_NODE_PORT_PROGRAMMATIC, CUgraphDependencyType, CUgraphEdgeData, CUgraphNode,
 };
 
+use super::node::{raw_room, widen};
 use super::{Graph, GraphNode};
 use crate::driver::api;
 use crate::error::{Error, Result};
@@ -203,11 +204,13 @@ impl Graph<'_> {
     /// `cuGraphAddDependencies`: an edge `from -> to` with `data`.
     ///
     /// # Errors
-    /// Driver errors: `CUDA_ERROR_INVALID_VALUE` for a duplicate edge, a node of another
-    /// graph, or a programmatic edge between nodes that are not both kernels.
+    /// [`Error::ForeignNode`] for a node of another graph or the null node; driver
+    /// errors: `CUDA_ERROR_INVALID_VALUE` for a duplicate edge or a programmatic edge
+    /// between nodes that are not both kernels.
     #[doc(alias = "cuGraphAddDependencies")]
     pub fn add_edge(&self, from: GraphNode<'_>, to: GraphNode<'_>, data: EdgeData) -> Result<()> {
-        let (from, to) = (from.as_raw(), to.as_raw());
+        const CALL: &str = "cuGraphAddDependencies";
+        let (from, to) = (self.own(from, CALL)?, self.own(to, CALL)?);
         // SAFETY: one element per array, all alive for the call.
         unsafe { self.add_or_remove(false, &from, &to, &[data]) }
     }
@@ -215,7 +218,9 @@ impl Graph<'_> {
     /// `cuGraphAddDependencies` for several edges: `from[i] -> to[i]` with `data[i]`.
     ///
     /// # Errors
-    /// [`Error::InvalidArgument`] when the slices differ in length; driver errors.
+    /// [`Error::InvalidArgument`] when the slices differ in length;
+    /// [`Error::ForeignNode`] for a node of another graph or the null node; driver
+    /// errors.
     #[doc(alias = "cuGraphAddDependencies")]
     pub fn add_edges(
         &self,
@@ -223,27 +228,26 @@ impl Graph<'_> {
         to: &[GraphNode<'_>],
         data: &[EdgeData],
     ) -> Result<()> {
+        const CALL: &str = "cuGraphAddDependencies";
         if from.len() != to.len() || from.len() != data.len() {
             return Err(Error::InvalidArgument(
                 "add_edges: from, to and data must have the same length",
             ));
         }
-        // SAFETY: `GraphNode` is `repr(transparent)` over `CUgraphNode`; each array
-        // holds `from.len()` elements, alive for the call.
-        unsafe {
-            self.add_or_remove(
-                false,
-                from.as_ptr().cast::<CUgraphNode>(),
-                to.as_ptr().cast::<CUgraphNode>(),
-                data,
-            )
-        }
+        self.with_nodes(from, CALL, |from, _| {
+            self.with_nodes(to, CALL, |to, _| {
+                // SAFETY: each array holds `data.len()` checked nodes of this graph,
+                // alive for the call.
+                unsafe { self.add_or_remove(false, from, to, data) }
+            })
+        })
     }
 
     /// `cuGraphRemoveDependencies`: removes the edge `from -> to` with `data`.
     ///
     /// # Errors
-    /// Driver errors (`CUDA_ERROR_INVALID_VALUE` when there is no such edge).
+    /// [`Error::ForeignNode`] for a node of another graph or the null node; driver
+    /// errors (`CUDA_ERROR_INVALID_VALUE` when there is no such edge).
     #[doc(alias = "cuGraphRemoveDependencies")]
     pub fn remove_edge(
         &self,
@@ -251,7 +255,8 @@ impl Graph<'_> {
         to: GraphNode<'_>,
         data: EdgeData,
     ) -> Result<()> {
-        let (from, to) = (from.as_raw(), to.as_raw());
+        const CALL: &str = "cuGraphRemoveDependencies";
+        let (from, to) = (self.own(from, CALL)?, self.own(to, CALL)?);
         // SAFETY: one element per array, all alive for the call.
         unsafe { self.add_or_remove(true, &from, &to, &[data]) }
     }
@@ -325,16 +330,14 @@ impl Graph<'_> {
         if n == 0 {
             return Ok(total);
         }
-        // SAFETY: the three arrays hold at least `n` elements of types `repr(transparent)`
-        // over the C types; the driver writes at most `n` (its in/out count). Node
-        // handles it writes are nodes of this graph, valid for `'g`.
+        // SAFETY: `from` and `to` have room for at least `n` raw handles, `data` holds
+        // at least `n` elements; the driver writes at most `n` (its in/out count). Node
+        // handles it writes are nodes of this graph, valid for `'g`, which `widen` turns
+        // into typed nodes.
         unsafe {
-            self.get_edges(
-                from.as_mut_ptr().cast::<CUgraphNode>(),
-                to.as_mut_ptr().cast::<CUgraphNode>(),
-                data.as_mut_ptr(),
-                &mut n,
-            )?;
+            self.get_edges(raw_room(from), raw_room(to), data.as_mut_ptr(), &mut n)?;
+            widen(from, n, self.as_raw());
+            widen(to, n, self.as_raw());
         }
         Ok(total)
     }

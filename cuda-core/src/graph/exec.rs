@@ -52,6 +52,10 @@ bitflags::bitflags! {
 pub struct GraphExec<'a> {
     raw: CUgraphExec,
     ctx: Context,
+    /// The graph it was instantiated from (null when unknown, [`GraphExec::from_raw`]):
+    /// node methods accept only that graph's nodes. The graph may be gone; the handle is
+    /// only compared, never used.
+    source: cuda_sys::CUgraph,
     /// Whether it was ever launched (then dropping it waits for the context's work).
     launched: core::cell::Cell<bool>,
     /// Updates and launches on one thread at a time (not `Sync`); `'a` invariant.
@@ -114,6 +118,11 @@ impl<'a> Graph<'a> {
             hUploadStream: upload.map_or(ptr::null_mut(), Stream::as_raw),
             ..CUDA_GRAPH_INSTANTIATE_PARAMS::default()
         };
+        if let Some(stream) = upload {
+            // The upload is work on the stream naming this graph's memory.
+            self.context()
+                .ensure_same(stream.context(), "cuGraphInstantiateWithParams")?;
+        }
         let mut raw = ptr::null_mut();
         // SAFETY: live graph and stream, valid pointers; the context is current.
         unsafe {
@@ -124,7 +133,7 @@ impl<'a> Graph<'a> {
         }
         // SAFETY: a new executable graph of the graph's context, ours; its nodes name
         // what the graph's do, valid for `'a`.
-        Ok(unsafe { GraphExec::from_raw(raw, self.context()) })
+        Ok(unsafe { GraphExec::instantiated(raw, self) })
     }
 }
 
@@ -159,14 +168,43 @@ impl<'a> GraphExec<'a> {
     /// # Safety
     /// `raw` must be a live executable graph of `ctx` that nothing else destroys, and
     /// whatever its nodes name must stay valid for `'a`.
+    ///
+    /// Its source graph is not known, so the node methods
+    /// ([`set_node_enabled`](Self::set_node_enabled), ...) can refuse only the null node
+    /// here; the driver refuses nodes of other graphs.
     #[must_use]
     pub unsafe fn from_raw(raw: CUgraphExec, ctx: &Context) -> Self {
         Self {
             raw,
             ctx: ctx.clone(),
+            source: ptr::null_mut(),
             launched: core::cell::Cell::new(false),
             _borrows: PhantomData,
         }
+    }
+
+    /// An executable graph just instantiated from `graph`.
+    ///
+    /// # Safety
+    /// `raw` is a live executable graph instantiated from `graph`, owned by nobody else.
+    pub(crate) unsafe fn instantiated(raw: CUgraphExec, graph: &Graph<'a>) -> Self {
+        Self {
+            raw,
+            ctx: graph.context().clone(),
+            source: graph.as_raw(),
+            launched: core::cell::Cell::new(false),
+            _borrows: PhantomData,
+        }
+    }
+
+    /// The raw node of `node` if it is a node of the graph this was instantiated from
+    /// (as far as known: see [`from_raw`](Self::from_raw)), else
+    /// [`Error::ForeignNode`] naming `call`.
+    pub(crate) fn own_node(&self, node: GraphNode<'_>, call: &'static str) -> Result<CUgraphNode> {
+        if node.as_raw().is_null() || (!self.source.is_null() && node.graph() != self.source) {
+            return Err(Error::ForeignNode { call });
+        }
+        Ok(node.as_raw())
     }
 
     /// Records that the graph may have been launched (dropping it then waits for the
@@ -197,16 +235,19 @@ impl<'a> GraphExec<'a> {
         this.raw
     }
 
-    /// `cuGraphLaunch`: runs the graph on `stream`. No allocation; one
-    /// `cuStreamIsCapturing` and one `cuCtxGetCurrent` before the launch.
+    /// `cuGraphLaunch`: runs the graph on `stream`, a stream of the graph's context. No
+    /// allocation; one `cuStreamIsCapturing` and one `cuCtxGetCurrent` before the launch.
     ///
     /// # Errors
-    /// [`Error::StreamCapturing`] while `stream` is being captured (the launch would
-    /// become a child-graph node naming this graph's borrowed memory in a graph that
-    /// does not borrow it); driver errors.
+    /// [`Error::ContextMismatch`] for a stream of another context (dropping the
+    /// executable graph waits for its own context's work only, so a launch there could
+    /// outlive what the nodes borrow); [`Error::StreamCapturing`] while `stream` is being
+    /// captured (the launch would become a child-graph node naming this graph's borrowed
+    /// memory in a graph that does not borrow it); driver errors.
     #[doc(alias = "cuGraphLaunch")]
     #[inline]
     pub fn launch(&self, stream: &Stream) -> Result<()> {
+        self.ctx.ensure_same(stream.context(), "cuGraphLaunch")?;
         let g = self.ctx.enter()?;
         stream.ensure_not_capturing_current(g.cu, "cuGraphLaunch")?;
         self.launched.set(true);
@@ -220,9 +261,10 @@ impl<'a> GraphExec<'a> {
     /// first launch, so that launch is cheaper.
     ///
     /// # Errors
-    /// Driver errors.
+    /// [`Error::ContextMismatch`] for a stream of another context; driver errors.
     #[doc(alias = "cuGraphUpload")]
     pub fn upload(&self, stream: &Stream) -> Result<()> {
+        self.ctx.ensure_same(stream.context(), "cuGraphUpload")?;
         let g = self.ctx.enter()?;
         // SAFETY: live executable graph and stream; the context is current.
         unsafe { drv!(g.cu, cuGraphUpload(self.raw, stream.as_raw())) }
@@ -280,15 +322,17 @@ impl<'a> GraphExec<'a> {
     /// node acts as an empty node.
     ///
     /// # Errors
-    /// Driver errors (`CUDA_ERROR_INVALID_VALUE` for other node types).
+    /// [`Error::ForeignNode`] for a node of another graph or the null node; driver
+    /// errors (`CUDA_ERROR_INVALID_VALUE` for other node types).
     #[doc(alias = "cuGraphNodeSetEnabled")]
     pub fn set_node_enabled(&self, node: GraphNode<'_>, enabled: bool) -> Result<()> {
+        let node = self.own_node(node, "cuGraphNodeSetEnabled")?;
         let cu = api()?;
         // SAFETY: live executable graph and node.
         unsafe {
             drv!(
                 cu,
-                cuGraphNodeSetEnabled(self.raw, node.as_raw(), u32::from(enabled))
+                cuGraphNodeSetEnabled(self.raw, node, u32::from(enabled))
             )
         }
     }
@@ -296,13 +340,15 @@ impl<'a> GraphExec<'a> {
     /// `cuGraphNodeGetEnabled`: whether `node` is enabled in this executable graph.
     ///
     /// # Errors
-    /// Driver errors.
+    /// [`Error::ForeignNode`] for a node of another graph or the null node; driver
+    /// errors.
     #[doc(alias = "cuGraphNodeGetEnabled")]
     pub fn node_enabled(&self, node: GraphNode<'_>) -> Result<bool> {
+        let node = self.own_node(node, "cuGraphNodeGetEnabled")?;
         let cu = api()?;
         let mut on = 0u32;
         // SAFETY: live executable graph and node, valid out-pointer.
-        unsafe { drv!(cu, cuGraphNodeGetEnabled(self.raw, node.as_raw(), &mut on))? };
+        unsafe { drv!(cu, cuGraphNodeGetEnabled(self.raw, node, &mut on))? };
         Ok(on != 0)
     }
 }

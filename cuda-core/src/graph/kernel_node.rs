@@ -13,7 +13,7 @@ use core::ptr;
 
 use cuda_sys::{
     CU_LAUNCH_PARAM_BUFFER_POINTER, CU_LAUNCH_PARAM_BUFFER_SIZE, CU_LAUNCH_PARAM_END,
-    CUDA_KERNEL_NODE_PARAMS, CUgraphNode, CUlaunchAttributeID,
+    CUDA_KERNEL_NODE_PARAMS, CUlaunchAttributeID,
 };
 
 use super::{Graph, GraphExec, GraphNode};
@@ -149,17 +149,11 @@ impl<'a> Graph<'a> {
         cfg: &LaunchConfig<'_>,
     ) -> Result<GraphNode<'_>> {
         let cu = api()?;
-        let mut node: CUgraphNode = ptr::null_mut();
-        // SAFETY: live graph; `deps` holds `deps.len()` nodes (`repr(transparent)`);
-        // `params` is valid per the caller.
-        unsafe {
-            drv!(
-                cu,
-                cuGraphAddKernelNode(&mut node, self.as_raw(), deps_ptr(deps), deps.len(), params)
-            )?;
-        }
-        // SAFETY: the node was just added to `self`, which the result borrows.
-        let node = unsafe { GraphNode::from_raw(node) };
+        let node = self.add_node(deps, "cuGraphAddKernelNode", |node, graph, d, n| {
+            // SAFETY: live graph; `d` holds `n` nodes of it; `params` is valid per the
+            // caller.
+            unsafe { drv!(cu, cuGraphAddKernelNode(node, graph, d, n, params)) }
+        })?;
         for i in 0..cfg.num_attributes() {
             let Some(raw) = cfg.attribute(i) else {
                 continue;
@@ -183,7 +177,8 @@ impl<'a> Graph<'a> {
     /// device-updatable, ...).
     ///
     /// # Errors
-    /// Driver errors (`CUDA_ERROR_INVALID_VALUE` for an attribute kernel nodes do not
+    /// [`Error::ForeignNode`](crate::Error::ForeignNode) for a node of another graph;
+    /// driver errors (`CUDA_ERROR_INVALID_VALUE` for an attribute kernel nodes do not
     /// take).
     #[doc(alias = "cuGraphKernelNodeSetAttribute")]
     pub fn set_kernel_node_attribute(
@@ -191,16 +186,12 @@ impl<'a> Graph<'a> {
         node: GraphNode<'_>,
         attr: &LaunchAttribute<'_>,
     ) -> Result<()> {
+        let node = self.own(node, "cuGraphKernelNodeSetAttribute")?;
         let cu = api()?;
         let raw = attr.as_raw();
-        // SAFETY: live node; the value is valid for its ID (typed constructors); any
-        // event it names is borrowed by the attribute for the call.
-        unsafe {
-            drv!(
-                cu,
-                cuGraphKernelNodeSetAttribute(node.as_raw(), raw.id, &raw.value)
-            )
-        }
+        // SAFETY: a live node of this graph; the value is valid for its ID (typed
+        // constructors); any event it names is borrowed by the attribute for the call.
+        unsafe { drv!(cu, cuGraphKernelNodeSetAttribute(node, raw.id, &raw.value)) }
     }
 
     /// `cuGraphKernelNodeSetParams`: replaces a kernel node's function, shape and
@@ -219,12 +210,13 @@ impl<'a> Graph<'a> {
         cfg: &LaunchConfig<'_>,
         args: &A,
     ) -> Result<()> {
+        let node = self.own(node, "cuGraphKernelNodeSetParams")?;
         let cu = api()?;
         let mut ptrs = args.arg_ptrs();
         let params = node_params(f, cfg, ptrs.as_mut_ptr(), ptr::null_mut());
-        // SAFETY: `params` points at `ptrs`, alive for the call; the rest is the
-        // caller's.
-        unsafe { drv!(cu, cuGraphKernelNodeSetParams(node.as_raw(), &params)) }
+        // SAFETY: a live node of this graph; `params` points at `ptrs`, alive for the
+        // call; the rest is the caller's.
+        unsafe { drv!(cu, cuGraphKernelNodeSetParams(node, &params)) }
     }
 }
 
@@ -250,6 +242,7 @@ impl<'a> GraphExec<'a> {
         cfg: &LaunchConfig<'_>,
         args: &A,
     ) -> Result<()> {
+        let node = self.own_node(node, "cuGraphExecKernelNodeSetParams")?;
         let cu = api()?;
         let mut ptrs = args.arg_ptrs();
         let params = node_params(f, cfg, ptrs.as_mut_ptr(), ptr::null_mut());
@@ -258,18 +251,9 @@ impl<'a> GraphExec<'a> {
         unsafe {
             drv!(
                 cu,
-                cuGraphExecKernelNodeSetParams(self.as_raw(), node.as_raw(), &params)
+                cuGraphExecKernelNodeSetParams(self.as_raw(), node, &params)
             )
         }
-    }
-}
-
-/// `deps` as the driver's `const CUgraphNode *` (null when empty).
-pub(crate) fn deps_ptr(deps: &[GraphNode<'_>]) -> *const CUgraphNode {
-    if deps.is_empty() {
-        ptr::null()
-    } else {
-        deps.as_ptr().cast::<CUgraphNode>()
     }
 }
 

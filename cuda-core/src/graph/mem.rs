@@ -6,12 +6,10 @@ use core::ffi::c_void;
 use core::ptr;
 
 use cuda_sys::{
-    CUDA_MEM_ALLOC_NODE_PARAMS, CUdeviceptr, CUgraphMem_attribute, CUgraphNode,
-    CUmemAllocationHandleType, CUmemAllocationType, CUmemLocation, CUmemLocationType,
-    CUmemPoolProps,
+    CUDA_MEM_ALLOC_NODE_PARAMS, CUdeviceptr, CUgraphMem_attribute, CUmemAllocationHandleType,
+    CUmemAllocationType, CUmemLocation, CUmemLocationType, CUmemPoolProps,
 };
 
-use super::kernel_node::deps_ptr;
 use super::{Graph, GraphNode};
 use crate::Device;
 use crate::driver::api;
@@ -50,22 +48,12 @@ impl Graph<'_> {
             bytesize: bytes,
             dptr: 0,
         };
-        let mut node: CUgraphNode = ptr::null_mut();
-        // SAFETY: live graph, valid pointers; the driver writes `params.dptr`.
-        unsafe {
-            drv!(
-                cu,
-                cuGraphAddMemAllocNode(
-                    &mut node,
-                    self.as_raw(),
-                    deps_ptr(deps),
-                    deps.len(),
-                    &mut params
-                )
-            )?;
-        }
-        // SAFETY: a node of `self`, which the result borrows.
-        Ok((unsafe { GraphNode::from_raw(node) }, params.dptr))
+        let node = self.add_node(deps, "cuGraphAddMemAllocNode", |node, graph, d, n| {
+            // SAFETY: live graph, `d` holds `n` of its nodes, valid pointers; the driver
+            // writes `params.dptr`.
+            unsafe { drv!(cu, cuGraphAddMemAllocNode(node, graph, d, n, &mut params)) }
+        })?;
+        Ok((node, params.dptr))
     }
 
     /// `cuGraphAddMemFreeNode`: frees `dptr`, memory allocated by a graph alloc node,
@@ -85,16 +73,11 @@ impl Graph<'_> {
         dptr: CUdeviceptr,
     ) -> Result<GraphNode<'_>> {
         let cu = api()?;
-        let mut node: CUgraphNode = ptr::null_mut();
-        // SAFETY: live graph; ordering the free after every use is the caller's promise.
-        unsafe {
-            drv!(
-                cu,
-                cuGraphAddMemFreeNode(&mut node, self.as_raw(), deps_ptr(deps), deps.len(), dptr)
-            )?;
-        }
-        // SAFETY: a node of `self`, which the result borrows.
-        Ok(unsafe { GraphNode::from_raw(node) })
+        self.add_node(deps, "cuGraphAddMemFreeNode", |node, graph, d, n| {
+            // SAFETY: live graph, `d` holds `n` of its nodes; ordering the free after
+            // every use is the caller's promise.
+            unsafe { drv!(cu, cuGraphAddMemFreeNode(node, graph, d, n, dptr)) }
+        })
     }
 }
 
@@ -223,22 +206,12 @@ impl Graph<'_> {
             bytesize: bytes,
             dptr: 0,
         };
-        let mut node: CUgraphNode = ptr::null_mut();
-        // SAFETY: live graph, valid pointers; `accessDescs` holds `count` descriptors
-        // (alive for the call; the driver copies them); the driver writes `params.dptr`.
-        unsafe {
-            drv!(
-                cu,
-                cuGraphAddMemAllocNode(
-                    &mut node,
-                    self.as_raw(),
-                    deps_ptr(deps),
-                    deps.len(),
-                    &mut params
-                )
-            )?;
-        }
-        // SAFETY: a node of `self`, which the result borrows.
-        Ok((unsafe { GraphNode::from_raw(node) }, params.dptr))
+        let node = self.add_node(deps, "cuGraphAddMemAllocNode", |node, graph, d, n| {
+            // SAFETY: live graph, `d` holds `n` of its nodes, valid pointers;
+            // `accessDescs` holds `count` descriptors (alive for the call; the driver
+            // copies them); the driver writes `params.dptr`.
+            unsafe { drv!(cu, cuGraphAddMemAllocNode(node, graph, d, n, &mut params)) }
+        })?;
+        Ok((node, params.dptr))
     }
 }

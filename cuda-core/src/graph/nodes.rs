@@ -33,10 +33,9 @@ use core::ptr;
 
 use cuda_sys::{
     CUDA_HOST_NODE_PARAMS, CUDA_MEMCPY3D, CUDA_MEMSET_NODE_PARAMS, CUdeviceptr, CUevent,
-    CUgraphNode, CUmemorytype,
+    CUmemorytype,
 };
 
-use super::kernel_node::deps_ptr;
 use super::{Graph, GraphNode, GraphRef};
 use crate::driver::api;
 use crate::error::{Error, Result, drv};
@@ -98,16 +97,10 @@ impl<'a> Graph<'a> {
     #[doc(alias = "cuGraphAddEmptyNode")]
     pub fn add_empty_node(&self, deps: &[GraphNode<'_>]) -> Result<GraphNode<'_>> {
         let cu = api()?;
-        let mut node: CUgraphNode = ptr::null_mut();
-        // SAFETY: live graph; `deps` holds `deps.len()` nodes.
-        unsafe {
-            drv!(
-                cu,
-                cuGraphAddEmptyNode(&mut node, self.as_raw(), deps_ptr(deps), deps.len())
-            )?;
-        }
-        // SAFETY: a node of `self`, which the result borrows.
-        Ok(unsafe { GraphNode::from_raw(node) })
+        self.add_node(deps, "cuGraphAddEmptyNode", |node, graph, d, n| {
+            // SAFETY: live graph; `deps` holds `deps.len()` nodes.
+            unsafe { drv!(cu, cuGraphAddEmptyNode(node, graph, d, n)) }
+        })
     }
 
     /// `cuGraphAddMemsetNode`: a memset of device memory.
@@ -134,24 +127,16 @@ impl<'a> Graph<'a> {
             width: m.width,
             height: m.height,
         };
-        let mut node: CUgraphNode = ptr::null_mut();
-        // SAFETY: live graph and context; valid pointers; the target's validity is the
-        // caller's promise.
-        unsafe {
-            drv!(
-                cu,
-                cuGraphAddMemsetNode(
-                    &mut node,
-                    self.as_raw(),
-                    deps_ptr(deps),
-                    deps.len(),
-                    &params,
-                    self.context().as_raw()
+        self.add_node(deps, "cuGraphAddMemsetNode", |node, graph, d, n| {
+            // SAFETY: live graph and context; valid pointers; the target's validity is the
+            // caller's promise.
+            unsafe {
+                drv!(
+                    cu,
+                    cuGraphAddMemsetNode(node, graph, d, n, &params, self.context().as_raw())
                 )
-            )?;
-        }
-        // SAFETY: a node of `self`, which the result borrows.
-        Ok(unsafe { GraphNode::from_raw(node) })
+            }
+        })
     }
 
     /// `cuGraphAddMemsetNode` setting every byte of `buf` to `value`. The graph borrows
@@ -371,24 +356,16 @@ impl<'a> Graph<'a> {
         copy: &CUDA_MEMCPY3D,
     ) -> Result<GraphNode<'_>> {
         let cu = api()?;
-        let mut node: CUgraphNode = ptr::null_mut();
-        // SAFETY: live graph and context; valid pointers; the copy's memory is the
-        // caller's promise.
-        unsafe {
-            drv!(
-                cu,
-                cuGraphAddMemcpyNode(
-                    &mut node,
-                    self.as_raw(),
-                    deps_ptr(deps),
-                    deps.len(),
-                    copy,
-                    self.context().as_raw()
+        self.add_node(deps, "cuGraphAddMemcpyNode", |node, graph, d, n| {
+            // SAFETY: live graph and context; valid pointers; the copy's memory is the
+            // caller's promise.
+            unsafe {
+                drv!(
+                    cu,
+                    cuGraphAddMemcpyNode(node, graph, d, n, copy, self.context().as_raw())
                 )
-            )?;
-        }
-        // SAFETY: a node of `self`, which the result borrows.
-        Ok(unsafe { GraphNode::from_raw(node) })
+            }
+        })
     }
 
     /// `cuGraphAddMemcpyNode` for `bytes` bytes from device address `src` to device
@@ -443,22 +420,10 @@ impl<'a> Graph<'a> {
             fn_: Some(f),
             userData: data,
         };
-        let mut node: CUgraphNode = ptr::null_mut();
-        // SAFETY: live graph, valid pointers; `f`/`data` are the caller's promise.
-        unsafe {
-            drv!(
-                cu,
-                cuGraphAddHostNode(
-                    &mut node,
-                    self.as_raw(),
-                    deps_ptr(deps),
-                    deps.len(),
-                    &params
-                )
-            )?;
-        }
-        // SAFETY: a node of `self`, which the result borrows.
-        Ok(unsafe { GraphNode::from_raw(node) })
+        self.add_node(deps, "cuGraphAddHostNode", |node, graph, d, n| {
+            // SAFETY: live graph, valid pointers; `f`/`data` are the caller's promise.
+            unsafe { drv!(cu, cuGraphAddHostNode(node, graph, d, n, &params)) }
+        })
     }
 
     /// `cuGraphAddHostNode` running the closure `f` on a driver thread at each launch.
@@ -473,7 +438,9 @@ impl<'a> Graph<'a> {
     /// `f` aborts the process.
     ///
     /// # Errors
-    /// Driver errors; on error the closure is dropped and no node is left behind.
+    /// [`Error::ForeignNode`] for a dependency of another graph; driver errors. On
+    /// error the closure (and what it captured) is dropped before this returns, and no
+    /// node is left behind.
     #[cfg(feature = "alloc")]
     #[doc(alias = "cuGraphAddHostNode")]
     #[doc(alias = "cuUserObjectCreate")]
@@ -481,11 +448,13 @@ impl<'a> Graph<'a> {
     where
         F: Fn() + Send + Sync + 'static,
     {
-        let (run, data) = graph_owned_closure(self.as_raw(), f)?;
-        // SAFETY: the graph owns the closure for as long as any executable graph can
-        // run it; `run` matches `data`'s type; `F: Send + Sync` so driver threads may
-        // call it, concurrently too.
-        unsafe { self.add_host_node_raw(deps, run, data) }
+        self.with_nodes(deps, "cuGraphAddHostNode", |_, _| Ok(()))?;
+        GraphClosure::new(self.as_raw(), f)?.attach(|c| {
+            // SAFETY: the graph owns the closure for as long as any executable graph
+            // can run it; `run` matches `data`'s type; `F: Send + Sync` so driver
+            // threads may call it, concurrently too.
+            unsafe { self.add_host_node_raw(deps, c.run, c.data) }
+        })
     }
 
     /// `cuGraphAddEventRecordNode`: records `event` when the node runs.
@@ -500,22 +469,10 @@ impl<'a> Graph<'a> {
     ) -> Result<GraphNode<'_>> {
         let event: CUevent = event.as_raw();
         let cu = api()?;
-        let mut node: CUgraphNode = ptr::null_mut();
-        // SAFETY: live graph; the event is borrowed for `'a`.
-        unsafe {
-            drv!(
-                cu,
-                cuGraphAddEventRecordNode(
-                    &mut node,
-                    self.as_raw(),
-                    deps_ptr(deps),
-                    deps.len(),
-                    event
-                )
-            )?;
-        }
-        // SAFETY: a node of `self`, which the result borrows.
-        Ok(unsafe { GraphNode::from_raw(node) })
+        self.add_node(deps, "cuGraphAddEventRecordNode", |node, graph, d, n| {
+            // SAFETY: live graph; the event is borrowed for `'a`.
+            unsafe { drv!(cu, cuGraphAddEventRecordNode(node, graph, d, n, event)) }
+        })
     }
 
     /// `cuGraphAddEventWaitNode`: waits for `event` (its latest record) when the node
@@ -533,22 +490,10 @@ impl<'a> Graph<'a> {
     ) -> Result<GraphNode<'_>> {
         let event: CUevent = event.as_raw();
         let cu = api()?;
-        let mut node: CUgraphNode = ptr::null_mut();
-        // SAFETY: live graph; the event is borrowed for `'a`.
-        unsafe {
-            drv!(
-                cu,
-                cuGraphAddEventWaitNode(
-                    &mut node,
-                    self.as_raw(),
-                    deps_ptr(deps),
-                    deps.len(),
-                    event
-                )
-            )?;
-        }
-        // SAFETY: a node of `self`, which the result borrows.
-        Ok(unsafe { GraphNode::from_raw(node) })
+        self.add_node(deps, "cuGraphAddEventWaitNode", |node, graph, d, n| {
+            // SAFETY: live graph; the event is borrowed for `'a`.
+            unsafe { drv!(cu, cuGraphAddEventWaitNode(node, graph, d, n, event)) }
+        })
     }
 
     /// `cuGraphAddChildGraphNode`: a node running a copy of `child` (the driver clones
@@ -564,103 +509,139 @@ impl<'a> Graph<'a> {
         child: &Graph<'b>,
     ) -> Result<GraphNode<'_>> {
         let cu = api()?;
-        let mut node: CUgraphNode = ptr::null_mut();
-        // SAFETY: live graphs; the driver clones `child`.
-        unsafe {
-            drv!(
-                cu,
-                cuGraphAddChildGraphNode(
-                    &mut node,
-                    self.as_raw(),
-                    deps_ptr(deps),
-                    deps.len(),
-                    child.as_raw()
+        self.add_node(deps, "cuGraphAddChildGraphNode", |node, graph, d, n| {
+            // SAFETY: live graphs; the driver clones `child`.
+            unsafe {
+                drv!(
+                    cu,
+                    cuGraphAddChildGraphNode(node, graph, d, n, child.as_raw())
                 )
-            )?;
-        }
-        // SAFETY: a node of `self`, which the result borrows.
-        Ok(unsafe { GraphNode::from_raw(node) })
+            }
+        })
     }
 
     /// `cuGraphChildGraphNodeGetGraph`: the graph inside a child graph node, owned by
     /// the node.
     ///
     /// # Errors
-    /// Driver errors (`CUDA_ERROR_INVALID_VALUE` for another node type).
+    /// [`Error::ForeignNode`] for a node of another graph (its body would borrow for
+    /// this graph's `'a` what that graph's nodes name only for theirs) or the null node;
+    /// driver errors (`CUDA_ERROR_INVALID_VALUE` for another node type).
     #[doc(alias = "cuGraphChildGraphNodeGetGraph")]
     pub fn child_graph<'g>(&'g self, node: GraphNode<'g>) -> Result<GraphRef<'g, 'a>> {
+        let node = self.own(node, "cuGraphChildGraphNodeGetGraph")?;
         let cu = api()?;
         let mut raw = ptr::null_mut();
-        // SAFETY: live node, valid out-pointer.
-        unsafe { drv!(cu, cuGraphChildGraphNodeGetGraph(node.as_raw(), &mut raw))? };
+        // SAFETY: a live node of this graph, valid out-pointer.
+        unsafe { drv!(cu, cuGraphChildGraphNodeGetGraph(node, &mut raw))? };
         // SAFETY: the child graph is owned by `node`, part of `self`.
         Ok(unsafe { GraphRef::new(raw, self) })
     }
 }
 
-/// Boxes `f` and gives the box to `graph` through a CUDA user object
-/// (`cuUserObjectCreate` + `cuGraphRetainUserObject` with `MOVE`): executable graphs made
-/// from the graph hold it too, and it is dropped (on a driver thread) once the graph and
-/// all of them are destroyed and their launches have finished. Returns the function to
-/// call it with and its data pointer, for a host node or a captured host function.
+/// A boxed closure held by a CUDA user object that a graph retains: the host-node
+/// closures of [`Graph::add_host_node`] and [`Capturing::host_fn`](super::Capturing::host_fn).
+///
+/// [`new`](Self::new) boxes `f` into a user object (`cuUserObjectCreate`, one reference,
+/// ours) and has `graph` retain it too (`cuGraphRetainUserObject`); executable graphs
+/// made from the graph then hold it as well, and the box is dropped (on a driver thread)
+/// once the graph and all of them are destroyed and their launches have finished. The
+/// node that calls it is added next: [`keep`](Self::keep) then gives up our reference,
+/// and [`abandon`](Self::abandon), for a refused node, releases the graph's reference
+/// and ours, so the closure and what it captured are dropped at once, not when the
+/// graph goes.
 #[cfg(feature = "alloc")]
-pub(crate) fn graph_owned_closure<F>(
+pub(crate) struct GraphClosure {
+    /// The function to call the closure with (the host node's function).
+    pub(crate) run: unsafe extern "C" fn(*mut c_void),
+    /// The box, `run`'s argument.
+    pub(crate) data: *mut c_void,
+    object: cuda_sys::CUuserObject,
     graph: cuda_sys::CUgraph,
-    f: F,
-) -> Result<(unsafe extern "C" fn(*mut c_void), *mut c_void)>
-where
-    F: Fn() + Send + Sync + 'static,
-{
-    use alloc::boxed::Box;
+}
 
-    unsafe extern "C" fn run<F: Fn()>(data: *mut c_void) {
-        // SAFETY: `data` is the `Box<F>` below, alive while any holder of the user
-        // object (graph, executable graphs) lives; shared access only.
-        let f = unsafe { &*data.cast_const().cast::<F>() };
-        f();
-    }
-    unsafe extern "C" fn free<F>(data: *mut c_void) {
-        // SAFETY: called once by the driver when the user object's last reference goes;
-        // the box is reclaimed exactly once.
-        drop(unsafe { Box::from_raw(data.cast::<F>()) });
-    }
+#[cfg(feature = "alloc")]
+impl GraphClosure {
+    pub(crate) fn new<F>(graph: cuda_sys::CUgraph, f: F) -> Result<Self>
+    where
+        F: Fn() + Send + Sync + 'static,
+    {
+        use alloc::boxed::Box;
 
-    let cu = api()?;
-    let create = cu.cuUserObjectCreate()?;
-    let data = Box::into_raw(Box::new(f)).cast::<c_void>();
-    let mut object = ptr::null_mut();
-    // SAFETY: `data` is a live box; `free::<F>` matches its type. With one initial
-    // reference the object owns the box from here on.
-    let rc = unsafe {
-        create(
-            &mut object,
-            data,
-            Some(free::<F>),
-            1,
-            cuda_sys::CUuserObject_flags::CU_USER_OBJECT_NO_DESTRUCTOR_SYNC.0,
-        )
-    };
-    if !rc.is_success() {
-        // SAFETY: the driver did not take `data`; reclaim and drop it.
-        drop(unsafe { Box::from_raw(data.cast::<F>()) });
-        return Err(Error::driver("cuUserObjectCreate", rc));
-    }
-    // SAFETY: live graph and object; the graph takes over our one reference (MOVE).
-    let moved = unsafe {
-        drv!(
-            cu,
-            cuGraphRetainUserObject(
-                graph,
-                object,
+        unsafe extern "C" fn run<F: Fn()>(data: *mut c_void) {
+            // SAFETY: `data` is the `Box<F>` below, alive while any holder of the user
+            // object (graph, executable graphs) lives; shared access only.
+            let f = unsafe { &*data.cast_const().cast::<F>() };
+            f();
+        }
+        unsafe extern "C" fn free<F>(data: *mut c_void) {
+            // SAFETY: called once by the driver when the user object's last reference
+            // goes; the box is reclaimed exactly once.
+            drop(unsafe { Box::from_raw(data.cast::<F>()) });
+        }
+
+        let cu = api()?;
+        let create = cu.cuUserObjectCreate()?;
+        let data = Box::into_raw(Box::new(f)).cast::<c_void>();
+        let mut object = ptr::null_mut();
+        // SAFETY: `data` is a live box; `free::<F>` matches its type. With one initial
+        // reference the object owns the box from here on.
+        let rc = unsafe {
+            create(
+                &mut object,
+                data,
+                Some(free::<F>),
                 1,
-                cuda_sys::CUuserObjectRetain_flags::CU_GRAPH_USER_OBJECT_MOVE.0
+                cuda_sys::CUuserObject_flags::CU_USER_OBJECT_NO_DESTRUCTOR_SYNC.0,
             )
-        )
-    };
-    if let Err(e) = moved {
-        // SAFETY: our reference was not moved; releasing it frees the box.
-        unsafe { crate::error::dropping!(cuUserObjectRelease(object, 1)) };
-        return Err(e);
+        };
+        if !rc.is_success() {
+            // SAFETY: the driver did not take `data`; reclaim and drop it.
+            drop(unsafe { Box::from_raw(data.cast::<F>()) });
+            return Err(Error::driver("cuUserObjectCreate", rc));
+        }
+        // SAFETY: live graph and object; the graph takes a reference of its own.
+        let retained = unsafe { drv!(cu, cuGraphRetainUserObject(graph, object, 1, 0)) };
+        if let Err(e) = retained {
+            // SAFETY: our one reference; releasing it frees the box.
+            unsafe { crate::error::dropping!(cuUserObjectRelease(object, 1)) };
+            return Err(e);
+        }
+        Ok(Self {
+            run: run::<F>,
+            data,
+            object,
+            graph,
+        })
     }
-    Ok((run::<F>, data))
+
+    /// The node that calls the closure was added: the graph's reference is the only one.
+    pub(crate) fn keep(self) {
+        // SAFETY: our reference, released once; the graph still holds one.
+        unsafe { crate::error::dropping!(cuUserObjectRelease(self.object, 1)) };
+    }
+
+    /// The node was refused: drops the graph's reference and ours, which frees the
+    /// closure (nothing can call it: no node names it).
+    pub(crate) fn abandon(self) {
+        // SAFETY: the graph's reference taken in `new`, and ours, each released once.
+        unsafe {
+            crate::error::dropping!(cuGraphReleaseUserObject(self.graph, self.object, 1));
+            crate::error::dropping!(cuUserObjectRelease(self.object, 1));
+        }
+    }
+
+    /// Adds the node with `add` and keeps the closure, or abandons it when `add` fails.
+    pub(crate) fn attach<R>(self, add: impl FnOnce(&Self) -> Result<R>) -> Result<R> {
+        match add(&self) {
+            Ok(r) => {
+                self.keep();
+                Ok(r)
+            }
+            Err(e) => {
+                self.abandon();
+                Err(e)
+            }
+        }
+    }
 }
