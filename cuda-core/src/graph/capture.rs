@@ -480,6 +480,69 @@ impl<'s, 'a> Capturing<'s, 'a> {
         }
     }
 
+    /// Forks the capture onto `branch`, the fork of the CUDA samples' fork/join
+    /// pattern: records `fork` on the capturing stream and makes `branch` wait for it
+    /// (`cuEventRecord` + `cuStreamWaitEvent`), so `branch` joins the capture. The
+    /// returned [`Capturing`] records into the same graph, after everything captured so
+    /// far, and borrows what its work names for the same `'a`; its memsets, copies,
+    /// host functions and launches are the same safe (or `unsafe`) calls as on this
+    /// capture. Join it back with [`join`](Self::join) before the capture ends (else
+    /// the end fails with `CUDA_ERROR_STREAM_CAPTURE_UNJOINED`).
+    ///
+    /// `branch` is borrowed exclusively for as long as the returned capture lives, and
+    /// that capture borrows this one, so it cannot outlive the capture it records into.
+    ///
+    /// ```no_run
+    /// # fn main() -> cudadrv::Result<()> {
+    /// use cudadrv::{Context, Device, DeviceBuffer, Event, EventFlags, Stream};
+    /// use cudadrv::graph::CaptureMode;
+    /// let ctx = Context::primary(Device::get(0)?)?;
+    /// let (mut main, mut side) = (Stream::non_blocking(&ctx)?, Stream::non_blocking(&ctx)?);
+    /// let (fork, join) = (Event::new(&ctx, EventFlags::DISABLE_TIMING)?,
+    ///                     Event::new(&ctx, EventFlags::DISABLE_TIMING)?);
+    /// let (a, b) = (DeviceBuffer::<u32>::new(&ctx, 256)?, DeviceBuffer::<u32>::new(&ctx, 256)?);
+    /// let cap = main.begin_capture(CaptureMode::Global)?;
+    /// let branch = cap.fork(&mut side, &fork)?;
+    /// cap.memset_d32(&a, 1)?; // these two memsets run concurrently
+    /// branch.memset_d32(&b, 2)?;
+    /// cap.join(&branch, &join)?;
+    /// drop(branch);
+    /// let graph = cap.end()?;
+    /// # drop(graph); Ok(()) }
+    /// ```
+    ///
+    /// # Errors
+    /// [`Error::ContextMismatch`] when `branch` belongs to another context;
+    /// [`Error::InvalidArgument`] for the per-thread default stream; driver errors
+    /// (`CUDA_ERROR_ILLEGAL_STATE` when `branch` is capturing already).
+    #[doc(alias = "cuStreamWaitEvent")]
+    pub fn fork<'c>(&'c self, branch: &'c mut Stream, fork: &Event) -> Result<Capturing<'c, 'a>> {
+        self.same_context(branch.context(), "cuStreamWaitEvent")?;
+        check_capturable(branch)?;
+        branch.ensure_not_capturing("cuStreamWaitEvent")?;
+        fork.record(self.stream)?;
+        branch.wait_event(fork)?;
+        Ok(Capturing {
+            stream: branch,
+            graph: OnceCell::new(),
+            _borrows: PhantomData,
+        })
+    }
+
+    /// Joins `branch` (from [`fork`](Self::fork)) back: records `join` on it and makes
+    /// later work captured on this stream wait for everything recorded on `branch` so
+    /// far (`cuEventRecord` + `cuStreamWaitEvent`). Work may still be recorded on
+    /// `branch` afterwards; join again before the capture ends.
+    ///
+    /// # Errors
+    /// Driver errors (`CUDA_ERROR_STREAM_CAPTURE_ISOLATION` when `branch` is not part
+    /// of this capture).
+    #[doc(alias = "cuStreamWaitEvent")]
+    pub fn join(&self, branch: &Capturing<'_, 'a>, join: &Event) -> Result<()> {
+        join.record(branch.stream)?;
+        self.wait_event(join)
+    }
+
     /// `cuStreamWaitEvent` with `CU_EVENT_WAIT_EXTERNAL`, captured: an event-wait node
     /// naming `event`, which the graph borrows for `'a`.
     ///
