@@ -21,9 +21,26 @@ use cuda_workspace::{
 };
 
 fn main() {
+    if std::env::var_os("HW_SOUNDNESS_STICKY").is_some() {
+        // Child of `sticky_error_names_the_users_call`: a faulting kernel poisons the
+        // context for the rest of the process.
+        match sticky_error_child() {
+            Ok(()) => std::process::exit(0),
+            Err(e) => {
+                println!("{e:?}");
+                std::process::exit(2)
+            }
+        }
+    }
     run_suite(
         "hw_soundness",
         hw_tests![
+            cross_context_async_work_is_refused,
+            foreign_graph_nodes_are_refused,
+            async_copy_lengths_are_checked,
+            sticky_error_names_the_users_call,
+            refused_host_node_drops_its_closure,
+            fork_join_capture_records_both_streams,
             captured_host_fn_runs_at_every_launch_and_is_freed_once,
             one_shot_host_fn_is_refused_while_capturing,
             capture_refuses_calls_that_would_name_memory_by_address,
@@ -675,4 +692,339 @@ fn sixteen_threads_share_one_context() -> TestResult {
         drop_errors,
         "drops that failed during the stress run",
     )
+}
+
+/// The audit's first H100 corruption: a memset queued on another context's stream into
+/// a buffer whose `cuMemFree` (in its own context) did not wait for it. Every safe call
+/// that queues work naming memory or a graph on a stream refuses a stream of another
+/// context (`hw_promises` shows the driver behaviour behind the rule); the same calls on
+/// the buffer's own context work and write what they should.
+fn cross_context_async_work_is_refused() -> TestResult {
+    require_gpu()?;
+    let dev = Device::get(0)?;
+    let a = ctx()?;
+    let b = Context::create(dev, cuda_core::ContextFlags::empty())?;
+    let stream_a = Stream::non_blocking(&a)?;
+    let stream_b = Stream::non_blocking(&b)?;
+    let mut dst = DeviceBuffer::<u32>::zeroed(&a, 4096)?;
+    let src = DeviceBuffer::from_slice(&a, &vec![5u32; 4096])?;
+    let src_b = DeviceBuffer::from_slice(&b, &vec![6u32; 4096])?;
+    let mismatch = |r: Result<(), Error>, what: &str| {
+        check(matches!(r, Err(Error::ContextMismatch { .. })), || {
+            format!("{what}: {r:?}")
+        })
+    };
+    mismatch(
+        dst.memset_d8_async(1, &stream_b),
+        "memset_d8_async, stream of B",
+    )?;
+    mismatch(
+        dst.memset_d32_async(1, &stream_b),
+        "memset_d32_async, stream of B",
+    )?;
+    mismatch(
+        dst.copy_from_device_async(&src, &stream_b),
+        "copy_from_device_async, stream of B",
+    )?;
+    mismatch(
+        dst.copy_from_device_async(&src_b, &stream_a),
+        "copy_from_device_async, source of B",
+    )?;
+    let mut host = vec![0u32; 4096];
+    // SAFETY: `host` outlives the call (it is refused before anything is queued).
+    mismatch(
+        unsafe { src.copy_to_host_slice_async(&mut host, &stream_b) },
+        "copy_to_host_slice_async, stream of B",
+    )?;
+    let graph = Graph::new(&a)?;
+    graph.add_memset_d32_node(&[], &dst, 3)?;
+    let exec = graph.instantiate(InstantiateFlags::empty())?;
+    mismatch(exec.launch(&stream_b), "GraphExec::launch, stream of B")?;
+    mismatch(exec.upload(&stream_b), "GraphExec::upload, stream of B")?;
+    let upload = graph
+        .instantiate_with_upload(InstantiateFlags::empty(), Some(&stream_b))
+        .map(drop);
+    mismatch(upload, "instantiate_with_upload, stream of B")?;
+    let mut capturing = Stream::non_blocking(&b)?;
+    let cap = capturing.begin_capture(CaptureMode::Global)?;
+    mismatch(
+        cap.memset_d32(&src, 1),
+        "Capturing::memset_d32, buffer of A",
+    )?;
+    let captured = cap.end()?;
+    check_eq(
+        captured.node_count()?,
+        0,
+        "nothing captured by the refusals",
+    )?;
+    drop(exec);
+    drop(graph);
+    stream_b.synchronize()?;
+    let mut back = vec![0u32; 4096];
+    dst.copy_to_host(&mut back)?;
+    check(back.iter().all(|&v| v == 0), || {
+        "a refused call wrote".into()
+    })?;
+    // The same calls in the buffers' own context.
+    dst.copy_from_device_async(&src, &stream_a)?;
+    stream_a.synchronize()?;
+    dst.copy_to_host(&mut back)?;
+    check(back.iter().all(|&v| v == 5), || "same-context copy".into())?;
+    dst.memset_d32_async(8, &stream_a)?;
+    stream_a.synchronize()?;
+    dst.copy_to_host(&mut back)?;
+    check(back.iter().all(|&v| v == 8), || {
+        "same-context memset".into()
+    })
+}
+
+/// The audit's second H100 corruption: `child_graph` accepted a node of another graph
+/// and returned its body with the caller's lifetime, so a node naming a short-lived
+/// buffer could be copied into a graph that outlived it. Nodes now remember their
+/// graph; every call that takes nodes refuses those of other graphs and the null node.
+fn foreign_graph_nodes_are_refused() -> TestResult {
+    require_gpu()?;
+    let ctx = ctx()?;
+    let long = Graph::new(&ctx)?;
+    let mine = long.add_empty_node(&[])?;
+    let short_buf = DeviceBuffer::<u32>::zeroed(&ctx, 64)?;
+    let short = Graph::new(&ctx)?;
+    let body = Graph::new(&ctx)?;
+    body.add_memset_d32_node(&[], &short_buf, 0xAB)?;
+    let foreign = short.add_child_graph_node(&[], &body)?;
+    let refused = |r: Result<(), Error>, what: &str| {
+        check(matches!(r, Err(Error::ForeignNode { .. })), || {
+            format!("{what}: {r:?}")
+        })
+    };
+    refused(
+        long.child_graph(foreign).map(drop),
+        "child_graph of a foreign node",
+    )?;
+    refused(
+        long.add_empty_node(&[foreign]).map(drop),
+        "foreign dependency",
+    )?;
+    refused(
+        long.add_empty_node(&[mine, GraphNode::NULL]).map(drop),
+        "null dependency",
+    )?;
+    refused(long.add_edge(mine, foreign, EdgeData::DEFAULT), "add_edge")?;
+    refused(
+        long.add_edges(&[foreign], &[mine], &[EdgeData::DEFAULT]),
+        "add_edges",
+    )?;
+    refused(
+        long.remove_edge(foreign, mine, EdgeData::DEFAULT),
+        "remove_edge",
+    )?;
+    refused(
+        GraphNode::NULL.node_type().map(drop),
+        "node_type of the null node",
+    )?;
+    // Its own child graph node works.
+    let own_child = long.add_child_graph_node(&[mine], &Graph::new(&ctx)?)?;
+    let inner = long.child_graph(own_child)?;
+    check_eq(inner.node_count()?, 0, "own child graph")?;
+    // Executable graphs accept only nodes of the graph they came from.
+    let exec = long.instantiate(InstantiateFlags::empty())?;
+    refused(
+        exec.set_node_enabled(foreign, false),
+        "exec set_node_enabled",
+    )?;
+    refused(exec.node_enabled(foreign).map(drop), "exec node_enabled")?;
+    // Capture dependencies: nodes of another graph are refused too.
+    let mut stream = Stream::non_blocking(&ctx)?;
+    let cap = stream.begin_capture(CaptureMode::Global)?;
+    cap.memset_d32(&short_buf, 1)?;
+    refused(
+        cap.set_dependencies(&[mine], None, true),
+        "capture set_dependencies",
+    )?;
+    drop(cap);
+    // More dependencies than fit on the stack go through the heap path, checked too.
+    let many: Vec<_> = (0..40)
+        .map(|_| long.add_empty_node(&[]))
+        .collect::<Result<_, _>>()?;
+    let joined = long.add_empty_node(&many)?;
+    check_eq(
+        joined.dependencies(&mut [GraphNode::NULL; 64], &mut [EdgeData::DEFAULT; 64])?,
+        40,
+        "40 dependencies",
+    )?;
+    let mut with_foreign = many.clone();
+    with_foreign.push(foreign);
+    refused(
+        long.add_empty_node(&with_foreign).map(drop),
+        "a foreign node among 41",
+    )
+}
+
+/// `copy_from_device_async` compares the lengths like the synchronous copy (it did
+/// not); the destination is left untouched.
+fn async_copy_lengths_are_checked() -> TestResult {
+    require_gpu()?;
+    let ctx = ctx()?;
+    let stream = Stream::non_blocking(&ctx)?;
+    let mut small = DeviceBuffer::<u32>::zeroed(&ctx, 4)?;
+    let mut big = DeviceBuffer::from_slice(&ctx, &[9u32; 8])?;
+    let r = small.copy_from_device_async(&big, &stream);
+    check(
+        matches!(
+            r,
+            Err(Error::LengthMismatch {
+                expected: 4,
+                found: 8
+            })
+        ),
+        || format!("larger source: {r:?}"),
+    )?;
+    let r = big.copy_from_device_async(&small, &stream);
+    check(
+        matches!(
+            r,
+            Err(Error::LengthMismatch {
+                expected: 8,
+                found: 4
+            })
+        ),
+        || format!("smaller source: {r:?}"),
+    )?;
+    stream.synchronize()?;
+    let mut back = [1u32; 4];
+    small.copy_to_host(&mut back)?;
+    check_eq(back, [0; 4], "destination untouched")
+}
+
+/// After a kernel faults, the context's sticky error comes back from the call the user
+/// made (`cuGraphLaunch`, `cuLaunchHostFunc`), not from the crate's internal capture
+/// check. Runs in a child process (the fault poisons the context).
+fn sticky_error_names_the_users_call() -> TestResult {
+    require_gpu()?;
+    let exe = std::env::current_exe().map_err(|e| e.to_string())?;
+    let out = std::process::Command::new(exe)
+        .env("HW_SOUNDNESS_STICKY", "1")
+        .output()
+        .map_err(|e| e.to_string())?;
+    let text = String::from_utf8_lossy(&out.stdout);
+    print!("{text}");
+    check(out.status.success(), || {
+        format!("child: {} {text}", out.status)
+    })
+}
+
+fn sticky_error_child() -> Result<(), String> {
+    let ctx = ctx().map_err(|e| e.to_string())?;
+    let k = kernels(&ctx).map_err(|e| e.to_string())?;
+    let stream = Stream::non_blocking(&ctx).map_err(|e| e.to_string())?;
+    let graph = Graph::<'static>::new(&ctx).map_err(|e| e.to_string())?;
+    graph.add_empty_node(&[]).map_err(|e| e.to_string())?;
+    let exec = graph
+        .instantiate(InstantiateFlags::empty())
+        .map_err(|e| e.to_string())?;
+    let cfg = LaunchConfig::new(1, 1).stream(&stream);
+    // SAFETY: deliberately not: write_value writes to address 0x10, which faults on the
+    // GPU (an illegal address, the sticky error this test needs); the host is untouched.
+    unsafe {
+        launch(
+            &k.write_value,
+            &cfg,
+            &(DevicePtr::<u32>::from_raw(0x10), 1u32),
+        )
+    }
+    .map_err(|e| e.to_string())?;
+    let fault = stream.synchronize();
+    println!("    fault: {fault:?}");
+    let code = fault.err().and_then(|e| e.code()).ok_or("no fault")?;
+    let launched = exec.launch(&stream);
+    println!("    GraphExec::launch after the fault: {launched:?}");
+    match launched {
+        Err(Error::Driver {
+            call: "cuGraphLaunch",
+            code: c,
+        }) if c == code => {}
+        other => return Err(format!("GraphExec::launch: {other:?}")),
+    }
+    let host = stream.launch_host_fn(|| {});
+    println!("    Stream::launch_host_fn after the fault: {host:?}");
+    match host {
+        Err(Error::Driver {
+            call: "cuLaunchHostFunc",
+            code: c,
+        }) if c == code => Ok(()),
+        other => Err(format!("launch_host_fn: {other:?}")),
+    }
+}
+
+/// A host node the crate refuses does not keep its closure (and what it captured) alive
+/// until the graph drops: it is dropped before the call returns.
+fn refused_host_node_drops_its_closure() -> TestResult {
+    require_gpu()?;
+    let ctx = ctx()?;
+    let graph = Graph::new(&ctx)?;
+    let other = Graph::new(&ctx)?;
+    let foreign = other.add_empty_node(&[])?;
+    let held = Arc::new(AtomicUsize::new(0));
+    let captured = Arc::clone(&held);
+    let r = graph.add_host_node(&[foreign], move || {
+        captured.fetch_add(1, Ordering::SeqCst);
+    });
+    check(matches!(r, Err(Error::ForeignNode { .. })), || {
+        format!("refused host node: {r:?}")
+    })?;
+    check_eq(Arc::strong_count(&held), 1, "closure dropped at once")?;
+    check_eq(graph.node_count()?, 0, "no node left behind")?;
+    // An accepted one is held by the graph and runs.
+    let captured = Arc::clone(&held);
+    graph.add_host_node(&[], move || {
+        captured.fetch_add(1, Ordering::SeqCst);
+    })?;
+    let stream = Stream::non_blocking(&ctx)?;
+    let exec = graph.instantiate(InstantiateFlags::empty())?;
+    exec.launch(&stream)?;
+    stream.synchronize()?;
+    check_eq(held.load(Ordering::SeqCst), 1, "accepted host node ran")?;
+    drop((exec, graph));
+    check(eventually(|| Arc::strong_count(&held) == 1), || {
+        "closure not freed after the graph".into()
+    })
+}
+
+/// The CUDA samples' fork/join capture, in safe code: a memset recorded on a second
+/// stream that joined the capture (it was refused there before, with no safe form).
+/// Both branches run at every launch.
+fn fork_join_capture_records_both_streams() -> TestResult {
+    require_gpu()?;
+    let ctx = ctx()?;
+    let mut main = Stream::non_blocking(&ctx)?;
+    let mut side = Stream::non_blocking(&ctx)?;
+    let fork = Event::new(&ctx, EventFlags::DISABLE_TIMING)?;
+    let join = Event::new(&ctx, EventFlags::DISABLE_TIMING)?;
+    let a = DeviceBuffer::<u32>::zeroed(&ctx, 1 << 16)?;
+    let b = DeviceBuffer::<u32>::zeroed(&ctx, 1 << 16)?;
+    let c = DeviceBuffer::<u32>::zeroed(&ctx, 1 << 16)?;
+    let cap = main.begin_capture(CaptureMode::Global)?;
+    let branch = cap.fork(&mut side, &fork)?;
+    cap.memset_d32(&a, 1)?;
+    branch.memset_d32(&b, 2)?;
+    branch.copy(&c, &b)?;
+    cap.join(&branch, &join)?;
+    drop(branch);
+    let graph = cap.end()?;
+    check_eq(graph.node_count()?, 3, "three nodes")?;
+    check_eq(graph.root_nodes(&mut [])?, 2, "two roots: the branches")?;
+    check_eq(
+        side.capture_status()?,
+        cuda_sys::CUstreamCaptureStatus::CU_STREAM_CAPTURE_STATUS_NONE,
+        "the branch stream left the capture",
+    )?;
+    let exec = graph.instantiate(InstantiateFlags::empty())?;
+    exec.launch(&main)?;
+    main.synchronize()?;
+    let mut back = vec![0u32; 1 << 16];
+    for (buf, v) in [(&a, 1u32), (&b, 2), (&c, 2)] {
+        buf.copy_to_host(&mut back)?;
+        check(back.iter().all(|&x| x == v), || format!("expected {v}"))?;
+    }
+    Ok(())
 }
