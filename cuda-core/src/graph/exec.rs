@@ -90,7 +90,7 @@ impl<'a> Graph<'a> {
         };
         // SAFETY: a new executable graph of the graph's context, ours; its nodes name
         // what the graph's do, valid for `'a`.
-        Ok(unsafe { GraphExec::from_raw(raw, self.context()) })
+        Ok(unsafe { GraphExec::instantiated(raw, self) })
     }
 
     /// `cuGraphInstantiateWithParams`: instantiates with `flags` and, when `upload` is
