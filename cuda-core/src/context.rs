@@ -349,10 +349,18 @@ impl Context {
     ///
     /// # Safety
     /// The driver lets a green context be current on one thread at a time and does not
-    /// synchronize calls on it from several threads (`cuGreenCtxCreate`). The caller must
-    /// make sure that the result, its clones and the handles made in it are not used,
-    /// dropped included, by two threads at the same time (each call makes the context
-    /// current for its duration). Moving them to another thread is fine.
+    /// synchronize calls on it from several threads (the rule `cuGreenCtxCreate`'s
+    /// documentation states). The caller must make sure that the result, its clones and the
+    /// handles made in it are not used, dropped included, by two threads at the same
+    /// time (each call makes the context current for its duration). Moving them to
+    /// another thread is fine.
+    ///
+    /// Why this stays `unsafe` rather than the crate enforcing it: every handle of this
+    /// crate is `Send + Sync` and makes its context current per call, so a lock would
+    /// have to be taken on every call of every handle (the launch path included) to
+    /// serialize them, and it still could not cover the context being current on a
+    /// thread outside such a call ([`Context::bind`], or another library making it
+    /// current). The promise is the caller's, like the driver's own rule.
     ///
     /// # Errors
     /// [`Error::DriverTooOld`] before CUDA 12.4; driver errors (the green context is

@@ -511,6 +511,33 @@ impl<'s, 'a> Capturing<'s, 'a> {
     /// # drop(graph); Ok(()) }
     /// ```
     ///
+    /// The branch cannot outlive the capture it records into, and its stream stays
+    /// borrowed while it lives:
+    ///
+    /// ```compile_fail,E0505
+    /// # fn f(ctx: &cudadrv::Context) -> cudadrv::Result<()> {
+    /// use cudadrv::{DeviceBuffer, Event, EventFlags, Stream, graph::CaptureMode};
+    /// let (mut main, mut side) = (Stream::non_blocking(ctx)?, Stream::non_blocking(ctx)?);
+    /// let fork = Event::new(ctx, EventFlags::DISABLE_TIMING)?;
+    /// let buf = DeviceBuffer::<u32>::new(ctx, 64)?;
+    /// let cap = main.begin_capture(CaptureMode::Global)?;
+    /// let branch = cap.fork(&mut side, &fork)?;
+    /// let graph = cap.end()?; // error: `branch` borrows the capture
+    /// branch.memset_d32(&buf, 1)?;
+    /// # drop(graph); Ok(()) }
+    /// ```
+    ///
+    /// ```compile_fail,E0499
+    /// # fn f(ctx: &cudadrv::Context) -> cudadrv::Result<()> {
+    /// use cudadrv::{Event, EventFlags, Stream, graph::CaptureMode};
+    /// let (mut main, mut side) = (Stream::non_blocking(ctx)?, Stream::non_blocking(ctx)?);
+    /// let fork = Event::new(ctx, EventFlags::DISABLE_TIMING)?;
+    /// let cap = main.begin_capture(CaptureMode::Global)?;
+    /// let branch = cap.fork(&mut side, &fork)?;
+    /// let again = side.begin_capture(CaptureMode::Global)?; // error: `side` is borrowed
+    /// # drop((branch, again)); Ok(()) }
+    /// ```
+    ///
     /// # Errors
     /// [`Error::ContextMismatch`] when `branch` belongs to another context;
     /// [`Error::InvalidArgument`] for the per-thread default stream; driver errors

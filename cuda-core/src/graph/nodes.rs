@@ -14,19 +14,31 @@
 //! (`PinnedHostBuffer` dereferences to `[T]`), so the two directions differ:
 //! - [`Graph::add_copy_from_host_node`] is safe: the node only **reads** the host
 //!   buffer, which the graph borrows shared for `'a`, so no Rust code can write it (no
-//!   `&mut` exists) while the graph or an executable graph made from it lives. A launch
-//!   still running after the last executable graph was dropped (`cuGraphExecDestroy`
-//!   does not wait) may read while Rust writes again: the device then copies a mix of
-//!   old and new values, which is a wrong result but no undefined behaviour on the host.
+//!   `&mut` exists) while the graph or an executable graph made from it lives. Dropping
+//!   a launched executable graph waits for its context's work, but safe code may also
+//!   leak one (`mem::forget`), which ends the borrow with a launch still pending: the
+//!   device may then read while Rust writes again, a mix of old and new values, which
+//!   is a wrong result but no undefined behaviour on the host (and `cuMemFreeHost`
+//!   does not take the pages from under a pending copy: `hw_promises` checks it).
 //! - [`Graph::add_copy_to_host_node`] is `unsafe`: the node **writes** the host buffer at
 //!   every launch, asynchronously. A borrow cannot say when a launch has finished, so
 //!   Rust code reading the buffer during a launch (through `&PinnedHostBuffer`) would be
-//!   a data race. Borrowing it `&mut` for `'a` would not close that either, because the
-//!   borrow ends when the executable graph is dropped, and dropping one does not wait for
-//!   its launches. So the caller promises what the types cannot: no host access to the
-//!   buffer while a launch may be writing it (synchronize the launch's stream, or an
-//!   event recorded after it, first). The shared borrow still keeps the buffer allocated
-//!   for as long as the graph and its executable graphs live, and forbids writes.
+//!   a data race. Borrowing it `&mut` for `'a` would not close that either: the borrow
+//!   ends when the executable graph is gone, and a leaked executable graph is gone
+//!   without waiting for its launches. So the caller promises what the types cannot: no
+//!   host access to the buffer while a launch may be writing it (synchronize the
+//!   launch's stream, or an event recorded after it, first). The shared borrow still
+//!   keeps the buffer allocated for as long as the graph and its executable graphs
+//!   live, and forbids writes.
+//!
+//! # Pageable host memory
+//! The same holds, more strongly, for ordinary (pageable) host memory, which the driver
+//! copies with its own threads through a staging buffer: a node writing a `Vec` could
+//! race with Rust code after a leaked executable graph, and there is no owner whose
+//! drop could wait. So there is no safe node for it; describe such a copy with the
+//! `unsafe` [`Graph::add_memcpy_node`] (`CU_MEMORYTYPE_HOST`), or copy into a
+//! [`PinnedHostBuffer`] node and read it after the launch, or copy synchronously after
+//! the launch ([`DeviceBuffer::copy_to_host`]).
 
 use core::ffi::c_void;
 use core::ptr;
