@@ -122,6 +122,15 @@ pub enum Error {
         /// The C function that was refused (`"cuMemcpyDtoDAsync"`).
         call: &'static str,
     },
+    /// A copy added to a [`CopyBatch`](crate::memory::batch::CopyBatch) that breaks a
+    /// rule, found before the driver call. [`code`](Self::code) is
+    /// `CUDA_ERROR_INVALID_VALUE`.
+    BatchCopy {
+        /// The index of the copy in the batch.
+        index: usize,
+        /// The rule it breaks.
+        rule: &'static str,
+    },
     /// A graph node used with a graph it does not belong to (or the null node,
     /// [`GraphNode::NULL`](crate::graph::GraphNode::NULL)), found before the driver
     /// call. [`code`](Self::code) is `CUDA_ERROR_INVALID_VALUE`, what the driver returns.
@@ -258,6 +267,7 @@ impl fmt::Display for Error {
                 "{call} refused: the stream belongs to another context than the memory or \
                  graph it names (a free waits only for its own context's work)"
             ),
+            Self::BatchCopy { index, rule } => write!(f, "batched copy {index} refused: {rule}"),
             Self::ForeignNode { call } => write!(
                 f,
                 "{call} refused: a graph node of another graph, or the null node"
@@ -282,6 +292,7 @@ impl core::error::Error for Error {
             | Self::NotDeviceLaunchable { .. }
             | Self::TensorMap { .. }
             | Self::ContextMismatch { .. }
+            | Self::BatchCopy { .. }
             | Self::ForeignNode { .. } => None,
         }
     }

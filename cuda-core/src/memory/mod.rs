@@ -8,6 +8,14 @@
 //!   (zero-copy, [`PinnedHostBuffer::device_ptr`]) and write-combined memory.
 //! - [`AsyncDeviceBuffer`]: `cuMemAllocAsync` / `cuMemFreeAsync`, ordered on a stream.
 //! - [`MemPool`]: `cuMemPoolCreate`, attributes, the device's default pool.
+//! - [`registered`]: page-locked registration of host memory the program owns
+//!   ([`HostRegistration`](registered::HostRegistration), `cuMemHostRegister`), with
+//!   safe asynchronous copies.
+//! - [`batch`] (with `alloc`): many copies in one `cuMemcpyBatchAsync`.
+//! - [`l2`]: the persisting-L2 set-aside, access-policy windows and other stream
+//!   attributes.
+//! - [`managed`]: unified memory ([`ManagedBuffer`], `cuMemAllocManaged`), prefetches,
+//!   advice, range attributes, stream attachment, and the device's [`MemoryModel`].
 //!
 //! Sizes are checked (`len * size_of::<T>()` overflows into an error, never a panic);
 //! zero-length buffers allocate nothing. Allocation failure is an
@@ -19,13 +27,19 @@
 //! host memory must stay valid until the stream reaches the copy, which borrows cannot
 //! express.
 
+#[cfg(feature = "alloc")]
+pub mod batch;
 mod device;
+pub mod l2;
+pub mod managed;
 mod pinned;
 mod pool;
+pub mod registered;
 pub mod vmm;
 
 pub use device::{DeviceBuffer, DevicePtr};
 pub(crate) use device::{copy_dtod_async, memset_d8, memset_d32};
+pub use managed::{ManagedBuffer, MemoryModel};
 pub use pinned::{HostAllocFlags, PinnedHostBuffer};
 pub use pool::{AsyncDeviceBuffer, MemPool};
 pub use vmm::GrowableBuffer;

@@ -1,0 +1,281 @@
+//! Batched copies (Programming Guide 3.1.5): [`CopyBatch`], many copies queued with one
+//! `cuMemcpyBatchAsync` (CUDA 13.0 ABI), each with its attributes (source access order,
+//! location hints, flags).
+//!
+//! The copies name device buffers, managed buffers and registered host ranges, all of
+//! one context, the context of the stream the batch is queued on. The batch borrows
+//! every side for `'a`; once it is gone the copies may still be pending, which is sound
+//! for the same reasons as the single asynchronous copies: a device buffer's free waits
+//! for its own context's work, a managed buffer's host view synchronizes its context
+//! first, and a registration's drop does too. Pinned buffers (`PinnedHostBuffer`), whose
+//! contents Rust can reach at any time, are not accepted (their copies are `unsafe`).
+//!
+//! Each copy is checked when it is added (equal lengths, one context, a writable
+//! destination); the error says which copy ([`Error::BatchCopy`]). CUDA 13.0's
+//! `cuMemcpyBatchAsync` no longer reports the index of a copy the driver refuses, so a
+//! driver error names the call only.
+
+use alloc::vec::Vec;
+use core::marker::PhantomData;
+
+use cuda_sys::{CUdeviceptr, CUmemcpyAttributes, CUmemcpySrcAccessOrder};
+
+use super::DeviceBuffer;
+use super::managed::{Location, ManagedBuffer};
+use super::registered::{HostRegisterFlags, HostRegistration, RegisteredPart};
+use crate::context::Context;
+use crate::error::{Error, Result, drv};
+use crate::stream::Stream;
+
+/// When the source of a copy may be read (`CUmemcpySrcAccessOrder`).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+pub enum SrcAccessOrder {
+    /// `CU_MEMCPY_SRC_ACCESS_ORDER_STREAM`: in stream order (the safe default).
+    #[default]
+    Stream,
+    /// `CU_MEMCPY_SRC_ACCESS_ORDER_DURING_API_CALL`: during the call (the source may be
+    /// reused when it returns).
+    DuringApiCall,
+    /// `CU_MEMCPY_SRC_ACCESS_ORDER_ANY`: at any time, even before earlier work of the
+    /// stream (only for sources nothing earlier writes).
+    Any,
+}
+
+/// A copy's attributes (`CUmemcpyAttributes`).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+pub struct CopyAttributes {
+    /// When the source may be read.
+    pub src_access_order: SrcAccessOrder,
+    /// Where the source is expected to be (a hint for managed memory).
+    pub src_hint: Option<Location>,
+    /// Where the destination is expected to be.
+    pub dst_hint: Option<Location>,
+    /// `CU_MEMCPY_FLAG_PREFER_OVERLAP_WITH_COMPUTE`: prefer a copy engine that overlaps
+    /// with kernels.
+    pub prefer_overlap_with_compute: bool,
+}
+
+impl CopyAttributes {
+    fn as_raw(&self) -> CUmemcpyAttributes {
+        let order = match self.src_access_order {
+            SrcAccessOrder::Stream => CUmemcpySrcAccessOrder::CU_MEMCPY_SRC_ACCESS_ORDER_STREAM,
+            SrcAccessOrder::DuringApiCall => {
+                CUmemcpySrcAccessOrder::CU_MEMCPY_SRC_ACCESS_ORDER_DURING_API_CALL
+            }
+            SrcAccessOrder::Any => CUmemcpySrcAccessOrder::CU_MEMCPY_SRC_ACCESS_ORDER_ANY,
+        };
+        let hint = |l: Option<Location>| l.unwrap_or(Location::Host).as_raw();
+        CUmemcpyAttributes {
+            srcAccessOrder: order,
+            srcLocHint: hint(self.src_hint),
+            dstLocHint: hint(self.dst_hint),
+            flags: if self.prefer_overlap_with_compute {
+                cuda_sys::CUmemcpyFlags::CU_MEMCPY_FLAG_PREFER_OVERLAP_WITH_COMPUTE.0
+            } else {
+                0
+            },
+        }
+    }
+}
+
+/// One side of a batched copy: memory whose device work this crate can order against
+/// its host access and its free (see the [module docs](self)).
+pub trait BatchSide<T: Copy> {
+    /// The address, the length in values, the context, and whether the device may write
+    /// it.
+    #[doc(hidden)]
+    fn side(&self) -> (CUdeviceptr, usize, &Context, bool);
+}
+
+impl<T: Copy> BatchSide<T> for DeviceBuffer<T> {
+    fn side(&self) -> (CUdeviceptr, usize, &Context, bool) {
+        (self.as_raw(), self.len(), self.context(), true)
+    }
+}
+
+impl<T: Copy> BatchSide<T> for ManagedBuffer<T> {
+    fn side(&self) -> (CUdeviceptr, usize, &Context, bool) {
+        (self.as_raw(), self.len(), self.context(), true)
+    }
+}
+
+impl<T: Copy> BatchSide<T> for HostRegistration<'_, T> {
+    fn side(&self) -> (CUdeviceptr, usize, &Context, bool) {
+        let (ptr, len) = self.device_side();
+        let writable = !self.flags().contains(HostRegisterFlags::READ_ONLY);
+        (ptr as usize as CUdeviceptr, len, self.context(), writable)
+    }
+}
+
+impl<T: Copy> BatchSide<T> for RegisteredPart<'_, '_, T> {
+    fn side(&self) -> (CUdeviceptr, usize, &Context, bool) {
+        let (ptr, len) = self.device_side();
+        let reg = self.registration();
+        let writable = !reg.flags().contains(HostRegisterFlags::READ_ONLY);
+        (ptr as usize as CUdeviceptr, len, reg.context(), writable)
+    }
+}
+
+/// Copies queued together with `cuMemcpyBatchAsync`. Borrows every side for `'a`.
+///
+/// ```no_run
+/// # fn main() -> cudadrv::Result<()> {
+/// use cudadrv::{Context, Device, DeviceBuffer, Stream};
+/// use cudadrv::memory::batch::CopyBatch;
+/// use cudadrv::memory::registered::{HostRegisterFlags, HostRegistration};
+/// let ctx = Context::primary(Device::get(0)?)?;
+/// let stream = Stream::non_blocking(&ctx)?;
+/// let mut host = vec![1u32; 4096];
+/// let reg = HostRegistration::new(&ctx, &mut host, HostRegisterFlags::empty())?;
+/// let parts: Vec<DeviceBuffer<u32>> =
+///     (0..4).map(|_| DeviceBuffer::new(&ctx, 4096)).collect::<Result<_, _>>()?;
+/// let mut batch = CopyBatch::new();
+/// for part in &parts {
+///     batch.copy(part, &reg)?; // four host-to-device copies
+/// }
+/// batch.submit(&stream)?;
+/// stream.synchronize()?;
+/// # Ok(()) }
+/// ```
+pub struct CopyBatch<'a> {
+    dsts: Vec<CUdeviceptr>,
+    srcs: Vec<CUdeviceptr>,
+    sizes: Vec<usize>,
+    attrs: Vec<CUmemcpyAttributes>,
+    /// The first copy each entry of `attrs` applies to.
+    attr_starts: Vec<usize>,
+    pending: CopyAttributes,
+    ctx: Option<Context>,
+    _sides: PhantomData<&'a ()>,
+}
+
+impl Default for CopyBatch<'_> {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl<'a> CopyBatch<'a> {
+    /// An empty batch; copies get [`CopyAttributes::default`] (stream order) until
+    /// [`attributes`](Self::attributes) says otherwise.
+    #[must_use]
+    pub fn new() -> Self {
+        Self {
+            dsts: Vec::new(),
+            srcs: Vec::new(),
+            sizes: Vec::new(),
+            attrs: Vec::new(),
+            attr_starts: Vec::new(),
+            pending: CopyAttributes::default(),
+            ctx: None,
+            _sides: PhantomData,
+        }
+    }
+
+    /// The attributes of the copies added after this call.
+    pub fn attributes(&mut self, attrs: CopyAttributes) -> &mut Self {
+        self.pending = attrs;
+        self
+    }
+
+    /// Adds a copy of `src` into `dst` (same length). Empty copies are left out.
+    ///
+    /// # Errors
+    /// [`Error::BatchCopy`] naming this copy's index when the lengths differ, a side
+    /// belongs to another context than the batch's first copy, or `dst` is a read-only
+    /// registration.
+    pub fn copy<T: Copy>(
+        &mut self,
+        dst: &'a (impl BatchSide<T> + ?Sized),
+        src: &'a (impl BatchSide<T> + ?Sized),
+    ) -> Result<&mut Self> {
+        let index = self.dsts.len();
+        let refuse = |rule| Error::BatchCopy { index, rule };
+        let (d, dlen, dctx, writable) = dst.side();
+        let (s, slen, sctx, _) = src.side();
+        if dlen != slen {
+            return Err(refuse("source and destination lengths differ"));
+        }
+        if !writable {
+            return Err(refuse("the destination is a read-only registration"));
+        }
+        if dctx != sctx || self.ctx.as_ref().is_some_and(|c| c != dctx) {
+            return Err(refuse("a side belongs to another context than the batch"));
+        }
+        let bytes = dlen * core::mem::size_of::<T>();
+        if bytes == 0 {
+            return Ok(self);
+        }
+        if self.ctx.is_none() {
+            self.ctx = Some(dctx.clone());
+        }
+        let attrs = self.pending.as_raw();
+        let same = self.attrs.last().is_some_and(|a| raw_eq(a, &attrs));
+        if !same {
+            self.attrs.push(attrs);
+            self.attr_starts.push(index);
+        }
+        self.dsts.push(d);
+        self.srcs.push(s);
+        self.sizes.push(bytes);
+        Ok(self)
+    }
+
+    /// Number of copies.
+    #[must_use]
+    pub fn len(&self) -> usize {
+        self.dsts.len()
+    }
+
+    /// Whether the batch holds no copy.
+    #[must_use]
+    pub fn is_empty(&self) -> bool {
+        self.dsts.is_empty()
+    }
+
+    /// `cuMemcpyBatchAsync`: queues every copy on `stream`, a stream of the copies'
+    /// context. May be called again to queue the same copies again.
+    ///
+    /// # Errors
+    /// [`Error::ContextMismatch`] for a stream of another context;
+    /// [`Error::StreamCapturing`] while `stream` is being captured; [`Error::DriverTooOld`]
+    /// before CUDA 13.0; driver errors naming `cuMemcpyBatchAsync`.
+    #[doc(alias = "cuMemcpyBatchAsync")]
+    #[doc(alias = "cudaMemcpyBatchAsync")]
+    pub fn submit(&self, stream: &Stream) -> Result<()> {
+        const CALL: &str = "cuMemcpyBatchAsync";
+        let Some(ctx) = &self.ctx else {
+            return Ok(());
+        };
+        ctx.ensure_same(stream.context(), CALL)?;
+        stream.ensure_not_capturing(CALL)?;
+        let g = ctx.enter()?;
+        // SAFETY: `dsts`, `srcs` and `sizes` hold `len` entries, `attrs` and
+        // `attr_starts` as many as each other (at least one, the first starting at copy
+        // 0); the driver only reads them (the C signature's `*mut` notwithstanding).
+        // Every side is borrowed for `'a` and belongs to the stream's context (see the
+        // module docs for why pending copies are sound); the context is current.
+        unsafe {
+            drv!(
+                g.cu,
+                cuMemcpyBatchAsync(
+                    self.dsts.as_ptr().cast_mut(),
+                    self.srcs.as_ptr().cast_mut(),
+                    self.sizes.as_ptr().cast_mut(),
+                    self.dsts.len(),
+                    self.attrs.as_ptr().cast_mut(),
+                    self.attr_starts.as_ptr().cast_mut(),
+                    self.attrs.len(),
+                    stream.as_raw()
+                )
+            )
+        }
+    }
+}
+
+fn raw_eq(a: &CUmemcpyAttributes, b: &CUmemcpyAttributes) -> bool {
+    a.srcAccessOrder == b.srcAccessOrder
+        && a.flags == b.flags
+        && (a.srcLocHint.type_, a.srcLocHint.id) == (b.srcLocHint.type_, b.srcLocHint.id)
+        && (a.dstLocHint.type_, a.dstLocHint.id) == (b.dstLocHint.type_, b.dstLocHint.id)
+}

@@ -1,0 +1,555 @@
+//! Hardware tests of the memory chapter (Programming Guide 2.4, 4.1, 3.1.5, 4.13):
+//! managed memory with prefetches, advice and stream attachment, page-locked
+//! registration of memory the program owns, batched copies, L2 controls, and the
+//! device's memory model.
+//!
+//! Never more managed memory than `cuMemGetInfo` reports free (no oversubscription of a
+//! shared GPU): every managed test asks [`managed_room`] first.
+//!
+//! Kernels come from `ptx/generated/kernels.ptx` (`fill`: `out[i] = 3 i + 1`;
+//! `chain_step`: `out[i] = in[i] + 1`; `vec_add`: `c = a + b`).
+
+use cuda_core::launch::{LaunchConfig, launch};
+use cuda_core::memory::batch::{CopyAttributes, CopyBatch, SrcAccessOrder};
+use cuda_core::memory::l2::AccessPolicyWindow;
+use cuda_core::memory::managed::{
+    Advice, Attach, Location, ManagedBuffer, MemoryKind, MemoryModel, memory_kind,
+};
+use cuda_core::memory::registered::{HostRegisterFlags, HostRegistration};
+use cuda_core::{
+    Context, Device, DeviceBuffer, DevicePtr, Error, Module, PinnedHostBuffer, Stream,
+};
+use cuda_workspace::{
+    Kernels, TestResult, check, check_eq, check_filled, fill_value, hw_tests, ptx, require_gpu,
+    run_suite, skip,
+};
+
+fn main() {
+    run_suite(
+        "hw_memory",
+        hw_tests![
+            memory_model_of_the_device,
+            managed_prefetch_kernel_prefetch_back,
+            managed_read_mostly_and_locations,
+            host_attached_managed_on_its_stream,
+            system_allocated_memory_where_supported,
+            registered_vec_read_and_written_by_a_kernel,
+            registered_ranges_and_pages,
+            registered_async_copies_are_safe,
+            batch_of_1000_mixed_copies,
+            batch_checks_each_copy,
+            l2_window_on_a_stream,
+            pointer_kinds,
+        ],
+    );
+}
+
+fn ctx() -> Result<Context, Error> {
+    Context::primary(Device::get(0)?)
+}
+
+/// Skips unless `bytes` of managed memory fit in half of what the GPU has free (never
+/// oversubscribe the shared device) and the device has concurrent managed access.
+fn managed_room(ctx: &Context, bytes: usize) -> TestResult {
+    let model = MemoryModel::of(ctx.device())?;
+    if !model.managed_memory || !model.concurrent_managed_access {
+        return skip(format!(
+            "managed memory {} / concurrent managed access {}",
+            model.managed_memory, model.concurrent_managed_access
+        ));
+    }
+    let (free, _) = ctx.mem_info()?;
+    if bytes > free / 2 {
+        return skip(format!(
+            "{bytes} bytes of managed memory > half of {free} free"
+        ));
+    }
+    Ok(())
+}
+
+fn grid(n: usize) -> u32 {
+    u32::try_from(n.div_ceil(256))
+        .unwrap_or(u32::MAX)
+        .clamp(1, 4096)
+}
+
+/// `chain_step(input, out, n, 0)`: `out[i] = input[i] + 1`.
+fn increment(
+    k: &Kernels,
+    input: DevicePtr<u32>,
+    out: DevicePtr<u32>,
+    n: usize,
+    s: &Stream,
+) -> TestResult {
+    let chain = Module::from_ptx(k.fill.context(), ptx::KERNELS)?.function("chain_step")?;
+    let cfg = LaunchConfig::new(grid(n), 256).stream(s);
+    // SAFETY: chain_step takes (u32*, u32*, u32, u32); both hold `n` values and outlive
+    // the launch (the callers synchronize before dropping them); they do not overlap.
+    unsafe { launch(&chain, &cfg, &(input, out, n as u32, 0u32))? };
+    Ok(())
+}
+
+/// `fill(out, n)`.
+fn fill(k: &Kernels, out: DevicePtr<u32>, n: usize, s: &Stream) -> TestResult {
+    let cfg = LaunchConfig::new(grid(n), 256).stream(s);
+    // SAFETY: fill takes (u32*, u32); `out` holds `n` values and outlives the launch.
+    unsafe { launch(&k.fill, &cfg, &(out, n as u32))? };
+    Ok(())
+}
+
+/// The H100's answers, which decide which tests below run: concurrent managed access 1,
+/// pageable memory access 0, host native atomics 0 (the brief's facts for this round).
+fn memory_model_of_the_device() -> TestResult {
+    require_gpu()?;
+    let m = MemoryModel::of(Device::get(0)?)?;
+    println!("    {m:?}");
+    check(m.managed_memory, || "managed memory".into())?;
+    check(m.host_register, || "host register".into())
+}
+
+/// The CPU writes a managed buffer, it is prefetched to the GPU, a kernel increments
+/// every element into a second managed buffer, which is prefetched back; the CPU checks
+/// all of them. The range attributes follow the prefetches.
+fn managed_prefetch_kernel_prefetch_back() -> TestResult {
+    require_gpu()?;
+    const N: usize = 16 << 20;
+    let ctx = ctx()?;
+    managed_room(&ctx, 2 * N * 4)?;
+    let k = Kernels::load(&ctx)?;
+    let dev = ctx.device();
+    let stream = Stream::non_blocking(&ctx)?;
+    let mut input = ManagedBuffer::<u32>::new(&ctx, N, Attach::Global)?;
+    let mut output = ManagedBuffer::<u32>::new(&ctx, N, Attach::Global)?;
+    for (i, v) in input.host_mut()?.iter_mut().enumerate() {
+        *v = i as u32;
+    }
+    input.prefetch(Location::Device(dev), &stream)?;
+    output.prefetch(Location::Device(dev), &stream)?;
+    increment(&k, input.as_arg(), output.as_arg(), N, &stream)?;
+    output.prefetch(Location::Host, &stream)?;
+    stream.synchronize()?;
+    check_eq(
+        input.last_prefetch_location()?,
+        Some(Location::Device(dev)),
+        "input last prefetch",
+    )?;
+    check_eq(
+        output.last_prefetch_location()?,
+        Some(Location::Host),
+        "output last prefetch",
+    )?;
+    let got = output.host()?;
+    match got.iter().enumerate().find(|&(i, &v)| v != i as u32 + 1) {
+        None => Ok(()),
+        Some((i, v)) => check(false, || format!("element {i} is {v}, expected {}", i + 1)),
+    }
+}
+
+/// Read-mostly advice with both sides reading: the attribute says read-mostly and both
+/// the kernel and the host read the right values; preferred location and accessed-by
+/// advice read back; unset clears them.
+fn managed_read_mostly_and_locations() -> TestResult {
+    require_gpu()?;
+    const N: usize = 1 << 20;
+    let ctx = ctx()?;
+    managed_room(&ctx, N * 4)?;
+    let k = Kernels::load(&ctx)?;
+    let dev = ctx.device();
+    let stream = Stream::non_blocking(&ctx)?;
+    let mut data = ManagedBuffer::<u32>::new(&ctx, N, Attach::Global)?;
+    for (i, v) in data.host_mut()?.iter_mut().enumerate() {
+        *v = (i as u32) * 2;
+    }
+    data.advise(Advice::ReadMostly)?;
+    check(data.is_read_mostly()?, || {
+        "read-mostly after the advice".into()
+    })?;
+    data.prefetch(Location::Device(dev), &stream)?;
+    let out = DeviceBuffer::<u32>::zeroed(&ctx, N)?;
+    increment(&k, data.as_arg(), out.as_arg(), N, &stream)?;
+    stream.synchronize()?;
+    let host_sum: u64 = data.host()?.iter().map(|&v| u64::from(v)).sum();
+    let expected: u64 = (0..N as u64).map(|i| 2 * i).sum();
+    check_eq(host_sum, expected, "host read of read-mostly data")?;
+    let mut back = vec![0u32; N];
+    out.copy_to_host(&mut back)?;
+    check(
+        back.iter().enumerate().all(|(i, &v)| v == 2 * i as u32 + 1),
+        || "kernel read of read-mostly data".into(),
+    )?;
+    data.advise(Advice::UnsetReadMostly)?;
+    check(!data.is_read_mostly()?, || "unset read-mostly".into())?;
+    data.advise(Advice::PreferredLocation(Location::Device(dev)))?;
+    check_eq(
+        data.preferred_location()?,
+        Some(Location::Device(dev)),
+        "preferred location",
+    )?;
+    data.advise(Advice::UnsetPreferredLocation)?;
+    check_eq(data.preferred_location()?, None, "preferred location unset")?;
+    data.advise(Advice::AccessedBy(Location::Device(dev)))?;
+    let mut devs = [Device::from_raw(-9); 4];
+    let n = data.accessed_by(&mut devs)?;
+    check_eq((n, devs[0]), (1, dev), "accessed by")?;
+    data.advise(Advice::UnsetAccessedBy(Location::Device(dev)))?;
+    check_eq(data.accessed_by(&mut devs)?, 0, "accessed by, unset")
+}
+
+/// Host-attached managed memory attached to one stream runs a kernel there while a
+/// kernel on another stream keeps the GPU busy; the values are right.
+fn host_attached_managed_on_its_stream() -> TestResult {
+    require_gpu()?;
+    const N: usize = 1 << 20;
+    let ctx = ctx()?;
+    managed_room(&ctx, 2 * N * 4)?;
+    let k = Kernels::load(&ctx)?;
+    let mine = Stream::non_blocking(&ctx)?;
+    let other = Stream::non_blocking(&ctx)?;
+    let mut input = ManagedBuffer::<u32>::new(&ctx, N, Attach::Host)?;
+    let mut output = ManagedBuffer::<u32>::new(&ctx, N, Attach::Host)?;
+    input.host_mut()?.fill(41);
+    input.attach(&mine, Attach::Single)?;
+    output.attach(&mine, Attach::Single)?;
+    let busy = DeviceBuffer::<u32>::zeroed(&ctx, 64 << 20)?;
+    for _ in 0..8 {
+        fill(&k, busy.as_arg(), busy.len(), &other)?;
+    }
+    increment(&k, input.as_arg(), output.as_arg(), N, &mine)?;
+    mine.synchronize()?;
+    other.synchronize()?;
+    check(output.host()?.iter().all(|&v| v == 42), || {
+        "attached kernel's output".into()
+    })
+}
+
+/// System-allocated memory: where the device reports pageable memory access a kernel
+/// writes a `Vec`; where it does not (the H100 VMs here), the test reports the values
+/// it read and skips.
+fn system_allocated_memory_where_supported() -> TestResult {
+    require_gpu()?;
+    let ctx = ctx()?;
+    let m = MemoryModel::of(ctx.device())?;
+    if !m.system_memory_usable() {
+        return skip(format!(
+            "pageableMemoryAccess {}, usesHostPageTables {}, concurrentManagedAccess {}, \
+             hostNativeAtomics {}: kernels cannot touch malloc memory here",
+            m.pageable_memory_access as u8,
+            m.pageable_uses_host_page_tables as u8,
+            m.concurrent_managed_access as u8,
+            m.host_native_atomics as u8
+        ));
+    }
+    let k = Kernels::load(&ctx)?;
+    let stream = Stream::non_blocking(&ctx)?;
+    let mut v = vec![0u32; 1 << 16];
+    fill(
+        &k,
+        DevicePtr::from_raw(v.as_mut_ptr() as u64),
+        v.len(),
+        &stream,
+    )?;
+    stream.synchronize()?;
+    check_filled(&v, "kernel write into a Vec")
+}
+
+/// A registered `Vec`, mapped: a kernel writes it through its device pointer (zero
+/// copy) and reads it back into device memory; after the registration ends the `Vec`
+/// holds the kernel's values.
+fn registered_vec_read_and_written_by_a_kernel() -> TestResult {
+    require_gpu()?;
+    const N: usize = 1 << 20;
+    let ctx = ctx()?;
+    let k = Kernels::load(&ctx)?;
+    let stream = Stream::non_blocking(&ctx)?;
+    let mut data = vec![0u32; N];
+    let copy = DeviceBuffer::<u32>::zeroed(&ctx, N)?;
+    {
+        let reg = HostRegistration::new(&ctx, &mut data, HostRegisterFlags::DEVICE_MAP)?;
+        check_eq(
+            memory_kind(reg.as_ptr() as u64)?,
+            MemoryKind::Host,
+            "registered kind",
+        )?;
+        let mapped = reg.device_ptr()?;
+        fill(&k, mapped, N, &stream)?;
+        increment(&k, mapped, copy.as_arg(), N, &stream)?;
+    } // unregistered after a context synchronization
+    check_filled(&data, "Vec written by the kernel through the mapping")?;
+    let mut back = vec![0u32; N];
+    copy.copy_to_host(&mut back)?;
+    check(
+        back.iter()
+            .enumerate()
+            .all(|(i, &v)| v == fill_value(i as u32) + 1),
+        || "kernel read of the mapping".into(),
+    )
+}
+
+/// Odd and page-sharing ranges: 1000 bytes at an odd address register (the driver pins
+/// the pages around them); a second range in the same page is refused with
+/// `CUDA_ERROR_HOST_MEMORY_ALREADY_REGISTERED`, as is an overlapping one; a read-only
+/// registration refuses copies into it.
+fn registered_ranges_and_pages() -> TestResult {
+    require_gpu()?;
+    let ctx = ctx()?;
+    let mut bytes = vec![0u8; 3 * 4096];
+    let (first, second) = bytes.split_at_mut(4096 + 1001);
+    let odd = &mut first[4097..]; // 1000 bytes from an odd address
+    check_eq(odd.len(), 1000, "range")?;
+    let reg = HostRegistration::new(&ctx, odd, HostRegisterFlags::empty())?;
+    let same_page = HostRegistration::new(&ctx, &mut second[..100], HostRegisterFlags::empty());
+    println!(
+        "    1000 bytes at an odd address: registered; a second range in the same page: {:?}",
+        same_page.as_ref().map(|_| ()).map_err(|e| e.code())
+    );
+    check(
+        matches!(&same_page, Err(e) if e.is(cuda_sys::CUresult::CUDA_ERROR_HOST_MEMORY_ALREADY_REGISTERED)),
+        || format!("second registration in the same page: {same_page:?}"),
+    )?;
+    drop(same_page);
+    drop(reg);
+    let empty = HostRegistration::<u8>::new(&ctx, &mut [], HostRegisterFlags::empty());
+    check(matches!(empty, Err(Error::InvalidArgument(_))), || {
+        format!("empty: {empty:?}")
+    })?;
+    let model = MemoryModel::of(ctx.device())?;
+    if model.host_register_read_only {
+        let mut table = vec![5u32; 4096];
+        let ro = HostRegistration::new(&ctx, &mut table, HostRegisterFlags::READ_ONLY)?;
+        let src = DeviceBuffer::<u32>::zeroed(&ctx, 4096)?;
+        let stream = Stream::non_blocking(&ctx)?;
+        let r = ro.copy_from_device_async(&src, &stream);
+        check(matches!(r, Err(Error::InvalidArgument(_))), || {
+            format!("copy into read-only: {r:?}")
+        })?;
+        let mut dst = DeviceBuffer::<u32>::zeroed(&ctx, 4096)?;
+        ro.copy_to_device_async(&mut dst, &stream)?;
+        drop(ro);
+        let mut back = vec![0u32; 4096];
+        dst.copy_to_host(&mut back)?;
+        check(back.iter().all(|&v| v == 5), || {
+            "read-only source copied".into()
+        })?;
+    }
+    Ok(())
+}
+
+/// The registration's asynchronous copies, safe: the `Vec` is out of Rust's reach until
+/// the registration's drop has waited for them. Streams of other contexts are refused.
+fn registered_async_copies_are_safe() -> TestResult {
+    require_gpu()?;
+    const N: usize = 4 << 20;
+    let ctx = ctx()?;
+    let k = Kernels::load(&ctx)?;
+    let stream = Stream::non_blocking(&ctx)?;
+    let mut host: Vec<u32> = (0..N as u32).collect();
+    let mut a = DeviceBuffer::<u32>::zeroed(&ctx, N)?;
+    let b = DeviceBuffer::<u32>::zeroed(&ctx, N)?;
+    {
+        let reg = HostRegistration::new(&ctx, &mut host, HostRegisterFlags::empty())?;
+        reg.copy_to_device_async(&mut a, &stream)?;
+        increment(&k, a.as_arg(), b.as_arg(), N, &stream)?;
+        reg.copy_from_device_async(&b, &stream)?;
+        let other = Context::create(ctx.device(), cuda_core::ContextFlags::empty())?;
+        let foreign = Stream::non_blocking(&other)?;
+        let r = reg.copy_from_device_async(&b, &foreign);
+        check(matches!(r, Err(Error::ContextMismatch { .. })), || {
+            format!("other context: {r:?}")
+        })?;
+    }
+    check(
+        host.iter().enumerate().all(|(i, &v)| v == i as u32 + 1),
+        || "the round trip through the registration".into(),
+    )
+}
+
+/// 1000 copies of mixed sizes (4 B to 64 KiB) in one `cuMemcpyBatchAsync`: 250 host to
+/// device (parts of one registered range), 250 device to device, 250 device to managed
+/// and 250 managed to host (parts of a second registered range); every byte checked.
+fn batch_of_1000_mixed_copies() -> TestResult {
+    require_gpu()?;
+    let ctx = ctx()?;
+    let stream = Stream::non_blocking(&ctx)?;
+    let sizes: Vec<usize> = (0..250).map(|i| 1 + (i * 37) % 16384).collect();
+    let total: usize = sizes.iter().sum();
+    managed_room(&ctx, 2 * total * 4)?;
+    let value = |set: u32, i: usize| (i as u32).wrapping_mul(2_654_435_761) ^ set;
+    let mut src_host: Vec<u32> = (0..total).map(|i| value(1, i)).collect();
+    let mut out_host = vec![0u32; total];
+    let mut dev_src = Vec::new();
+    let mut dev_b = Vec::new();
+    let mut dev_a = Vec::new();
+    let mut managed_dst = Vec::new();
+    let mut managed_src = Vec::new();
+    let mut at = 0;
+    for &n in &sizes {
+        let part = |set| (at..at + n).map(|i| value(set, i)).collect::<Vec<u32>>();
+        dev_src.push(DeviceBuffer::from_slice(&ctx, &part(2))?);
+        dev_b.push(DeviceBuffer::<u32>::zeroed(&ctx, n)?);
+        dev_a.push(DeviceBuffer::<u32>::zeroed(&ctx, n)?);
+        managed_dst.push(ManagedBuffer::<u32>::new(&ctx, n, Attach::Global)?);
+        let mut m = ManagedBuffer::<u32>::new(&ctx, n, Attach::Global)?;
+        m.host_mut()?.copy_from_slice(&part(4));
+        managed_src.push(m);
+        at += n;
+    }
+    {
+        let src_reg = HostRegistration::new(&ctx, &mut src_host, HostRegisterFlags::empty())?;
+        let out_reg = HostRegistration::new(&ctx, &mut out_host, HostRegisterFlags::empty())?;
+        let mut src_parts = Vec::new();
+        let mut out_parts = Vec::new();
+        let mut at = 0;
+        for &n in &sizes {
+            src_parts.push(src_reg.part(at..at + n)?);
+            out_parts.push(out_reg.part(at..at + n)?);
+            at += n;
+        }
+        let mut batch = CopyBatch::new();
+        for i in 0..sizes.len() {
+            batch.copy(&dev_a[i], &src_parts[i])?;
+            batch.copy(&dev_b[i], &dev_src[i])?;
+        }
+        batch.attributes(CopyAttributes {
+            src_access_order: SrcAccessOrder::Stream,
+            dst_hint: Some(Location::Device(ctx.device())),
+            ..CopyAttributes::default()
+        });
+        for i in 0..sizes.len() {
+            batch.copy(&managed_dst[i], &dev_src[i])?;
+            batch.copy(&out_parts[i], &managed_src[i])?;
+        }
+        check_eq(batch.len(), 1000, "copies in the batch")?;
+        batch.submit(&stream)?;
+    } // the registrations' drops wait for the copies
+    let mut at = 0;
+    for i in 0..sizes.len() {
+        let n = sizes[i];
+        let want = |set| (at..at + n).map(|j| value(set, j)).collect::<Vec<u32>>();
+        let mut got = vec![0u32; n];
+        dev_a[i].copy_to_host(&mut got)?;
+        check(got == want(1), || format!("host to device copy {i}"))?;
+        dev_b[i].copy_to_host(&mut got)?;
+        check(got == want(2), || format!("device to device copy {i}"))?;
+        check(managed_dst[i].host()? == &want(2)[..], || {
+            format!("device to managed copy {i}")
+        })?;
+        check(out_host[at..at + n] == want(4)[..], || {
+            format!("managed to host copy {i}")
+        })?;
+        at += n;
+    }
+    println!(
+        "    1000 copies ({} bytes) in one batch, every byte exact",
+        total * 4 * 4
+    );
+    Ok(())
+}
+
+/// Each copy is checked as it is added: the error names its index.
+fn batch_checks_each_copy() -> TestResult {
+    require_gpu()?;
+    let ctx = ctx()?;
+    let a = DeviceBuffer::<u32>::new(&ctx, 16)?;
+    let b = DeviceBuffer::<u32>::new(&ctx, 16)?;
+    let c = DeviceBuffer::<u32>::new(&ctx, 8)?;
+    let other = Context::create(ctx.device(), cuda_core::ContextFlags::empty())?;
+    let d = DeviceBuffer::<u32>::new(&other, 16)?;
+    let mut batch = CopyBatch::new();
+    batch.copy(&a, &b)?;
+    let r = batch.copy(&a, &c).map(|_| ());
+    check(matches!(r, Err(Error::BatchCopy { index: 1, .. })), || {
+        format!("length: {r:?}")
+    })?;
+    let r = batch.copy(&a, &d).map(|_| ());
+    check(matches!(r, Err(Error::BatchCopy { index: 1, .. })), || {
+        format!("context: {r:?}")
+    })?;
+    let stream_other = Stream::non_blocking(&other)?;
+    let r = batch.submit(&stream_other);
+    check(matches!(r, Err(Error::ContextMismatch { .. })), || {
+        format!("stream: {r:?}")
+    })
+}
+
+/// The persisting-L2 set-aside and an access-policy window set on a stream read back;
+/// a kernel runs under it; the persisting lines are reset.
+fn l2_window_on_a_stream() -> TestResult {
+    require_gpu()?;
+    let ctx = ctx()?;
+    let k = Kernels::load(&ctx)?;
+    let dev = ctx.device();
+    let max_persist = dev.attribute(
+        cuda_sys::CUdevice_attribute::CU_DEVICE_ATTRIBUTE_MAX_PERSISTING_L2_CACHE_SIZE,
+    )?;
+    let max_window = dev.attribute(
+        cuda_sys::CUdevice_attribute::CU_DEVICE_ATTRIBUTE_MAX_ACCESS_POLICY_WINDOW_SIZE,
+    )?;
+    let set_aside = (max_persist as usize).min(16 << 20);
+    ctx.set_persisting_l2_size(set_aside)?;
+    let got = ctx.persisting_l2_size()?;
+    println!(
+        "    persisting L2: max {max_persist} B, set {set_aside} B, read back {got} B; max window {max_window} B"
+    );
+    check(got > 0 && got <= max_persist as usize, || {
+        format!("set-aside read back {got}")
+    })?;
+    let buf = DeviceBuffer::<u32>::zeroed(&ctx, 1 << 20)?;
+    let stream = Stream::non_blocking(&ctx)?;
+    let window = AccessPolicyWindow::persisting(
+        buf.as_raw(),
+        (buf.size_bytes()).min(max_window as usize),
+        0.6,
+    );
+    stream.set_access_policy_window(&window)?;
+    let back = stream.access_policy_window()?;
+    check_eq(back, window, "window read back")?;
+    fill(&k, buf.as_arg(), buf.len(), &stream)?;
+    stream.synchronize()?;
+    let mut host = vec![0u32; buf.len()];
+    buf.copy_to_host(&mut host)?;
+    check_filled(&host, "kernel under the window")?;
+    stream.set_sync_policy(cuda_sys::CUsynchronizationPolicy::CU_SYNC_POLICY_BLOCKING_SYNC)?;
+    check_eq(
+        stream.sync_policy()?,
+        cuda_sys::CUsynchronizationPolicy::CU_SYNC_POLICY_BLOCKING_SYNC,
+        "sync policy",
+    )?;
+    stream
+        .set_mem_sync_domain(cuda_sys::CUlaunchMemSyncDomain::CU_LAUNCH_MEM_SYNC_DOMAIN_REMOTE)?;
+    check_eq(
+        stream.mem_sync_domain()?,
+        cuda_sys::CUlaunchMemSyncDomain::CU_LAUNCH_MEM_SYNC_DOMAIN_REMOTE,
+        "memory sync domain",
+    )?;
+    ctx.reset_persisting_l2()?;
+    ctx.set_persisting_l2_size(0)?;
+    Ok(())
+}
+
+/// `cuPointerGetAttribute` tells device, managed, pinned and unknown memory apart.
+fn pointer_kinds() -> TestResult {
+    require_gpu()?;
+    let ctx = ctx()?;
+    let dev = DeviceBuffer::<u32>::new(&ctx, 16)?;
+    let pinned = PinnedHostBuffer::<u32>::zeroed(&ctx, 16)?;
+    let managed = ManagedBuffer::<u32>::new(&ctx, 16, Attach::Global)?;
+    let plain = [0u32; 16];
+    check_eq(memory_kind(dev.as_raw())?, MemoryKind::Device, "device")?;
+    check_eq(
+        memory_kind(managed.as_raw())?,
+        MemoryKind::Managed,
+        "managed",
+    )?;
+    check_eq(
+        memory_kind(pinned.as_ptr() as u64)?,
+        MemoryKind::Host,
+        "pinned",
+    )?;
+    check_eq(
+        memory_kind(plain.as_ptr() as u64)?,
+        MemoryKind::Unknown,
+        "a stack array",
+    )?;
+    let _ = ptx::KERNELS;
+    Ok(())
+}
