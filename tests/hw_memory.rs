@@ -38,6 +38,7 @@ fn main() {
             registered_async_copies_are_safe,
             batch_of_1000_mixed_copies,
             batch_checks_each_copy,
+            captured_prefetch_and_batch,
             l2_window_on_a_stream,
             pointer_kinds,
         ],
@@ -286,27 +287,49 @@ fn registered_vec_read_and_written_by_a_kernel() -> TestResult {
 }
 
 /// Odd and page-sharing ranges: 1000 bytes at an odd address register (the driver pins
-/// the pages around them); a second range in the same page is refused with
-/// `CUDA_ERROR_HOST_MEMORY_ALREADY_REGISTERED`, as is an overlapping one; a read-only
-/// registration refuses copies into it.
+/// the pages around them); another range in the same page registers too, and keeps
+/// working after the first is unregistered; a range overlapping a registered one is
+/// refused; a read-only registration refuses copies into it.
 fn registered_ranges_and_pages() -> TestResult {
     require_gpu()?;
     let ctx = ctx()?;
+    let stream = Stream::non_blocking(&ctx)?;
     let mut bytes = vec![0u8; 3 * 4096];
-    let (first, second) = bytes.split_at_mut(4096 + 1001);
-    let odd = &mut first[4097..]; // 1000 bytes from an odd address
-    check_eq(odd.len(), 1000, "range")?;
+    let base = bytes.as_ptr() as usize;
+    let skip_to = (4096 - base % 4096) % 4096 + 1; // one past a page boundary: odd
+    let (_, rest) = bytes.split_at_mut(skip_to);
+    let (odd, tail) = rest.split_at_mut(1000);
     let reg = HostRegistration::new(&ctx, odd, HostRegisterFlags::empty())?;
-    let same_page = HostRegistration::new(&ctx, &mut second[..100], HostRegisterFlags::empty());
+    let neighbour = HostRegistration::new(&ctx, &mut tail[..100], HostRegisterFlags::empty());
     println!(
-        "    1000 bytes at an odd address: registered; a second range in the same page: {:?}",
-        same_page.as_ref().map(|_| ()).map_err(|e| e.code())
+        "    1000 bytes at {:#x}: registered; 100 bytes right after them (same page): {:?}",
+        reg.as_ptr() as usize,
+        neighbour.as_ref().map(|_| ()).map_err(|e| e.code())
     );
-    check(
-        matches!(&same_page, Err(e) if e.is(cuda_sys::CUresult::CUDA_ERROR_HOST_MEMORY_ALREADY_REGISTERED)),
-        || format!("second registration in the same page: {same_page:?}"),
+    let neighbour = neighbour?;
+    drop(reg);
+    let dev = DeviceBuffer::from_slice(&ctx, &[7u8; 100])?;
+    neighbour.copy_from_device_async(&dev, &stream)?;
+    drop(neighbour);
+    check(tail[..100].iter().all(|&b| b == 7), || {
+        "the second range after the first was unregistered".into()
+    })?;
+    // Overlap: the same bytes registered twice through the raw table (safe code cannot
+    // alias the slice a registration borrows).
+    let mut data = vec![0u32; 4096];
+    let reg = HostRegistration::new(&ctx, &mut data, HostRegisterFlags::empty())?;
+    let cu = cuda_sys::driver().map_err(|e| e.to_string())?;
+    ctx.bind()?;
+    // SAFETY: the range is live (borrowed by `reg`); the call only pins or refuses.
+    let rc = unsafe {
+        cu.cuMemHostRegister().map_err(|e| e.to_string())?(reg.as_ptr() as *mut _, 64, 0)
+    };
+    println!("    registering bytes already registered: {rc}");
+    check_eq(
+        rc,
+        cuda_sys::CUresult::CUDA_ERROR_HOST_MEMORY_ALREADY_REGISTERED,
+        "overlapping registration",
     )?;
-    drop(same_page);
     drop(reg);
     let empty = HostRegistration::<u8>::new(&ctx, &mut [], HostRegisterFlags::empty());
     check(matches!(empty, Err(Error::InvalidArgument(_))), || {
@@ -317,7 +340,6 @@ fn registered_ranges_and_pages() -> TestResult {
         let mut table = vec![5u32; 4096];
         let ro = HostRegistration::new(&ctx, &mut table, HostRegisterFlags::READ_ONLY)?;
         let src = DeviceBuffer::<u32>::zeroed(&ctx, 4096)?;
-        let stream = Stream::non_blocking(&ctx)?;
         let r = ro.copy_from_device_async(&src, &stream);
         check(matches!(r, Err(Error::InvalidArgument(_))), || {
             format!("copy into read-only: {r:?}")
@@ -468,6 +490,51 @@ fn batch_checks_each_copy() -> TestResult {
     let r = batch.submit(&stream_other);
     check(matches!(r, Err(Error::ContextMismatch { .. })), || {
         format!("stream: {r:?}")
+    })
+}
+
+/// A prefetch and a copy batch recorded in a stream capture become graph work that runs
+/// at every launch; the graph borrows the managed buffer and the batch's sides.
+fn captured_prefetch_and_batch() -> TestResult {
+    require_gpu()?;
+    const N: usize = 1 << 20;
+    let ctx = ctx()?;
+    managed_room(&ctx, N * 4)?;
+    let dev = ctx.device();
+    let mut stream = Stream::non_blocking(&ctx)?;
+    let mut managed = ManagedBuffer::<u32>::new(&ctx, N, Attach::Global)?;
+    managed.host_mut()?.fill(3);
+    let src = DeviceBuffer::from_slice(&ctx, &vec![8u32; N])?;
+    let dst = DeviceBuffer::<u32>::zeroed(&ctx, N)?;
+    {
+        let mut batch = CopyBatch::new();
+        batch.copy(&dst, &src)?;
+        let cap = stream.begin_capture(cuda_core::graph::CaptureMode::Global)?;
+        let prefetched = cap.prefetch(&managed, Location::Device(dev));
+        let batched = cap.copy_batch(&batch);
+        println!("    captured prefetch: {prefetched:?}; captured batch: {batched:?}");
+        prefetched?;
+        batched?;
+        let graph = cap.end()?;
+        println!("    graph of {} nodes", graph.node_count()?);
+        let exec = graph.instantiate(cuda_core::graph::InstantiateFlags::empty())?;
+        for _ in 0..3 {
+            exec.launch(&stream)?;
+        }
+        stream.synchronize()?;
+    }
+    check_eq(
+        managed.last_prefetch_location()?,
+        Some(Location::Device(dev)),
+        "prefetched by the graph",
+    )?;
+    check(managed.host()?.iter().all(|&v| v == 3), || {
+        "managed contents".into()
+    })?;
+    let mut back = vec![0u32; N];
+    dst.copy_to_host(&mut back)?;
+    check(back.iter().all(|&v| v == 8), || {
+        "batched copy by the graph".into()
     })
 }
 

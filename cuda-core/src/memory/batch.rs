@@ -25,6 +25,7 @@ use super::managed::{Location, ManagedBuffer};
 use super::registered::{HostRegisterFlags, HostRegistration, RegisteredPart};
 use crate::context::Context;
 use crate::error::{Error, Result, drv};
+use crate::graph::Capturing;
 use crate::stream::Stream;
 
 /// When the source of a copy may be read (`CUmemcpySrcAccessOrder`).
@@ -238,8 +239,10 @@ impl<'a> CopyBatch<'a> {
     ///
     /// # Errors
     /// [`Error::ContextMismatch`] for a stream of another context;
-    /// [`Error::StreamCapturing`] while `stream` is being captured; [`Error::DriverTooOld`]
-    /// before CUDA 13.0; driver errors naming `cuMemcpyBatchAsync`.
+    /// [`Error::StreamCapturing`] while `stream` is being captured (record the batch
+    /// with [`Capturing::copy_batch`], which ties the sides to the graph);
+    /// [`Error::DriverTooOld`] before CUDA 13.0; driver errors naming
+    /// `cuMemcpyBatchAsync`.
     #[doc(alias = "cuMemcpyBatchAsync")]
     #[doc(alias = "cudaMemcpyBatchAsync")]
     pub fn submit(&self, stream: &Stream) -> Result<()> {
@@ -249,12 +252,22 @@ impl<'a> CopyBatch<'a> {
         };
         ctx.ensure_same(stream.context(), CALL)?;
         stream.ensure_not_capturing(CALL)?;
+        // SAFETY: not capturing: the copies run once, and every side belongs to the
+        // stream's context (see the module docs for why pending copies are sound).
+        unsafe { self.enqueue(ctx, stream) }
+    }
+
+    /// The driver call.
+    ///
+    /// # Safety
+    /// `stream` is of `ctx`, the copies' context; if it is capturing, every side
+    /// outlives every graph made from the capture.
+    unsafe fn enqueue(&self, ctx: &Context, stream: &Stream) -> Result<()> {
         let g = ctx.enter()?;
         // SAFETY: `dsts`, `srcs` and `sizes` hold `len` entries, `attrs` and
         // `attr_starts` as many as each other (at least one, the first starting at copy
-        // 0); the driver only reads them (the C signature's `*mut` notwithstanding).
-        // Every side is borrowed for `'a` and belongs to the stream's context (see the
-        // module docs for why pending copies are sound); the context is current.
+        // 0); the driver only reads them (the C signature's `*mut` notwithstanding). The
+        // sides' lifetimes are the caller's promise; the context is current.
         unsafe {
             drv!(
                 g.cu,
@@ -270,6 +283,26 @@ impl<'a> CopyBatch<'a> {
                 )
             )
         }
+    }
+}
+
+impl<'a> Capturing<'_, 'a> {
+    /// `cuMemcpyBatchAsync`, captured: the batch's copies at every launch of the graph,
+    /// which borrows every side for `'a` (the batch's lifetime is the graph's).
+    ///
+    /// # Errors
+    /// [`Error::ContextMismatch`] when the copies belong to another context than the
+    /// capture's stream; driver errors (`CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED` where
+    /// the driver cannot capture batches).
+    #[doc(alias = "cuMemcpyBatchAsync")]
+    pub fn copy_batch(&self, batch: &CopyBatch<'a>) -> Result<()> {
+        let Some(ctx) = &batch.ctx else {
+            return Ok(());
+        };
+        ctx.ensure_same(self.stream().context(), "cuMemcpyBatchAsync")?;
+        // SAFETY: the capture's stream, of the copies' context; every side is borrowed
+        // for `'a`, as long as the graph and its executable graphs.
+        unsafe { batch.enqueue(ctx, self.stream()) }
     }
 }
 

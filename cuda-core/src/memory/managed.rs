@@ -518,6 +518,31 @@ impl<T: Copy> ManagedBuffer<T> {
     }
 }
 
+impl<'a> crate::graph::Capturing<'_, 'a> {
+    /// `cuMemPrefetchAsync`, captured: a prefetch of `buf` to `to` at every launch of
+    /// the graph, which borrows `buf` for `'a`.
+    ///
+    /// # Errors
+    /// [`Error::ContextMismatch`] for a buffer of another context than the capture's
+    /// stream; driver errors (`CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED` where the driver
+    /// cannot capture prefetches).
+    #[doc(alias = "cuMemPrefetchAsync")]
+    pub fn prefetch<T: Copy>(&self, buf: &'a ManagedBuffer<T>, to: Location) -> Result<()> {
+        let stream = self.stream();
+        buf.ctx.ensure_same(stream.context(), "cuMemPrefetchAsync")?;
+        let g = buf.ctx.enter()?;
+        // SAFETY: the range is `buf`'s allocation, borrowed for `'a` (as long as the
+        // graph); a prefetch moves pages, never changes their contents; the context is
+        // current.
+        unsafe {
+            drv!(
+                g.cu,
+                cuMemPrefetchAsync(buf.ptr, buf.size_bytes(), to.as_raw(), 0, stream.as_raw())
+            )
+        }
+    }
+}
+
 impl<T: Copy> Drop for ManagedBuffer<T> {
     /// `cuMemFree`; a failure goes to the drop-error sink.
     fn drop(&mut self) {

@@ -29,10 +29,12 @@
 //! The driver pins whole pages: a range that does not start or end on a page boundary
 //! pins the rest of its first and last page too (checked on the H100: 1000 bytes at an
 //! odd address register fine). For the neighbouring bytes in those pages this changes
-//! nothing the program can see (they stay ordinary memory, only locked in RAM until the
-//! registration ends), but a second registration of a range that shares a page with a
-//! registered one is refused by the driver (`CUDA_ERROR_HOST_MEMORY_ALREADY_REGISTERED`,
-//! `hw_memory` checks it): register one range per page-aligned buffer.
+//! nothing the program can see: they stay ordinary memory, only locked in RAM until the
+//! registration ends. Another range in the same page can be registered too (the driver
+//! counts the page's registrations), and it stays usable after the first one is
+//! unregistered; registering bytes that are registered already is refused with
+//! `CUDA_ERROR_HOST_MEMORY_ALREADY_REGISTERED` (safe code cannot try: a registration
+//! borrows its slice exclusively). `hw_memory` checks all three on the H100.
 //!
 //! # Ending a registration
 //! Dropping a registration that was used by device work (a copy through
@@ -125,8 +127,8 @@ impl<'a, T: Copy> HostRegistration<'a, T> {
     ///
     /// # Errors
     /// [`Error::InvalidArgument`] for an empty slice; driver errors:
-    /// `CUDA_ERROR_HOST_MEMORY_ALREADY_REGISTERED` for a range that overlaps a registered
-    /// one (or shares a page with it), `CUDA_ERROR_NOT_SUPPORTED` for
+    /// `CUDA_ERROR_HOST_MEMORY_ALREADY_REGISTERED` for bytes registered already (through
+    /// another API), `CUDA_ERROR_NOT_SUPPORTED` for
     /// [`HostRegisterFlags::READ_ONLY`] where the device does not support it,
     /// `CUDA_ERROR_INVALID_VALUE` for memory that cannot be pinned.
     #[doc(alias = "cuMemHostRegister")]
