@@ -269,11 +269,13 @@ pub fn run_all(root: &Path) -> R {
     step("tests (host tests, mock driver, ABI probe, compile-fail doctests, hardware suites)");
     let totals = run_tests(root, &include)?;
 
-    step("Miri: cuda-sys and cuda-core unit tests and the mock-driver suite");
+    step("Miri: cuda-sys and cuda-core unit tests and the mock-driver suites");
     for args in [
         &["-p", SYS, "--lib"][..],
         &["-p", CORE, "--lib"][..],
         &["-p", "cuda-workspace", "--test", "mock_driver"][..],
+        &["-p", "cuda-workspace", "--test", "mock_contexts"][..],
+        &["-p", "cuda-workspace", "--test", "mock_memory"][..],
     ] {
         run(crate::ptx::toolchain_cargo(root, "nightly")
             .env("CUDA_SYS_INCLUDE", &include)

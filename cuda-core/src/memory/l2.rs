@@ -54,7 +54,8 @@ impl AccessPolicyWindow {
     #[must_use]
     pub fn as_raw(&self) -> CUaccessPolicyWindow {
         CUaccessPolicyWindow {
-            base_ptr: self.base as usize as *mut core::ffi::c_void,
+            // An address for the cache, never dereferenced by anyone: no provenance.
+            base_ptr: core::ptr::without_provenance_mut(self.base as usize),
             num_bytes: self.num_bytes,
             hitRatio: self.hit_ratio,
             hitProp: self.hit,
@@ -66,7 +67,7 @@ impl AccessPolicyWindow {
     #[must_use]
     pub fn from_raw(raw: &CUaccessPolicyWindow) -> Self {
         Self {
-            base: raw.base_ptr as usize as u64,
+            base: raw.base_ptr.addr() as u64,
             num_bytes: raw.num_bytes,
             hit_ratio: raw.hitRatio,
             hit: raw.hitProp,

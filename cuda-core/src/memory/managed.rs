@@ -346,7 +346,7 @@ impl<T: Copy> ManagedBuffer<T> {
     {
         self.ctx.synchronize()?;
         // SAFETY: as in `host`; `&mut self` makes the slice unique.
-        Ok(unsafe { core::slice::from_raw_parts_mut(self.ptr as usize as *mut T, self.len) })
+        Ok(unsafe { core::slice::from_raw_parts_mut(self.host_ptr(), self.len) })
     }
 
     /// The values, read by the host, without synchronizing.
@@ -362,7 +362,14 @@ impl<T: Copy> ManagedBuffer<T> {
         // SAFETY: `len` values of `T` at `ptr`, allocated with that size and alignment
         // (managed allocations are at least 256-byte aligned); any bytes are a valid `T`
         // (`Pod`); the caller keeps device writers away.
-        unsafe { core::slice::from_raw_parts(self.ptr as usize as *const T, self.len) }
+        unsafe { core::slice::from_raw_parts(self.host_ptr().cast_const(), self.len) }
+    }
+
+    /// The address as a host pointer. Managed memory is one address space for host and
+    /// device; the driver handed the address out, so it carries the provenance the
+    /// driver exposed for it.
+    fn host_ptr(&self) -> *mut T {
+        core::ptr::with_exposed_provenance_mut(self.ptr as usize)
     }
 
     /// `cuMemPrefetchAsync`: migrates the pages to `to` in order on `stream`, a stream of

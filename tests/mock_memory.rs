@@ -1,0 +1,555 @@
+//! The memory chapter's wrappers (managed memory, registration, batched copies, stream
+//! attributes) against a mock driver, on the CPU and under Miri: what each call passes
+//! to the driver, what is refused before the driver is called, and the order of the
+//! calls a drop makes.
+//!
+//! The mock keeps one context, and real host memory behind managed allocations (so the
+//! host views read and write bytes, as on a GPU with unified memory); every entry appends
+//! a line to `LOG`. One `#[test]` drives the checks in order (the driver table is
+//! process-wide).
+
+#![cfg(not(feature = "linked"))]
+
+use std::collections::BTreeMap;
+use std::ffi::{c_int, c_uint, c_void};
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Mutex, MutexGuard};
+
+use cuda_core::memory::batch::{CopyAttributes, CopyBatch, SrcAccessOrder};
+use cuda_core::memory::l2::AccessPolicyWindow;
+use cuda_core::memory::managed::{
+    Advice, Attach, Location, ManagedBuffer, MemoryKind, memory_kind,
+};
+use cuda_core::memory::registered::{HostRegisterFlags, HostRegistration};
+use cuda_core::{Context, Device, DeviceBuffer, Error, Stream, StreamFlags};
+use cuda_sys::{
+    CUcontext, CUdevice, CUdeviceptr, CUlaunchAttributeID, CUmem_advise, CUmem_range_attribute,
+    CUmemLocation, CUmemcpyAttributes, CUpointer_attribute, CUresult, CUstream, CUstreamAttrValue,
+    DriverApi, Library,
+};
+
+const OK: CUresult = CUresult::CUDA_SUCCESS;
+const CTX: usize = 0xC0;
+
+static LOG: Mutex<Vec<String>> = Mutex::new(Vec::new());
+static NEXT: AtomicUsize = AtomicUsize::new(0x5000_0000);
+
+fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+fn log(line: String) {
+    lock(&LOG).push(line);
+}
+
+fn take_log() -> Vec<String> {
+    std::mem::take(&mut *lock(&LOG))
+}
+
+/// Managed allocations: address -> backing host memory (8-byte words).
+static MANAGED: Mutex<BTreeMap<u64, Vec<u64>>> = Mutex::new(BTreeMap::new());
+/// Device allocations (never dereferenced): address -> size.
+static DEVICE: Mutex<BTreeMap<u64, usize>> = Mutex::new(BTreeMap::new());
+/// The last access-policy window set on a stream.
+static WINDOW: Mutex<Option<(usize, usize, u32)>> = Mutex::new(None);
+
+thread_local! {
+    static CURRENT: std::cell::Cell<usize> = const { std::cell::Cell::new(0) };
+}
+
+unsafe extern "C" fn cu_init(_: c_uint) -> CUresult {
+    OK
+}
+unsafe extern "C" fn cu_device_get(d: *mut CUdevice, ordinal: c_int) -> CUresult {
+    if ordinal != 0 {
+        return CUresult::CUDA_ERROR_INVALID_DEVICE;
+    }
+    unsafe { *d = 0 };
+    OK
+}
+unsafe extern "C" fn cu_device_get_count(n: *mut c_int) -> CUresult {
+    unsafe { *n = 1 };
+    OK
+}
+unsafe extern "C" fn cu_primary_retain(ctx: *mut CUcontext, _: CUdevice) -> CUresult {
+    unsafe { *ctx = std::ptr::without_provenance_mut(CTX) };
+    OK
+}
+unsafe extern "C" fn cu_primary_release(_: CUdevice) -> CUresult {
+    OK
+}
+unsafe extern "C" fn cu_ctx_get_current(ctx: *mut CUcontext) -> CUresult {
+    unsafe { *ctx = std::ptr::without_provenance_mut(CURRENT.with(|c| c.get())) };
+    OK
+}
+unsafe extern "C" fn cu_ctx_set_current(ctx: CUcontext) -> CUresult {
+    CURRENT.with(|c| c.set(ctx.addr()));
+    OK
+}
+unsafe extern "C" fn cu_ctx_push(ctx: CUcontext) -> CUresult {
+    CURRENT.with(|c| c.set(ctx.addr()));
+    OK
+}
+unsafe extern "C" fn cu_ctx_pop(ctx: *mut CUcontext) -> CUresult {
+    if !ctx.is_null() {
+        unsafe { *ctx = std::ptr::without_provenance_mut(CURRENT.with(|c| c.get())) };
+    }
+    CURRENT.with(|c| c.set(0));
+    OK
+}
+unsafe extern "C" fn cu_ctx_synchronize() -> CUresult {
+    log("cuCtxSynchronize".into());
+    OK
+}
+unsafe extern "C" fn cu_stream_create(s: *mut CUstream, _flags: c_uint) -> CUresult {
+    unsafe { *s = std::ptr::without_provenance_mut(NEXT.fetch_add(0x10, Ordering::Relaxed)) };
+    OK
+}
+unsafe extern "C" fn cu_stream_destroy(_: CUstream) -> CUresult {
+    OK
+}
+unsafe extern "C" fn cu_stream_sync(_: CUstream) -> CUresult {
+    OK
+}
+unsafe extern "C" fn cu_stream_is_capturing(
+    _: CUstream,
+    status: *mut cuda_sys::CUstreamCaptureStatus,
+) -> CUresult {
+    unsafe { *status = cuda_sys::CUstreamCaptureStatus::CU_STREAM_CAPTURE_STATUS_NONE };
+    OK
+}
+unsafe extern "C" fn cu_mem_alloc(p: *mut CUdeviceptr, bytes: usize) -> CUresult {
+    let addr = NEXT.fetch_add(bytes.next_multiple_of(256).max(256), Ordering::Relaxed) as u64;
+    lock(&DEVICE).insert(addr, bytes);
+    unsafe { *p = addr };
+    OK
+}
+unsafe extern "C" fn cu_mem_free(p: CUdeviceptr) -> CUresult {
+    if lock(&MANAGED).remove(&p).is_some() {
+        log("cuMemFree managed".into());
+        return OK;
+    }
+    match lock(&DEVICE).remove(&p) {
+        Some(_) => OK,
+        None => CUresult::CUDA_ERROR_INVALID_VALUE,
+    }
+}
+unsafe extern "C" fn cu_mem_alloc_managed(
+    p: *mut CUdeviceptr,
+    bytes: usize,
+    flags: c_uint,
+) -> CUresult {
+    log(format!("cuMemAllocManaged {bytes} flags {flags}"));
+    let mut backing = vec![0u64; bytes.div_ceil(8)];
+    // The address handed out is the backing memory's, exposed as the driver would map
+    // it for the host.
+    let addr = backing.as_mut_ptr().expose_provenance() as u64;
+    lock(&MANAGED).insert(addr, backing);
+    unsafe { *p = addr };
+    OK
+}
+unsafe extern "C" fn cu_mem_prefetch(
+    p: CUdeviceptr,
+    bytes: usize,
+    loc: CUmemLocation,
+    flags: c_uint,
+    s: CUstream,
+) -> CUresult {
+    log(format!(
+        "cuMemPrefetchAsync {p:#x} {bytes} loc {}:{} flags {flags} stream {:#x}",
+        loc.type_.0,
+        loc.id,
+        s.addr()
+    ));
+    OK
+}
+unsafe extern "C" fn cu_mem_advise(
+    p: CUdeviceptr,
+    bytes: usize,
+    advice: CUmem_advise,
+    loc: CUmemLocation,
+) -> CUresult {
+    log(format!(
+        "cuMemAdvise {p:#x} {bytes} advice {} loc {}:{}",
+        advice.0, loc.type_.0, loc.id
+    ));
+    OK
+}
+unsafe extern "C" fn cu_mem_range_get_attribute(
+    data: *mut c_void,
+    size: usize,
+    attr: CUmem_range_attribute,
+    _p: CUdeviceptr,
+    _bytes: usize,
+) -> CUresult {
+    use CUmem_range_attribute as R;
+    let ints = data.cast::<i32>();
+    match attr {
+        R::CU_MEM_RANGE_ATTRIBUTE_READ_MOSTLY => unsafe { *ints = 1 },
+        // Preferred: device 0; last prefetch: host.
+        R::CU_MEM_RANGE_ATTRIBUTE_PREFERRED_LOCATION_TYPE => unsafe { *ints = 1 },
+        R::CU_MEM_RANGE_ATTRIBUTE_PREFERRED_LOCATION_ID => unsafe { *ints = 0 },
+        R::CU_MEM_RANGE_ATTRIBUTE_LAST_PREFETCH_LOCATION_TYPE => unsafe { *ints = 2 },
+        R::CU_MEM_RANGE_ATTRIBUTE_LAST_PREFETCH_LOCATION_ID => unsafe { *ints = 0 },
+        R::CU_MEM_RANGE_ATTRIBUTE_ACCESSED_BY => {
+            for i in 0..size / 4 {
+                unsafe { *ints.add(i) = if i == 0 { 0 } else { -2 } };
+            }
+        }
+        _ => return CUresult::CUDA_ERROR_INVALID_VALUE,
+    }
+    log(format!("cuMemRangeGetAttribute {} size {size}", attr.0));
+    OK
+}
+unsafe extern "C" fn cu_stream_attach(
+    s: CUstream,
+    p: CUdeviceptr,
+    len: usize,
+    flags: c_uint,
+) -> CUresult {
+    log(format!(
+        "cuStreamAttachMemAsync {:#x} {p:#x} {len} flags {flags}",
+        s.addr()
+    ));
+    OK
+}
+unsafe extern "C" fn cu_host_register(p: *mut c_void, bytes: usize, flags: c_uint) -> CUresult {
+    log(format!("cuMemHostRegister {bytes} flags {flags}"));
+    let _ = p;
+    OK
+}
+unsafe extern "C" fn cu_host_unregister(_: *mut c_void) -> CUresult {
+    log("cuMemHostUnregister".into());
+    OK
+}
+unsafe extern "C" fn cu_host_get_device_pointer(
+    d: *mut CUdeviceptr,
+    p: *mut c_void,
+    flags: c_uint,
+) -> CUresult {
+    log(format!("cuMemHostGetDevicePointer flags {flags}"));
+    unsafe { *d = p.addr() as u64 };
+    OK
+}
+unsafe extern "C" fn cu_memcpy_batch(
+    dsts: *mut CUdeviceptr,
+    srcs: *mut CUdeviceptr,
+    sizes: *mut usize,
+    count: usize,
+    attrs: *mut CUmemcpyAttributes,
+    idxs: *mut usize,
+    num_attrs: usize,
+    s: CUstream,
+) -> CUresult {
+    let sizes = unsafe { std::slice::from_raw_parts(sizes, count) };
+    let idxs = unsafe { std::slice::from_raw_parts(idxs, num_attrs) };
+    let attrs = unsafe { std::slice::from_raw_parts(attrs, num_attrs) };
+    let _ = (dsts, srcs);
+    let orders: Vec<u32> = attrs.iter().map(|a| a.srcAccessOrder.0).collect();
+    log(format!(
+        "cuMemcpyBatchAsync {count} sizes {sizes:?} attrs at {idxs:?} orders {orders:?} stream {:#x}",
+        s.addr()
+    ));
+    OK
+}
+unsafe extern "C" fn cu_stream_set_attribute(
+    _s: CUstream,
+    id: CUlaunchAttributeID,
+    v: *const CUstreamAttrValue,
+) -> CUresult {
+    if id == CUlaunchAttributeID::CU_LAUNCH_ATTRIBUTE_ACCESS_POLICY_WINDOW {
+        let w = unsafe { (*v).accessPolicyWindow };
+        *lock(&WINDOW) = Some((w.base_ptr.addr(), w.num_bytes, w.hitProp.0));
+    }
+    log(format!("cuStreamSetAttribute {}", id.0));
+    OK
+}
+unsafe extern "C" fn cu_stream_get_attribute(
+    _s: CUstream,
+    id: CUlaunchAttributeID,
+    v: *mut CUstreamAttrValue,
+) -> CUresult {
+    if id == CUlaunchAttributeID::CU_LAUNCH_ATTRIBUTE_ACCESS_POLICY_WINDOW {
+        let Some((base, bytes, hit)) = *lock(&WINDOW) else {
+            return CUresult::CUDA_ERROR_INVALID_VALUE;
+        };
+        unsafe {
+            (*v).accessPolicyWindow = cuda_sys::CUaccessPolicyWindow {
+                base_ptr: std::ptr::without_provenance_mut(base),
+                num_bytes: bytes,
+                hitRatio: 0.5,
+                hitProp: cuda_sys::CUaccessProperty(hit),
+                missProp: cuda_sys::CUaccessProperty::CU_ACCESS_PROPERTY_STREAMING,
+            }
+        };
+    }
+    OK
+}
+unsafe extern "C" fn cu_reset_l2() -> CUresult {
+    log("cuCtxResetPersistingL2Cache".into());
+    OK
+}
+unsafe extern "C" fn cu_pointer_get_attribute(
+    data: *mut c_void,
+    attr: CUpointer_attribute,
+    p: CUdeviceptr,
+) -> CUresult {
+    let managed = lock(&MANAGED).contains_key(&p);
+    let device = lock(&DEVICE).contains_key(&p);
+    if !managed && !device {
+        return CUresult::CUDA_ERROR_INVALID_VALUE;
+    }
+    let v = match attr {
+        CUpointer_attribute::CU_POINTER_ATTRIBUTE_IS_MANAGED => u32::from(managed),
+        CUpointer_attribute::CU_POINTER_ATTRIBUTE_MEMORY_TYPE => 2, // CU_MEMORYTYPE_DEVICE
+        _ => return CUresult::CUDA_ERROR_INVALID_VALUE,
+    };
+    unsafe { *data.cast::<u32>() = v };
+    OK
+}
+
+fn mock_entry(name: &str) -> *mut c_void {
+    macro_rules! entries {
+        ($($c:literal => $f:expr),* $(,)?) => {
+            match name {
+                $($c => $f as *mut c_void,)*
+                _ => std::ptr::null_mut(),
+            }
+        };
+    }
+    entries! {
+        "cuInit" => cu_init as unsafe extern "C" fn(_) -> _,
+        "cuDeviceGet" => cu_device_get as unsafe extern "C" fn(_, _) -> _,
+        "cuDeviceGetCount" => cu_device_get_count as unsafe extern "C" fn(_) -> _,
+        "cuDevicePrimaryCtxRetain" => cu_primary_retain as unsafe extern "C" fn(_, _) -> _,
+        "cuDevicePrimaryCtxRelease" => cu_primary_release as unsafe extern "C" fn(_) -> _,
+        "cuCtxGetCurrent" => cu_ctx_get_current as unsafe extern "C" fn(_) -> _,
+        "cuCtxSetCurrent" => cu_ctx_set_current as unsafe extern "C" fn(_) -> _,
+        "cuCtxPushCurrent" => cu_ctx_push as unsafe extern "C" fn(_) -> _,
+        "cuCtxPopCurrent" => cu_ctx_pop as unsafe extern "C" fn(_) -> _,
+        "cuCtxSynchronize" => cu_ctx_synchronize as unsafe extern "C" fn() -> _,
+        "cuStreamCreate" => cu_stream_create as unsafe extern "C" fn(_, _) -> _,
+        "cuStreamDestroy" => cu_stream_destroy as unsafe extern "C" fn(_) -> _,
+        "cuStreamSynchronize" => cu_stream_sync as unsafe extern "C" fn(_) -> _,
+        "cuStreamIsCapturing" => cu_stream_is_capturing as unsafe extern "C" fn(_, _) -> _,
+        "cuMemAlloc" => cu_mem_alloc as unsafe extern "C" fn(_, _) -> _,
+        "cuMemFree" => cu_mem_free as unsafe extern "C" fn(_) -> _,
+        "cuMemAllocManaged" => cu_mem_alloc_managed as unsafe extern "C" fn(_, _, _) -> _,
+        "cuMemPrefetchAsync" => cu_mem_prefetch as unsafe extern "C" fn(_, _, _, _, _) -> _,
+        "cuMemAdvise" => cu_mem_advise as unsafe extern "C" fn(_, _, _, _) -> _,
+        "cuMemRangeGetAttribute" =>
+            cu_mem_range_get_attribute as unsafe extern "C" fn(_, _, _, _, _) -> _,
+        "cuStreamAttachMemAsync" => cu_stream_attach as unsafe extern "C" fn(_, _, _, _) -> _,
+        "cuMemHostRegister" => cu_host_register as unsafe extern "C" fn(_, _, _) -> _,
+        "cuMemHostUnregister" => cu_host_unregister as unsafe extern "C" fn(_) -> _,
+        "cuMemHostGetDevicePointer" =>
+            cu_host_get_device_pointer as unsafe extern "C" fn(_, _, _) -> _,
+        "cuMemcpyBatchAsync" =>
+            cu_memcpy_batch as unsafe extern "C" fn(_, _, _, _, _, _, _, _) -> _,
+        "cuStreamSetAttribute" => cu_stream_set_attribute as unsafe extern "C" fn(_, _, _) -> _,
+        "cuStreamGetAttribute" => cu_stream_get_attribute as unsafe extern "C" fn(_, _, _) -> _,
+        "cuCtxResetPersistingL2Cache" => cu_reset_l2 as unsafe extern "C" fn() -> _,
+        "cuPointerGetAttribute" => cu_pointer_get_attribute as unsafe extern "C" fn(_, _, _) -> _,
+    }
+}
+
+fn install() {
+    // SAFETY: every non-null pointer `mock_entry` returns is a function with the C
+    // signature of the entry of that name (the mocks above mirror cuda.h), valid for
+    // the rest of the process.
+    let table = unsafe { DriverApi::from_resolver(Library::none(), |e| mock_entry(e.name)) };
+    assert!(
+        cuda_sys::install_driver(table).is_ok(),
+        "a driver table was loaded before the mock"
+    );
+}
+
+fn has(log: &[String], line: &str) -> bool {
+    log.iter().any(|l| l == line)
+}
+
+#[test]
+fn memory_chapter_against_a_mock_driver() {
+    install();
+    let ctx = Context::primary(Device::get(0).unwrap()).unwrap();
+    let stream = Stream::new(&ctx, StreamFlags::NON_BLOCKING).unwrap();
+    let s = stream.as_raw().addr();
+    managed(&ctx, &stream, s);
+    registered(&ctx, &stream);
+    batch(&ctx, &stream, s);
+    stream_attributes(&ctx, &stream);
+}
+
+fn managed(ctx: &Context, stream: &Stream, s: usize) {
+    take_log();
+    // Refused before the driver: empty, a per-stream attachment at allocation.
+    assert!(matches!(
+        ManagedBuffer::<u32>::new(ctx, 0, Attach::Global),
+        Err(Error::InvalidArgument(_))
+    ));
+    assert!(matches!(
+        ManagedBuffer::<u32>::new(ctx, 4, Attach::Single),
+        Err(Error::InvalidArgument(_))
+    ));
+    assert!(matches!(
+        ManagedBuffer::<u64>::new(ctx, usize::MAX / 4, Attach::Global),
+        Err(Error::InvalidArgument(_))
+    ));
+    assert!(take_log().is_empty(), "no driver call for refused sizes");
+
+    let mut buf = ManagedBuffer::<u32>::new(ctx, 1000, Attach::Host).unwrap();
+    let p = buf.as_raw();
+    let log = take_log();
+    assert!(has(&log, "cuMemAllocManaged 4000 flags 2"), "{log:?}");
+    // Host views synchronize the context first, then see real bytes.
+    buf.host_mut()
+        .unwrap()
+        .iter_mut()
+        .enumerate()
+        .for_each(|(i, v)| *v = i as u32);
+    assert_eq!(buf.host().unwrap()[999], 999);
+    assert_eq!(take_log(), ["cuCtxSynchronize", "cuCtxSynchronize"]);
+
+    buf.prefetch(Location::Device(Device::from_raw(0)), stream)
+        .unwrap();
+    buf.prefetch(Location::HostNuma(3), stream).unwrap();
+    buf.advise(Advice::ReadMostly).unwrap();
+    buf.advise(Advice::PreferredLocation(Location::Device(
+        Device::from_raw(0),
+    )))
+    .unwrap();
+    buf.advise(Advice::UnsetAccessedBy(Location::Host)).unwrap();
+    buf.attach(stream, Attach::Single).unwrap();
+    let log = take_log();
+    let expect = [
+        format!("cuMemPrefetchAsync {p:#x} 4000 loc 1:0 flags 0 stream {s:#x}"),
+        format!("cuMemPrefetchAsync {p:#x} 4000 loc 3:3 flags 0 stream {s:#x}"),
+        format!("cuMemAdvise {p:#x} 4000 advice 1 loc 2:0"),
+        format!("cuMemAdvise {p:#x} 4000 advice 3 loc 1:0"),
+        format!("cuMemAdvise {p:#x} 4000 advice 6 loc 2:0"),
+        format!("cuStreamAttachMemAsync {s:#x} {p:#x} 0 flags 4"),
+    ];
+    assert_eq!(log, expect);
+
+    assert!(buf.is_read_mostly().unwrap());
+    assert_eq!(
+        buf.preferred_location().unwrap(),
+        Some(Location::Device(Device::from_raw(0)))
+    );
+    assert_eq!(buf.last_prefetch_location().unwrap(), Some(Location::Host));
+    let mut devs = [Device::from_raw(-9); 3];
+    assert_eq!(buf.accessed_by(&mut devs).unwrap(), 1);
+    assert_eq!(devs[0], Device::from_raw(0));
+    assert_eq!(memory_kind(p).unwrap(), MemoryKind::Managed);
+    let plain = DeviceBuffer::<u32>::new(ctx, 4).unwrap();
+    assert_eq!(memory_kind(plain.as_raw()).unwrap(), MemoryKind::Device);
+    assert_eq!(memory_kind(0x10).unwrap(), MemoryKind::Unknown);
+    take_log();
+    drop(buf);
+    assert_eq!(take_log(), ["cuMemFree managed"]);
+}
+
+fn registered(ctx: &Context, stream: &Stream) {
+    take_log();
+    let mut data = vec![7u32; 256];
+    assert!(matches!(
+        HostRegistration::<u32>::new(ctx, &mut [], HostRegisterFlags::empty()),
+        Err(Error::InvalidArgument(_))
+    ));
+    {
+        let reg = HostRegistration::new(ctx, &mut data, HostRegisterFlags::PORTABLE).unwrap();
+        assert!(matches!(reg.device_ptr(), Err(Error::InvalidArgument(_))));
+        assert!(matches!(reg.part(10..10), Err(Error::InvalidArgument(_))));
+        assert!(matches!(reg.part(200..300), Err(Error::InvalidArgument(_))));
+        let mut short = DeviceBuffer::<u32>::new(ctx, 8).unwrap();
+        assert!(matches!(
+            reg.copy_to_device_async(&mut short, stream),
+            Err(Error::LengthMismatch {
+                expected: 8,
+                found: 256
+            })
+        ));
+    }
+    // Never used by the device: unregistered without a synchronization.
+    assert_eq!(
+        take_log(),
+        ["cuMemHostRegister 1024 flags 1", "cuMemHostUnregister"]
+    );
+    {
+        let reg = HostRegistration::new(ctx, &mut data, HostRegisterFlags::DEVICE_MAP).unwrap();
+        let mapped = reg.device_ptr().unwrap();
+        assert_eq!(mapped.as_raw(), reg.as_ptr().addr() as u64);
+    }
+    // Mapped: the drop waits for the context's work before unpinning.
+    assert_eq!(
+        take_log(),
+        [
+            "cuMemHostRegister 1024 flags 2",
+            "cuMemHostGetDevicePointer flags 0",
+            "cuCtxSynchronize",
+            "cuMemHostUnregister"
+        ]
+    );
+    {
+        let reg = HostRegistration::new(ctx, &mut data, HostRegisterFlags::READ_ONLY).unwrap();
+        let src = DeviceBuffer::<u32>::new(ctx, 256).unwrap();
+        assert!(matches!(
+            reg.copy_from_device_async(&src, stream),
+            Err(Error::InvalidArgument(_))
+        ));
+    }
+    assert_eq!(data[100], 7);
+}
+
+fn batch(ctx: &Context, stream: &Stream, s: usize) {
+    let a = DeviceBuffer::<u32>::new(ctx, 16).unwrap();
+    let b = DeviceBuffer::<u32>::new(ctx, 16).unwrap();
+    let c = DeviceBuffer::<u32>::new(ctx, 8).unwrap();
+    let empty = DeviceBuffer::<u32>::new(ctx, 0).unwrap();
+    let empty2 = DeviceBuffer::<u32>::new(ctx, 0).unwrap();
+    let m = ManagedBuffer::<u32>::new(ctx, 8, Attach::Global).unwrap();
+    let mut host = vec![0u32; 64];
+    let reg = HostRegistration::new(ctx, &mut host, HostRegisterFlags::empty()).unwrap();
+    let part = reg.part(8..16).unwrap();
+    take_log();
+    {
+        let mut batch = CopyBatch::new();
+        batch.copy(&a, &b).unwrap();
+        batch.copy(&empty, &empty2).unwrap(); // left out
+        let err = batch.copy(&a, &c).map(|_| ()).unwrap_err();
+        assert!(matches!(err, Error::BatchCopy { index: 1, .. }), "{err:?}");
+        batch.attributes(CopyAttributes {
+            src_access_order: SrcAccessOrder::Any,
+            ..CopyAttributes::default()
+        });
+        batch.copy(&c, &m).unwrap();
+        batch.copy(&part, &c).unwrap();
+        assert_eq!(batch.len(), 3);
+        batch.submit(stream).unwrap();
+    }
+    let log = take_log();
+    assert_eq!(
+        log,
+        [format!(
+            "cuMemcpyBatchAsync 3 sizes [64, 32, 32] attrs at [0, 1] orders [1, 3] stream {s:#x}"
+        )],
+    );
+    drop(part);
+    drop(reg); // used by the batch: synchronizes, then unpins
+    assert_eq!(take_log(), ["cuCtxSynchronize", "cuMemHostUnregister"]);
+    assert!(CopyBatch::new().submit(stream).is_ok());
+    assert!(take_log().is_empty(), "an empty batch makes no call");
+}
+
+fn stream_attributes(ctx: &Context, stream: &Stream) {
+    take_log();
+    let w = AccessPolicyWindow::persisting(0x7000_0000, 1 << 20, 0.5);
+    stream.set_access_policy_window(&w).unwrap();
+    assert_eq!(stream.access_policy_window().unwrap(), w);
+    ctx.reset_persisting_l2().unwrap();
+    let log = take_log();
+    assert_eq!(
+        log,
+        ["cuStreamSetAttribute 1", "cuCtxResetPersistingL2Cache"]
+    );
+}
