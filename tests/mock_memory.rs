@@ -534,7 +534,6 @@ fn batch(ctx: &Context, stream: &Stream, s: usize) {
             "cuMemcpyBatchAsync 3 sizes [64, 32, 32] attrs at [0, 1] orders [1, 3] stream {s:#x}"
         )],
     );
-    drop(part);
     drop(reg); // used by the batch: synchronizes, then unpins
     assert_eq!(take_log(), ["cuCtxSynchronize", "cuMemHostUnregister"]);
     assert!(CopyBatch::new().submit(stream).is_ok());
