@@ -193,7 +193,19 @@ fn managed_read_mostly_and_locations() -> TestResult {
     let n = data.accessed_by(&mut devs)?;
     check_eq((n, devs[0]), (1, dev), "accessed by")?;
     data.advise(Advice::UnsetAccessedBy(Location::Device(dev)))?;
-    check_eq(data.accessed_by(&mut devs)?, 0, "accessed by, unset")
+    check_eq(data.accessed_by(&mut devs)?, 0, "accessed by, unset")?;
+    // The 13.0 location forms: the host's NUMA node 0 and the calling thread's node.
+    for to in [Location::HostNuma(0), Location::HostNumaCurrent] {
+        data.prefetch(to, &stream)?;
+        stream.synchronize()?;
+        let last = data.last_prefetch_location()?;
+        println!("    prefetch to {to:?}: last prefetch location {last:?}");
+        check(
+            matches!(last, Some(Location::Host | Location::HostNuma(_))),
+            || format!("prefetch to {to:?} left {last:?}"),
+        )?;
+    }
+    check_eq(data.host()?[N - 1], 2 * (N as u32 - 1), "contents after the moves")
 }
 
 /// Host-attached managed memory attached to one stream runs a kernel there while a
