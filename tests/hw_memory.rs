@@ -201,11 +201,18 @@ fn managed_read_mostly_and_locations() -> TestResult {
         let last = data.last_prefetch_location()?;
         println!("    prefetch to {to:?}: last prefetch location {last:?}");
         check(
-            matches!(last, Some(Location::Host | Location::HostNuma(_))),
+            matches!(
+                last,
+                Some(Location::Host | Location::HostNuma(_) | Location::HostNumaCurrent)
+            ),
             || format!("prefetch to {to:?} left {last:?}"),
         )?;
     }
-    check_eq(data.host()?[N - 1], 2 * (N as u32 - 1), "contents after the moves")
+    check_eq(
+        data.host()?[N - 1],
+        2 * (N as u32 - 1),
+        "contents after the moves",
+    )
 }
 
 /// Host-attached managed memory attached to one stream runs a kernel there while a
@@ -505,8 +512,10 @@ fn batch_checks_each_copy() -> TestResult {
     })
 }
 
-/// A prefetch and a copy batch recorded in a stream capture become graph work that runs
-/// at every launch; the graph borrows the managed buffer and the batch's sides.
+/// A copy batch recorded in a stream capture runs at every launch of the graph, which
+/// borrows its sides. A prefetch is refused in a capture by driver 580
+/// (`CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED`): the test accepts that refusal, or, on a
+/// driver that captures it, checks that the graph prefetches.
 fn captured_prefetch_and_batch() -> TestResult {
     require_gpu()?;
     const N: usize = 1 << 20;
@@ -514,39 +523,66 @@ fn captured_prefetch_and_batch() -> TestResult {
     managed_room(&ctx, N * 4)?;
     let dev = ctx.device();
     let mut stream = Stream::non_blocking(&ctx)?;
-    let mut managed = ManagedBuffer::<u32>::new(&ctx, N, Attach::Global)?;
-    managed.host_mut()?.fill(3);
     let src = DeviceBuffer::from_slice(&ctx, &vec![8u32; N])?;
     let dst = DeviceBuffer::<u32>::zeroed(&ctx, N)?;
     {
         let mut batch = CopyBatch::new();
         batch.copy(&dst, &src)?;
         let cap = stream.begin_capture(cuda_core::graph::CaptureMode::Global)?;
-        let prefetched = cap.prefetch(&managed, Location::Device(dev));
-        let batched = cap.copy_batch(&batch);
-        println!("    captured prefetch: {prefetched:?}; captured batch: {batched:?}");
-        prefetched?;
-        batched?;
+        cap.copy_batch(&batch)?;
         let graph = cap.end()?;
-        println!("    graph of {} nodes", graph.node_count()?);
+        println!(
+            "    captured batch: a graph of {} node(s)",
+            graph.node_count()?
+        );
         let exec = graph.instantiate(cuda_core::graph::InstantiateFlags::empty())?;
         for _ in 0..3 {
             exec.launch(&stream)?;
         }
         stream.synchronize()?;
     }
-    check_eq(
-        managed.last_prefetch_location()?,
-        Some(Location::Device(dev)),
-        "prefetched by the graph",
-    )?;
-    check(managed.host()?.iter().all(|&v| v == 3), || {
-        "managed contents".into()
-    })?;
     let mut back = vec![0u32; N];
     dst.copy_to_host(&mut back)?;
     check(back.iter().all(|&v| v == 8), || {
         "batched copy by the graph".into()
+    })?;
+
+    let mut managed = ManagedBuffer::<u32>::new(&ctx, N, Attach::Global)?;
+    managed.host_mut()?.fill(3);
+    let captured = {
+        let cap = stream.begin_capture(cuda_core::graph::CaptureMode::Global)?;
+        let r = cap.prefetch(&managed, Location::Device(dev));
+        let graph = cap.end();
+        match (r, graph) {
+            (Ok(()), Ok(graph)) => {
+                let exec = graph.instantiate(cuda_core::graph::InstantiateFlags::empty())?;
+                exec.launch(&stream)?;
+                stream.synchronize()?;
+                Ok(())
+            }
+            (Err(e), _) => Err(e),
+            (Ok(()), Err(e)) => Err(e),
+        }
+    };
+    match captured {
+        Ok(()) => {
+            println!("    captured prefetch: ran from the graph");
+            check_eq(
+                managed.last_prefetch_location()?,
+                Some(Location::Device(dev)),
+                "prefetched by the graph",
+            )?;
+        }
+        Err(e) => {
+            println!("    captured prefetch: {e}");
+            check(
+                e.is(cuda_sys::CUresult::CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED),
+                || format!("captured prefetch failed otherwise: {e}"),
+            )?;
+        }
+    }
+    check(managed.host()?.iter().all(|&v| v == 3), || {
+        "managed contents".into()
     })
 }
 

@@ -529,6 +529,10 @@ impl<'a> crate::graph::Capturing<'_, 'a> {
     /// `cuMemPrefetchAsync`, captured: a prefetch of `buf` to `to` at every launch of
     /// the graph, which borrows `buf` for `'a`.
     ///
+    /// Driver 580 (CUDA 13.0) does not capture prefetches: it returns
+    /// `CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED` and invalidates the capture (checked on
+    /// the H100 by `hw_memory`); the call is here for drivers that do.
+    ///
     /// # Errors
     /// [`Error::ContextMismatch`] for a buffer of another context than the capture's
     /// stream; driver errors (`CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED` where the driver
