@@ -20,7 +20,7 @@ use core::marker::PhantomData;
 
 use cuda_sys::{CUdeviceptr, CUmemcpyAttributes, CUmemcpySrcAccessOrder};
 
-use super::DeviceBuffer;
+use super::{DeviceBuffer, Pod};
 use super::managed::{Location, ManagedBuffer};
 use super::registered::{HostRegisterFlags, HostRegistration, RegisteredPart};
 use crate::context::Context;
@@ -179,13 +179,15 @@ impl<'a> CopyBatch<'a> {
         self
     }
 
-    /// Adds a copy of `src` into `dst` (same length). Empty copies are left out.
+    /// Adds a copy of `src` into `dst` (same length). Empty copies are left out. `T` is
+    /// [`Pod`]: a destination the host can read afterwards (a registered range, a
+    /// managed buffer) receives whatever bytes the source held.
     ///
     /// # Errors
     /// [`Error::BatchCopy`] naming this copy's index when the lengths differ, a side
     /// belongs to another context than the batch's first copy, or `dst` is a read-only
     /// registration.
-    pub fn copy<T: Copy>(
+    pub fn copy<T: Pod>(
         &mut self,
         dst: &'a (impl BatchSide<T> + ?Sized),
         src: &'a (impl BatchSide<T> + ?Sized),
