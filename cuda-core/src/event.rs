@@ -117,12 +117,16 @@ impl Event {
         raw
     }
 
-    /// `cuEventRecord`: captures the work queued on `stream` so far.
+    /// `cuEventRecord`: captures the work queued on `stream` (a stream of the event's
+    /// context) so far. To order work across contexts, record on a stream of the
+    /// event's context and wait for it from any stream ([`Stream::wait_event`]).
     ///
     /// # Errors
-    /// Driver errors.
+    /// [`Error::ContextMismatch`](crate::Error::ContextMismatch) for a stream of another
+    /// context; driver errors.
     #[doc(alias = "cuEventRecord")]
     pub fn record(&self, stream: &Stream) -> Result<()> {
+        self.ctx.ensure_same(stream.context(), "cuEventRecord")?;
         let g = self.ctx.enter()?;
         // SAFETY: live event and stream; the context is current. Recorded in a capture,
         // the event only marks a point of it (no graph node names it).
