@@ -736,6 +736,8 @@ fn cross_context_async_work_is_refused() -> TestResult {
         unsafe { src.copy_to_host_slice_async(&mut host, &stream_b) },
         "copy_to_host_slice_async, stream of B",
     )?;
+    let event = Event::new(&a, EventFlags::DISABLE_TIMING)?;
+    mismatch(event.record(&stream_b), "Event::record, stream of B")?;
     let graph = Graph::new(&a)?;
     graph.add_memset_d32_node(&[], &dst, 3)?;
     let exec = graph.instantiate(InstantiateFlags::empty())?;
