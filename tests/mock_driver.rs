@@ -482,6 +482,30 @@ unsafe extern "C" fn cu_graph_retain_user_object(
         .extend(std::iter::repeat_n(object.addr(), count as usize));
     OK
 }
+unsafe extern "C" fn cu_graph_release_user_object(
+    graph: CUgraph,
+    object: CUuserObject,
+    count: c_uint,
+) -> CUresult {
+    log(format!(
+        "cuGraphReleaseUserObject {:#x} {:#x}",
+        graph.addr(),
+        object.addr()
+    ));
+    {
+        let mut graphs = lock(&GRAPHS);
+        let Some(g) = graphs.get_mut(&graph.addr()) else {
+            return CUresult::CUDA_ERROR_INVALID_VALUE;
+        };
+        for _ in 0..count {
+            let Some(i) = g.objects.iter().position(|&o| o == object.addr()) else {
+                return CUresult::CUDA_ERROR_INVALID_VALUE;
+            };
+            g.objects.remove(i);
+        }
+    }
+    release_object(object.addr(), count)
+}
 unsafe extern "C" fn cu_graph_destroy(graph: CUgraph) -> CUresult {
     log(format!("cuGraphDestroy {:#x}", graph.addr()));
     let Some(g) = lock(&GRAPHS).remove(&graph.addr()) else {
@@ -1017,6 +1041,8 @@ fn mock_entry(name: &str) -> *mut c_void {
         "cuUserObjectRelease" => cu_user_object_release as unsafe extern "C" fn(_, _) -> _,
         "cuGraphRetainUserObject" =>
             cu_graph_retain_user_object as unsafe extern "C" fn(_, _, _, _) -> _,
+        "cuGraphReleaseUserObject" =>
+            cu_graph_release_user_object as unsafe extern "C" fn(_, _, _) -> _,
         "cuGraphDestroy" => cu_graph_destroy as unsafe extern "C" fn(_) -> _,
         "cuGraphInstantiate" => cu_graph_instantiate as unsafe extern "C" fn(_, _, _) -> _,
         "cuGraphExecDestroy" => cu_graph_exec_destroy as unsafe extern "C" fn(_) -> _,
@@ -1883,6 +1909,21 @@ fn captured_host_fn_is_owned_by_the_graph() {
         assert!(lock(&USER_OBJECTS).is_empty());
         assert_eq!(runs.load(Ordering::SeqCst), 2 + usize::from(with_exec));
     }
+
+    // A host function the driver refuses in the capture: its closure (and what it
+    // captured) is dropped before `host_fn` returns, not when the graph goes.
+    let drops = Arc::new(AtomicUsize::new(0));
+    let cap = stream.begin_capture(CaptureMode::Global).unwrap();
+    let guard = DropCount(drops.clone());
+    FAIL_HOST_FN.store(true, Ordering::SeqCst);
+    let refused = cap.host_fn(move || {
+        let _keep = &guard;
+    });
+    FAIL_HOST_FN.store(false, Ordering::SeqCst);
+    assert!(refused.is_err());
+    assert_eq!(drops.load(Ordering::SeqCst), 1, "dropped at the refusal");
+    assert!(lock(&USER_OBJECTS).is_empty(), "no user object left");
+    drop(cap.end());
 }
 
 static HOOKED: Mutex<Vec<DropError>> = Mutex::new(Vec::new());
