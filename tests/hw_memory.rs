@@ -38,6 +38,7 @@ fn main() {
             registered_async_copies_are_safe,
             batch_of_1000_mixed_copies,
             batch_checks_each_copy,
+            batch_with_pinned_memory,
             captured_prefetch_and_batch,
             l2_window_on_a_stream,
             pointer_kinds,
@@ -484,6 +485,35 @@ fn batch_of_1000_mixed_copies() -> TestResult {
         total * 4 * 4
     );
     Ok(())
+}
+
+/// Pinned buffers join a batch through the `unsafe` `copy_raw` (Rust can reach their
+/// contents at any time): host to device and back, checked.
+fn batch_with_pinned_memory() -> TestResult {
+    require_gpu()?;
+    const N: usize = 1 << 16;
+    let ctx = ctx()?;
+    let stream = Stream::non_blocking(&ctx)?;
+    let src = PinnedHostBuffer::from_slice(&ctx, &(0..N as u32).collect::<Vec<_>>())?;
+    let mut dst = PinnedHostBuffer::<u32>::zeroed(&ctx, N)?;
+    let dev = DeviceBuffer::<u32>::zeroed(&ctx, N)?;
+    let mut batch = CopyBatch::new();
+    // SAFETY: `src`, `dev` and `dst` hold N values each and stay alive and untouched by
+    // the host until the stream is synchronized below.
+    unsafe {
+        batch.copy_raw(&ctx, dev.as_raw(), src.as_ptr() as u64, N * 4)?;
+    }
+    batch.submit(&stream)?;
+    let mut back = CopyBatch::new();
+    // SAFETY: as above; `dst` is read only after the synchronization.
+    unsafe {
+        back.copy_raw(&ctx, dst.as_mut_ptr() as u64, dev.as_raw(), N * 4)?;
+    }
+    back.submit(&stream)?;
+    stream.synchronize()?;
+    check(dst.iter().enumerate().all(|(i, &v)| v == i as u32), || {
+        "pinned round trip through a batch".into()
+    })
 }
 
 /// Each copy is checked as it is added: the error names its index.

@@ -18,7 +18,7 @@ use std::sync::{Mutex, MutexGuard};
 use cuda_core::memory::batch::{CopyAttributes, CopyBatch, SrcAccessOrder};
 use cuda_core::memory::l2::AccessPolicyWindow;
 use cuda_core::memory::managed::{
-    Advice, Attach, Location, ManagedBuffer, MemoryKind, memory_kind,
+    Advice, Attach, Location, ManagedBuffer, MemoryKind, MemoryModel, memory_kind,
 };
 use cuda_core::memory::registered::{HostRegisterFlags, HostRegistration};
 use cuda_core::{Context, Device, DeviceBuffer, Error, Stream, StreamFlags};
@@ -69,6 +69,28 @@ unsafe extern "C" fn cu_device_get(d: *mut CUdevice, ordinal: c_int) -> CUresult
 }
 unsafe extern "C" fn cu_device_get_count(n: *mut c_int) -> CUresult {
     unsafe { *n = 1 };
+    OK
+}
+unsafe extern "C" fn cu_device_get_attribute(
+    v: *mut c_int,
+    attr: cuda_sys::CUdevice_attribute,
+    _: CUdevice,
+) -> CUresult {
+    use cuda_sys::CUdevice_attribute as A;
+    // A coherent system (as on Grace Hopper): pageable memory access through the host's
+    // page tables, native host atomics; no read-only registration.
+    let on = match attr {
+        A::CU_DEVICE_ATTRIBUTE_MANAGED_MEMORY
+        | A::CU_DEVICE_ATTRIBUTE_CONCURRENT_MANAGED_ACCESS
+        | A::CU_DEVICE_ATTRIBUTE_PAGEABLE_MEMORY_ACCESS
+        | A::CU_DEVICE_ATTRIBUTE_PAGEABLE_MEMORY_ACCESS_USES_HOST_PAGE_TABLES
+        | A::CU_DEVICE_ATTRIBUTE_HOST_NATIVE_ATOMIC_SUPPORTED
+        | A::CU_DEVICE_ATTRIBUTE_DIRECT_MANAGED_MEM_ACCESS_FROM_HOST
+        | A::CU_DEVICE_ATTRIBUTE_HOST_REGISTER_SUPPORTED => 1,
+        A::CU_DEVICE_ATTRIBUTE_READ_ONLY_HOST_REGISTER_SUPPORTED => 0,
+        _ => return CUresult::CUDA_ERROR_INVALID_VALUE,
+    };
+    unsafe { *v = on };
     OK
 }
 unsafe extern "C" fn cu_primary_retain(ctx: *mut CUcontext, _: CUdevice) -> CUresult {
@@ -321,6 +343,7 @@ fn mock_entry(name: &str) -> *mut c_void {
         "cuInit" => cu_init as unsafe extern "C" fn(_) -> _,
         "cuDeviceGet" => cu_device_get as unsafe extern "C" fn(_, _) -> _,
         "cuDeviceGetCount" => cu_device_get_count as unsafe extern "C" fn(_) -> _,
+        "cuDeviceGetAttribute" => cu_device_get_attribute as unsafe extern "C" fn(_, _, _) -> _,
         "cuDevicePrimaryCtxRetain" => cu_primary_retain as unsafe extern "C" fn(_, _) -> _,
         "cuDevicePrimaryCtxRelease" => cu_primary_release as unsafe extern "C" fn(_) -> _,
         "cuCtxGetCurrent" => cu_ctx_get_current as unsafe extern "C" fn(_) -> _,
@@ -374,10 +397,20 @@ fn memory_chapter_against_a_mock_driver() {
     let ctx = Context::primary(Device::get(0).unwrap()).unwrap();
     let stream = Stream::new(&ctx, StreamFlags::NON_BLOCKING).unwrap();
     let s = stream.as_raw().addr();
+    model(&ctx);
     managed(&ctx, &stream, s);
     registered(&ctx, &stream);
     batch(&ctx, &stream, s);
     stream_attributes(&ctx, &stream);
+}
+
+fn model(ctx: &Context) {
+    let m = MemoryModel::of(ctx.device()).unwrap();
+    assert!(m.managed_memory && m.concurrent_managed_access);
+    assert!(m.pageable_memory_access && m.pageable_uses_host_page_tables);
+    assert!(m.host_native_atomics && m.direct_managed_access_from_host);
+    assert!(m.host_register && !m.host_register_read_only);
+    assert!(m.system_memory_usable());
 }
 
 fn managed(ctx: &Context, stream: &Stream, s: usize) {

@@ -8,7 +8,8 @@
 //! for the same reasons as the single asynchronous copies: a device buffer's free waits
 //! for its own context's work, a managed buffer's host view synchronizes its context
 //! first, and a registration's drop does too. Pinned buffers (`PinnedHostBuffer`), whose
-//! contents Rust can reach at any time, are not accepted (their copies are `unsafe`).
+//! contents Rust can reach at any time, go in through the `unsafe`
+//! [`CopyBatch::copy_raw`], like their single asynchronous copies.
 //!
 //! Each copy is checked when it is added (equal lengths, one context, a writable
 //! destination); the error says which copy ([`Error::BatchCopy`]). CUDA 13.0's
@@ -212,16 +213,57 @@ impl<'a> CopyBatch<'a> {
         if self.ctx.is_none() {
             self.ctx = Some(dctx.clone());
         }
+        self.push(d, s, bytes);
+        Ok(self)
+    }
+
+    /// Adds a copy of `bytes` bytes from `src` to `dst` by address: memory the batch
+    /// cannot borrow safely, such as a [`PinnedHostBuffer`](super::PinnedHostBuffer)
+    /// (whose contents Rust can reach at any time) or ordinary host memory.
+    ///
+    /// # Safety
+    /// Both ranges must be valid for the copy (of `ctx`, or host memory) until it has
+    /// run on the stream the batch is submitted to (and for every launch of every graph
+    /// made from a capture that records the batch), no host code may read `dst` or write
+    /// either range meanwhile, and any bytes must be valid for what `dst` holds.
+    ///
+    /// # Errors
+    /// [`Error::BatchCopy`] when `ctx` is not the batch's context.
+    pub unsafe fn copy_raw(
+        &mut self,
+        ctx: &Context,
+        dst: CUdeviceptr,
+        src: CUdeviceptr,
+        bytes: usize,
+    ) -> Result<&mut Self> {
+        let index = self.dsts.len();
+        if self.ctx.as_ref().is_some_and(|c| c != ctx) {
+            return Err(Error::BatchCopy {
+                index,
+                rule: "a side belongs to another context than the batch",
+            });
+        }
+        if bytes == 0 {
+            return Ok(self);
+        }
+        if self.ctx.is_none() {
+            self.ctx = Some(ctx.clone());
+        }
+        self.push(dst, src, bytes);
+        Ok(self)
+    }
+
+    fn push(&mut self, dst: CUdeviceptr, src: CUdeviceptr, bytes: usize) {
+        let index = self.dsts.len();
         let attrs = self.pending.as_raw();
         let same = self.attrs.last().is_some_and(|a| raw_eq(a, &attrs));
         if !same {
             self.attrs.push(attrs);
             self.attr_starts.push(index);
         }
-        self.dsts.push(d);
-        self.srcs.push(s);
+        self.dsts.push(dst);
+        self.srcs.push(src);
         self.sizes.push(bytes);
-        Ok(self)
     }
 
     /// Number of copies.
