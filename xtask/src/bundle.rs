@@ -56,7 +56,7 @@ pub fn run_bundle(root: &Path, dir: &Path) -> R {
     }
 
     step(
-        "building the examples (pdl_demo, bench, devgraph_bench, tma_bench, peer_bench, nccl_allreduce), release",
+        "building the examples (pdl_demo, bench, devgraph_bench, tma_bench, peer_bench, mem_bench, nccl_allreduce), release",
     );
     run(cargo(root).args(["build", "--release", "--examples", "-p", "cuda-workspace"]))?;
     for example in [
@@ -65,6 +65,7 @@ pub fn run_bundle(root: &Path, dir: &Path) -> R {
         "devgraph_bench",
         "tma_bench",
         "peer_bench",
+        "mem_bench",
         "nccl_allreduce",
     ] {
         let src = root.join("target/release/examples").join(example);
@@ -212,7 +213,7 @@ const RUN_SH: &str = r#"#!/usr/bin/env bash
 #   --bench-only  skip the hardware suites
 #   --rounds N    rounds of the interleaved Rust/C++ comparison (default 30)
 #   --suites "hw_a hw_b"   run only these hardware suites (default: all)
-#   --benches "a b"        run only these benchmarks: pdl bench devgraph tma peer nccl
+#   --benches "a b"        run only these benchmarks: pdl bench devgraph tma peer mem nccl
 # Logs go to ./logs; with $OUT set, the summary, CSVs and a logs.tgz are copied there.
 set -u
 cd "$(dirname "$0")"
@@ -220,7 +221,7 @@ LOGS=$PWD/logs
 rm -rf "$LOGS"; mkdir -p "$LOGS"
 export LD_LIBRARY_PATH=/usr/local/cuda/lib64:${LD_LIBRARY_PATH:-}
 export CUDA_DEVRT_LIB=${CUDA_DEVRT_LIB:-/usr/local/cuda/lib64/libcudadevrt.a}
-SANITIZE=0; BENCH=1; TESTS=1; ROUNDS=30; SUITES=""; BENCHES="pdl bench devgraph tma peer nccl"
+SANITIZE=0; BENCH=1; TESTS=1; ROUNDS=30; SUITES=""; BENCHES="pdl bench devgraph tma peer mem nccl"
 while [ $# -gt 0 ]; do
   case "$1" in
     --suites) SUITES=$2; shift 2 ;;
@@ -292,6 +293,15 @@ if [ "$BENCH" = 1 ] && want "$BENCHES" peer; then
     bin/peer_bench --rounds 10 --csv "$LOGS/peer_bench.csv" 2>&1 | tee "$LOGS/peer_bench.log"
   fi
 fi
+if [ "$BENCH" = 1 ] && want "$BENCHES" mem; then
+  echo "=== mem_bench (managed migration, batched copies, zero copy; Rust and nvcc C++ alternating)"
+  if "$NVCC" -O3 -std=c++17 -arch=sm_90 -shared -Xcompiler -fPIC cpp/mem_ref.cu -o mem_ref.so > "$LOGS/mem_ref_build.log" 2>&1; then
+    bin/mem_bench --cpp ./mem_ref.so --rounds 10 --csv "$LOGS/mem_bench.csv" 2>&1 | tee "$LOGS/mem_bench.log"
+  else
+    echo "nvcc build of cpp/mem_ref.cu failed:"; tail -20 "$LOGS/mem_ref_build.log"
+    bin/mem_bench --rounds 10 --csv "$LOGS/mem_bench.csv" 2>&1 | tee "$LOGS/mem_bench.log"
+  fi
+fi
 if [ "$BENCH" = 1 ] && want "$BENCHES" nccl; then
   echo "=== nccl_allreduce"
   bin/nccl_allreduce 2>&1 | tee "$LOGS/nccl_allreduce.log"
@@ -321,7 +331,7 @@ fi
 cat "$LOGS/summary.txt"
 if [ -n "${OUT:-}" ]; then
   tar czf "$OUT/logs.tgz" -C "$LOGS" .
-  for f in summary.txt bench.csv bench_cpp.csv stamps.csv bench_interleave.csv bench_interleave.log devgraph_bench.csv devgraph_bench.log tma_bench.csv tma_bench.log tma_tune.csv tma_sweep.csv tma_sweep.svg peer_bench.csv peer_bench.log nccl_allreduce.log; do [ -f "$LOGS/$f" ] && cp "$LOGS/$f" "$OUT/"; done
+  for f in summary.txt bench.csv bench_cpp.csv stamps.csv bench_interleave.csv bench_interleave.log devgraph_bench.csv devgraph_bench.log tma_bench.csv tma_bench.log tma_tune.csv tma_sweep.csv tma_sweep.svg peer_bench.csv peer_bench.log mem_bench.csv mem_bench.log nccl_allreduce.log; do [ -f "$LOGS/$f" ] && cp "$LOGS/$f" "$OUT/"; done
 fi
 [ "$TESTS" = 0 ] || grep -q "^hardware: [0-9]* passed, 0 failed" "$LOGS/summary.txt"
 "#;
