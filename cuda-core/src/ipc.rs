@@ -476,7 +476,8 @@ impl Drop for ImportedPoolAlloc<'_> {
     fn drop(&mut self) {
         let _g = enter_for_drop!(self.pool.context());
         // SAFETY: imported by `cuMemPoolImportPointer`, freed once here (`cuMemFree`
-        // waits for the context's work that may still use it).
+        // waits for the pending work of its own context; work on it is queued only by
+        // `unsafe` launches, whose contract covers the rest).
         unsafe { dropping!(cuMemFree(self.ptr)) };
     }
 }
