@@ -114,12 +114,7 @@ type Part = fn(&Bench, &mut Csv) -> R;
 
 fn main() {
     let args: Vec<String> = std::env::args().skip(1).collect();
-    let opt = |name: &str| {
-        args.iter()
-            .position(|a| a == name)
-            .and_then(|i| args.get(i + 1))
-            .cloned()
-    };
+    let opt = |name: &str| common::arg_value(&args, name);
     let rounds: usize = opt("--rounds").and_then(|r| r.parse().ok()).unwrap_or(10);
     let grid: Option<u32> = opt("--grid").and_then(|g| g.parse().ok());
     let ctx = match common::open_gpu() {

@@ -36,12 +36,7 @@ const DIRS: [&str; 3] = ["0->1", "1->0", "both"];
 
 fn main() {
     let args: Vec<String> = std::env::args().skip(1).collect();
-    let opt = |name: &str| {
-        args.iter()
-            .position(|a| a == name)
-            .and_then(|i| args.get(i + 1))
-            .cloned()
-    };
+    let opt = |name: &str| common::arg_value(&args, name);
     let rounds: usize = opt("--rounds").and_then(|r| r.parse().ok()).unwrap_or(10);
     let sizes: Vec<usize> = opt("--sizes")
         .map(|s| s.split(',').filter_map(|x| x.trim().parse().ok()).collect())

@@ -145,12 +145,7 @@ impl Pipe {
 
 fn main() {
     let args: Vec<String> = std::env::args().skip(1).collect();
-    let opt = |name: &str| {
-        args.iter()
-            .position(|a| a == name)
-            .and_then(|i| args.get(i + 1))
-            .cloned()
-    };
+    let opt = |name: &str| common::arg_value(&args, name);
     let rounds: usize = opt("--rounds").and_then(|r| r.parse().ok()).unwrap_or(10);
     let sweep_rounds: usize = opt("--sweep-rounds")
         .and_then(|r| r.parse().ok())

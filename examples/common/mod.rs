@@ -269,3 +269,11 @@ pub fn chain_bench_trigger(
     }
     Ok(us)
 }
+
+/// The value after `name` on the command line (`--rounds 10`), if any.
+pub fn arg_value(args: &[String], name: &str) -> Option<String> {
+    args.iter()
+        .position(|a| a == name)
+        .and_then(|i| args.get(i + 1))
+        .cloned()
+}
