@@ -28,6 +28,17 @@ impl fmt::Display for CUresult {
     }
 }
 
+impl fmt::Debug for CUresult {
+    /// `CUDA_ERROR_LAUNCH_FAILED(719)`; a code the headers do not know prints as
+    /// `CUresult(1234)`.
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self.name() {
+            Some(n) => write!(f, "{n}({})", self.0),
+            None => write!(f, "CUresult({})", self.0),
+        }
+    }
+}
+
 impl core::error::Error for CUresult {}
 
 impl cudaError_t {
@@ -53,6 +64,16 @@ impl fmt::Display for cudaError_t {
     }
 }
 
+impl fmt::Debug for cudaError_t {
+    /// `cudaErrorLaunchFailure(719)`; an unknown code prints as `cudaError_t(1234)`.
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self.name() {
+            Some(n) => write!(f, "{n}({})", self.0),
+            None => write!(f, "cudaError_t({})", self.0),
+        }
+    }
+}
+
 impl core::error::Error for cudaError_t {}
 
 /// A function the loaded library does not provide (an older driver, say).
@@ -73,3 +94,25 @@ impl fmt::Display for MissingSymbol {
 }
 
 impl core::error::Error for MissingSymbol {}
+
+#[cfg(test)]
+mod tests {
+    extern crate std;
+    use std::format;
+
+    use crate::{CUresult, cudaError_t};
+
+    #[test]
+    fn debug_prints_the_name_and_code() {
+        assert_eq!(
+            format!("{:?}", CUresult::CUDA_ERROR_LAUNCH_FAILED),
+            "CUDA_ERROR_LAUNCH_FAILED(719)"
+        );
+        assert_eq!(format!("{:?}", CUresult(99_999)), "CUresult(99999)");
+        assert_eq!(
+            format!("{:?}", cudaError_t::cudaErrorLaunchFailure),
+            "cudaErrorLaunchFailure(719)"
+        );
+        assert_eq!(format!("{:?}", cudaError_t(99_999)), "cudaError_t(99999)");
+    }
+}

@@ -66,6 +66,9 @@ pub fn generate(include: &Path) -> R<Vec<(String, String)>> {
         .prepend_enum_name(false)
         .must_use_type("cudaError_enum")
         .must_use_type("cudaError")
+        // Result codes print their names (hand-written `Debug` in cuda-sys/src/result.rs).
+        .no_debug("cudaError_enum")
+        .no_debug("cudaError")
         .derive_default(true)
         .derive_eq(true)
         .derive_hash(true)

@@ -3595,7 +3595,7 @@ impl cudaError_enum {
 }
 #[repr(transparent)]
 #[must_use]
-#[derive(Debug, Copy, Clone, Hash, PartialEq, Eq)]
+#[derive(Copy, Clone, Hash, PartialEq, Eq)]
 pub struct cudaError_enum(pub ::core::ffi::c_uint);
 pub use self::cudaError_enum as CUresult;
 impl CUdevice_P2PAttribute_enum {
@@ -11745,7 +11745,7 @@ impl cudaError {
 }
 #[repr(transparent)]
 #[must_use]
-#[derive(Debug, Copy, Clone, Hash, PartialEq, Eq)]
+#[derive(Copy, Clone, Hash, PartialEq, Eq)]
 pub struct cudaError(pub ::core::ffi::c_uint);
 impl cudaChannelFormatKind {
     pub const cudaChannelFormatKindSigned: cudaChannelFormatKind = cudaChannelFormatKind(
