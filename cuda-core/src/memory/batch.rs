@@ -21,9 +21,9 @@ use core::marker::PhantomData;
 
 use cuda_sys::{CUdeviceptr, CUmemcpyAttributes, CUmemcpySrcAccessOrder};
 
-use super::{DeviceBuffer, Pod};
 use super::managed::{Location, ManagedBuffer};
 use super::registered::{HostRegisterFlags, HostRegistration, RegisteredPart};
+use super::{DeviceBuffer, Pod};
 use crate::context::Context;
 use crate::error::{Error, Result, drv};
 use crate::graph::Capturing;

@@ -540,7 +540,8 @@ impl<'a> crate::graph::Capturing<'_, 'a> {
     #[doc(alias = "cuMemPrefetchAsync")]
     pub fn prefetch<T: Copy>(&self, buf: &'a ManagedBuffer<T>, to: Location) -> Result<()> {
         let stream = self.stream();
-        buf.ctx.ensure_same(stream.context(), "cuMemPrefetchAsync")?;
+        buf.ctx
+            .ensure_same(stream.context(), "cuMemPrefetchAsync")?;
         let g = buf.ctx.enter()?;
         // SAFETY: the range is `buf`'s allocation, borrowed for `'a` (as long as the
         // graph); a prefetch moves pages, never changes their contents; the context is
