@@ -908,15 +908,20 @@ struct LinkLog(*mut c_void, usize);
 unsafe impl Send for LinkLog {}
 static LINK_LOG: Mutex<LinkLog> = Mutex::new(LinkLog(std::ptr::null_mut(), 0));
 static LINK_UNRESOLVED: AtomicBool = AtomicBool::new(false);
-/// A minimal ELF64 header with no sections: what the mock linker "produces".
-static CUBIN: [u8; 64] = {
-    let mut h = [0u8; 64];
+/// A minimal ELF64 cubin, what the mock linker "produces": the header and one null
+/// section (`e_shoff` 64, `e_shentsize` 64, `e_shnum` 1), the least `Module::from_image`
+/// accepts.
+static CUBIN: [u8; 128] = {
+    let mut h = [0u8; 128];
     h[0] = 0x7f;
     h[1] = b'E';
     h[2] = b'L';
     h[3] = b'F';
     h[4] = 2;
     h[5] = 1;
+    h[0x28] = 64; // e_shoff
+    h[0x3a] = 64; // e_shentsize
+    h[0x3c] = 1; // e_shnum
     h
 };
 

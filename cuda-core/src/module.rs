@@ -329,9 +329,11 @@ impl Module {
 
     /// `cuModuleLoadDataEx` of a cubin (ELF), a fatbin, or NUL-terminated PTX bytes.
     ///
-    /// The driver reads the image without a length, so the image is checked first: an
-    /// ELF's program and section headers and section contents, and a fatbin's declared
-    /// size, must lie inside `image`; anything else must contain a NUL.
+    /// The driver reads the image without a length, so the image is checked first, with
+    /// no driver call: an ELF64 cubin's header must be consistent (entry sizes, counts,
+    /// `e_shstrndx`) and its program and section headers, segments and section contents
+    /// must lie inside `image`; so must a fatbin's declared size; anything else must
+    /// contain a NUL.
     ///
     /// # Errors
     /// [`Error::InvalidArgument`] for a truncated image; [`Error::Jit`] when embedded
@@ -567,48 +569,22 @@ fn fits(len: usize, off: usize, n: usize, size: usize) -> bool {
         .is_some_and(|end| end <= len)
 }
 
-/// Checks that the driver, reading `image` without a length, stays inside it.
+/// The refusal of an image too short for its own headers.
+const BAD_IMAGE: Error = Error::InvalidArgument("truncated or malformed module image");
+
+/// Checks that the driver, reading `image` without a length, stays inside it. Pure: no
+/// driver call.
 fn check_image(image: &[u8]) -> Result<()> {
-    const BAD: Error = Error::InvalidArgument("truncated or malformed module image");
     if image.starts_with(b"\x7fELF") {
-        // ELF64 little-endian header: e_phoff 0x20, e_shoff 0x28, e_phentsize 0x36,
-        // e_phnum 0x38, e_shentsize 0x3a, e_shnum 0x3c.
-        if image.get(4) != Some(&2) || image.get(5) != Some(&1) || image.len() < 64 {
-            return Err(BAD);
-        }
-        let h = |r: Option<usize>| r.ok_or(BAD);
-        let (phoff, shoff) = (h(read_u64(image, 0x20))?, h(read_u64(image, 0x28))?);
-        let (phentsize, phnum) = (h(read_u16(image, 0x36))?, h(read_u16(image, 0x38))?);
-        let (shentsize, shnum) = (h(read_u16(image, 0x3a))?, h(read_u16(image, 0x3c))?);
-        if !fits(image.len(), phoff, phnum, phentsize)
-            || !fits(image.len(), shoff, shnum, shentsize)
-        {
-            return Err(BAD);
-        }
-        if shnum > 0 && shentsize < 0x28 {
-            return Err(BAD);
-        }
-        for i in 0..shnum {
-            let at = h(i.checked_mul(shentsize).and_then(|o| o.checked_add(shoff)))?;
-            const SHT_NOBITS: u32 = 8;
-            if read_u32(image, at.checked_add(4).ok_or(BAD)?).ok_or(BAD)? == SHT_NOBITS {
-                continue;
-            }
-            let off = h(read_u64(image, at.checked_add(0x18).ok_or(BAD)?))?;
-            let size = h(read_u64(image, at.checked_add(0x20).ok_or(BAD)?))?;
-            if !fits(image.len(), off, 1, size) {
-                return Err(BAD);
-            }
-        }
-        return Ok(());
+        return check_elf(image);
     }
     match read_u32(image, 0) {
         Some(FATBIN_MAGIC) => {
             // struct { u32 magic; u16 version; u16 headerSize; u64 fatSize; }
-            let header = read_u16(image, 6).ok_or(BAD)?;
-            let body = read_u64(image, 8).ok_or(BAD)?;
+            let header = read_u16(image, 6).ok_or(BAD_IMAGE)?;
+            let body = read_u64(image, 8).ok_or(BAD_IMAGE)?;
             if header < 16 || !fits(image.len(), header, 1, body) {
-                return Err(BAD);
+                return Err(BAD_IMAGE);
             }
             Ok(())
         }
@@ -620,6 +596,96 @@ fn check_image(image: &[u8]) -> Result<()> {
             "PTX image must contain a terminating NUL byte",
         )),
     }
+}
+
+/// The ELF64 header rules of [`check_image`]: a little-endian ELF64 header whose
+/// program-header table (each entry 56 bytes, at most `0xfffe` of them), section-header
+/// table (1 to `0xffff` entries of 64 bytes) and `e_shstrndx` are consistent, the tables,
+/// every segment's file contents and every section's contents (but `SHT_NOBITS`) inside
+/// `image`. All arithmetic is checked.
+fn check_elf(image: &[u8]) -> Result<()> {
+    /// `e_phnum` saying that the count is in section 0's `sh_info`.
+    const PN_XNUM: usize = 0xffff;
+    /// The size of an `Elf64_Phdr`.
+    const PHDR_SIZE: usize = 56;
+    /// The size of an `Elf64_Shdr`.
+    const SHDR_SIZE: usize = 64;
+    /// A section that occupies no file bytes (`.bss`).
+    const SHT_NOBITS: u32 = 8;
+    // ELF64 little-endian header: e_phoff 0x20, e_shoff 0x28, e_phentsize 0x36,
+    // e_phnum 0x38, e_shentsize 0x3a, e_shnum 0x3c, e_shstrndx 0x3e.
+    if image.get(4) != Some(&2) || image.get(5) != Some(&1) || image.len() < 64 {
+        return Err(BAD_IMAGE);
+    }
+    let h = |r: Option<usize>| r.ok_or(BAD_IMAGE);
+    let (phoff, shoff) = (h(read_u64(image, 0x20))?, h(read_u64(image, 0x28))?);
+    let (phentsize, phnum) = (h(read_u16(image, 0x36))?, h(read_u16(image, 0x38))?);
+    let (shentsize, shnum) = (h(read_u16(image, 0x3a))?, h(read_u16(image, 0x3c))?);
+    let shstrndx = h(read_u16(image, 0x3e))?;
+    if phnum == PN_XNUM {
+        return Err(Error::InvalidArgument(
+            "ELF image: e_phnum is PN_XNUM (0xffff), which a cubin does not use",
+        ));
+    }
+    if phnum > 0 && phentsize != PHDR_SIZE {
+        return Err(Error::InvalidArgument(
+            "ELF image: e_phentsize must be 56 (an ELF64 program header) when e_phnum > 0",
+        ));
+    }
+    if shnum == 0 {
+        return Err(Error::InvalidArgument(
+            "ELF image: e_shnum must be non-zero (a cubin has a section table)",
+        ));
+    }
+    if shentsize != SHDR_SIZE {
+        return Err(Error::InvalidArgument(
+            "ELF image: e_shentsize must be 64 (an ELF64 section header)",
+        ));
+    }
+    if !fits(image.len(), phoff, phnum, PHDR_SIZE) {
+        return Err(Error::InvalidArgument(
+            "ELF image: the program-header table (e_phoff + e_phnum * e_phentsize) must lie \
+             inside the image",
+        ));
+    }
+    if !fits(image.len(), shoff, shnum, SHDR_SIZE) {
+        return Err(Error::InvalidArgument(
+            "ELF image: the section-header table (e_shoff + e_shnum * e_shentsize) must lie \
+             inside the image",
+        ));
+    }
+    if shstrndx >= shnum {
+        return Err(Error::InvalidArgument(
+            "ELF image: e_shstrndx must be below e_shnum",
+        ));
+    }
+    // Both tables are inside `image`: every `at + field` below is too, and `read_*`
+    // answer `None` (never panic) if not.
+    for i in 0..phnum {
+        let at = h(i.checked_mul(PHDR_SIZE).and_then(|o| o.checked_add(phoff)))?;
+        let off = h(at.checked_add(0x08).and_then(|at| read_u64(image, at)))?;
+        let size = h(at.checked_add(0x20).and_then(|at| read_u64(image, at)))?;
+        if !fits(image.len(), off, 1, size) {
+            return Err(Error::InvalidArgument(
+                "ELF image: a segment (p_offset + p_filesz) must lie inside the image",
+            ));
+        }
+    }
+    for i in 0..shnum {
+        let at = h(i.checked_mul(SHDR_SIZE).and_then(|o| o.checked_add(shoff)))?;
+        let kind = at.checked_add(4).and_then(|at| read_u32(image, at));
+        if kind.ok_or(BAD_IMAGE)? == SHT_NOBITS {
+            continue;
+        }
+        let off = h(at.checked_add(0x18).and_then(|at| read_u64(image, at)))?;
+        let size = h(at.checked_add(0x20).and_then(|at| read_u64(image, at)))?;
+        if !fits(image.len(), off, 1, size) {
+            return Err(Error::InvalidArgument(
+                "ELF image: a section (sh_offset + sh_size) must lie inside the image",
+            ));
+        }
+    }
+    Ok(())
 }
 
 /// Lazy loading (Programming Guide 4.7): the loading mode, and the functions of a
@@ -760,5 +826,417 @@ impl Module {
             }
         }
         Ok(total)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Length of [`elf`]'s image.
+    const ELF_LEN: usize = 328;
+
+    /// A minimal well-formed ELF64 cubin: the header, one program header (a `PT_LOAD` of
+    /// the string table) at 64, three section headers at 120 (null, `.shstrtab`, a
+    /// `.bss` whose offset and size lie past the image, as `SHT_NOBITS` may), and the
+    /// string table at 312.
+    fn elf() -> [u8; ELF_LEN] {
+        let mut b = [0u8; ELF_LEN];
+        b[..8].copy_from_slice(b"\x7fELF\x02\x01\x01\x33");
+        let mut put = |at: usize, bytes: &[u8]| b[at..at + bytes.len()].copy_from_slice(bytes);
+        put(0x10, &2u16.to_le_bytes()); // e_type: ET_EXEC
+        put(0x12, &190u16.to_le_bytes()); // e_machine: EM_CUDA
+        put(0x14, &1u32.to_le_bytes()); // e_version
+        put(0x20, &64u64.to_le_bytes()); // e_phoff
+        put(0x28, &120u64.to_le_bytes()); // e_shoff
+        put(0x34, &64u16.to_le_bytes()); // e_ehsize
+        put(0x36, &56u16.to_le_bytes()); // e_phentsize
+        put(0x38, &1u16.to_le_bytes()); // e_phnum
+        put(0x3a, &64u16.to_le_bytes()); // e_shentsize
+        put(0x3c, &3u16.to_le_bytes()); // e_shnum
+        put(0x3e, &1u16.to_le_bytes()); // e_shstrndx
+        // Program header 0: PT_LOAD, p_offset 312, p_filesz 16.
+        put(64, &1u32.to_le_bytes());
+        put(64 + 0x08, &312u64.to_le_bytes());
+        put(64 + 0x20, &16u64.to_le_bytes());
+        // Section 1: .shstrtab (SHT_STRTAB) at 312, 16 bytes.
+        put(184 + 4, &3u32.to_le_bytes());
+        put(184 + 0x18, &312u64.to_le_bytes());
+        put(184 + 0x20, &16u64.to_le_bytes());
+        // Section 2: .bss (SHT_NOBITS), placed past the image.
+        put(248 + 4, &8u32.to_le_bytes());
+        put(248 + 0x18, &0x7fff_ffffu64.to_le_bytes());
+        put(248 + 0x20, &u64::MAX.to_le_bytes());
+        put(312, b"\0.shstrtab\0.bss\0");
+        b
+    }
+
+    fn set_u16(b: &mut [u8], at: usize, v: u16) {
+        b[at..at + 2].copy_from_slice(&v.to_le_bytes());
+    }
+
+    fn set_u64(b: &mut [u8], at: usize, v: u64) {
+        b[at..at + 8].copy_from_slice(&v.to_le_bytes());
+    }
+
+    fn refusal(image: &[u8]) -> &'static str {
+        match check_image(image) {
+            Err(Error::InvalidArgument(what)) => what,
+            other => panic!("not refused as an invalid argument: {other:?}"),
+        }
+    }
+
+    #[test]
+    fn well_formed_images_pass() {
+        check_image(&elf()).unwrap();
+        // The smallest ELF the checks accept: the header and one null section at 64.
+        let mut tiny = [0u8; 128];
+        tiny[..6].copy_from_slice(b"\x7fELF\x02\x01");
+        set_u64(&mut tiny, 0x28, 64);
+        set_u16(&mut tiny, 0x3a, 64);
+        set_u16(&mut tiny, 0x3c, 1);
+        check_image(&tiny).unwrap();
+        // A fatbin: 16-byte header, 8 bytes of body.
+        let mut fatbin = [0u8; 24];
+        fatbin[..4].copy_from_slice(&FATBIN_MAGIC.to_le_bytes());
+        set_u16(&mut fatbin, 6, 16);
+        set_u64(&mut fatbin, 8, 8);
+        check_image(&fatbin).unwrap();
+        check_image(b".version 8.0\n.target sm_90\n\0").unwrap();
+    }
+
+    /// The reported header: no program-header size and PN_XNUM program headers, which
+    /// passed as a table of zero bytes.
+    #[test]
+    fn elf_pn_xnum_with_zero_phentsize_is_refused() {
+        let mut b = elf();
+        set_u16(&mut b, 0x36, 0);
+        set_u16(&mut b, 0x38, 0xffff);
+        assert_eq!(
+            refusal(&b),
+            "ELF image: e_phnum is PN_XNUM (0xffff), which a cubin does not use"
+        );
+        // PN_XNUM with the right entry size is refused too.
+        set_u16(&mut b, 0x36, 56);
+        assert!(refusal(&b).contains("PN_XNUM"));
+    }
+
+    /// The reported header: no section headers (an empty table passed).
+    #[test]
+    fn elf_without_sections_is_refused() {
+        let mut b = elf();
+        set_u16(&mut b, 0x3c, 0);
+        assert_eq!(
+            refusal(&b),
+            "ELF image: e_shnum must be non-zero (a cubin has a section table)"
+        );
+        // A bare header (`e_shnum` 0, no tables at all) as well.
+        let mut header = [0u8; 64];
+        header[..6].copy_from_slice(b"\x7fELF\x02\x01");
+        assert!(refusal(&header).contains("e_shnum"));
+    }
+
+    #[test]
+    fn elf_header_rules_are_named() {
+        let mut b = elf();
+        set_u16(&mut b, 0x36, 0);
+        assert_eq!(
+            refusal(&b),
+            "ELF image: e_phentsize must be 56 (an ELF64 program header) when e_phnum > 0"
+        );
+        // No program headers: the entry size is not used.
+        set_u16(&mut b, 0x38, 0);
+        check_image(&b).unwrap();
+
+        let mut b = elf();
+        set_u16(&mut b, 0x3a, 0x28);
+        assert_eq!(
+            refusal(&b),
+            "ELF image: e_shentsize must be 64 (an ELF64 section header)"
+        );
+        let mut b = elf();
+        set_u16(&mut b, 0x3e, 3);
+        assert_eq!(refusal(&b), "ELF image: e_shstrndx must be below e_shnum");
+
+        let mut b = elf();
+        set_u64(&mut b, 0x20, (ELF_LEN - 55) as u64);
+        assert_eq!(
+            refusal(&b),
+            "ELF image: the program-header table (e_phoff + e_phnum * e_phentsize) must lie \
+             inside the image"
+        );
+        set_u64(&mut b, 0x20, u64::MAX - 8);
+        assert!(refusal(&b).contains("program-header table"));
+        let mut b = elf();
+        set_u64(&mut b, 0x28, (ELF_LEN - 3 * 64 + 1) as u64);
+        assert_eq!(
+            refusal(&b),
+            "ELF image: the section-header table (e_shoff + e_shnum * e_shentsize) must lie \
+             inside the image"
+        );
+        set_u64(&mut b, 0x28, u64::MAX);
+        assert!(refusal(&b).contains("section-header table"));
+
+        // A segment or a section past the end.
+        let mut b = elf();
+        set_u64(&mut b, 64 + 0x20, 17);
+        assert_eq!(
+            refusal(&b),
+            "ELF image: a segment (p_offset + p_filesz) must lie inside the image"
+        );
+        let mut b = elf();
+        set_u64(&mut b, 184 + 0x20, u64::MAX);
+        assert_eq!(
+            refusal(&b),
+            "ELF image: a section (sh_offset + sh_size) must lie inside the image"
+        );
+        // Truncated anywhere: refused.
+        let b = elf();
+        for len in 0..ELF_LEN {
+            check_image(&b[..len]).unwrap_err();
+        }
+    }
+
+    #[test]
+    fn fatbin_and_ptx_rules() {
+        let mut fatbin = [0u8; 24];
+        fatbin[..4].copy_from_slice(&FATBIN_MAGIC.to_le_bytes());
+        set_u16(&mut fatbin, 6, 16);
+        set_u64(&mut fatbin, 8, 9);
+        refusal(&fatbin);
+        set_u64(&mut fatbin, 8, u64::MAX);
+        refusal(&fatbin);
+        set_u16(&mut fatbin, 6, 8);
+        set_u64(&mut fatbin, 8, 0);
+        refusal(&fatbin);
+        assert!(refusal(&FATBIN_WRAPPER_MAGIC.to_le_bytes()).contains("wrapper"));
+        assert!(refusal(b".version 8.0").contains("NUL"));
+        refusal(b"");
+    }
+
+    /// Cases per property test (Miri is slow).
+    const CASES: usize = if cfg!(miri) { 200 } else { 10_000 };
+
+    /// splitmix64: a small deterministic PRNG, so a failing case replays.
+    struct Rng(u64);
+
+    impl Rng {
+        fn next(&mut self) -> u64 {
+            self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
+            let mut z = self.0;
+            z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+            z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+            z ^ (z >> 31)
+        }
+
+        fn below(&mut self, n: u64) -> u64 {
+            self.next() % n
+        }
+
+        fn one_in(&mut self, n: u64) -> bool {
+            self.below(n) == 0
+        }
+
+        fn pick<T: Copy>(&mut self, xs: &[T]) -> T {
+            xs[self.below(xs.len() as u64) as usize]
+        }
+
+        /// An offset or size: edge values, small ones, random ones.
+        fn wild_u64(&mut self, len: usize) -> u64 {
+            let len = len as u64;
+            match self.below(4) {
+                0 => self.pick(&[
+                    0,
+                    1,
+                    8,
+                    16,
+                    56,
+                    64,
+                    len.wrapping_sub(1),
+                    len,
+                    len + 1,
+                    u64::MAX - 7,
+                    u64::MAX,
+                ]),
+                1 => self.below(len + 64),
+                2 => self.below(1 << 16),
+                _ => self.next(),
+            }
+        }
+
+        fn wild_u16(&mut self) -> u16 {
+            match self.below(3) {
+                0 => self.pick(&[0, 1, 2, 3, 0x28, 56, 64, 0xff00, 0xfffe, 0xffff]),
+                1 => self.below(8) as u16,
+                _ => self.next() as u16,
+            }
+        }
+    }
+
+    fn le(b: &[u8], at: usize, n: usize) -> u128 {
+        b[at..at + n]
+            .iter()
+            .rev()
+            .fold(0, |v, &byte| (v << 8) | u128::from(byte))
+    }
+
+    /// What the driver relies on when it reads an image `check_image` accepted,
+    /// recomputed independently (in `u128`, where nothing overflows).
+    fn assert_accepted_image_is_sound(image: &[u8]) {
+        let len = image.len() as u128;
+        if image.starts_with(b"\x7fELF") {
+            assert!(image.len() >= 64 && image[4] == 2 && image[5] == 1);
+            let (phoff, shoff) = (le(image, 0x20, 8), le(image, 0x28, 8));
+            let (phentsize, phnum) = (le(image, 0x36, 2), le(image, 0x38, 2));
+            let (shentsize, shnum) = (le(image, 0x3a, 2), le(image, 0x3c, 2));
+            let shstrndx = le(image, 0x3e, 2);
+            assert!(phnum != 0xffff && (phnum == 0 || phentsize == 56));
+            assert!(shnum > 0 && shentsize == 64 && shstrndx < shnum);
+            assert!(phoff + phnum * phentsize <= len);
+            assert!(shoff + shnum * 64 <= len);
+            for i in 0..phnum {
+                let at = (phoff + i * 56) as usize;
+                assert!(le(image, at + 0x08, 8) + le(image, at + 0x20, 8) <= len);
+            }
+            for i in 0..shnum {
+                let at = (shoff + i * 64) as usize;
+                if le(image, at + 4, 4) != 8 {
+                    assert!(le(image, at + 0x18, 8) + le(image, at + 0x20, 8) <= len);
+                }
+            }
+        } else if image.starts_with(&FATBIN_MAGIC.to_le_bytes()) {
+            let (header, body) = (le(image, 6, 2), le(image, 8, 8));
+            assert!(header >= 16 && header + body <= len);
+        } else {
+            assert!(!image.starts_with(&FATBIN_WRAPPER_MAGIC.to_le_bytes()));
+            assert!(image.contains(&0));
+        }
+    }
+
+    /// Runs `check_image` and checks what it accepted; returns whether it did.
+    fn check_and_verify(image: &[u8]) -> bool {
+        match check_image(image) {
+            Ok(()) => {
+                assert_accepted_image_is_sound(image);
+                true
+            }
+            Err(Error::InvalidArgument(_)) => false,
+            Err(other) => panic!("unexpected error: {other:?}"),
+        }
+    }
+
+    /// Property: `check_image` never panics on a mutated ELF image (header fields,
+    /// program and section headers set to edge values, bytes flipped, the image cut or
+    /// extended), and what it accepts keeps every table and content inside the image.
+    #[test]
+    fn check_image_elf_property() {
+        const HEADER_FIELDS: [(usize, usize); 7] = [
+            (0x20, 8),
+            (0x28, 8),
+            (0x36, 2),
+            (0x38, 2),
+            (0x3a, 2),
+            (0x3c, 2),
+            (0x3e, 2),
+        ];
+        let mut r = Rng(0xE1F_C0B1);
+        let mut passed = 0;
+        for _ in 0..CASES {
+            let mut buf = [0u8; 512];
+            buf[..ELF_LEN].copy_from_slice(&elf());
+            let mut len = ELF_LEN;
+            for _ in 0..1 + r.below(3) {
+                match r.below(6) {
+                    0 | 1 => {
+                        let (at, n) = r.pick(&HEADER_FIELDS);
+                        if n == 2 {
+                            set_u16(&mut buf, at, r.wild_u16());
+                        } else {
+                            set_u64(&mut buf, at, r.wild_u64(len));
+                        }
+                    }
+                    2 => {
+                        // A program-header or section-header field: type, offset, size.
+                        let base = r.pick(&[64, 120, 184, 248]);
+                        let (at, v) = if base == 64 {
+                            (base + r.pick(&[0x08, 0x20]), r.wild_u64(len))
+                        } else if r.one_in(3) {
+                            (base + 4, r.pick(&[0, 1, 3, 8]))
+                        } else {
+                            (base + r.pick(&[0x18, 0x20]), r.wild_u64(len))
+                        };
+                        if at == base + 4 {
+                            buf[at..at + 4].copy_from_slice(&(v as u32).to_le_bytes());
+                        } else {
+                            set_u64(&mut buf, at, v);
+                        }
+                    }
+                    3 => {
+                        let at = r.below(len.max(1) as u64) as usize;
+                        buf[at] ^= 1 << r.below(8);
+                    }
+                    4 => len = r.below(ELF_LEN as u64 + 1) as usize,
+                    _ => len = ELF_LEN + r.below((buf.len() - ELF_LEN) as u64 + 1) as usize,
+                }
+            }
+            passed += usize::from(check_and_verify(&buf[..len]));
+        }
+        assert!(passed * 20 >= CASES, "only {passed} of {CASES} passed");
+    }
+
+    /// Property: `check_image` never panics on a fatbin header with arbitrary sizes, and
+    /// what it accepts lies inside the image.
+    #[test]
+    fn check_image_fatbin_property() {
+        let mut r = Rng(0xFA7B_1200);
+        let mut passed = 0;
+        for _ in 0..CASES {
+            let mut buf = [0u8; 128];
+            let len = r.below(buf.len() as u64 + 1) as usize;
+            buf[..4].copy_from_slice(&FATBIN_MAGIC.to_le_bytes());
+            set_u16(&mut buf, 6, if r.one_in(2) { 16 } else { r.wild_u16() });
+            let body = if r.one_in(2) {
+                (len as u64).wrapping_sub(16)
+            } else {
+                r.wild_u64(len)
+            };
+            set_u64(&mut buf, 8, body);
+            passed += usize::from(check_and_verify(&buf[..len]));
+        }
+        assert!(passed * 20 >= CASES, "only {passed} of {CASES} passed");
+    }
+
+    /// Property: `check_image` never panics on arbitrary bytes (PTX text with or without
+    /// a NUL, random bytes that may start with any magic), and what it accepts is sound.
+    #[test]
+    fn check_image_ptx_and_random_property() {
+        let mut r = Rng(0x0097_7E57);
+        let mut passed = 0;
+        for _ in 0..CASES {
+            let mut buf = [0u8; 256];
+            let len = r.below(buf.len() as u64 + 1) as usize;
+            for b in &mut buf[..len] {
+                *b = if r.one_in(2) {
+                    b' ' + r.below(95) as u8
+                } else {
+                    r.next() as u8
+                };
+            }
+            if len >= 4 && r.one_in(4) {
+                let magic: [u8; 4] = r.pick(&[
+                    *b"\x7fELF",
+                    FATBIN_MAGIC.to_le_bytes(),
+                    FATBIN_WRAPPER_MAGIC.to_le_bytes(),
+                    *b".ver",
+                ]);
+                buf[..4].copy_from_slice(&magic);
+            }
+            if len > 0 && r.one_in(2) {
+                let at = r.below(len as u64) as usize;
+                buf[at] = 0;
+            }
+            passed += usize::from(check_and_verify(&buf[..len]));
+        }
+        assert!(passed * 20 >= CASES, "only {passed} of {CASES} passed");
     }
 }

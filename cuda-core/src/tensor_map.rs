@@ -379,11 +379,12 @@ impl TiledDesc {
     #[must_use]
     pub fn box_bytes(&self) -> u64 {
         let mut n = self.data_type.size();
-        for i in 0..self.rank {
+        let steps = self.box_dims.iter().zip(&self.element_strides);
+        for (i, (&extent, &step)) in steps.take(self.rank).enumerate() {
             let steps = if i == 0 && self.interleave == Interleave::None {
-                u64::from(self.box_dims[0])
+                u64::from(extent)
             } else {
-                u64::from(self.box_dims[i]).div_ceil(u64::from(self.element_strides[i].max(1)))
+                u64::from(extent).div_ceil(u64::from(step.max(1)))
             };
             n = n.saturating_mul(steps);
         }
@@ -396,24 +397,25 @@ impl TiledDesc {
     pub fn span_bytes(&self) -> u64 {
         let size = self.data_type.size();
         let mut last = (self.dims[0].saturating_sub(1)).saturating_mul(size);
-        for i in 1..self.rank {
-            last = last.saturating_add(
-                self.dims[i]
-                    .saturating_sub(1)
-                    .saturating_mul(self.strides[i - 1]),
-            );
+        let outer = self.dims.iter().skip(1).zip(&self.strides);
+        for (&dim, &stride) in outer.take(self.rank.saturating_sub(1)) {
+            last = last.saturating_add(dim.saturating_sub(1).saturating_mul(stride));
         }
         last.saturating_add(size)
     }
 
     /// Checks every rule `cuTensorMapEncodeTiled` documents for these parameters and a
-    /// base address `global_address`.
+    /// base address `global_address`. It makes no driver call, and no field value makes
+    /// it panic: a rank outside 1..=5 is a broken rule like the others.
     ///
     /// # Errors
     /// [`Error::TensorMap`] naming the first rule broken (and the dimension, where one).
     pub fn validate(&self, global_address: u64) -> Result<()> {
         let size = self.data_type.size();
         let rank = self.rank;
+        if !(1..=MAX_RANK).contains(&rank) {
+            return Err(rule("the rank must be 1..=5", None));
+        }
         let il32 = self.interleave == Interleave::B32;
         if self.interleave != Interleave::None && rank < 3 {
             return Err(rule("an interleaved layout needs rank 3..=5", None));
@@ -427,20 +429,27 @@ impl TiledDesc {
                 None,
             ));
         }
-        for i in 0..rank {
-            if self.dims[i] == 0 || self.dims[i] > 1 << 32 {
+        // `rank` is 1..=MAX_RANK from here: the slices below are in bounds.
+        let dims = &self.dims[..rank];
+        let extents = self.box_dims[..rank]
+            .iter()
+            .zip(&self.element_strides[..rank]);
+        for (i, (&dim, (&extent, &step))) in dims.iter().zip(extents).enumerate() {
+            if dim == 0 || dim > 1 << 32 {
                 return Err(rule("each global dimension must be 1..=2^32", Some(i)));
             }
-            if self.box_dims[i] == 0 || self.box_dims[i] > MAX_BOX_DIM {
+            if extent == 0 || extent > MAX_BOX_DIM {
                 return Err(rule("each box extent must be 1..=256", Some(i)));
             }
-            if self.element_strides[i] == 0 || self.element_strides[i] > MAX_ELEMENT_STRIDE {
+            if step == 0 || step > MAX_ELEMENT_STRIDE {
                 return Err(rule("each element stride must be 1..=8", Some(i)));
             }
         }
-        let mut prev = self.dims[0].saturating_mul(size);
-        for i in 0..rank - 1 {
-            let s = self.strides[i];
+        // The bytes the dimensions below `i + 1` span; saturated, a product past u64 is
+        // more than any stride (each is below 2^40) can cover.
+        let mut prev = dims[0].saturating_mul(size);
+        let outer = self.strides[..rank - 1].iter().zip(&dims[1..]);
+        for (i, (&s, &dim)) in outer.enumerate() {
             if s % 16 != 0 {
                 return Err(rule(
                     "each stride must be a multiple of 16 bytes",
@@ -462,9 +471,12 @@ impl TiledDesc {
                     Some(i + 1),
                 ));
             }
-            prev = s.saturating_mul(self.dims[i + 1]);
+            prev = s.saturating_mul(dim);
         }
-        let inner_bytes = u64::from(self.box_dims[0]) * size;
+        // At most 256 * 8 (both checked above).
+        let inner_bytes = u64::from(self.box_dims[0])
+            .checked_mul(size)
+            .ok_or(rule("the inner box extent in bytes overflows", Some(0)))?;
         if self.interleave == Interleave::None && inner_bytes % 16 != 0 {
             return Err(rule(
                 "the inner box extent in bytes (box_dims[0] * element size) must be a multiple \
@@ -615,13 +627,21 @@ impl Im2colDesc {
     }
 
     /// Adjusts the layout parameters shared with tiled maps (strides, element strides,
-    /// interleave, swizzle, L2 promotion, fill); the box extents are this map's.
+    /// interleave, swizzle, L2 promotion, fill); the box extents are this map's, and the
+    /// rank must stay (the corners have one entry per spatial dimension).
     ///
     /// # Errors
-    /// What `f` returns.
+    /// What `f` returns; [`Error::TensorMap`] when the descriptor it returns has another
+    /// rank.
     pub fn map(mut self, f: impl FnOnce(TiledDesc) -> Result<TiledDesc>) -> Result<Self> {
-        let box_dims = self.base.box_dims;
+        let (rank, box_dims) = (self.base.rank, self.base.box_dims);
         self.base = f(self.base)?;
+        if self.base.rank != rank {
+            return Err(rule(
+                "the closure of Im2colDesc::map must keep the rank",
+                None,
+            ));
+        }
         self.base.box_dims = box_dims;
         Ok(self)
     }
@@ -665,20 +685,28 @@ impl Im2colDesc {
         (-(1 << bits), (1 << bits) - 1)
     }
 
-    /// Checks the rules of [`TiledDesc::validate`] (with `channels_per_pixel` as the
-    /// inner box extent) and those of im2col maps: `pixels_per_column` 1..=1024 and the
-    /// corners in [`corner_range`](Self::corner_range).
+    /// Checks the rank (3..=5), the rules of [`TiledDesc::validate`] (with
+    /// `channels_per_pixel` as the inner box extent) and those of im2col maps:
+    /// `pixels_per_column` 1..=1024 and the corners in
+    /// [`corner_range`](Self::corner_range). Like [`TiledDesc::validate`], it makes no
+    /// driver call and no field value makes it panic.
     ///
     /// # Errors
     /// [`Error::TensorMap`] naming the first rule broken.
     pub fn validate(&self, global_address: u64) -> Result<()> {
+        let rank = self.base.rank;
+        if !(3..=MAX_RANK).contains(&rank) {
+            return Err(rule("an im2col map needs rank 3..=5", None));
+        }
         self.base.validate(global_address)?;
         if self.pixels_per_column == 0 || self.pixels_per_column > MAX_IM2COL_PIXELS {
             return Err(rule("pixels_per_column must be 1..=1024", None));
         }
         let (lo, hi) = self.corner_range();
-        for d in 0..self.base.rank - 2 {
-            for c in [self.lower[d], self.upper[d]] {
+        // `rank` is 3..=MAX_RANK: `rank - 2` corners are in bounds.
+        let corners = self.lower[..rank - 2].iter().zip(&self.upper[..rank - 2]);
+        for (d, (&lower, &upper)) in corners.enumerate() {
+            for c in [lower, upper] {
                 if c < lo || c > hi {
                     return Err(rule(
                         "each im2col corner must fit the rank's range (rank 3: 16 bits, \
@@ -730,6 +758,8 @@ impl<'a> TensorMap<'a> {
     /// for anything the checks above do not know).
     #[doc(alias = "cuTensorMapEncodeTiled")]
     pub fn tiled<T: Pod>(desc: &TiledDesc, buf: &'a DeviceBuffer<T>) -> Result<Self> {
+        // Every check before the first driver call (entering the context).
+        desc.validate(buf.as_raw())?;
         desc.fits(buf)?;
         let _g = buf.context().enter()?;
         // SAFETY: the span fits in `buf`, which `'a` keeps alive.
@@ -785,6 +815,8 @@ impl<'a> TensorMap<'a> {
     /// As [`tiled`](Self::tiled).
     #[doc(alias = "cuTensorMapEncodeIm2col")]
     pub fn im2col<T: Pod>(desc: &Im2colDesc, buf: &'a DeviceBuffer<T>) -> Result<Self> {
+        // Every check before the first driver call (entering the context).
+        desc.validate(buf.as_raw())?;
         desc.base.fits(buf)?;
         let _g = buf.context().enter()?;
         // SAFETY: the span fits in `buf`, which `'a` keeps alive.
@@ -1022,6 +1054,385 @@ mod tests {
         let d = TiledDesc::new::<u32>(&[4, 4], &[4, 4]).unwrap();
         assert!(d.strides(&[16, 16]).is_err());
         assert!(d.element_strides(&[1]).is_err());
+    }
+
+    /// A closure given to [`Im2colDesc::map`] that returns a descriptor of another rank
+    /// is refused (it used to underflow `rank - 2` in `validate` at rank 1, and pass
+    /// ranks 2 and 4 to the driver with the wrong number of corners).
+    #[test]
+    fn im2col_map_changing_rank_is_an_error() {
+        let d = Im2colDesc::new::<u32>(&[4, 8, 2], &[-1], &[-1], 4, 16).unwrap();
+        let boxes = [4u32, 1, 1, 1, 1];
+        let shapes: [&[u64]; 4] = [&[16], &[16, 16], &[16, 8, 8, 2], &[16, 8, 8, 8, 2]];
+        for dims in shapes {
+            let r = d
+                .map(|_| TiledDesc::new::<u32>(dims, &boxes[..dims.len()]))
+                .and_then(|m| m.validate(0));
+            assert_eq!(
+                rule_of(r.unwrap_err()),
+                ("the closure of Im2colDesc::map must keep the rank", None),
+                "rank {}",
+                dims.len()
+            );
+        }
+        // The same descriptors reached without `map`: `validate` refuses them.
+        for rank in [0, 1, 2, 6, 7, usize::MAX] {
+            let mut bad = d;
+            bad.base.rank = rank;
+            assert_eq!(
+                rule_of(bad.validate(0).unwrap_err()),
+                ("an im2col map needs rank 3..=5", None),
+                "rank {rank}"
+            );
+            // SAFETY: the descriptor is invalid, so validation refuses it before any
+            // driver call and no map is made that could outlive memory.
+            let e = unsafe { TensorMap::im2col_raw(&bad, 0) }.unwrap_err();
+            assert_eq!(rule_of(e).0, "an im2col map needs rank 3..=5");
+        }
+    }
+
+    /// A rank outside 1..=5 is an error, not an underflow (rank 0) or an index past the
+    /// arrays (rank 6 and up).
+    #[test]
+    fn tiled_rank_out_of_range_is_an_error() {
+        let d = TiledDesc::new::<u32>(&[64, 64], &[32, 32]).unwrap();
+        for rank in [0, MAX_RANK + 1, MAX_RANK + 2, usize::MAX] {
+            let mut bad = d;
+            bad.rank = rank;
+            assert_eq!(
+                rule_of(bad.validate(0).unwrap_err()),
+                ("the rank must be 1..=5", None),
+                "rank {rank}"
+            );
+            // SAFETY: as in `im2col_map_changing_rank_is_an_error`: refused before any
+            // driver call.
+            let e = unsafe { TensorMap::tiled_raw(&bad, 0) }.unwrap_err();
+            assert_eq!(rule_of(e).0, "the rank must be 1..=5");
+            // The size helpers stay in bounds too.
+            let _ = (bad.span_bytes(), bad.box_bytes());
+        }
+    }
+
+    /// Cases per property test (Miri is slow).
+    const CASES: usize = if cfg!(miri) { 200 } else { 10_000 };
+
+    /// splitmix64: a small deterministic PRNG, so a failing case replays.
+    struct Rng(u64);
+
+    impl Rng {
+        fn next(&mut self) -> u64 {
+            self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
+            let mut z = self.0;
+            z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+            z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+            z ^ (z >> 31)
+        }
+
+        fn below(&mut self, n: u64) -> u64 {
+            self.next() % n
+        }
+
+        /// True one time in `n`.
+        fn one_in(&mut self, n: u64) -> bool {
+            self.below(n) == 0
+        }
+
+        fn pick<T: Copy>(&mut self, xs: &[T]) -> T {
+            xs[self.below(xs.len() as u64) as usize]
+        }
+
+        /// Edge values and random ones.
+        fn wild_u64(&mut self) -> u64 {
+            match self.below(3) {
+                0 => self.pick(&[
+                    0,
+                    1,
+                    15,
+                    16,
+                    32,
+                    256,
+                    (1 << 32) - 1,
+                    1 << 32,
+                    (1 << 32) + 1,
+                    (1 << 40) - 16,
+                    1 << 40,
+                    u64::MAX - 15,
+                    u64::MAX,
+                ]),
+                1 => self.below(1 << 16),
+                _ => self.next(),
+            }
+        }
+
+        fn wild_u32(&mut self) -> u32 {
+            match self.below(3) {
+                0 => self.pick(&[0, 1, 8, 9, 255, 256, 257, 1024, 1025, u32::MAX]),
+                1 => self.below(512) as u32,
+                _ => self.next() as u32,
+            }
+        }
+    }
+
+    const DATA_TYPES: [TensorDataType; 13] = [
+        TensorDataType::U8,
+        TensorDataType::U16,
+        TensorDataType::U32,
+        TensorDataType::I32,
+        TensorDataType::U64,
+        TensorDataType::I64,
+        TensorDataType::F16,
+        TensorDataType::F32,
+        TensorDataType::F64,
+        TensorDataType::Bf16,
+        TensorDataType::F32Ftz,
+        TensorDataType::Tf32,
+        TensorDataType::Tf32Ftz,
+    ];
+
+    /// A descriptor with arbitrary fields, mostly plausible so that a good share passes,
+    /// each field now and then an edge or random value (ranks outside 1..=5 included).
+    fn arbitrary_tiled(r: &mut Rng, ranks: core::ops::RangeInclusive<usize>) -> TiledDesc {
+        let data_type = r.pick(&DATA_TYPES);
+        let size = data_type.size();
+        let rank = if r.one_in(10) {
+            r.pick(&[0, 1, 2, 6, 7, usize::MAX])
+        } else {
+            *ranks.start() + r.below((ranks.end() - ranks.start() + 1) as u64) as usize
+        };
+        let interleave = if r.one_in(4) {
+            r.pick(&[Interleave::B16, Interleave::B32])
+        } else {
+            Interleave::None
+        };
+        let align = if interleave == Interleave::B32 {
+            32
+        } else {
+            16
+        };
+        let mut d = TiledDesc {
+            data_type,
+            rank,
+            dims: [1; MAX_RANK],
+            strides: [0; MAX_RANK - 1],
+            box_dims: [1; MAX_RANK],
+            element_strides: [1; MAX_RANK],
+            interleave,
+            swizzle: if interleave == Interleave::B32 && !r.one_in(8) {
+                Swizzle::B32
+            } else {
+                r.pick(&[
+                    Swizzle::None,
+                    Swizzle::None,
+                    Swizzle::B32,
+                    Swizzle::B64,
+                    Swizzle::B128,
+                ])
+            },
+            l2_promotion: r.pick(&[
+                L2Promotion::None,
+                L2Promotion::B64,
+                L2Promotion::B128,
+                L2Promotion::B256,
+            ]),
+            oob_fill: if r.one_in(4) {
+                OobFill::NanRequestZeroFma
+            } else {
+                OobFill::Zero
+            },
+        };
+        for i in 0..MAX_RANK {
+            d.dims[i] = if r.one_in(12) {
+                r.wild_u64()
+            } else {
+                1 + r.below(64)
+            };
+            d.box_dims[i] = if r.one_in(12) {
+                r.wild_u32()
+            } else {
+                r.pick(&[1, 2, 4, 8, 16, 32])
+            };
+            d.element_strides[i] = if r.one_in(12) {
+                r.wild_u32()
+            } else {
+                1 + r.below(2) as u32
+            };
+        }
+        // A box whose inner extent is 16 (or 32) bytes, or a multiple.
+        if !r.one_in(8) {
+            d.box_dims[0] = ((align / size) * r.pick(&[1, 2, 4])) as u32;
+        }
+        // Packed strides rounded up to the alignment, now and then a wild one.
+        let mut extent = d.dims[0].saturating_mul(size);
+        for i in 0..MAX_RANK - 1 {
+            let s = extent.div_ceil(align).saturating_mul(align);
+            d.strides[i] = if r.one_in(12) { r.wild_u64() } else { s };
+            extent = d.strides[i].saturating_mul(d.dims[i + 1]);
+        }
+        d
+    }
+
+    fn arbitrary_address(r: &mut Rng) -> u64 {
+        if r.one_in(8) {
+            r.wild_u64()
+        } else {
+            r.below(1 << 20) * 256
+        }
+    }
+
+    /// What [`TensorMap::tiled_raw`] and the size helpers rely on once
+    /// [`TiledDesc::validate`] passed.
+    fn assert_tiled_invariants(d: &TiledDesc, address: u64) {
+        let rank = d.rank;
+        assert!((1..=MAX_RANK).contains(&rank), "{d:?}");
+        assert_eq!(address % 16, 0);
+        for i in 0..rank {
+            assert!((1..=1 << 32).contains(&d.dims[i]), "{d:?}");
+            assert!((1..=MAX_BOX_DIM).contains(&d.box_dims[i]), "{d:?}");
+            assert!(
+                (1..=MAX_ELEMENT_STRIDE).contains(&d.element_strides[i]),
+                "{d:?}"
+            );
+        }
+        for &s in &d.strides[..rank - 1] {
+            assert!(s % 16 == 0 && s < 1 << 40, "{d:?}");
+            if d.interleave == Interleave::B32 {
+                assert_eq!(s % 32, 0, "{d:?}");
+            }
+        }
+        if d.interleave == Interleave::None {
+            assert_eq!(u64::from(d.box_dims[0]) * d.data_type.size() % 16, 0);
+        } else {
+            assert!(rank >= 3, "{d:?}");
+        }
+        assert_eq!((d.dims().len(), d.box_dims().len()), (rank, rank));
+        assert!(d.span_bytes() >= d.data_type.size());
+        assert!(d.box_bytes() >= d.data_type.size());
+    }
+
+    /// Property: [`TiledDesc::validate`] never panics on arbitrary fields, and whatever
+    /// it accepts satisfies what the encode relies on.
+    #[test]
+    fn tiled_validate_property() {
+        let mut r = Rng(0x7115_D35C);
+        let mut passed = 0;
+        for _ in 0..CASES {
+            let d = arbitrary_tiled(&mut r, 1..=MAX_RANK);
+            let address = arbitrary_address(&mut r);
+            match d.validate(address) {
+                Ok(()) => {
+                    assert_tiled_invariants(&d, address);
+                    passed += 1;
+                }
+                Err(e) => {
+                    rule_of(e);
+                }
+            }
+        }
+        assert!(passed * 20 >= CASES, "only {passed} of {CASES} passed");
+    }
+
+    /// Property: [`Im2colDesc::validate`] never panics on arbitrary fields, nor after
+    /// [`Im2colDesc::map`] with an arbitrary closure, and whatever it accepts satisfies
+    /// what [`TensorMap::im2col_raw`] relies on.
+    #[test]
+    fn im2col_validate_property() {
+        let mut r = Rng(0x1A2C_0111);
+        let mut passed = 0;
+        for case in 0..CASES {
+            let desc = if case % 2 == 0 {
+                let mut base = arbitrary_tiled(&mut r, 3..=MAX_RANK);
+                if !r.one_in(8) {
+                    base.box_dims[1..].fill(1);
+                }
+                let corner = |r: &mut Rng| {
+                    if r.one_in(8) {
+                        r.pick(&[
+                            i32::MIN,
+                            -(1 << 15) - 1,
+                            -(1 << 15),
+                            -17,
+                            -16,
+                            15,
+                            16,
+                            1 << 15,
+                            i32::MAX,
+                        ])
+                    } else {
+                        r.below(9) as i32 - 4
+                    }
+                };
+                let mut lower = [0; MAX_RANK - 2];
+                let mut upper = [0; MAX_RANK - 2];
+                for i in 0..MAX_RANK - 2 {
+                    lower[i] = corner(&mut r);
+                    upper[i] = corner(&mut r);
+                }
+                let pixels_per_column = if r.one_in(8) {
+                    r.wild_u32()
+                } else {
+                    1 + r.below(1024) as u32
+                };
+                Ok(Im2colDesc {
+                    base,
+                    lower,
+                    upper,
+                    pixels_per_column,
+                })
+            } else {
+                // Through the public API only: `map` with a closure that replaces or
+                // adjusts the layout arbitrarily.
+                let rank = 3 + r.below(3) as usize;
+                let dims = [16, 8, 8, 8, 2];
+                let corners = [-1, 0, 1];
+                let d = Im2colDesc::new::<u32>(
+                    &dims[..rank],
+                    &corners[..rank - 2],
+                    &corners[..rank - 2],
+                    4,
+                    16,
+                )
+                .unwrap();
+                let choice = r.below(4);
+                let mut values = [0u64; MAX_RANK + 1];
+                let mut steps = [0u32; MAX_RANK + 1];
+                for i in 0..=MAX_RANK {
+                    values[i] = if r.one_in(4) {
+                        r.wild_u64()
+                    } else {
+                        1 + r.below(64)
+                    };
+                    steps[i] = if r.one_in(4) { r.wild_u32() } else { 1 };
+                }
+                let len = r.below(MAX_RANK as u64 + 2) as usize;
+                let data_type = r.pick(&DATA_TYPES);
+                d.map(|t| match choice {
+                    0 => TiledDesc::with_type(data_type, &values[..len], &steps[..len]),
+                    1 => t.strides(&values[..len]),
+                    2 => t.element_strides(&steps[..len]),
+                    _ => Ok(t.interleave(Interleave::B32).swizzle(Swizzle::B32)),
+                })
+            };
+            let address = arbitrary_address(&mut r);
+            match desc.and_then(|d| d.validate(address).map(|()| d)) {
+                Ok(d) => {
+                    assert_tiled_invariants(&d.base, address);
+                    let rank = d.base.rank;
+                    assert!((3..=MAX_RANK).contains(&rank), "{d:?}");
+                    assert!((1..=MAX_IM2COL_PIXELS).contains(&d.pixels_per_column));
+                    assert!((1..=MAX_BOX_DIM).contains(&d.channels_per_pixel()));
+                    let (lo, hi) = d.corner_range();
+                    for c in d.lower[..rank - 2].iter().chain(&d.upper[..rank - 2]) {
+                        assert!((lo..=hi).contains(c), "{d:?}");
+                    }
+                    let _ = d.box_bytes();
+                    passed += 1;
+                }
+                Err(e) => {
+                    rule_of(e);
+                }
+            }
+        }
+        assert!(passed * 20 >= CASES, "only {passed} of {CASES} passed");
     }
 
     #[test]
