@@ -301,6 +301,7 @@ impl<'a, T: Copy> HostRegistration<'a, T> {
     }
 
     /// The pointer and length batched copies use: marks it used.
+    #[cfg(feature = "alloc")]
     pub(crate) fn device_side(&self) -> (*mut T, usize) {
         self.used.store(true, Ordering::Release);
         (self.ptr, self.len)
@@ -338,7 +339,14 @@ impl<T: Copy> RegisteredPart<'_, '_, T> {
         self.reg
     }
 
+    /// The values of the registration it covers.
+    #[must_use]
+    pub fn range(&self) -> core::ops::Range<usize> {
+        self.range.clone()
+    }
+
     /// The pointer and length batched copies use: marks the registration used.
+    #[cfg(feature = "alloc")]
     pub(crate) fn device_side(&self) -> (*mut T, usize) {
         let (base, _) = self.reg.device_side();
         // In bounds: checked by `part`.

@@ -193,6 +193,7 @@ impl PhysicalMemory {
 
     /// Takes ownership of a handle of `bytes` bytes (0 when unknown) that `ctx`'s
     /// context made current when it was obtained; released on drop.
+    #[cfg(all(feature = "std", target_os = "linux"))]
     pub(crate) fn from_owned_handle(
         ctx: &Context,
         handle: CUmemGenericAllocationHandle,
