@@ -739,6 +739,18 @@ fn cross_context_async_work_is_refused() -> TestResult {
     let event = Event::new(&a, EventFlags::DISABLE_TIMING)?;
     mismatch(event.record(&stream_b), "Event::record, stream of B")?;
     let graph = Graph::new(&a)?;
+    mismatch(
+        graph.add_memset_d32_node(&[], &src_b, 1).map(drop),
+        "memset node on a buffer of B",
+    )?;
+    mismatch(
+        graph.add_copy_node(&[], &dst, &src_b).map(drop),
+        "copy node from a buffer of B",
+    )?;
+    mismatch(
+        graph.add_child_graph_node(&[], &Graph::new(&b)?).map(drop),
+        "child graph of B",
+    )?;
     graph.add_memset_d32_node(&[], &dst, 3)?;
     let exec = graph.instantiate(InstantiateFlags::empty())?;
     mismatch(exec.launch(&stream_b), "GraphExec::launch, stream of B")?;

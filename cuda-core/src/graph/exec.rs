@@ -109,6 +109,11 @@ impl<'a> Graph<'a> {
         upload: Option<&Stream>,
     ) -> Result<GraphExec<'a>> {
         self.check_instantiate_flags(flags)?;
+        if let Some(stream) = upload {
+            // The upload is work on the stream naming this graph's memory.
+            self.context()
+                .ensure_same(stream.context(), "cuGraphInstantiateWithParams")?;
+        }
         let g = self.context().enter()?;
         let mut params = CUDA_GRAPH_INSTANTIATE_PARAMS {
             flags: match upload {
@@ -118,11 +123,6 @@ impl<'a> Graph<'a> {
             hUploadStream: upload.map_or(ptr::null_mut(), Stream::as_raw),
             ..CUDA_GRAPH_INSTANTIATE_PARAMS::default()
         };
-        if let Some(stream) = upload {
-            // The upload is work on the stream naming this graph's memory.
-            self.context()
-                .ensure_same(stream.context(), "cuGraphInstantiateWithParams")?;
-        }
         let mut raw = ptr::null_mut();
         // SAFETY: live graph and stream, valid pointers; the context is current.
         unsafe {

@@ -137,6 +137,12 @@ impl<'a> Graph<'a> {
         &self.ctx
     }
 
+    /// [`Error::ContextMismatch`](crate::Error::ContextMismatch) naming `call` unless
+    /// `ctx` is the graph's context: the rule of the safe adders whose nodes name memory.
+    pub(crate) fn same_context(&self, ctx: &Context, call: &'static str) -> Result<()> {
+        self.ctx.ensure_same(ctx, call)
+    }
+
     /// `cuGraphClone`: a deep copy of the graph (nodes, edges, parameters).
     ///
     /// # Errors

@@ -177,7 +177,7 @@ impl<'a> Graph<'a> {
     /// device-updatable, ...).
     ///
     /// # Errors
-    /// [`Error::ForeignNode`](crate::Error::ForeignNode) for a node of another graph;
+    /// [`Error::ForeignNode`] for a node of another graph;
     /// driver errors (`CUDA_ERROR_INVALID_VALUE` for an attribute kernel nodes do not
     /// take).
     #[doc(alias = "cuGraphKernelNodeSetAttribute")]

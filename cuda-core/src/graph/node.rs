@@ -17,7 +17,7 @@ use crate::error::{Error, Result, drv};
 /// A node remembers the graph it belongs to, and every safe call that takes nodes
 /// (dependencies, edges, node parameters, child graphs, capture dependencies,
 /// executable-graph node settings) refuses a node of another graph, and the null node
-/// [`GraphNode::NULL`], with [`Error::ForeignNode`](crate::Error::ForeignNode) before
+/// [`GraphNode::NULL`], with [`Error::ForeignNode`] before
 /// the driver is called: a node of a graph that borrows less than this one could
 /// otherwise carry what it names into a graph that outlives it.
 ///

@@ -3,7 +3,11 @@
 //!
 //! Nodes that name a [`DeviceBuffer`], a [`PinnedHostBuffer`] or an [`Event`] borrow it
 //! for the graph's `'a`, so it outlives the graph and every executable graph made from
-//! it. The forms that take a raw address ([`Memset`], `CUDA_MEMCPY3D`, a C host
+//! it. The memory must belong to the graph's context ([`Error::ContextMismatch`]
+//! otherwise, as for a child graph): an executable graph can be leaked
+//! ([`GraphExec::into_raw`](super::GraphExec::into_raw), `mem::forget`), which ends the
+//! borrow without waiting for its launches, and then only the free's own wait is left,
+//! which covers work of its own context only. The forms that take a raw address ([`Memset`], `CUDA_MEMCPY3D`, a C host
 //! function) are `unsafe`: the graph keeps the address, not a borrow, so the caller
 //! promises it stays valid for every launch of every executable graph made from the
 //! graph.
@@ -155,6 +159,7 @@ impl<'a> Graph<'a> {
     /// `buf` for `'a`.
     ///
     /// # Errors
+    /// [`Error::ContextMismatch`] for a buffer of another context than the graph's;
     /// Driver errors.
     #[doc(alias = "cuGraphAddMemsetNode")]
     pub fn add_memset_d8_node<T: Copy>(
@@ -163,7 +168,8 @@ impl<'a> Graph<'a> {
         buf: &'a DeviceBuffer<T>,
         value: u8,
     ) -> Result<GraphNode<'_>> {
-        // SAFETY: `buf` holds `size_bytes` bytes of this context (checked below) and is
+        self.same_context(buf.context(), "cuGraphAddMemsetNode")?;
+        // SAFETY: `buf` holds `size_bytes` bytes of this context (checked above) and is
         // borrowed for `'a`, as long as the graph and its executable graphs live.
         unsafe { self.add_memset_node(deps, &Memset::d8(buf.as_raw(), value, buf.size_bytes())) }
     }
@@ -172,6 +178,7 @@ impl<'a> Graph<'a> {
     /// borrows `buf` for `'a`.
     ///
     /// # Errors
+    /// [`Error::ContextMismatch`] for a buffer of another context than the graph's;
     /// [`Error::InvalidArgument`] unless the size is a multiple of 4; driver errors.
     #[doc(alias = "cuGraphAddMemsetNode")]
     pub fn add_memset_d32_node<T: Copy>(
@@ -180,6 +187,7 @@ impl<'a> Graph<'a> {
         buf: &'a DeviceBuffer<T>,
         value: u32,
     ) -> Result<GraphNode<'_>> {
+        self.same_context(buf.context(), "cuGraphAddMemsetNode")?;
         let bytes = buf.size_bytes();
         if bytes % 4 != 0 {
             return Err(Error::InvalidArgument(
@@ -194,6 +202,7 @@ impl<'a> Graph<'a> {
     /// both for `'a`.
     ///
     /// # Errors
+    /// [`Error::ContextMismatch`] for a buffer of another context than the graph's;
     /// [`Error::InvalidArgument`] when the lengths differ; driver errors.
     #[doc(alias = "cuGraphAddMemcpyNode")]
     pub fn add_copy_node<T: Copy>(
@@ -203,7 +212,9 @@ impl<'a> Graph<'a> {
         src: &'a DeviceBuffer<T>,
     ) -> Result<GraphNode<'_>> {
         same_len(dst.len(), src.len())?;
-        // SAFETY: both hold `size_bytes` bytes and are borrowed for `'a`.
+        self.same_context(dst.context(), "cuGraphAddMemcpyNode")?;
+        self.same_context(src.context(), "cuGraphAddMemcpyNode")?;
+        // SAFETY: both hold `size_bytes` bytes of this context and are borrowed for `'a`.
         unsafe { self.add_memcpy_dtod_node(deps, dst.as_raw(), src.as_raw(), src.size_bytes()) }
     }
 
@@ -252,6 +263,7 @@ impl<'a> Graph<'a> {
     /// ```
     ///
     /// # Errors
+    /// [`Error::ContextMismatch`] for a buffer of another context than the graph's;
     /// [`Error::LengthMismatch`] when the lengths differ; driver errors.
     #[doc(alias = "cuGraphAddMemcpyNode")]
     #[doc(alias = "cudaMemcpyHostToDevice")]
@@ -262,6 +274,8 @@ impl<'a> Graph<'a> {
         src: &'a PinnedHostBuffer<T>,
     ) -> Result<GraphNode<'_>> {
         same_len(dst.len(), src.len())?;
+        self.same_context(dst.context(), "cuGraphAddMemcpyNode")?;
+        self.same_context(src.context(), "cuGraphAddMemcpyNode")?;
         if dst.size_bytes() == 0 {
             return self.add_empty_node(deps);
         }
@@ -314,6 +328,7 @@ impl<'a> Graph<'a> {
     /// ```
     ///
     /// # Errors
+    /// [`Error::ContextMismatch`] for a buffer of another context than the graph's;
     /// [`Error::LengthMismatch`] when the lengths differ; driver errors.
     ///
     /// # Safety
@@ -331,6 +346,8 @@ impl<'a> Graph<'a> {
         src: &'a DeviceBuffer<T>,
     ) -> Result<GraphNode<'_>> {
         same_len(dst.len(), src.len())?;
+        self.same_context(dst.context(), "cuGraphAddMemcpyNode")?;
+        self.same_context(src.context(), "cuGraphAddMemcpyNode")?;
         if src.size_bytes() == 0 {
             return self.add_empty_node(deps);
         }
@@ -512,14 +529,16 @@ impl<'a> Graph<'a> {
     /// it now; later changes to `child` do not reach the node).
     ///
     /// # Errors
-    /// Driver errors (child graphs may not contain alloc/free or conditional nodes on
-    /// older drivers).
+    /// [`Error::ContextMismatch`] for a child graph of another context (its nodes name
+    /// that context's memory); driver errors (child graphs may not contain alloc/free or
+    /// conditional nodes on older drivers).
     #[doc(alias = "cuGraphAddChildGraphNode")]
     pub fn add_child_graph_node<'b: 'a>(
         &self,
         deps: &[GraphNode<'_>],
         child: &Graph<'b>,
     ) -> Result<GraphNode<'_>> {
+        self.same_context(child.context(), "cuGraphAddChildGraphNode")?;
         let cu = api()?;
         self.add_node(deps, "cuGraphAddChildGraphNode", |node, graph, d, n| {
             // SAFETY: live graphs; the driver clones `child`.
