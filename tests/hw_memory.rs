@@ -542,10 +542,10 @@ fn batch_checks_each_copy() -> TestResult {
     })
 }
 
-/// A copy batch recorded in a stream capture runs at every launch of the graph, which
-/// borrows its sides. A prefetch is refused in a capture by driver 580
-/// (`CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED`): the test accepts that refusal, or, on a
-/// driver that captures it, checks that the graph prefetches.
+/// A prefetch and a copy batch recorded in stream captures: on a driver that captures
+/// them, the graph does the work at every launch (and borrows what it names); driver 580
+/// refuses both (`CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED`), which the test accepts as the
+/// only refusal.
 fn captured_prefetch_and_batch() -> TestResult {
     require_gpu()?;
     const N: usize = 1 << 20;
@@ -555,60 +555,51 @@ fn captured_prefetch_and_batch() -> TestResult {
     let mut stream = Stream::non_blocking(&ctx)?;
     let src = DeviceBuffer::from_slice(&ctx, &vec![8u32; N])?;
     let dst = DeviceBuffer::<u32>::zeroed(&ctx, N)?;
+    let mut managed = ManagedBuffer::<u32>::new(&ctx, N, Attach::Global)?;
+    managed.host_mut()?.fill(3);
+    let unsupported = |what: &str, e: Error| {
+        println!("    captured {what}: {e}");
+        check(
+            e.is(cuda_sys::CUresult::CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED),
+            || format!("captured {what} failed otherwise: {e}"),
+        )
+    };
     {
         let mut batch = CopyBatch::new();
         batch.copy(&dst, &src)?;
         let cap = stream.begin_capture(cuda_core::graph::CaptureMode::Global)?;
-        cap.copy_batch(&batch)?;
-        let graph = cap.end()?;
-        println!(
-            "    captured batch: a graph of {} node(s)",
-            graph.node_count()?
-        );
-        let exec = graph.instantiate(cuda_core::graph::InstantiateFlags::empty())?;
-        for _ in 0..3 {
-            exec.launch(&stream)?;
-        }
-        stream.synchronize()?;
-    }
-    let mut back = vec![0u32; N];
-    dst.copy_to_host(&mut back)?;
-    check(back.iter().all(|&v| v == 8), || {
-        "batched copy by the graph".into()
-    })?;
-
-    let mut managed = ManagedBuffer::<u32>::new(&ctx, N, Attach::Global)?;
-    managed.host_mut()?.fill(3);
-    let captured = {
-        let cap = stream.begin_capture(cuda_core::graph::CaptureMode::Global)?;
-        let r = cap.prefetch(&managed, Location::Device(dev));
-        let graph = cap.end();
-        match (r, graph) {
-            (Ok(()), Ok(graph)) => {
+        let recorded = cap.copy_batch(&batch);
+        match recorded.and_then(|()| cap.end()) {
+            Ok(graph) => {
                 let exec = graph.instantiate(cuda_core::graph::InstantiateFlags::empty())?;
                 exec.launch(&stream)?;
                 stream.synchronize()?;
-                Ok(())
+                let mut back = vec![0u32; N];
+                dst.copy_to_host(&mut back)?;
+                check(back.iter().all(|&v| v == 8), || {
+                    "batched copy by the graph".into()
+                })?;
+                println!("    captured batch: ran from the graph");
             }
-            (Err(e), _) => Err(e),
-            (Ok(()), Err(e)) => Err(e),
+            Err(e) => unsupported("batch", e)?,
         }
-    };
-    match captured {
-        Ok(()) => {
-            println!("    captured prefetch: ran from the graph");
-            check_eq(
-                managed.last_prefetch_location()?,
-                Some(Location::Device(dev)),
-                "prefetched by the graph",
-            )?;
-        }
-        Err(e) => {
-            println!("    captured prefetch: {e}");
-            check(
-                e.is(cuda_sys::CUresult::CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED),
-                || format!("captured prefetch failed otherwise: {e}"),
-            )?;
+    }
+    {
+        let cap = stream.begin_capture(cuda_core::graph::CaptureMode::Global)?;
+        let recorded = cap.prefetch(&managed, Location::Device(dev));
+        match recorded.and_then(|()| cap.end()) {
+            Ok(graph) => {
+                let exec = graph.instantiate(cuda_core::graph::InstantiateFlags::empty())?;
+                exec.launch(&stream)?;
+                stream.synchronize()?;
+                check_eq(
+                    managed.last_prefetch_location()?,
+                    Some(Location::Device(dev)),
+                    "prefetched by the graph",
+                )?;
+                println!("    captured prefetch: ran from the graph");
+            }
+            Err(e) => unsupported("prefetch", e)?,
         }
     }
     check(managed.host()?.iter().all(|&v| v == 3), || {

@@ -334,6 +334,11 @@ impl<'a> Capturing<'_, 'a> {
     /// `cuMemcpyBatchAsync`, captured: the batch's copies at every launch of the graph,
     /// which borrows every side for `'a` (the batch's lifetime is the graph's).
     ///
+    /// Driver 580 (CUDA 13.0) does not capture batches: it returns
+    /// `CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED` (checked on the H100 by `hw_memory`); the
+    /// call is here for drivers that do. Record the copies one by one
+    /// ([`Capturing::copy`]) meanwhile.
+    ///
     /// # Errors
     /// [`Error::ContextMismatch`] when the copies belong to another context than the
     /// capture's stream; driver errors (`CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED` where
