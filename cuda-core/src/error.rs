@@ -580,7 +580,7 @@ pub(crate) fn report_drop(call: &'static str, code: CUresult) {
 /// [`report_drop`], with the call and code it names.
 pub(crate) fn report_drop_error(e: &Error) {
     report_drop(
-        e.call().unwrap_or("cuda-core drop"),
+        e.call().unwrap_or("cudadrv drop"),
         e.code().unwrap_or(CUresult::CUDA_ERROR_NOT_INITIALIZED),
     );
 }

@@ -60,12 +60,6 @@
 #![warn(missing_docs)]
 #![cfg_attr(docsrs, feature(doc_cfg))]
 
-#[cfg(not(any(feature = "loaded", feature = "linked")))]
-compile_error!(
-    "cuda-sys needs a binding mode: feature `loaded` (default), `linked`, or both \
-     (on a target without dlopen, `loaded` means tables from `DriverApi::from_resolver`)"
-);
-
 mod abi;
 mod load;
 pub mod loader;
@@ -341,6 +335,21 @@ mod tests {
     extern crate std;
 
     use super::*;
+
+    /// Without a binding mode the only tables are the ones a resolver fills: installing
+    /// one is what `driver()` returns, and an entry the resolver lacks is a missing
+    /// symbol naming it.
+    #[cfg(not(any(feature = "loaded", feature = "linked")))]
+    #[test]
+    fn without_a_binding_mode_driver_is_the_installed_table() {
+        assert_eq!(binding_mode(), "none");
+        // SAFETY: the resolver returns no functions, so the table holds none to call.
+        let table = unsafe { DriverApi::from_resolver(Library::none(), |_| core::ptr::null_mut()) };
+        assert!(install_driver(table).is_ok());
+        let cu = driver().expect("the installed table");
+        let missing = cu.cuInit().map(drop).unwrap_err();
+        assert_eq!(missing.name, "cuInit");
+    }
 
     fn per_thread(name: &str) -> Option<std::string::String> {
         let e = DRIVER_ENTRIES.iter().find(|e| e.name == name)?;

@@ -132,9 +132,11 @@ pub fn run_all(root: &Path) -> R {
         ]))?;
     }
 
-    step("bare-metal targets: both library crates, linked, loaded and both modes");
+    step(
+        "bare-metal targets: both library crates, no binding mode (from_resolver tables only), linked, loaded and both",
+    );
     for target in ["x86_64-unknown-none", "aarch64-unknown-none"] {
-        for features in ["linked", "loaded", "loaded,linked"] {
+        for features in ["", "linked", "loaded", "loaded,linked"] {
             run(cargo(root).args([
                 "build",
                 "-p",
@@ -182,6 +184,17 @@ pub fn run_all(root: &Path) -> R {
             "warnings",
         ]))?;
     }
+
+    step("cuda-sys without a binding mode: unit tests (tables from a resolver only)");
+    run(cargo(root).args([
+        "test",
+        "-p",
+        SYS,
+        "--lib",
+        "--no-default-features",
+        "--target-dir",
+        "target/nostd",
+    ]))?;
 
     step("aarch64-unknown-linux-gnu: check everything; the C ABI probe compared under qemu");
     if !Path::new("/usr/bin/aarch64-linux-gnu-gcc").exists()
