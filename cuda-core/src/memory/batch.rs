@@ -334,6 +334,22 @@ impl<'a> Capturing<'_, 'a> {
     /// `cuMemcpyBatchAsync`, captured: the batch's copies at every launch of the graph,
     /// which borrows every side for `'a` (the batch's lifetime is the graph's).
     ///
+    /// The graph borrows the batch's sides for as long as it lives:
+    ///
+    /// ```compile_fail,E0505
+    /// # fn f(ctx: &cudadrv::Context) -> cudadrv::Result<()> {
+    /// use cudadrv::{DeviceBuffer, Stream, graph::CaptureMode, memory::batch::CopyBatch};
+    /// let mut stream = Stream::non_blocking(ctx)?;
+    /// let (a, b) = (DeviceBuffer::<u32>::new(ctx, 64)?, DeviceBuffer::<u32>::new(ctx, 64)?);
+    /// let mut batch = CopyBatch::new();
+    /// batch.copy(&a, &b)?;
+    /// let cap = stream.begin_capture(CaptureMode::Global)?;
+    /// cap.copy_batch(&batch)?;
+    /// let graph = cap.end()?;
+    /// drop(b); // error: the graph borrows the batch's source
+    /// # drop(graph); Ok(()) }
+    /// ```
+    ///
     /// Driver 580 (CUDA 13.0) does not capture batches: it returns
     /// `CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED` (checked on the H100 by `hw_memory`); the
     /// call is here for drivers that do. Record the copies one by one

@@ -25,6 +25,22 @@
 //!
 //! Prefetches and advice are hints: they move or describe pages, never change their
 //! contents, so they take the buffer shared.
+//!
+//! Work that borrows the buffer (a copy batch, a graph) keeps host views out while it
+//! lives:
+//!
+//! ```compile_fail,E0502
+//! # fn f(ctx: &cudadrv::Context) -> cudadrv::Result<()> {
+//! use cudadrv::DeviceBuffer;
+//! use cudadrv::memory::batch::CopyBatch;
+//! use cudadrv::memory::managed::{Attach, ManagedBuffer};
+//! let mut managed = ManagedBuffer::<u32>::new(ctx, 64, Attach::Global)?;
+//! let src = DeviceBuffer::<u32>::new(ctx, 64)?;
+//! let mut batch = CopyBatch::new();
+//! batch.copy(&managed, &src)?;
+//! managed.host_mut()?.fill(0); // error: the batch borrows `managed`
+//! # drop(batch); Ok(()) }
+//! ```
 
 use core::marker::PhantomData;
 
