@@ -440,6 +440,8 @@ mod shared;
 mod stream;
 #[cfg(not(target_arch = "nvptx64"))]
 pub mod tensor_map;
+#[cfg(test)]
+mod testing;
 
 #[cfg(not(target_arch = "nvptx64"))]
 pub use context::{Context, ContextFlags, MAX_CONTEXTS, StreamPriorityRange};

@@ -832,6 +832,7 @@ impl Module {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::testing::{CASES, Rng};
 
     /// Length of [`elf`]'s image.
     const ELF_LEN: usize = 328;
@@ -1014,33 +1015,13 @@ mod tests {
         refusal(b"");
     }
 
-    /// Cases per property test (Miri is slow).
-    const CASES: usize = if cfg!(miri) { 200 } else { 10_000 };
+    /// The values these property tests draw (edge values and random ones).
+    trait ImageValues {
+        fn wild_u64(&mut self, len: usize) -> u64;
+        fn wild_u16(&mut self) -> u16;
+    }
 
-    /// splitmix64: a small deterministic PRNG, so a failing case replays.
-    struct Rng(u64);
-
-    impl Rng {
-        fn next(&mut self) -> u64 {
-            self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
-            let mut z = self.0;
-            z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-            z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-            z ^ (z >> 31)
-        }
-
-        fn below(&mut self, n: u64) -> u64 {
-            self.next() % n
-        }
-
-        fn one_in(&mut self, n: u64) -> bool {
-            self.below(n) == 0
-        }
-
-        fn pick<T: Copy>(&mut self, xs: &[T]) -> T {
-            xs[self.below(xs.len() as u64) as usize]
-        }
-
+    impl ImageValues for Rng {
         /// An offset or size: edge values, small ones, random ones.
         fn wild_u64(&mut self, len: usize) -> u64 {
             let len = len as u64;

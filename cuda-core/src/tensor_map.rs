@@ -906,6 +906,7 @@ impl GlobalTensorMap<'_> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::testing::{CASES, Rng};
 
     fn rule_of(e: Error) -> (&'static str, Option<u8>) {
         match e {
@@ -1113,34 +1114,13 @@ mod tests {
         }
     }
 
-    /// Cases per property test (Miri is slow).
-    const CASES: usize = if cfg!(miri) { 200 } else { 10_000 };
+    /// The values these property tests draw (edge values and random ones).
+    trait DescValues {
+        fn wild_u64(&mut self) -> u64;
+        fn wild_u32(&mut self) -> u32;
+    }
 
-    /// splitmix64: a small deterministic PRNG, so a failing case replays.
-    struct Rng(u64);
-
-    impl Rng {
-        fn next(&mut self) -> u64 {
-            self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
-            let mut z = self.0;
-            z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-            z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-            z ^ (z >> 31)
-        }
-
-        fn below(&mut self, n: u64) -> u64 {
-            self.next() % n
-        }
-
-        /// True one time in `n`.
-        fn one_in(&mut self, n: u64) -> bool {
-            self.below(n) == 0
-        }
-
-        fn pick<T: Copy>(&mut self, xs: &[T]) -> T {
-            xs[self.below(xs.len() as u64) as usize]
-        }
-
+    impl DescValues for Rng {
         /// Edge values and random ones.
         fn wild_u64(&mut self) -> u64 {
             match self.below(3) {
