@@ -71,6 +71,21 @@ pub fn run_all(root: &Path) -> R {
     // SAFETY-free: just environment for child processes (the ABI probe's headers).
     let include = tk.include.clone();
 
+    step("package metadata: no placeholder addresses in the manifests and READMEs");
+    for file in [
+        "Cargo.toml",
+        "cuda-sys/Cargo.toml",
+        "cuda-core/Cargo.toml",
+        "README.md",
+        "cuda-sys/README.md",
+        "cuda-core/README.md",
+    ] {
+        let text = std::fs::read_to_string(root.join(file))?;
+        if text.contains("example.invalid") {
+            return Err(format!("{file} names a placeholder address (example.invalid)").into());
+        }
+    }
+
     step("cargo fmt --check");
     run(cargo(root).args(["fmt", "--all", "--", "--check"]))?;
 
