@@ -298,6 +298,39 @@
 //! }
 //! ```
 //!
+//! # Streams stay in their context; memory beyond `DeviceBuffer`
+//!
+//! Asynchronous work that names memory, an event or an executable graph goes on a stream
+//! of that handle's context (else `Error::ContextMismatch`): a free waits only for its own
+//! context's work. Order work across contexts with `Stream::wait_event`, which takes
+//! events of any context. The guide's other kinds of memory are in `memory`:
+//! `ManagedBuffer` (unified memory: prefetches, advice, host views that wait for the
+//! device), `registered::HostRegistration` (pinning memory the program owns, with safe
+//! asynchronous copies) and `batch::CopyBatch` (many copies in one call).
+//!
+//! ```no_run
+//! use cudadrv::memory::managed::{Attach, Location, ManagedBuffer};
+//! use cudadrv::memory::registered::{HostRegisterFlags, HostRegistration};
+//! use cudadrv::{Context, Device, DeviceBuffer, Stream};
+//! # fn main() -> cudadrv::Result<()> {
+//! let dev = Device::get(0)?;
+//! let ctx = Context::primary(dev)?;
+//! let stream = Stream::non_blocking(&ctx)?;
+//!
+//! let mut table = ManagedBuffer::<f32>::new(&ctx, 1 << 20, Attach::Global)?;
+//! table.host_mut()?.fill(0.5); // the CPU writes it in place
+//! table.prefetch(Location::Device(dev), &stream)?; // before kernels read table.as_arg()
+//!
+//! let mut samples = vec![0u16; 1 << 20]; // a buffer the program already owns
+//! let mut on_device = DeviceBuffer::<u16>::new(&ctx, samples.len())?;
+//! {
+//!     let pinned = HostRegistration::new(&ctx, &mut samples, HostRegisterFlags::empty())?;
+//!     pinned.copy_to_device_async(&mut on_device, &stream)?;
+//! } // unpinned once the copy is done
+//! stream.synchronize()?;
+//! # Ok(()) }
+//! ```
+//!
 //! # Without `std`, without a heap
 //!
 //! Features:
@@ -307,7 +340,8 @@
 //!   `Error::Jit`, a NUL appended to PTX text that lacks one, `Arc`-counted contexts and
 //!   modules.
 //! - `loaded` (default) and `linked`: how cudadrv-sys reaches the driver, `dlopen` at run
-//!   time or `-lcuda` at link time (at least one; with both, `driver()` loads).
+//!   time or `-lcuda` at link time (with both, `driver()` loads; with neither, only
+//!   tables from a resolver, `cuda_sys::install_driver`, as on a bare-metal target).
 //! - `runtime` (default): cudadrv-sys's runtime API (`cudadrv::cuda_sys::runtime()`);
 //!   cudadrv itself uses only the driver, and a `linked` build without it does not link
 //!   libcudart.
