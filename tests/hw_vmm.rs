@@ -137,10 +137,7 @@ fn retained_handle_names_the_mapped_memory() -> TestResult {
         "cuMemMap of the retained handle",
     )?;
     let desc = cuda_sys::CUmemAccessDesc {
-        location: cuda_sys::CUmemLocation {
-            type_: cuda_sys::CUmemLocationType::CU_MEM_LOCATION_TYPE_DEVICE,
-            id: ctx.device().as_raw(),
-        },
+        location: cuda_core::memory::managed::Location::Device(ctx.device()).as_raw(),
         flags: cuda_sys::CUmemAccess_flags::CU_MEM_ACCESS_FLAGS_PROT_READWRITE,
     };
     // SAFETY: the alias is mapped; one descriptor.

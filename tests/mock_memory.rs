@@ -180,7 +180,7 @@ unsafe extern "C" fn cu_mem_prefetch(
     log(format!(
         "cuMemPrefetchAsync {p:#x} {bytes} loc {}:{} flags {flags} stream {:#x}",
         loc.type_.0,
-        loc.id,
+        cuda_core::memory::location_id(&loc),
         s.addr()
     ));
     OK
@@ -193,7 +193,9 @@ unsafe extern "C" fn cu_mem_advise(
 ) -> CUresult {
     log(format!(
         "cuMemAdvise {p:#x} {bytes} advice {} loc {}:{}",
-        advice.0, loc.type_.0, loc.id
+        advice.0,
+        loc.type_.0,
+        cuda_core::memory::location_id(&loc)
     ));
     OK
 }

@@ -342,10 +342,7 @@ impl MemPool {
         let props = CUmemPoolProps {
             allocType: cuda_sys::CUmemAllocationType::CU_MEM_ALLOCATION_TYPE_PINNED,
             handleTypes: POSIX_FD,
-            location: cuda_sys::CUmemLocation {
-                type_: cuda_sys::CUmemLocationType::CU_MEM_LOCATION_TYPE_DEVICE,
-                id: ctx.device().as_raw(),
-            },
+            location: crate::memory::managed::Location::Device(ctx.device()).as_raw(),
             ..CUmemPoolProps::default()
         };
         Self::with_props(ctx, &props)

@@ -96,10 +96,7 @@ impl MemAccess {
     #[must_use]
     pub fn desc(self, device: Device) -> CUmemAccessDesc {
         CUmemAccessDesc {
-            location: cuda_sys::CUmemLocation {
-                type_: cuda_sys::CUmemLocationType::CU_MEM_LOCATION_TYPE_DEVICE,
-                id: device.as_raw(),
-            },
+            location: crate::memory::managed::Location::Device(device).as_raw(),
             flags: self.as_raw(),
         }
     }
@@ -411,7 +408,7 @@ mod tests {
         }
         assert_eq!(MemAccess::from_raw(CUmemAccess_flags(0x7fff)), None);
         let d = MemAccess::Read.desc(Device::from_raw(3));
-        assert_eq!(d.location.id, 3);
+        assert_eq!(crate::memory::location_id(&d.location), 3);
         assert_eq!(
             d.location.type_,
             cuda_sys::CUmemLocationType::CU_MEM_LOCATION_TYPE_DEVICE
@@ -440,7 +437,13 @@ mod tests {
         let mut out = [MemAccess::None.desc(d(0)); 4];
         let n = peer_descs(d(0), &[d(1), d(0), d(2), d(1)], &mut out).unwrap();
         assert_eq!(n, 2);
-        assert_eq!((out[0].location.id, out[1].location.id), (1, 2));
+        assert_eq!(
+            (
+                crate::memory::location_id(&out[0].location),
+                crate::memory::location_id(&out[1].location)
+            ),
+            (1, 2)
+        );
         assert!(
             out[..n]
                 .iter()

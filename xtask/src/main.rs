@@ -18,7 +18,12 @@ pub type R<T = ()> = Result<T, Box<dyn std::error::Error>>;
 const USAGE: &str = "usage: cargo xtask <command>
 
 commands:
-  bindgen [--check]   regenerate cuda-sys/src/generated (or fail if stale)
+  bindgen [--check] [--cuda RELEASE] [--crate DIR]
+                      regenerate cuda-sys/src/generated from the pinned CUDA 13.5.37
+                      headers (or fail if stale); --cuda 12.4 / 13.1.80 fetches that
+                      release's header wheels instead and sets the crate version's
+                      build metadata (+cuda-12.4); --crate regenerates another copy of
+                      cudadrv-sys (a vendored one)
   driver-abi [--check]  write tests/driver_abi/*.txt, the driver ABI sets of CUDA 12.0-13.0
                       (from the nvidia-cuda-runtime-cu12 wheels' headers), or fail if stale
   ptx [--check]       build ptx/ to ptx/generated/*.ptx with nightly (or fail if stale)
@@ -34,7 +39,7 @@ fn main() {
     let args: Vec<String> = std::env::args().skip(1).collect();
     let root = workspace_root();
     let result = match args.first().map(String::as_str) {
-        Some("bindgen") => bindgen::run(&root, args.iter().any(|a| a == "--check")),
+        Some("bindgen") => bindgen::Args::parse(&args[1..]).and_then(|a| bindgen::run(&root, &a)),
         Some("driver-abi") => driver_abi::run(&root, args.iter().any(|a| a == "--check")),
         Some("ptx") => ptx::build(&root, args.iter().any(|a| a == "--check")),
         Some("test") => test::run_all(&root),

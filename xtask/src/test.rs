@@ -90,7 +90,13 @@ pub fn run_all(root: &Path) -> R {
     run(cargo(root).args(["fmt", "--all", "--", "--check"]))?;
 
     step("bindings are current (cargo xtask bindgen --check)");
-    crate::bindgen::run(root, true)?;
+    crate::bindgen::run(
+        root,
+        &crate::bindgen::Args {
+            check: true,
+            ..Default::default()
+        },
+    )?;
 
     step("driver ABI sets of CUDA 12.0-13.0 are current (cargo xtask driver-abi --check)");
     crate::driver_abi::run(root, true)?;

@@ -1,9 +1,19 @@
-//! Where the CUDA 13.0 headers, ptxas and libcudart come from.
+//! Where the CUDA headers, ptxas and libcudart come from.
 //!
-//! Search order: `CUDA_PATH`, `CUDA_HOME`, `/usr/local/cuda`; when none of them holds
-//! `include/cuda.h`, the PyPI wheels are installed into `.cuda/` at the workspace root
-//! (pip, no root needed). libclang for bindgen comes from Debian's `libclang-dev`.
+//! Two toolkits, on purpose:
+//! - the build toolchain (ptxas, nvcc, libcudart, the headers nvcc compiles the C++
+//!   references with) is CUDA 13.0, the GPU hosts' driver: `CUDA_PATH`, `CUDA_HOME`,
+//!   `/usr/local/cuda`, or when none of them holds `include/cuda.h` and `ptxas`, the
+//!   PyPI wheels of [`WHEELS`] installed into `.cuda/` at the workspace root (pip, no root
+//!   needed);
+//! - the headers the bindings are generated from are a pinned release of their own
+//!   ([`HEADERS`], the newest), or any 12.x/13.x release for `cargo xtask bindgen --cuda`:
+//!   only the runtime wheel (`cuda.h`, `cudaTypedefs.h`, `cuda_runtime_api.h`, ...) and
+//!   the one that carries `crt/host_defines.h`, installed into `.cuda/headers/<version>/`.
+//!
+//! libclang for bindgen comes from Debian's `libclang-dev`.
 
+use std::borrow::Cow;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
@@ -15,6 +25,162 @@ pub const WHEELS: &[&str] = &[
     "nvidia-cuda-crt==13.0.88",
     "nvidia-cuda-nvcc==13.0.88",
 ];
+
+/// The release the committed bindings of cuda-sys are generated from: the runtime wheel
+/// (headers) and the crt wheel (`crt/host_defines.h`), exact versions.
+pub const HEADERS: HeaderWheels = HeaderWheels {
+    release: Cow::Borrowed("13.5.37"),
+    runtime: Cow::Borrowed("nvidia-cuda-runtime==13.5.37"),
+    crt: Cow::Borrowed("nvidia-cuda-crt==13.5.37"),
+};
+
+/// The header wheels of one CUDA release.
+#[derive(Clone, Debug)]
+pub struct HeaderWheels {
+    /// The runtime wheel's version (`13.5.37`, `12.4.127`): the release, to the patch.
+    pub release: Cow<'static, str>,
+    /// `nvidia-cuda-runtime==<v>` (13.x) or `nvidia-cuda-runtime-cu12==<v>` (12.x).
+    pub runtime: Cow<'static, str>,
+    /// `nvidia-cuda-crt==<v>` (13.x) or `nvidia-cuda-nvcc-cu12==<v>` (12.x, the wheel
+    /// that carries `crt/host_defines.h` before 13.0).
+    pub crt: Cow<'static, str>,
+}
+
+impl HeaderWheels {
+    /// `major.minor` of the release (`13.5`).
+    pub fn major_minor(&self) -> &str {
+        let mut dots = self.release.match_indices('.');
+        match dots.nth(1) {
+            Some((i, _)) => &self.release[..i],
+            None => &self.release,
+        }
+    }
+}
+
+/// The header wheels of a CUDA release given as `12.4`, `12.4.127`, `13.1` or `13.1.80`:
+/// a full version is taken as the runtime wheel's own; `major.minor` picks the newest
+/// runtime wheel of that release. The crt (13.x) or nvcc (12.x) wheel is the one of the
+/// same version when PyPI has it, else the newest of the same `major.minor`. Asks PyPI
+/// (`pip index versions`) unless the release is [`HEADERS`]'.
+pub fn header_wheels(version: &str) -> R<HeaderWheels> {
+    if version == HEADERS.release || version == HEADERS.major_minor() {
+        return Ok(HEADERS);
+    }
+    let parts: Vec<&str> = version.split('.').collect();
+    let valid = (2..=3).contains(&parts.len())
+        && parts
+            .iter()
+            .all(|p| !p.is_empty() && p.bytes().all(|b| b.is_ascii_digit()));
+    if !valid {
+        return Err(
+            format!("--cuda {version}: expected a release like 12.4, 13.1 or 13.1.80").into(),
+        );
+    }
+    let (runtime, crt) = match parts[0] {
+        "12" => ("nvidia-cuda-runtime-cu12", "nvidia-cuda-nvcc-cu12"),
+        "13" => ("nvidia-cuda-runtime", "nvidia-cuda-crt"),
+        _ => {
+            return Err(format!(
+                "--cuda {version}: cudadrv-sys is generated for CUDA 12.0 and later (12.x, 13.x)"
+            )
+            .into());
+        }
+    };
+    let minor = format!("{}.{}.", parts[0], parts[1]);
+    let runtime_versions = pypi_versions(runtime)?;
+    let release = if parts.len() == 3 {
+        runtime_versions
+            .iter()
+            .find(|v| *v == version)
+            .cloned()
+            .ok_or_else(|| format!("PyPI has no {runtime}=={version}"))?
+    } else {
+        newest(&runtime_versions, &minor)
+            .ok_or_else(|| format!("PyPI has no {runtime} of CUDA {version}"))?
+    };
+    let crt_versions = pypi_versions(crt)?;
+    let crt_version = crt_versions
+        .iter()
+        .find(|v| **v == release)
+        .cloned()
+        .or_else(|| newest(&crt_versions, &minor))
+        .ok_or_else(|| format!("PyPI has no {crt} of CUDA {version}"))?;
+    Ok(HeaderWheels {
+        runtime: format!("{runtime}=={release}").into(),
+        crt: format!("{crt}=={crt_version}").into(),
+        release: release.into(),
+    })
+}
+
+/// The newest of `versions` that starts with `prefix` (`12.4.`), by numeric order.
+fn newest(versions: &[String], prefix: &str) -> Option<String> {
+    let key = |v: &String| -> Vec<u32> { v.split('.').map(|p| p.parse().unwrap_or(0)).collect() };
+    versions
+        .iter()
+        .filter(|v| v.starts_with(prefix))
+        .max_by_key(|v| key(v))
+        .cloned()
+}
+
+/// The versions PyPI lists for `package` (`pip index versions`).
+fn pypi_versions(package: &str) -> R<Vec<String>> {
+    let out = Command::new(python()?)
+        .args([
+            "-m",
+            "pip",
+            "index",
+            "versions",
+            "--disable-pip-version-check",
+            package,
+        ])
+        .output()
+        .map_err(|e| format!("pip index versions {package}: {e}"))?;
+    let text = String::from_utf8_lossy(&out.stdout);
+    let list = text
+        .lines()
+        .find_map(|l| l.strip_prefix("Available versions:"))
+        .ok_or_else(|| {
+            format!(
+                "pip index versions {package} listed nothing (network?): {}",
+                String::from_utf8_lossy(&out.stderr).trim()
+            )
+        })?;
+    Ok(list.split(',').map(|v| v.trim().to_string()).collect())
+}
+
+/// Installs (once) the header wheels of `wheels` into `<workspace>/.cuda/headers/<release>`
+/// and returns the include directories: the first holds `cuda.h`, the second (12.x only)
+/// `crt/host_defines.h`.
+pub fn headers(workspace: &Path, wheels: &HeaderWheels) -> R<Vec<PathBuf>> {
+    let dir = workspace.join(".cuda/headers").join(&*wheels.release);
+    let includes: Vec<PathBuf> = if wheels.release.starts_with("12.") {
+        vec![
+            dir.join("nvidia/cuda_runtime/include"),
+            dir.join("nvidia/cuda_nvcc/include"),
+        ]
+    } else {
+        vec![dir.join("nvidia/cu13/include")]
+    };
+    let stamp = dir.join(".installed");
+    let want = format!("{} {}", wheels.runtime, wheels.crt);
+    let present = includes[0].join("cuda.h").exists()
+        && includes
+            .iter()
+            .any(|i| i.join("crt/host_defines.h").exists());
+    if std::fs::read_to_string(&stamp).ok().as_deref() != Some(want.as_str()) || !present {
+        step(&format!(
+            "fetching the CUDA {} headers into {}",
+            wheels.release,
+            dir.display()
+        ));
+        pip_install(&dir, &[&wheels.runtime, &wheels.crt])?;
+        std::fs::write(&stamp, &want)?;
+    }
+    if !includes[0].join("cuda.h").exists() {
+        return Err(format!("{} installed but has no include/cuda.h", wheels.runtime).into());
+    }
+    Ok(includes)
+}
 
 /// A located CUDA toolkit (full install or the wheels).
 pub struct Toolkit {
@@ -84,11 +250,7 @@ pub fn wheels(workspace: &Path) -> R<Toolkit> {
 
 /// `pip install --no-deps --upgrade --target <dir>` of `wheels` (PyPI packages, pinned).
 pub fn pip_install(dir: &Path, wheels: &[&str]) -> R {
-    let python = ["python3", "python"]
-        .into_iter()
-        .find(|p| Command::new(p).arg("--version").output().is_ok())
-        .ok_or("python3 is needed to fetch the CUDA wheels (pip)")?;
-    let mut cmd = Command::new(python);
+    let mut cmd = Command::new(python()?);
     cmd.args([
         "-m",
         "pip",
@@ -100,6 +262,13 @@ pub fn pip_install(dir: &Path, wheels: &[&str]) -> R {
     .arg(dir)
     .args(wheels);
     run(&mut cmd)
+}
+
+fn python() -> R<&'static str> {
+    Ok(["python3", "python"]
+        .into_iter()
+        .find(|p| Command::new(p).arg("--version").output().is_ok())
+        .ok_or("python3 is needed to fetch the CUDA wheels (pip)")?)
 }
 
 /// Writes generated `files` (name, text) into `out_dir`, or with `check` compares them

@@ -7,13 +7,14 @@ use core::ptr;
 
 use cuda_sys::{
     CUDA_MEM_ALLOC_NODE_PARAMS, CUdeviceptr, CUgraphMem_attribute, CUmemAllocationHandleType,
-    CUmemAllocationType, CUmemLocation, CUmemLocationType, CUmemPoolProps,
+    CUmemAllocationType, CUmemPoolProps,
 };
 
 use super::{Graph, GraphNode};
 use crate::Device;
 use crate::driver::api;
 use crate::error::{Result, drv};
+use crate::memory::managed::Location;
 
 impl Graph<'_> {
     /// `cuGraphAddMemAllocNode`: allocates `bytes` of device memory (on this graph's
@@ -35,10 +36,7 @@ impl Graph<'_> {
         let props = CUmemPoolProps {
             allocType: CUmemAllocationType::CU_MEM_ALLOCATION_TYPE_PINNED,
             handleTypes: CUmemAllocationHandleType::CU_MEM_HANDLE_TYPE_NONE,
-            location: CUmemLocation {
-                type_: CUmemLocationType::CU_MEM_LOCATION_TYPE_DEVICE,
-                id: self.context().device().as_raw(),
-            },
+            location: Location::Device(self.context().device()).as_raw(),
             ..CUmemPoolProps::default()
         };
         let mut params = CUDA_MEM_ALLOC_NODE_PARAMS {
@@ -191,10 +189,7 @@ impl Graph<'_> {
             poolProps: CUmemPoolProps {
                 allocType: CUmemAllocationType::CU_MEM_ALLOCATION_TYPE_PINNED,
                 handleTypes: CUmemAllocationHandleType::CU_MEM_HANDLE_TYPE_NONE,
-                location: CUmemLocation {
-                    type_: CUmemLocationType::CU_MEM_LOCATION_TYPE_DEVICE,
-                    id: own.as_raw(),
-                },
+                location: Location::Device(own).as_raw(),
                 ..CUmemPoolProps::default()
             },
             accessDescs: if count == 0 {

@@ -19,7 +19,7 @@
 use alloc::vec::Vec;
 use core::marker::PhantomData;
 
-use cuda_sys::{CUdeviceptr, CUmemcpyAttributes, CUmemcpySrcAccessOrder};
+use cuda_sys::{CUdeviceptr, CUmemLocation, CUmemcpyAttributes, CUmemcpySrcAccessOrder};
 
 use super::managed::{Location, ManagedBuffer};
 use super::registered::{HostRegisterFlags, HostRegistration, RegisteredPart};
@@ -374,6 +374,10 @@ impl<'a> Capturing<'_, 'a> {
 fn raw_eq(a: &CUmemcpyAttributes, b: &CUmemcpyAttributes) -> bool {
     a.srcAccessOrder == b.srcAccessOrder
         && a.flags == b.flags
-        && (a.srcLocHint.type_, a.srcLocHint.id) == (b.srcLocHint.type_, b.srcLocHint.id)
-        && (a.dstLocHint.type_, a.dstLocHint.id) == (b.dstLocHint.type_, b.dstLocHint.id)
+        && same_location(&a.srcLocHint, &b.srcLocHint)
+        && same_location(&a.dstLocHint, &b.dstLocHint)
+}
+
+fn same_location(a: &CUmemLocation, b: &CUmemLocation) -> bool {
+    (a.type_, super::location_id(a)) == (b.type_, super::location_id(b))
 }

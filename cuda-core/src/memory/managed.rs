@@ -79,7 +79,7 @@ impl Location {
             Self::HostNuma(node) => (CUmemLocationType::CU_MEM_LOCATION_TYPE_HOST_NUMA, node),
             Self::HostNumaCurrent => (CUmemLocationType::CU_MEM_LOCATION_TYPE_HOST_NUMA_CURRENT, 0),
         };
-        CUmemLocation { type_, id }
+        super::raw_location(type_, id)
     }
 
     /// The location a raw type and id name, or `None` for "no location"

@@ -45,6 +45,27 @@ pub use pool::{AsyncDeviceBuffer, MemPool};
 pub use vmm::GrowableBuffer;
 
 use crate::error::{Error, Result};
+use cuda_sys::{CUmemLocation, CUmemLocation_st__bindgen_ty_1, CUmemLocationType};
+
+/// A `CUmemLocation` of a type and an id. Since CUDA 13.2 the id shares an anonymous
+/// union with the `localized` form (a location type this crate does not build), so the
+/// struct is not written with a plain `id` field any more.
+pub(crate) const fn raw_location(type_: CUmemLocationType, id: i32) -> CUmemLocation {
+    CUmemLocation {
+        type_,
+        __bindgen_anon_1: CUmemLocation_st__bindgen_ty_1 { id },
+    }
+}
+
+/// The id of a raw location (the union's `id` member): the device ordinal or NUMA node.
+#[must_use]
+pub fn location_id(loc: &CUmemLocation) -> i32 {
+    // SAFETY: every member of the union is made of C integers (`id`, and `localized`'s
+    // integer fields) and the union is always initialized in full (built by
+    // `raw_location`, zeroed by `Default`, or written by the driver), so its first four
+    // bytes are an initialized `int` whatever member was written last.
+    unsafe { loc.__bindgen_anon_1.id }
+}
 
 /// Plain data: every bit pattern of `size_of::<Self>()` bytes is a valid value, so bytes
 /// copied from the device (or zeroes) can be read as `Self`.

@@ -296,10 +296,7 @@ impl MemPool {
         let props = CUmemPoolProps {
             allocType: cuda_sys::CUmemAllocationType::CU_MEM_ALLOCATION_TYPE_PINNED,
             handleTypes: cuda_sys::CUmemAllocationHandleType::CU_MEM_HANDLE_TYPE_NONE,
-            location: cuda_sys::CUmemLocation {
-                type_: cuda_sys::CUmemLocationType::CU_MEM_LOCATION_TYPE_DEVICE,
-                id: ctx.device().as_raw(),
-            },
+            location: super::managed::Location::Device(ctx.device()).as_raw(),
             ..CUmemPoolProps::default()
         };
         Self::with_props(ctx, &props)

@@ -23,7 +23,7 @@ use core::marker::PhantomData;
 use cuda_sys::{
     CUdeviceptr, CUmemAccess_flags, CUmemAccessDesc, CUmemAllocationGranularity_flags,
     CUmemAllocationHandleType, CUmemAllocationProp, CUmemAllocationType,
-    CUmemGenericAllocationHandle, CUmemLocation, CUmemLocationType,
+    CUmemGenericAllocationHandle,
 };
 
 use super::{DevicePtr, Pod, byte_len};
@@ -36,10 +36,7 @@ fn device_prop(ctx: &Context, handle_types: CUmemAllocationHandleType) -> CUmemA
     CUmemAllocationProp {
         type_: CUmemAllocationType::CU_MEM_ALLOCATION_TYPE_PINNED,
         requestedHandleTypes: handle_types,
-        location: CUmemLocation {
-            type_: CUmemLocationType::CU_MEM_LOCATION_TYPE_DEVICE,
-            id: ctx.device().as_raw(),
-        },
+        location: super::managed::Location::Device(ctx.device()).as_raw(),
         ..CUmemAllocationProp::default()
     }
 }
@@ -356,10 +353,7 @@ fn set_access(
     bytes: usize,
 ) -> Result<()> {
     let desc = CUmemAccessDesc {
-        location: CUmemLocation {
-            type_: CUmemLocationType::CU_MEM_LOCATION_TYPE_DEVICE,
-            id: ctx.device().as_raw(),
-        },
+        location: super::managed::Location::Device(ctx.device()).as_raw(),
         flags: CUmemAccess_flags::CU_MEM_ACCESS_FLAGS_PROT_READWRITE,
     };
     // SAFETY: a mapped span; one valid descriptor.
