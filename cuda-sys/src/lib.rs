@@ -372,9 +372,9 @@ mod tests {
             (
                 "cuStreamGetCaptureInfo",
                 "cuStreamGetCaptureInfo_v3_ptsz",
-                12030,
+                13000,
             ),
-            ("cuMemPrefetchAsync", "cuMemPrefetchAsync_v2_ptsz", 12020),
+            ("cuMemPrefetchAsync", "cuMemPrefetchAsync_v2_ptsz", 13000),
             ("cuStreamGetCtx_v2", "cuStreamGetCtx_v2_ptsz", 12050),
             ("cuMemcpyBatchAsync", "cuMemcpyBatchAsync_v2_ptsz", 13000),
             (

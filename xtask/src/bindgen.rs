@@ -32,6 +32,8 @@ pub struct Args {
     pub cuda: Option<String>,
     /// The cudadrv-sys crate directory to regenerate (default: the workspace's cuda-sys).
     pub krate: Option<PathBuf>,
+    /// Exact header wheels (instead of resolving `cuda` on PyPI).
+    pub wheels: Option<toolkit::HeaderWheels>,
 }
 
 impl Args {
@@ -58,9 +60,10 @@ impl Args {
 /// `src/generated/` and sets its version's build metadata to `+cuda-<major.minor>`.
 pub fn run(root: &Path, args: &Args) -> R {
     toolkit::ensure_libclang()?;
-    let wheels = match &args.cuda {
-        Some(v) => toolkit::header_wheels(v)?,
-        None => toolkit::HEADERS,
+    let wheels = match (&args.wheels, &args.cuda) {
+        (Some(w), _) => w.clone(),
+        (None, Some(v)) => toolkit::header_wheels(v)?,
+        (None, None) => toolkit::HEADERS,
     };
     let includes = toolkit::headers(root, &wheels)?;
     let krate = args.krate.clone().unwrap_or_else(|| root.join("cuda-sys"));
@@ -80,6 +83,77 @@ pub fn run(root: &Path, args: &Args) -> R {
         "cargo xtask bindgen",
     )?;
     set_build_metadata(&krate.join("Cargo.toml"), wheels.major_minor(), args.check)
+}
+
+/// The 12.x header set CI regenerates a copy of cudadrv-sys from (exact wheels: no PyPI
+/// index query in CI).
+pub const CI_CUDA12: toolkit::HeaderWheels = toolkit::HeaderWheels {
+    release: std::borrow::Cow::Borrowed("12.4.127"),
+    runtime: std::borrow::Cow::Borrowed("nvidia-cuda-runtime-cu12==12.4.127"),
+    crt: std::borrow::Cow::Borrowed("nvidia-cuda-nvcc-cu12==12.4.131"),
+};
+
+/// What a user who vendors cudadrv-sys and pins CUDA 12.x headers does: a copy of the
+/// crate in `target/cudadrv-sys-<release>/` (with a workspace manifest of its own that
+/// carries the inherited fields), regenerated from [`CI_CUDA12`]'s headers, then its unit
+/// tests. cudadrv is not part of it: it stays on the committed headers.
+pub fn check_regenerated_release(root: &Path) -> R {
+    let wheels = CI_CUDA12;
+    let dir = root.join(format!("target/cudadrv-sys-{}", wheels.release));
+    let krate = dir.join("cudadrv-sys");
+    if krate.exists() {
+        std::fs::remove_dir_all(&krate)?;
+    }
+    copy_dir(&root.join("cuda-sys"), &krate)?;
+    let manifest = std::fs::read_to_string(root.join("Cargo.toml"))?;
+    let section = |name: &str| -> String {
+        let start = manifest
+            .find(&format!("[{name}]"))
+            .unwrap_or(manifest.len());
+        let rest = &manifest[start..];
+        let end = rest[1..].find("\n[").map_or(rest.len(), |e| e + 2);
+        rest[..end].to_string()
+    };
+    std::fs::write(
+        dir.join("Cargo.toml"),
+        format!(
+            "# Written by cargo xtask test: a vendored copy of cudadrv-sys, regenerated.\n\
+             [workspace]\nmembers = [\"cudadrv-sys\"]\nresolver = \"3\"\n\n{}\n{}",
+            section("workspace.package"),
+            section("workspace.dependencies")
+                .lines()
+                .filter(|l| !l.contains("path = "))
+                .collect::<Vec<_>>()
+                .join("\n")
+        ),
+    )?;
+    run(
+        root,
+        &Args {
+            wheels: Some(wheels.clone()),
+            krate: Some(krate.clone()),
+            ..Default::default()
+        },
+    )?;
+    crate::run(
+        crate::cargo(&dir)
+            .args(["test", "-q", "-p", "cudadrv-sys", "--lib", "--target-dir"])
+            .arg(root.join("target/cudadrv-sys-regen")),
+    )
+}
+
+fn copy_dir(from: &Path, to: &Path) -> R {
+    std::fs::create_dir_all(to)?;
+    for entry in std::fs::read_dir(from)? {
+        let entry = entry?;
+        let path = entry.path();
+        if entry.file_type()?.is_dir() {
+            copy_dir(&path, &to.join(entry.file_name()))?;
+        } else {
+            std::fs::copy(&path, to.join(entry.file_name()))?;
+        }
+    }
+    Ok(())
 }
 
 /// Sets (or checks) the `+cuda-<major.minor>` build metadata of the manifest's version.
@@ -194,7 +268,8 @@ pub fn generate(includes: &[PathBuf], release: &str) -> R<Vec<(String, String)>>
     }
 
     let types = format!("{header}\n{}", prettyplease::unparse(&file));
-    let (driver, pfn_check) = driver_table(&protos, &pfns, &cuda_h, header)?;
+    let pinned = release == toolkit::HEADERS.release;
+    let (driver, pfn_check) = driver_table(&protos, &pfns, &cuda_h, header, pinned)?;
     let runtime = runtime_table(&protos, &rt_h, header);
     let results = format!(
         "{header}\n{}\n{}",
@@ -418,7 +493,13 @@ fn documented_names(header: &str, prefix: &str) -> HashMap<String, String> {
 
 /// The driver list, and a compile-time check that each entry's signature is that of
 /// the `PFN_<lookup>_v<version>` typedef the loader asks `cuGetProcAddress` for.
-fn driver_table(protos: &[Proto], pfns: &Pfns, cuda_h: &str, header: &str) -> R<(String, String)> {
+fn driver_table(
+    protos: &[Proto],
+    pfns: &Pfns,
+    cuda_h: &str,
+    header: &str,
+    release_is_pinned: bool,
+) -> R<(String, String)> {
     let docs = documented_names(cuda_h, "cu");
     let mut lines = BTreeMap::new();
     let mut checks = BTreeMap::new();
@@ -514,7 +595,15 @@ fn driver_table(protos: &[Proto], pfns: &Pfns, cuda_h: &str, header: &str) -> R<
                 .flatten()
                 .find(|p| p.version == abi && p.per_thread == ptds)
         };
-        let pfn = of(false).ok_or_else(|| format!("no PFN_{name}_v{abi} in cudaTypedefs.h"))?;
+        // Headers older than the ABI's own release (a 12.0 set for cuGraphAddNode's
+        // 12.2 ABI) have nothing to fall back to: the entry is left out. The committed
+        // headers must declare every one (cudadrv calls them).
+        let Some(pfn) = of(false) else {
+            if release_is_pinned {
+                return Err(format!("no PFN_{name}_v{abi} in cudaTypedefs.h").into());
+            }
+            continue;
+        };
         let ptds = of(true).map_or(0, |p| p.version);
         let entry = format!("{name}_v{abi}");
         if lines.contains_key(&entry) {

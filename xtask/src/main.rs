@@ -24,6 +24,9 @@ commands:
                       release's header wheels instead and sets the crate version's
                       build metadata (+cuda-12.4); --crate regenerates another copy of
                       cudadrv-sys (a vendored one)
+  bindgen-release-check
+                      regenerate a copy of cudadrv-sys from the CUDA 12.4 headers in
+                      target/ and run its unit tests (what a vendoring user does)
   driver-abi [--check]  write tests/driver_abi/*.txt, the driver ABI sets of CUDA 12.0-13.0
                       (from the nvidia-cuda-runtime-cu12 wheels' headers), or fail if stale
   ptx [--check]       build ptx/ to ptx/generated/*.ptx with nightly (or fail if stale)
@@ -40,6 +43,7 @@ fn main() {
     let root = workspace_root();
     let result = match args.first().map(String::as_str) {
         Some("bindgen") => bindgen::Args::parse(&args[1..]).and_then(|a| bindgen::run(&root, &a)),
+        Some("bindgen-release-check") => bindgen::check_regenerated_release(&root),
         Some("driver-abi") => driver_abi::run(&root, args.iter().any(|a| a == "--check")),
         Some("ptx") => ptx::build(&root, args.iter().any(|a| a == "--check")),
         Some("test") => test::run_all(&root),

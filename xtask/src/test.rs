@@ -98,7 +98,13 @@ pub fn run_all(root: &Path) -> R {
         },
     )?;
 
-    step("driver ABI sets of CUDA 12.0-13.0 are current (cargo xtask driver-abi --check)");
+    step(&format!(
+        "a vendored cudadrv-sys regenerated from the CUDA {} headers builds and passes its unit tests",
+        crate::bindgen::CI_CUDA12.release
+    ));
+    crate::bindgen::check_regenerated_release(root)?;
+
+    step("driver ABI sets of CUDA 12.0-13.5 are current (cargo xtask driver-abi --check)");
     crate::driver_abi::run(root, true)?;
 
     step("PTX is current (cargo xtask ptx --check)");
