@@ -1,6 +1,8 @@
-//! cuda-core against mock drivers of CUDA 12.0, 12.2, 12.4, 12.8 and 13.0: which calls
-//! work on each, through the 13.0 ABI ("ok"), an older ABI ("fallback"), or not at all
-//! (an error naming the call and the driver it needs, "needs 12.x").
+//! cuda-core against mock drivers of CUDA 12.0, 12.2, 12.4, 12.8, 13.0, 13.1 and 13.5:
+//! which calls work on each, through the newest ABI the committed headers declare
+//! ("ok"), an older ABI ("fallback"), or not at all (an error naming the call and the
+//! driver it needs, "needs 12.x"; "needs 12.4 for cuX" when an earlier step of the call
+//! is what the driver lacks).
 //!
 //! Each mock exposes exactly the symbol set of its version, `tests/driver_abi/<v>.txt`
 //! (generated from that version's `cudaTypedefs.h` by `cargo xtask driver-abi`), through
@@ -25,87 +27,145 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use cuda_core::graph::{
     CaptureMode, CaptureToGraph, ConditionalHandle, EdgeData, Graph, GraphNode,
 };
+use cuda_core::green::{GroupParams, SmPartition, SmResource, WorkqueueConfig};
 use cuda_core::{Context, ContextFlags, Device, Error, Event, EventFlags, Module, Stream};
 use cuda_sys::{
-    CUcontext, CUctxCreateParams, CUdevice, CUdriverProcAddressQueryResult, CUevent, CUfunction,
-    CUgraph, CUgraphConditionalHandle, CUgraphEdgeData, CUgraphNode, CUgraphNodeParams,
-    CUjit_option, CUmodule, CUresult, CUstream, CUstreamCaptureMode, CUstreamCaptureStatus,
-    DRIVER_ENTRIES, DriverApi, Library, LoadOptions, MissingSymbol, cuuint64_t,
+    CU_DEV_SM_RESOURCE_GROUP_PARAMS, CUcontext, CUctxCreateParams, CUdevResource,
+    CUdevResourceType, CUdevSmResource, CUdevWorkqueueConfigResource, CUdevice,
+    CUdriverProcAddressQueryResult, CUevent, CUfunction, CUgraph, CUgraphConditionalHandle,
+    CUgraphEdgeData, CUgraphNode, CUgraphNodeParams, CUjit_option, CUmodule, CUresult, CUstream,
+    CUstreamCaptureMode, CUstreamCaptureStatus, DRIVER_ENTRIES, DriverApi, Library, LoadOptions,
+    MissingSymbol, cuuint64_t,
 };
 
-const VERSIONS: [(&str, &str); 5] = [
+const VERSIONS: [(&str, &str); 7] = [
     ("12.0", include_str!("driver_abi/12.0.txt")),
     ("12.2", include_str!("driver_abi/12.2.txt")),
     ("12.4", include_str!("driver_abi/12.4.txt")),
     ("12.8", include_str!("driver_abi/12.8.txt")),
     ("13.0", include_str!("driver_abi/13.0.txt")),
+    ("13.1", include_str!("driver_abi/13.1.txt")),
+    ("13.5", include_str!("driver_abi/13.5.txt")),
 ];
 
 const CHILD: &str = "DRIVER_VERSIONS_CHILD";
 
-/// The expected cell of each call on 12.0, 12.2, 12.4, 12.8, 13.0.
-const EXPECTED: &[(&str, [&str; 5])] = &[
+/// Workqueue resources are a resource type of a 12.4 call that 13.1 drivers know: the
+/// error names the call with the type.
+const WQ_TOO_OLD: &str =
+    "needs 13.1 for cuDeviceGetDevResource (CU_DEV_RESOURCE_TYPE_WORKQUEUE_CONFIG)";
+
+/// The expected cell of each call on 12.0, 12.2, 12.4, 12.8, 13.0, 13.1, 13.5.
+const EXPECTED: &[(&str, [&str; 7])] = &[
     (
         "Context::create",
-        ["fallback", "fallback", "fallback", "ok", "ok"],
+        ["fallback", "fallback", "fallback", "ok", "ok", "ok", "ok"],
     ),
-    ("Context::set_flags", ["needs 12.1", "ok", "ok", "ok", "ok"]),
+    (
+        "Context::set_flags",
+        ["needs 12.1", "ok", "ok", "ok", "ok", "ok", "ok"],
+    ),
     (
         "Event::elapsed_ms",
-        ["fallback", "fallback", "fallback", "ok", "ok"],
+        ["fallback", "fallback", "fallback", "ok", "ok", "ok", "ok"],
     ),
     (
         "Function::param_info",
-        ["needs 12.4", "needs 12.4", "ok", "ok", "ok"],
+        ["needs 12.4", "needs 12.4", "ok", "ok", "ok", "ok", "ok"],
     ),
     (
         "Module::function_count",
-        ["needs 12.4", "needs 12.4", "ok", "ok", "ok"],
+        ["needs 12.4", "needs 12.4", "ok", "ok", "ok", "ok", "ok"],
     ),
     (
         "Graph::add_edge default",
-        ["fallback", "fallback", "ok", "ok", "ok"],
+        ["fallback", "fallback", "ok", "ok", "ok", "ok", "ok"],
     ),
     (
         "Graph::add_edge programmatic",
-        ["needs 12.3", "needs 12.3", "ok", "ok", "ok"],
+        ["needs 12.3", "needs 12.3", "ok", "ok", "ok", "ok", "ok"],
     ),
     (
         "Graph::remove_edge",
-        ["fallback", "fallback", "ok", "ok", "ok"],
+        ["fallback", "fallback", "ok", "ok", "ok", "ok", "ok"],
     ),
-    ("Graph::edges", ["fallback", "fallback", "ok", "ok", "ok"]),
+    (
+        "Graph::edges",
+        ["fallback", "fallback", "ok", "ok", "ok", "ok", "ok"],
+    ),
     (
         "GraphNode::dependencies",
-        ["fallback", "fallback", "ok", "ok", "ok"],
+        ["fallback", "fallback", "ok", "ok", "ok", "ok", "ok"],
     ),
     (
         "GraphNode::dependents",
-        ["fallback", "fallback", "ok", "ok", "ok"],
+        ["fallback", "fallback", "ok", "ok", "ok", "ok", "ok"],
     ),
     (
         "Capturing::dependencies",
-        ["fallback", "fallback", "ok", "ok", "ok"],
+        ["fallback", "fallback", "ok", "ok", "ok", "ok", "ok"],
     ),
     (
         "Capturing::set_dependencies default",
-        ["fallback", "fallback", "ok", "ok", "ok"],
+        ["fallback", "fallback", "ok", "ok", "ok", "ok", "ok"],
     ),
     (
         "Capturing::set_dependencies programmatic",
-        ["needs 12.3", "needs 12.3", "ok", "ok", "ok"],
+        ["needs 12.3", "needs 12.3", "ok", "ok", "ok", "ok", "ok"],
     ),
     (
         "CaptureToGraph::begin",
-        ["needs 12.3", "needs 12.3", "ok", "ok", "ok"],
+        ["needs 12.3", "needs 12.3", "ok", "ok", "ok", "ok", "ok"],
     ),
     (
         "Graph::create_conditional_handle",
-        ["needs 12.3", "needs 12.3", "ok", "ok", "ok"],
+        ["needs 12.3", "needs 12.3", "ok", "ok", "ok", "ok", "ok"],
     ),
     (
         "Graph::add_if_node",
-        ["needs 12.3", "fallback", "ok", "ok", "ok"],
+        ["needs 12.3", "fallback", "ok", "ok", "ok", "ok", "ok"],
+    ),
+    (
+        "SmResource::split",
+        [
+            "needs 12.4 for cuDeviceGetDevResource",
+            "needs 12.4 for cuDeviceGetDevResource",
+            "needs 13.1",
+            "needs 13.1",
+            "needs 13.1",
+            "ok",
+            "ok",
+        ],
+    ),
+    (
+        "SmResource::of_stream",
+        [
+            "needs 13.1",
+            "needs 13.1",
+            "needs 13.1",
+            "needs 13.1",
+            "needs 13.1",
+            "ok",
+            "ok",
+        ],
+    ),
+    (
+        "WorkqueueConfig::of_device",
+        [
+            WQ_TOO_OLD, WQ_TOO_OLD, WQ_TOO_OLD, WQ_TOO_OLD, WQ_TOO_OLD, "ok", "ok",
+        ],
+    ),
+    (
+        "Context::record_event",
+        [
+            "needs 12.5",
+            "needs 12.5",
+            "needs 12.5",
+            "ok",
+            "ok",
+            "ok",
+            "ok",
+        ],
     ),
 ];
 
@@ -205,6 +265,8 @@ static SET: Mutex<Option<SymbolSet>> = Mutex::new(None);
 static CALLS: Mutex<Vec<&'static str>> = Mutex::new(Vec::new());
 /// Soundness violations the mock saw (an ABI handed out other than the one asked for).
 static UNSOUND: Mutex<Vec<String>> = Mutex::new(Vec::new());
+/// (function, ABI asked for) that the mock answered with an older ABI's implementation.
+static OLDER_ANSWERS: Mutex<Vec<(String, u32)>> = Mutex::new(Vec::new());
 static NEXT: AtomicUsize = AtomicUsize::new(0x10_000);
 static EDGES: Mutex<Vec<(usize, usize)>> = Mutex::new(Vec::new());
 
@@ -252,10 +314,15 @@ fn child(version: &str) {
         )
     }
     .expect("the mock driver loads");
-    // Nothing newer than the driver resolved.
+    // Nothing newer than the driver resolved, and no entry holds an older ABI's answer.
+    let older = std::mem::take(&mut *lock(&OLDER_ANSWERS));
     for (e, ok) in DRIVER_ENTRIES.iter().zip(table.resolved()) {
         if ok && e.version > driver {
             lock(&UNSOUND).push(format!("{} (ABI {}) resolved", e.name, e.version));
+        }
+        let lookup = e.lookup.trim_end_matches('\0');
+        if ok && older.iter().any(|(n, v)| n == lookup && *v == e.version) {
+            lock(&UNSOUND).push(format!("{} (ABI {}) holds an older ABI", e.name, e.version));
         }
     }
     assert!(
@@ -287,12 +354,14 @@ fn cell(call: &str, subject: &str, op: impl FnOnce() -> Result<(), Error>) {
             };
             let needs = format!("{}.{}", needs / 1000, needs % 1000 / 10);
             let want = format!(
-                "{subject} needs a CUDA {needs} driver (this one is {}.{})",
+                "{call} needs a CUDA {needs} driver (this one is {}.{})",
                 driver / 1000,
                 driver % 1000 / 10
             );
             if call == subject && e.to_string() == want {
                 format!("needs {needs}")
+            } else if call != subject && e.to_string().starts_with(call) {
+                format!("needs {needs} for {call}")
             } else {
                 format!("error: {e} (expected {want:?})")
             }
@@ -435,6 +504,35 @@ fn run_calls() {
         "cuGraphConditionalHandleCreate",
         || graph.create_conditional_handle(Some(1)).map(drop),
     );
+    let sms = SmResource::of_device(dev);
+    cell("SmResource::split", "cuDevSmResourceSplit", || {
+        let sms = sms.clone()?;
+        let mut groups = [SmPartition::EMPTY; 2];
+        let params = [
+            GroupParams::sms(16),
+            GroupParams::sms(0).coscheduled(2).backfill(),
+        ];
+        let split = sms.split(&params, &mut groups)?;
+        assert_eq!(split.count, 2);
+        assert_eq!((groups[0].sm_count(), groups[1].sm_count()), (16, 116));
+        Ok(())
+    });
+    cell("SmResource::of_stream", "cuStreamGetDevResource", || {
+        assert_eq!(SmResource::of_stream(&stream)?.sm_count(), 132);
+        Ok(())
+    });
+    cell(
+        "WorkqueueConfig::of_device",
+        "cuDeviceGetDevResource",
+        || {
+            let wq = WorkqueueConfig::of_device(dev)?;
+            assert_eq!(wq.concurrency_limit(), 4);
+            Ok(())
+        },
+    );
+    cell("Context::record_event", "cuCtxRecordEvent", || {
+        ctx.record_event(&Event::new(&ctx, EventFlags::empty())?)
+    });
     cell("Graph::add_if_node", "cuGraphAddNode", || {
         // A handle made elsewhere (the mock does not check it): the node's fallback is
         // what is tested, whether or not this driver can make handles.
@@ -519,10 +617,12 @@ unsafe extern "C" fn gpa(
         }
         return CUresult::CUDA_ERROR_NOT_FOUND;
     };
-    if abi as c_int != version {
-        lock(&UNSOUND).push(format!("{name} asked at {version}, handed out ABI {abi}"));
-    }
     let f = implementation(name, abi);
+    if abi as c_int != version && !f.is_null() {
+        // A real driver answers so when it lacks the ABI asked for (CUDA 13.1's first
+        // driver and `cuLaunchHostFunc` 13010): the loader must not keep the answer.
+        lock(&OLDER_ANSWERS).push((name.to_string(), version as u32));
+    }
     // SAFETY: valid out-pointers.
     unsafe {
         put(pfn, f);
@@ -614,9 +714,95 @@ fn implementation(name: &str, abi: u32) -> *mut c_void {
         cuGraphConditionalHandleCreate => cu_conditional_handle_create,
         cuGraphAddNode => cu_graph_add_node_v2,
         cuGraphAddNode_v12020 => cu_graph_add_node_v1,
+        cuDeviceGetDevResource => cu_device_get_dev_resource,
+        cuDevSmResourceSplit => cu_dev_sm_resource_split,
+        cuStreamGetDevResource => cu_stream_get_dev_resource,
+        cuCtxRecordEvent => cu_ctx_record_event,
     }
 }
 
+/// A resource as the driver fills it: an H100's 132 SMs (minimum 8, alignment 8), or a
+/// workqueue configuration with a concurrency limit of 4.
+fn fill_resource(out: *mut CUdevResource, ty: CUdevResourceType, sms: u32) -> CUresult {
+    let mut r = CUdevResource {
+        type_: ty,
+        ..Default::default()
+    };
+    if ty == CUdevResourceType::CU_DEV_RESOURCE_TYPE_SM {
+        r.__bindgen_anon_1.sm = CUdevSmResource {
+            smCount: sms,
+            minSmPartitionSize: 8,
+            smCoscheduledAlignment: 8,
+            ..Default::default()
+        };
+    } else if ty == CUdevResourceType::CU_DEV_RESOURCE_TYPE_WORKQUEUE_CONFIG {
+        r.__bindgen_anon_1.wqConfig = CUdevWorkqueueConfigResource {
+            device: 0,
+            wqConcurrencyLimit: 4,
+            ..Default::default()
+        };
+    } else {
+        return CUresult::CUDA_ERROR_INVALID_RESOURCE_TYPE;
+    }
+    // SAFETY: the caller's out-pointer.
+    unsafe { put(out, r) };
+    OK
+}
+unsafe extern "C" fn cu_device_get_dev_resource(
+    _d: CUdevice,
+    out: *mut CUdevResource,
+    ty: CUdevResourceType,
+) -> CUresult {
+    called("cuDeviceGetDevResource");
+    fill_resource(out, ty, 132)
+}
+unsafe extern "C" fn cu_stream_get_dev_resource(
+    _s: CUstream,
+    out: *mut CUdevResource,
+    ty: CUdevResourceType,
+) -> CUresult {
+    called("cuStreamGetDevResource");
+    fill_resource(out, ty, 132)
+}
+unsafe extern "C" fn cu_dev_sm_resource_split(
+    result: *mut CUdevResource,
+    n: c_uint,
+    input: *const CUdevResource,
+    remainder: *mut CUdevResource,
+    flags: c_uint,
+    params: *mut CU_DEV_SM_RESOURCE_GROUP_PARAMS,
+) -> CUresult {
+    called("cuDevSmResourceSplit");
+    if flags != 0 || input.is_null() || params.is_null() {
+        return CUresult::CUDA_ERROR_INVALID_VALUE;
+    }
+    // SAFETY: the caller passes `n` parameter structs and a valid input.
+    let (params, input) = unsafe { (std::slice::from_raw_parts(params, n as usize), &*input) };
+    // SAFETY: an SM resource's member.
+    let mut left = unsafe { input.__bindgen_anon_1.sm.smCount };
+    for (i, p) in params.iter().enumerate() {
+        let take = if p.smCount == 0 {
+            left
+        } else {
+            p.smCount.min(left)
+        };
+        left -= take;
+        // SAFETY: `n` result slots.
+        let slot = unsafe { result.add(i) };
+        let rc = fill_resource(slot, CUdevResourceType::CU_DEV_RESOURCE_TYPE_SM, take);
+        if rc != OK {
+            return rc;
+        }
+    }
+    if !remainder.is_null() && left > 0 {
+        return fill_resource(remainder, CUdevResourceType::CU_DEV_RESOURCE_TYPE_SM, left);
+    }
+    OK
+}
+unsafe extern "C" fn cu_ctx_record_event(_c: CUcontext, _e: CUevent) -> CUresult {
+    called("cuCtxRecordEvent");
+    OK
+}
 unsafe extern "C" fn cu_init(_flags: c_uint) -> CUresult {
     OK
 }

@@ -240,7 +240,33 @@ fn resolve_driver(
     for (slot, e) in addrs.iter_mut().zip(crate::DRIVER_ENTRIES) {
         *slot = resolve(e);
     }
+    drop_older_answers(&mut addrs, |e| requested_abi(e, per_thread(e)));
     addrs
+}
+
+/// A driver whose version admits an ABI may still lack it: CUDA 13.1's first driver
+/// reports 13010 but has no `cuLaunchHostFunc` of ABI 13010 (its `cudaTypedefs.h` has
+/// no such typedef; 13.5's dates it 13010), and asked for that ABI it answers with its
+/// newest, the 3-argument 10000 one. An entry whose address is the one an older ABI of
+/// the same function got (another entry, another symbol) is such an answer: it is left
+/// out, so the call is a missing-symbol error instead of a call through the wrong type.
+/// (Two ABIs of one signature that a driver implements with one function are left out
+/// too: an error where a call would have worked, never the other way round.)
+fn drop_older_answers(addrs: &mut [*mut c_void], abi: impl Fn(&Entry) -> u32) {
+    let entries = crate::DRIVER_ENTRIES;
+    for i in 0..entries.len() {
+        let (e, addr) = (&entries[i], addrs[i]);
+        if addr.is_null() {
+            continue;
+        }
+        let older_same_answer = entries
+            .iter()
+            .zip(addrs.iter())
+            .any(|(f, &other)| f.lookup == e.lookup && abi(f) < abi(e) && other == addr);
+        if older_same_answer {
+            addrs[i] = core::ptr::null_mut();
+        }
+    }
 }
 
 #[cfg(all(feature = "loaded", unix, feature = "runtime"))]
@@ -487,6 +513,7 @@ mod tests {
         ("cuInit", &[2000]),
         ("cuStreamGetCaptureInfo", &[10010, 11030]),
         ("cuLaunchKernel", &[4000]),
+        ("cuLaunchHostFunc", &[10000]),
     ];
 
     std::thread_local! {
@@ -640,6 +667,24 @@ mod tests {
         let none = |_: &CStr| core::ptr::null_mut();
         let addrs = resolve_driver(LoadOptions::default(), V13, Some(gpa_lies), none);
         assert!(addrs.iter().all(|p| p.is_null()));
+    }
+
+    /// A driver that reports 13.1 but lacks an ABI of 13.1 (answers with the older
+    /// one): the newer entry is left out, the older one kept.
+    #[test]
+    fn an_older_answer_to_a_newer_abi_is_left_out() {
+        if crate::CUDA_VERSION < 13010 {
+            return; // headers without cuLaunchHostFunc_v2
+        }
+        let none = |_: &CStr| core::ptr::null_mut();
+        let addrs = resolve_driver(LoadOptions::default(), 13010, Some(gpa_12_2), none);
+        let at = |name| addrs.get(driver_index(name)).copied();
+        let index = DRIVER_12_2
+            .iter()
+            .position(|(n, _)| *n == "cuLaunchHostFunc")
+            .unwrap_or(99);
+        assert_eq!(at("cuLaunchHostFunc"), Some(abi_address(index, 10000)));
+        assert_eq!(at("cuLaunchHostFunc_v2"), Some(core::ptr::null_mut()));
     }
 
     /// Through the public constructor: the version is read first, and a driver whose

@@ -35,5 +35,6 @@ pub mod grid_barrier;
 pub mod mbar_forms;
 pub mod mbar_pipeline;
 pub mod pdl;
+pub mod region;
 pub mod vec_add;
 pub mod vec_stream;

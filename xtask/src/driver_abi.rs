@@ -1,11 +1,11 @@
 //! `cargo xtask driver-abi [--check]`: the driver ABI symbol sets of CUDA 12.0, 12.2,
-//! 12.4, 12.8 and 13.0, for the mock drivers of `tests/driver_versions.rs`.
+//! 12.4, 12.8, 13.0, 13.1 and 13.5, for the mock drivers of `tests/driver_versions.rs`.
 //!
 //! A driver's `cuGetProcAddress` serves, for each function, the ABI versions its
 //! `cudaTypedefs.h` declares as `PFN_<name>_v<abi>` typedefs. The 12.x headers come from
 //! the PyPI wheels `nvidia-cuda-runtime-cu12==<version>` (installed with pip into
-//! `.cuda/cu12/<version>/`), the 13.0 headers from the toolkit `cargo xtask bindgen`
-//! uses. Each set is written to `tests/driver_abi/<major>.<minor>.txt`, one function a
+//! `.cuda/cu12/<version>/`), the 13.0 headers from the build toolkit, 13.1 and 13.5 from
+//! the header wheels (13.5 is the set the bindings are generated from). Each set is written to `tests/driver_abi/<major>.<minor>.txt`, one function a
 //! line with every ABI version its header declares. Parsing is textual: no libclang.
 //!
 //! The step also checks that each older-ABI entry of the driver table
@@ -20,6 +20,13 @@ use crate::{R, bindgen, step, toolkit};
 /// The CUDA 12 runtime wheels whose headers give the 12.x symbol sets.
 pub const CU12_WHEELS: &[&str] = &["12.0.107", "12.2.140", "12.4.127", "12.8.90"];
 
+/// The 13.1 header wheels (the release that introduced the guide's green-context API).
+const CU13_1: toolkit::HeaderWheels = toolkit::HeaderWheels {
+    release: std::borrow::Cow::Borrowed("13.1.80"),
+    runtime: std::borrow::Cow::Borrowed("nvidia-cuda-runtime==13.1.80"),
+    crt: std::borrow::Cow::Borrowed("nvidia-cuda-crt==13.1.80"),
+};
+
 const OUT_DIR: &str = "tests/driver_abi";
 
 /// Writes (or with `check`, compares) `tests/driver_abi/*.txt`.
@@ -33,6 +40,10 @@ pub fn run(root: &Path, check: bool) -> R {
     }
     let tk = toolkit::locate(root)?;
     headers.push(("the CUDA 13.0 headers".to_string(), tk.include.clone()));
+    for wheels in [CU13_1, toolkit::HEADERS] {
+        let include = toolkit::headers(root, &wheels)?.remove(0);
+        headers.push((wheels.runtime.to_string(), include));
+    }
 
     let mut files = Vec::new();
     let mut declared = String::new();

@@ -27,7 +27,7 @@ commands:
   bindgen-release-check
                       regenerate a copy of cudadrv-sys from the CUDA 12.4 headers in
                       target/ and run its unit tests (what a vendoring user does)
-  driver-abi [--check]  write tests/driver_abi/*.txt, the driver ABI sets of CUDA 12.0-13.0
+  driver-abi [--check]  write tests/driver_abi/*.txt, the driver ABI sets of CUDA 12.0-13.5
                       (from the nvidia-cuda-runtime-cu12 wheels' headers), or fail if stale
   ptx [--check]       build ptx/ to ptx/generated/*.ptx with nightly (or fail if stale)
   test                everything CI checks; hardware suites run on a GPU or report skips

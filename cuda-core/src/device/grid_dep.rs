@@ -27,3 +27,49 @@ pub fn launch_dependents() {
     // SAFETY: a scheduling hint has no precondition.
     unsafe { ptx_asm::griddepcontrol_launch_dependents() }
 }
+
+/// The per-launch PDL choice that the host's automatic PDL option
+/// (`cudadrv::launch::AutoPdl`, `LaunchConfig::auto_pdl`) makes and passes to the kernel
+/// as one `u32` parameter: whether the launch may depend programmatically on its
+/// predecessor (the kernel must then wait before reading its output) and whether this
+/// kernel triggers its dependents at once. The bits are the host type's
+/// (`cudadrv::launch::PdlPlan`), which has the same layout.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[repr(transparent)]
+pub struct PdlPlan(u32);
+
+impl PdlPlan {
+    /// Bit set when the launch carries programmatic stream serialization.
+    pub const WAIT: u32 = 1;
+    /// Bit set when the kernel should trigger its dependents right after the wait.
+    pub const TRIGGER_EARLY: u32 = 2;
+
+    /// A plan from its bits (as the host wrote them).
+    #[inline(always)]
+    #[must_use]
+    pub const fn from_bits(bits: u32) -> Self {
+        Self(bits)
+    }
+
+    /// The bits.
+    #[inline(always)]
+    #[must_use]
+    pub const fn bits(self) -> u32 {
+        self.0
+    }
+}
+
+/// The kernel side of automatic PDL, one call at the top of the kernel (before it reads
+/// anything an earlier kernel wrote): `griddepcontrol.wait` when the launch may have
+/// started early, then `griddepcontrol.launch_dependents` when the host chose an early
+/// trigger (a grid that fits in one wave). Otherwise the trigger is the grid's exit.
+/// Like [`grid_dependency_wait`], a compiler memory barrier.
+#[inline(always)]
+pub fn pdl_auto(plan: PdlPlan) {
+    if plan.0 & PdlPlan::WAIT != 0 {
+        grid_dependency_wait();
+    }
+    if plan.0 & PdlPlan::TRIGGER_EARLY != 0 {
+        launch_dependents();
+    }
+}

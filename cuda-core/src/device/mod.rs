@@ -9,7 +9,8 @@
 //! compile function bodies, so the inline PTX is documented on any target, but only an
 //! nvptx64 build can call it.
 //!
-//! - [`grid_dependency_wait`] / [`launch_dependents`]: Programmatic Dependent Launch.
+//! - [`grid_dependency_wait`] / [`launch_dependents`]: Programmatic Dependent Launch;
+//!   [`pdl_auto`] with the host's per-launch [`PdlPlan`].
 //! - [`MBarrier`], [`ArrivalToken`], [`PhaseCursor`], [`ClusterMBarrier`]: asynchronous
 //!   barriers, local and across a cluster.
 //! - Asynchronous copies: [`cp_async`] (sm_80), bulk copies ([`BulkLoad`],
@@ -126,7 +127,7 @@ sm90_ptx78! {
         ClusterMBarrier, cluster_arrive, cluster_cta_count, cluster_cta_id, cluster_cta_rank,
         cluster_dim, cluster_grid_dim, cluster_id, cluster_sync, cluster_wait, map_shared_rank,
     };
-    pub use grid_dep::{grid_dependency_wait, launch_dependents};
+    pub use grid_dep::{PdlPlan, grid_dependency_wait, launch_dependents, pdl_auto};
 }
 pub use devrt_ffi::{
     cudaGetParameterBufferV2, cudaGraphLaunch, cudaGraphSetConditional, cudaLaunchDeviceV2,

@@ -22,6 +22,9 @@
 //!   and uploads; [`GraphExec::device_handle`] is the kernel parameter device code
 //!   launches with (`cudadrv::device::DeviceGraphExec`).
 //! - The device's graph memory pool: [`GraphMemUsage`], [`graph_mem_trim`].
+//! - Replay regions ([`Region`], feature `alloc`): ordinary stream work recorded by a
+//!   closure, captured on its first execution and replayed as a cached executable graph
+//!   with its parameters updated in place.
 //!
 //! # Lifetimes and memory
 //! A graph and an executable graph keep their [`Context`](crate::Context) alive (a
@@ -51,6 +54,8 @@ mod kernel_node;
 mod mem;
 mod node;
 mod nodes;
+#[cfg(feature = "alloc")]
+mod region;
 
 pub use capture::{Capture, CaptureInfo, CaptureMode, CaptureToGraph, Capturing};
 pub use conditional::ConditionalHandle;
@@ -61,3 +66,5 @@ pub use handle::{Graph, GraphRef};
 pub use mem::{GraphMemUsage, graph_mem_attribute, graph_mem_trim};
 pub use node::GraphNode;
 pub use nodes::Memset;
+#[cfg(feature = "alloc")]
+pub use region::{DEFAULT_REGION_CAPACITY, Recorder, Region, RegionStats};

@@ -14,6 +14,9 @@
 //!   `cuFuncGetParamInfo`; [`Function::verify_args`](crate::Function::verify_args)
 //!   does the check once for a tuple type, so a hot loop can launch unchecked.
 //! - [`launch_plain`]: `cuLaunchKernel`, for configurations without attributes.
+//! - [`AutoPdl`] / [`LaunchConfig::auto_pdl`]: PDL chosen per launch from the grid and
+//!   the function's occupancy (early trigger in one wave, wait only beyond), with the
+//!   [`PdlPlan`] the kernel passes to `cudadrv::device::pdl_auto`.
 //!
 //! The launch path allocates nothing, records no event and binds no context: one driver
 //! call with a `CUlaunchConfig` built on the stack.
@@ -28,12 +31,14 @@
 //! check. Every `unsafe` block carries a `// SAFETY:` comment.
 
 mod attr;
+mod auto_pdl;
 mod config;
 mod kernel;
 mod verify;
 
 pub use crate::dim3::Dim3;
 pub use attr::{LaunchAttribute, TooManyAttributes};
+pub use auto_pdl::{AutoPdl, PdlPlan};
 pub use config::{LaunchConfig, MAX_LAUNCH_ATTRIBUTES};
 pub use kernel::{launch, launch_checked, launch_packed, launch_plain};
 
