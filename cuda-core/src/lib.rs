@@ -449,6 +449,8 @@ pub use cuda_sys;
 
 pub mod args;
 mod dim3;
+// Typed kernels (both targets: the parameter types and `kernel!`), safe launches (host).
+pub mod kernel;
 pub use dim3::Dim3;
 
 // Documented on every target (rustdoc does not compile the inline PTX in function

@@ -35,6 +35,7 @@ pub mod grid_barrier;
 pub mod mbar_forms;
 pub mod mbar_pipeline;
 pub mod pdl;
+pub mod typed;
 pub mod region;
 pub mod vec_add;
 pub mod vec_stream;

@@ -283,7 +283,19 @@ pub mod ptx {
     pub const KERNELS: &str = include_str!("../../ptx/generated/kernels.ptx");
     /// Kernels that call the device runtime: link with `libcudadevrt.a` (cuLink*).
     pub const DEVRT: &str = include_str!("../../ptx/generated/devrt.ptx");
+
+    /// [`KERNELS`] as the trust root of safe launches of the `kernel!` declarations in
+    /// ptx/src/typed.rs ([`crate::typed`]).
+    // SAFETY: kernels.ptx is built by `cargo xtask ptx` from ptx/src, whose typed.rs is
+    // the file `crate::typed` includes: the same declarations on both sides.
+    pub static TRUSTED: cuda_core::kernel::KernelPtx =
+        unsafe { cuda_core::kernel::KernelPtx::new(KERNELS) };
 }
+
+/// The host half of ptx/src/typed.rs: typed handles of the `kernel!` declarations whose
+/// device half is in [`ptx::KERNELS`] (the bodies are not compiled here).
+#[path = "../../ptx/src/typed.rs"]
+pub mod typed;
 
 /// Where libcudadevrt.a is: `$CUDA_DEVRT_LIB`, then `lib64/` of `$CUDA_PATH`,
 /// `$CUDA_HOME` and `/usr/local/cuda`.

@@ -1824,3 +1824,71 @@ macro_rules! kernel_param_ptr {
         p
     }};
 }
+
+// ---------------------------------------------------------------------------------------
+// Element loads and stores of device slices (`crate::kernel::DeviceSlice`), and `trap`
+// ---------------------------------------------------------------------------------------
+
+/// Implements one generic-address load and store pair for an element width: `ld.$ty` /
+/// `st.$ty` through a 64-bit generic address, with the value in a `$reg` register.
+macro_rules! elem_access {
+    ($(#[$meta:meta])* $ld:ident, $st:ident, $t:ty, $rt:ty, $reg:ident, $ty:literal) => {
+        $(#[$meta])*
+        #[doc = concat!("`ld.", $ty, " v, [ptr];` (generic address; any PTX ISA and SM).")]
+        ///
+        /// # Safety
+        /// `ptr` must be valid for a read of its type, naturally aligned. A write by
+        /// another thread racing with it leaves the old or the new value (a single
+        /// naturally aligned access), not undefined behaviour: the access is outside the
+        /// Rust memory model.
+        #[inline(always)]
+        #[must_use]
+        pub unsafe fn $ld(ptr: *const $t) -> $t {
+            let v: $rt;
+            // SAFETY: the caller guarantees `ptr` is readable; the asm reads one element.
+            unsafe {
+                asm!(
+                    concat!("ld.", $ty, " {v}, [{p}];"),
+                    v = out($reg) v,
+                    p = in(reg64) ptr,
+                    options(pure, readonly, nostack, preserves_flags),
+                );
+            }
+            v as $t
+        }
+
+        #[doc = concat!("`st.", $ty, " [ptr], v;` (generic address; any PTX ISA and SM).")]
+        ///
+        /// # Safety
+        /// `ptr` must be valid for a write of its type, naturally aligned; racing accesses
+        /// as for the load.
+        #[inline(always)]
+        pub unsafe fn $st(ptr: *mut $t, v: $t) {
+            // SAFETY: the caller guarantees `ptr` is writable; the asm writes one element.
+            unsafe {
+                asm!(
+                    concat!("st.", $ty, " [{p}], {v};"),
+                    p = in(reg64) ptr,
+                    v = in($reg) v as $rt,
+                    options(nostack, preserves_flags),
+                );
+            }
+        }
+    };
+}
+
+elem_access!(ld_u8, st_u8, u8, u16, reg16, "u8");
+elem_access!(ld_u16, st_u16, u16, u16, reg16, "u16");
+elem_access!(ld_u32, st_u32, u32, u32, reg32, "u32");
+elem_access!(ld_u64, st_u64, u64, u64, reg64, "u64");
+
+/// `trap;`: ends the kernel with an error (the launch reports
+/// `CUDA_ERROR_LAUNCH_FAILED`, and the context keeps reporting it).
+///
+/// # Safety
+/// None; `unsafe` only because this module's functions all are.
+#[inline(always)]
+pub unsafe fn trap() -> ! {
+    // SAFETY: `trap` stops the thread's kernel; it never returns.
+    unsafe { asm!("trap;", options(noreturn, nostack)) }
+}

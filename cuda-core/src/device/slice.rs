@@ -1,0 +1,181 @@
+//! Device-side access to [`DeviceSlice`] and [`DeviceSliceMut`] kernel parameters: every
+//! index checked against the slice's length, with `unsafe` unchecked forms.
+//!
+//! A slice parameter is a pointer and a length (16 bytes). The same value reaches every
+//! thread of the grid, so element accesses are single PTX loads and stores
+//! ([`ptx_asm::ld_u32`] and friends) taken by value, never Rust references: two threads
+//! writing one element race to a value, not to undefined behaviour, because an
+//! [`Element`] has no invalid bit patterns and the access is one naturally aligned
+//! instruction outside the Rust memory model.
+//!
+//! - [`get`](DeviceSlice::get) / [`try_write`](DeviceSliceMut::try_write): `None` / an
+//!   [`OutOfBounds`] error past the end.
+//! - [`read`](DeviceSlice::read) / [`write`](DeviceSliceMut::write): trap past the end
+//!   (the kernel ends with `CUDA_ERROR_LAUNCH_FAILED`), as a panic would.
+//! - [`get_unchecked`](DeviceSlice::get_unchecked) /
+//!   [`write_unchecked`](DeviceSliceMut::write_unchecked): `unsafe`, no check.
+//!
+//! # Unsafe policy
+//! The checked forms are safe: the slice's constructors (a safe launch, or
+//! `from_raw_parts`' contract) guarantee `ptr..ptr + len` is live device memory for the
+//! kernel's run. Every `unsafe` block carries a `// SAFETY:` comment.
+
+use core::mem::{size_of, transmute_copy};
+
+pub use crate::kernel::{DeviceSlice, DeviceSliceMut, Element};
+
+use super::ptx_asm;
+
+/// An index past the end of a device slice.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct OutOfBounds {
+    /// The index given.
+    pub index: usize,
+    /// The slice's length.
+    pub len: usize,
+}
+
+/// Loads one element.
+///
+/// # Safety
+/// `p` must be readable for a `T` and aligned.
+#[inline(always)]
+unsafe fn load<T: Element>(p: *const T) -> T {
+    // SAFETY (all arms): `Element` types are 1, 2, 4 or 8 bytes with every bit pattern
+    // valid, so the loaded integer of the same size is a `T`; the caller guarantees `p`.
+    unsafe {
+        match size_of::<T>() {
+            1 => transmute_copy(&ptx_asm::ld_u8(p.cast())),
+            2 => transmute_copy(&ptx_asm::ld_u16(p.cast())),
+            4 => transmute_copy(&ptx_asm::ld_u32(p.cast())),
+            8 => transmute_copy(&ptx_asm::ld_u64(p.cast())),
+            _ => ptx_asm::trap(),
+        }
+    }
+}
+
+/// Stores one element.
+///
+/// # Safety
+/// `p` must be writable for a `T` and aligned.
+#[inline(always)]
+unsafe fn store<T: Element>(p: *mut T, v: T) {
+    // SAFETY (all arms): as in `load`; the integer has the element's size and bytes.
+    unsafe {
+        match size_of::<T>() {
+            1 => ptx_asm::st_u8(p.cast(), transmute_copy(&v)),
+            2 => ptx_asm::st_u16(p.cast(), transmute_copy(&v)),
+            4 => ptx_asm::st_u32(p.cast(), transmute_copy(&v)),
+            8 => ptx_asm::st_u64(p.cast(), transmute_copy(&v)),
+            _ => ptx_asm::trap(),
+        }
+    }
+}
+
+/// Ends the kernel: an index out of range. Inlined (a `trap`), so the PTX names no
+/// function whose mangled name would depend on the build.
+#[inline(always)]
+fn out_of_bounds() -> ! {
+    // SAFETY: `trap` has no precondition.
+    unsafe { ptx_asm::trap() }
+}
+
+impl<T: Element> DeviceSlice<T> {
+    /// Element `i`, or `None` past the end.
+    #[inline(always)]
+    #[must_use]
+    pub fn get(&self, i: usize) -> Option<T> {
+        if i < self.len {
+            // SAFETY: `i < len`, and the slice names `len` live elements.
+            Some(unsafe { self.get_unchecked(i) })
+        } else {
+            None
+        }
+    }
+
+    /// Element `i`; traps past the end.
+    #[inline(always)]
+    #[must_use]
+    pub fn read(&self, i: usize) -> T {
+        match self.get(i) {
+            Some(v) => v,
+            None => out_of_bounds(),
+        }
+    }
+
+    /// Element `i` without a check.
+    ///
+    /// # Safety
+    /// `i < self.len()`.
+    #[inline(always)]
+    #[must_use]
+    pub unsafe fn get_unchecked(&self, i: usize) -> T {
+        // SAFETY: the caller guarantees `i < len`; the slice names `len` live, aligned
+        // elements.
+        unsafe { load(self.ptr.add(i)) }
+    }
+}
+
+impl<T: Element> DeviceSliceMut<T> {
+    /// Element `i`, or `None` past the end.
+    #[inline(always)]
+    #[must_use]
+    pub fn get(&self, i: usize) -> Option<T> {
+        self.as_read().get(i)
+    }
+
+    /// Element `i`; traps past the end.
+    #[inline(always)]
+    #[must_use]
+    pub fn read(&self, i: usize) -> T {
+        self.as_read().read(i)
+    }
+
+    /// Element `i` without a check.
+    ///
+    /// # Safety
+    /// `i < self.len()`.
+    #[inline(always)]
+    #[must_use]
+    pub unsafe fn get_unchecked(&self, i: usize) -> T {
+        // SAFETY: forwarded.
+        unsafe { self.as_read().get_unchecked(i) }
+    }
+
+    /// Writes `v` at `i`, or returns [`OutOfBounds`] past the end (nothing written).
+    ///
+    /// # Errors
+    /// [`OutOfBounds`] when `i >= self.len()`.
+    #[inline(always)]
+    pub fn try_write(&self, i: usize, v: T) -> Result<(), OutOfBounds> {
+        if i < self.len {
+            // SAFETY: `i < len`, and the slice names `len` live, writable elements.
+            unsafe { self.write_unchecked(i, v) };
+            Ok(())
+        } else {
+            Err(OutOfBounds {
+                index: i,
+                len: self.len,
+            })
+        }
+    }
+
+    /// Writes `v` at `i`; traps past the end.
+    #[inline(always)]
+    pub fn write(&self, i: usize, v: T) {
+        if self.try_write(i, v).is_err() {
+            out_of_bounds();
+        }
+    }
+
+    /// Writes `v` at `i` without a check.
+    ///
+    /// # Safety
+    /// `i < self.len()`.
+    #[inline(always)]
+    pub unsafe fn write_unchecked(&self, i: usize, v: T) {
+        // SAFETY: the caller guarantees `i < len`; the slice names `len` live, writable,
+        // aligned elements.
+        unsafe { store(self.ptr.add(i), v) }
+    }
+}

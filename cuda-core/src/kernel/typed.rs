@@ -1,0 +1,247 @@
+//! [`Kernel`], [`SafeKernel`], and the typed handle [`TypedKernel`], checked once against
+//! `cuFuncGetParamInfo` when it is made.
+
+use core::ffi::CStr;
+use core::marker::PhantomData;
+
+use crate::args::KernelArgs;
+use crate::context::Context;
+use crate::error::Result;
+use crate::function::Function;
+use crate::launch::LaunchConfig;
+use crate::module::Module;
+
+/// A kernel's name and parameter types, as one declaration states them for both sides.
+///
+/// [`kernel!`](crate::kernel!) implements it for the host half of a declaration (an
+/// empty enum named like the kernel); implement it by hand for a kernel built elsewhere, such
+/// as a C++ kernel compiled by `nvcc` (or declare it with `kernel!`'s `extern fn` form).
+/// The parameter types are checked against what the driver reports for the loaded
+/// function (`cuFuncGetParamInfo`: count, offsets and sizes) when a [`TypedKernel`] is
+/// made, so a wrong count, order or size is an error there and never reaches a launch.
+pub trait Kernel {
+    /// The entry point's name in the module (`extern "C"` / `#[unsafe(no_mangle)]`).
+    const NAME: &'static CStr;
+    /// The parameter types in order, as a tuple: the device signature.
+    type Params: KernelArgs;
+    /// Whether the entry point runs `griddepcontrol.wait` before anything else (the
+    /// `dependent` form of [`kernel!`](crate::kernel!)), so that a Programmatic Dependent
+    /// Launch of it never reads its predecessor's output early. Safe launches refuse the
+    /// programmatic attributes for kernels that do not.
+    const WAITS_FOR_DEPENDENCY: bool = false;
+}
+
+/// A kernel whose launch is safe: any grid, block, dynamic shared memory and argument
+/// values that the safe conversions of [`scope`](super::scope) produce make it do
+/// nothing undefined.
+///
+/// [`kernel!`](crate::kernel!)'s `safe fn` form implements it: the body is compiled
+/// under `#[forbid(unsafe_code)]`, so it reaches memory only through the safe device API
+/// (bounds-checked [`DeviceSlice`](super::DeviceSlice) / [`DeviceSliceMut`](super::DeviceSliceMut)
+/// accesses, which trap on an index out of range; thread indices; `griddepcontrol`), and
+/// the promise below holds by construction. What the promise does not cover: the values a
+/// kernel computes (racing writes of threads leave one of the values), traps (an index
+/// out of range ends the kernel with an error, reported by the next synchronizing call),
+/// and kernels that never finish.
+///
+/// # Safety
+/// An implementation promises that the module function named [`Kernel::NAME`], in every
+/// module a [`TypedKernel`] of it is loaded from by [`KernelModule`] (PTX the declaring
+/// crate built), or by [`TypedKernel::from_function`]'s callers, accesses memory only
+/// inside the slices it is given and its own shared and local memory, for every launch
+/// shape and argument value.
+pub unsafe trait SafeKernel: Kernel {}
+
+/// PTX text built from a crate that declares its kernels with
+/// [`kernel!`](crate::kernel!): the trust root of safe launches.
+///
+/// Made once per crate of kernels, where the PTX is embedded (typically
+/// `include_str!(concat!(env!("OUT_DIR"), "/kernels.ptx"))` after a `build.rs` built it):
+///
+/// ```ignore
+/// pub static KERNELS: cudadrv::kernel::KernelPtx =
+///     // SAFETY: built by build.rs from the `my-kernels` crate, whose `kernel!`
+///     // declarations the host side uses.
+///     unsafe { cudadrv::kernel::KernelPtx::new(include_str!(concat!(env!("OUT_DIR"), "/kernels.ptx"))) };
+/// ```
+#[derive(Clone, Copy, Debug)]
+pub struct KernelPtx {
+    text: &'static str,
+}
+
+impl KernelPtx {
+    /// Marks `text` as PTX built from the crate whose [`kernel!`](crate::kernel!)
+    /// declarations the program uses with it.
+    ///
+    /// # Safety
+    /// Every entry point in `text` whose name a [`SafeKernel`] of the program states must
+    /// be that kernel's device half, compiled from the same declaration (so the safe
+    /// body's promise holds for the code the driver runs).
+    #[must_use]
+    pub const unsafe fn new(text: &'static str) -> Self {
+        Self { text }
+    }
+
+    /// The PTX text.
+    #[must_use]
+    pub const fn text(&self) -> &'static str {
+        self.text
+    }
+}
+
+/// A [`Module`] loaded from a [`KernelPtx`]: typed handles made from it may be launched
+/// safely (for [`SafeKernel`]s).
+#[derive(Clone, Debug)]
+pub struct KernelModule {
+    module: Module,
+}
+
+impl KernelModule {
+    /// `cuModuleLoadDataEx` of the PTX (JIT-compiled for the context's device).
+    ///
+    /// # Errors
+    /// As [`Module::from_ptx`].
+    #[doc(alias = "cuModuleLoadDataEx")]
+    pub fn load(ctx: &Context, ptx: &KernelPtx) -> Result<Self> {
+        Ok(Self {
+            module: Module::from_ptx(ctx, ptx.text)?,
+        })
+    }
+
+    /// The module.
+    #[must_use]
+    pub fn module(&self) -> &Module {
+        &self.module
+    }
+
+    /// [`TypedKernel::new`] on this module.
+    ///
+    /// # Errors
+    /// As [`TypedKernel::new`].
+    pub fn kernel<K: Kernel>(&self) -> Result<TypedKernel<K>> {
+        TypedKernel::new(self)
+    }
+}
+
+/// A loaded kernel with its parameter types: `cuModuleGetFunction` plus a layout check
+/// (`cuFuncGetParamInfo`) done once, here.
+///
+/// Launch it safely in a [`scope`](super::scope) (for a [`SafeKernel`] loaded from a
+/// [`KernelModule`]), or with [`launch`](Self::launch) (`unsafe`, for any kernel) with
+/// the arguments typed as [`Kernel::Params`].
+pub struct TypedKernel<K: Kernel> {
+    f: Function,
+    /// Made from a [`KernelModule`] (or promised by `from_function`'s caller): the code
+    /// is the declaration's.
+    trusted: bool,
+    _k: PhantomData<fn() -> K>,
+}
+
+impl<K: Kernel> TypedKernel<K> {
+    /// `cuModuleGetFunction(K::NAME)` in a module built from the declaring crate's PTX,
+    /// then [`Function::verify_args`] with `K::Params`.
+    ///
+    /// # Errors
+    /// [`Error::NotFound`](crate::Error::NotFound) when the module has no such kernel;
+    /// [`Error::Layout`](crate::Error::Layout) naming the first parameter whose offset or
+    /// size differs (or a count difference); `cuFuncGetParamInfo` failures.
+    #[doc(alias = "cuModuleGetFunction")]
+    #[doc(alias = "cuFuncGetParamInfo")]
+    pub fn new(module: &KernelModule) -> Result<Self> {
+        let f = module.module.function_cstr(K::NAME)?;
+        f.verify_args::<K::Params>()?;
+        Ok(Self {
+            f,
+            trusted: true,
+            _k: PhantomData,
+        })
+    }
+
+    /// `cuModuleGetFunction(K::NAME)` in any module (PTX from `nvcc`, a cubin, ...), then
+    /// the layout check: a handle whose launches are `unsafe` ([`launch`](Self::launch)).
+    ///
+    /// # Errors
+    /// As [`new`](Self::new).
+    pub fn from_module(module: &Module) -> Result<Self> {
+        let f = module.function_cstr(K::NAME)?;
+        f.verify_args::<K::Params>()?;
+        Ok(Self {
+            f,
+            trusted: false,
+            _k: PhantomData,
+        })
+    }
+
+    /// The layout check on a function found some other way; the result may be launched
+    /// safely when `K` is a [`SafeKernel`].
+    ///
+    /// # Errors
+    /// As [`new`](Self::new) (the name is not checked).
+    ///
+    /// # Safety
+    /// `f` must be the code of `K`'s declaration: for a [`SafeKernel`], code that keeps
+    /// that trait's promise.
+    pub unsafe fn from_function(f: Function) -> Result<Self> {
+        f.verify_args::<K::Params>()?;
+        Ok(Self {
+            f,
+            trusted: true,
+            _k: PhantomData,
+        })
+    }
+
+    /// The function.
+    #[must_use]
+    pub fn function(&self) -> &Function {
+        &self.f
+    }
+
+    /// Whether safe launches accept this handle (made from a [`KernelModule`]).
+    #[must_use]
+    pub fn is_trusted(&self) -> bool {
+        self.trusted
+    }
+
+    /// `cuLaunchKernel` (no attributes) or `cuLaunchKernelEx` with `args` typed as the
+    /// declaration's parameters: a count, order or type mismatch does not compile.
+    ///
+    /// # Errors
+    /// As [`crate::launch::launch`].
+    ///
+    /// # Safety
+    /// As [`crate::launch::launch`] except the signature, which the types and the check
+    /// at load guarantee: every pointer and slice in `args` must be valid for what the
+    /// kernel does with it until it has finished.
+    #[doc(alias = "cuLaunchKernel")]
+    #[doc(alias = "cuLaunchKernelEx")]
+    #[inline]
+    pub unsafe fn launch(&self, cfg: &LaunchConfig<'_>, args: &K::Params) -> Result<()> {
+        if cfg.num_attributes() == 0 {
+            // SAFETY: the signature matches (types and load-time check); the rest is the
+            // caller's.
+            unsafe { crate::launch::launch_plain(&self.f, cfg, args) }
+        } else {
+            // SAFETY: as above.
+            unsafe { crate::launch::launch(&self.f, cfg, args) }
+        }
+    }
+}
+
+impl<K: Kernel> Clone for TypedKernel<K> {
+    fn clone(&self) -> Self {
+        Self {
+            f: self.f.clone(),
+            trusted: self.trusted,
+            _k: PhantomData,
+        }
+    }
+}
+
+impl<K: Kernel> core::fmt::Debug for TypedKernel<K> {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        f.debug_struct("TypedKernel")
+            .field("name", &K::NAME)
+            .field("trusted", &self.trusted)
+            .finish_non_exhaustive()
+    }
+}
