@@ -15,7 +15,10 @@
 use std::collections::BTreeSet;
 
 use cuda_core::cuda_sys::CUmoduleLoadingMode;
-use cuda_core::green::{self, GreenContext, ResourceDesc, SmPartition, SmResource, SplitFlags};
+use cuda_core::green::{
+    self, GreenContext, GroupParams, ResourceDesc, SmPartition, SmResource, SplitFlags, Workqueue,
+    WorkqueueConfig,
+};
 use cuda_core::launch::{LaunchConfig, launch};
 use cuda_core::{
     Context, Device, DeviceBuffer, Error, Event, EventFlags, Function, Module, Stream,
@@ -38,6 +41,9 @@ fn main() {
             two_partitions_run_concurrently_within_their_sms,
             lazy_and_eager_loading_timings,
             latency_with_a_busy_neighbour_partition,
+            calls_of_13_1_match_the_driver,
+            groups_of_different_sizes_run_on_their_own_sms,
+            context_events_order_work_across_green_contexts,
         ],
     );
 }
@@ -986,4 +992,217 @@ fn latency_with_a_busy_neighbour_partition() -> TestResult {
     check(shared.is_empty(), || {
         format!("SMs used by both partitions: {shared:?}")
     })
+}
+
+/// The driver's CUDA version (`13000` = 13.0).
+fn driver() -> Result<u32, Outcome> {
+    Ok(u32::try_from(cuda_core::driver::driver_version()?).unwrap_or(0))
+}
+
+/// The 13.1 calls on this driver: before 13.1 each is `DriverTooOld` naming the call,
+/// 13.1 and the driver's version (found before any work is done); from 13.1 on, each
+/// answers, and a primary-context stream runs on all the device's SMs.
+fn calls_of_13_1_match_the_driver() -> TestResult {
+    require_sm(9, 0)?;
+    let dev = Device::get(0)?;
+    let ctx = Context::primary(dev)?;
+    let version = driver()?;
+    let sms = or_skip_old(SmResource::of_device(dev))?;
+    let stream = Stream::non_blocking(&ctx)?;
+    let mut groups = [SmPartition::EMPTY; 2];
+    let split = sms.split(
+        &[GroupParams::sms(16), GroupParams::sms(0).backfill()],
+        &mut groups,
+    );
+    let of_stream = SmResource::of_stream(&stream);
+    let wq_device = WorkqueueConfig::of_device(dev);
+    let wq_stream = WorkqueueConfig::of_stream(&stream);
+    let wq_ctx = Workqueue::of_context(&ctx);
+    if version < 13010 {
+        println!("    driver {version}: the 13.1 calls must be DriverTooOld");
+        let too_old = |r: Result<(), Error>, call: &str| -> TestResult {
+            match r {
+                Err(Error::DriverTooOld {
+                    call: c,
+                    needs: 13010,
+                    driver: d,
+                }) if c == call && d == version => Ok(()),
+                other => Err(format!(
+                    "{call}: expected DriverTooOld(13.1, {version}), got {other:?}"
+                )
+                .into()),
+            }
+        };
+        too_old(split.map(drop), "cuDevSmResourceSplit")?;
+        too_old(of_stream.map(drop), "cuStreamGetDevResource")?;
+        too_old(wq_stream.map(drop), "cuStreamGetDevResource")?;
+        too_old(
+            wq_device.map(drop),
+            "cuDeviceGetDevResource (CU_DEV_RESOURCE_TYPE_WORKQUEUE_CONFIG)",
+        )?;
+        too_old(
+            wq_ctx.map(drop),
+            "cuCtxGetDevResource (CU_DEV_RESOURCE_TYPE_WORKQUEUE)",
+        )?;
+        // The message names all three.
+        let e = SmResource::of_stream(&stream).unwrap_err().to_string();
+        let want = format!(
+            "cuStreamGetDevResource needs a CUDA 13.1 driver (this one is {}.{})",
+            version / 1000,
+            version % 1000 / 10
+        );
+        check_eq(e, want, "the error's text")?;
+        return Ok(());
+    }
+    println!("    driver {version}: the 13.1 calls run");
+    let split = split?;
+    check_eq(split.count, 2, "groups")?;
+    check_eq(groups[0].sm_count(), 16, "the first group's SMs")?;
+    check(groups[1].sm_count() > 0, || {
+        "an empty backfill group".to_string()
+    })?;
+    check_eq(
+        of_stream?.sm_count(),
+        sms.sm_count(),
+        "a primary stream's SMs",
+    )?;
+    let config = wq_device?;
+    check_eq(config.device(), dev, "the workqueue configuration's device")?;
+    wq_stream?;
+    wq_ctx?;
+    Ok(())
+}
+
+/// The guide's example (4.6.4): 16 SMs for one green context, the rest for another,
+/// with the 13.1 split on a 13.1+ driver and the by-count split (one group of 16, then
+/// the remainder) before; each context's kernel blocks run only on its group's SMs
+/// (distinct `%smid` values no more than the group's SM count) and the two sets of SMs
+/// are disjoint.
+fn groups_of_different_sizes_run_on_their_own_sms() -> TestResult {
+    require_sm(9, 0)?;
+    let dev = Device::get(0)?;
+    let _primary = Context::primary(dev)?;
+    let sms = or_skip_old(SmResource::of_device(dev))?;
+    let mut groups = [SmPartition::EMPTY; 2];
+    let params = [
+        GroupParams::sms(16),
+        GroupParams::sms(0).coscheduled(2).backfill(),
+    ];
+    match sms.split(&params, &mut groups) {
+        Ok(_) => println!("    13.1 split (cuDevSmResourceSplit)"),
+        Err(Error::DriverTooOld { .. }) => {
+            let split = sms.split_by_count(&mut groups[..1], 16, SplitFlags::empty())?;
+            check_eq(split.count, 1, "groups of 16")?;
+            groups[1] = split.remaining;
+            println!("    12.4 split (cuDevSmResourceSplitByCount) and its remainder");
+        }
+        Err(e) => return Err(e.into()),
+    }
+    check_eq(groups[0].sm_count(), 16, "the first group's SMs")?;
+    check_eq(
+        groups[0].sm_count() + groups[1].sm_count(),
+        sms.sm_count(),
+        "all SMs in the two groups",
+    )?;
+    let mut seen: Vec<BTreeSet<u64>> = Vec::new();
+    for (i, part) in groups.iter().enumerate() {
+        let ctx = green_ctx(dev, part)?;
+        let module = Module::from_ptx(&ctx, ptx::KERNELS)?;
+        let rec = module.function("pdl_primary")?;
+        let stream = or_skip_old(green::stream(&ctx, 0))?;
+        let grid = 8 * sms.sm_count();
+        let stamps = record(&rec, &stream, &ctx, grid, 20_000)?.finish(&stream)?;
+        check_all_ran(&stamps, "group")?;
+        let set = stamps.sms();
+        println!(
+            "    group {i} ({} SMs): {grid} blocks on {} distinct SMs",
+            part.sm_count(),
+            set.len()
+        );
+        check(set.len() <= part.sm_count() as usize, || {
+            format!(
+                "group {i}: blocks ran on {} distinct SMs, more than its {}",
+                set.len(),
+                part.sm_count()
+            )
+        })?;
+        seen.push(set);
+    }
+    let shared: Vec<&u64> = seen[0].intersection(&seen[1]).collect();
+    check(shared.is_empty(), || {
+        format!("SMs used by both groups: {shared:?}")
+    })
+}
+
+/// The execution-context operations: green context A's kernel (busy 20 ms per block)
+/// is recorded with `Context::record_event`; green context B waits for it with
+/// `Context::wait_event` before its own kernel, which must start after every block of
+/// A's ended (`%globaltimer`). Then the same through the primary context
+/// (`cuCtxRecordEvent` / `cuCtxWaitEvent`), and the contexts' ids are distinct.
+fn context_events_order_work_across_green_contexts() -> TestResult {
+    let h = halves()?;
+    let ctxs = [
+        green_ctx(h.dev, &h.parts[0])?,
+        green_ctx(h.dev, &h.parts[1])?,
+    ];
+    let ids = [
+        or_skip_old(ctxs[0].id())?,
+        or_skip_old(ctxs[1].id())?,
+        h.primary.id()?,
+    ];
+    check(
+        ids[0] != ids[1] && ids[1] != ids[2] && ids[0] != ids[2],
+        || format!("context ids not distinct: {ids:?}"),
+    )?;
+    println!(
+        "    ids: green {} and {}, primary {}",
+        ids[0], ids[1], ids[2]
+    );
+    let modules = [
+        Module::from_ptx(&ctxs[0], ptx::KERNELS)?,
+        Module::from_ptx(&ctxs[1], ptx::KERNELS)?,
+    ];
+    let recs = [
+        modules[0].function("pdl_primary")?,
+        modules[1].function("pdl_primary")?,
+    ];
+    for r in &recs {
+        r.load()?;
+    }
+    let streams = [
+        or_skip_old(green::stream(&ctxs[0], 0))?,
+        or_skip_old(green::stream(&ctxs[1], 0))?,
+    ];
+    let event = Event::new(&h.primary, EventFlags::DISABLE_TIMING)?;
+    // Through the green contexts, then with the primary context recording A's work
+    // (a green context's work is the primary context's too) and B waiting.
+    for (round, via_primary) in [(0, false), (1, true)] {
+        let a = Recording::alloc(&ctxs[0], h.parts[0].sm_count())?;
+        let b = Recording::alloc(&ctxs[1], h.parts[1].sm_count())?;
+        a.launch(&recs[0], &streams[0], 20_000_000)?;
+        if via_primary {
+            or_skip_old(h.primary.record_event(&event))?;
+        } else {
+            or_skip_old(ctxs[0].record_event(&event))?;
+        }
+        or_skip_old(ctxs[1].wait_event(&event))?;
+        b.launch(&recs[1], &streams[1], 1_000)?;
+        let (a, b) = (a.finish(&streams[0])?, b.finish(&streams[1])?);
+        check_all_ran(&a, "A")?;
+        check_all_ran(&b, "B")?;
+        let (a_end, b_start) = (a.window().1, b.window().0);
+        println!(
+            "    round {round} ({}): B started {:.3} ms after A ended",
+            if via_primary {
+                "primary records"
+            } else {
+                "green records"
+            },
+            (b_start as f64 - a_end as f64) / 1e6
+        );
+        check(b_start >= a_end, || {
+            format!("round {round}: B started at {b_start}, before A ended at {a_end}")
+        })?;
+    }
+    Ok(())
 }

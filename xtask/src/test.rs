@@ -68,8 +68,9 @@ pub fn run_all(root: &Path) -> R {
     step("toolchain components (rustfmt, clippy, nightly rust-src)");
     ensure_components()?;
     let tk = toolkit::locate(root)?;
-    // SAFETY-free: just environment for child processes (the ABI probe's headers).
-    let include = tk.include.clone();
+    // The ABI probe's headers (environment for child processes): the release the
+    // bindings are generated from, not the 13.0 build toolchain's.
+    let include = toolkit::headers(root, &toolkit::HEADERS)?.remove(0);
 
     step("package metadata: no placeholder addresses in the manifests and READMEs");
     for file in [
@@ -316,6 +317,7 @@ pub fn run_all(root: &Path) -> R {
         &["-p", "cuda-workspace", "--test", "mock_driver"][..],
         &["-p", "cuda-workspace", "--test", "mock_contexts"][..],
         &["-p", "cuda-workspace", "--test", "mock_memory"][..],
+        &["-p", "cuda-workspace", "--test", "mock_green"][..],
     ] {
         run(crate::ptx::toolchain_cargo(root, "nightly")
             .env("CUDA_SYS_INCLUDE", &include)
