@@ -50,6 +50,9 @@ const VERSIONS: [(&str, &str); 7] = [
 
 const CHILD: &str = "DRIVER_VERSIONS_CHILD";
 
+/// Before 13.2 the parameter count is probed with `cuFuncGetParamInfo`.
+const PROBED: &str = "cuFuncGetParamCount not called";
+
 /// Workqueue resources are a resource type of a 12.4 call that 13.1 drivers know: the
 /// error names the call with the type.
 const WQ_TOO_OLD: &str =
@@ -124,6 +127,42 @@ const EXPECTED: &[(&str, [&str; 7])] = &[
     (
         "Graph::add_if_node",
         ["needs 12.3", "fallback", "ok", "ok", "ok", "ok", "ok"],
+    ),
+    (
+        "Graph::id",
+        [
+            "needs 13.1",
+            "needs 13.1",
+            "needs 13.1",
+            "needs 13.1",
+            "needs 13.1",
+            "ok",
+            "ok",
+        ],
+    ),
+    (
+        "GraphNode::local_id",
+        [
+            "needs 13.1",
+            "needs 13.1",
+            "needs 13.1",
+            "needs 13.1",
+            "needs 13.1",
+            "ok",
+            "ok",
+        ],
+    ),
+    (
+        "Function::param_count",
+        [
+            "needs 12.4 for cuFuncGetParamInfo",
+            "needs 12.4 for cuFuncGetParamInfo",
+            PROBED,
+            PROBED,
+            PROBED,
+            PROBED,
+            "ok",
+        ],
     ),
     (
         "SmResource::split",
@@ -416,6 +455,11 @@ fn run_calls() {
         assert_eq!(f.param_info(0)?, (0, 8));
         Ok(())
     });
+    cell("Function::param_count", "cuFuncGetParamCount", || {
+        let f = module.as_ref().map_err(Clone::clone)?.function("k")?;
+        assert_eq!(f.param_count()?, 1);
+        Ok(())
+    });
     cell("Module::function_count", "cuModuleGetFunctionCount", || {
         assert_eq!(module.as_ref().map_err(Clone::clone)?.function_count()?, 1);
         Ok(())
@@ -462,6 +506,14 @@ fn run_calls() {
             Ok(())
         },
     );
+    cell("Graph::id", "cuGraphGetId", || {
+        assert_eq!(graph.id()?, 7);
+        Ok(())
+    });
+    cell("GraphNode::local_id", "cuGraphNodeGetLocalId", || {
+        assert_eq!(b.local_id()?, 1);
+        Ok(())
+    });
     cell("Graph::remove_edge", "cuGraphRemoveDependencies", || {
         graph.remove_edge(a, b, EdgeData::DEFAULT)
     });
@@ -688,6 +740,9 @@ fn implementation(name: &str, abi: u32) -> *mut c_void {
         cuModuleGetFunction => cu_module_get_function,
         cuModuleGetFunctionCount => cu_module_get_function_count,
         cuFuncGetParamInfo => cu_func_get_param_info,
+        cuFuncGetParamCount => cu_func_get_param_count,
+        cuGraphGetId => cu_graph_get_id,
+        cuGraphNodeGetLocalId => cu_graph_node_get_local_id,
         cuStreamCreate => cu_stream_create,
         cuStreamDestroy => cu_stream_destroy,
         cuStreamIsCapturing => cu_stream_is_capturing,
@@ -932,6 +987,24 @@ unsafe extern "C" fn cu_module_get_function(
 }
 unsafe extern "C" fn cu_module_get_function_count(n: *mut c_uint, _m: CUmodule) -> CUresult {
     called("cuModuleGetFunctionCount");
+    // SAFETY: valid out-pointer.
+    unsafe { put(n, 1) };
+    OK
+}
+unsafe extern "C" fn cu_graph_get_id(_g: CUgraph, id: *mut c_uint) -> CUresult {
+    called("cuGraphGetId");
+    // SAFETY: valid out-pointer.
+    unsafe { put(id, 7) };
+    OK
+}
+unsafe extern "C" fn cu_graph_node_get_local_id(_n: CUgraphNode, id: *mut c_uint) -> CUresult {
+    called("cuGraphNodeGetLocalId");
+    // SAFETY: valid out-pointer.
+    unsafe { put(id, 1) };
+    OK
+}
+unsafe extern "C" fn cu_func_get_param_count(_f: CUfunction, n: *mut usize) -> CUresult {
+    called("cuFuncGetParamCount");
     // SAFETY: valid out-pointer.
     unsafe { put(n, 1) };
     OK

@@ -41,6 +41,7 @@ fn main() {
             mem_alloc_free_nodes_replay_stably,
             host_node_closure_runs_and_is_freed,
             other_nodes_and_capture_into_graph,
+            graph_and_node_ids_match_the_driver,
         ],
     );
 }
@@ -692,4 +693,46 @@ fn other_nodes_and_capture_into_graph() -> TestResult {
         got.iter().enumerate().all(|(i, &v)| v == 3 * i as u32 + 1),
         || "captured fill computed wrong values".into(),
     )
+}
+
+/// The 13.1 graph and node ids: before 13.1 each call is `DriverTooOld` naming it; from
+/// 13.1 on, two nodes of a graph have distinct local ids, two graphs distinct ids, and
+/// a node is in its own graph and not in another.
+fn graph_and_node_ids_match_the_driver() -> TestResult {
+    require_gpu()?;
+    let ctx = Context::primary(Device::get(0)?)?;
+    let version = u32::try_from(cuda_core::driver::driver_version()?).unwrap_or(0);
+    let (g1, g2) = (Graph::new(&ctx)?, Graph::new(&ctx)?);
+    let a = g1.add_empty_node(&[])?;
+    let b = g1.add_empty_node(&[a])?;
+    let exec = g1.instantiate(InstantiateFlags::empty())?;
+    if version < 13010 {
+        println!("    driver {version}: the 13.1 id calls must be DriverTooOld");
+        let too_old = |e: Option<Error>, call: &str| -> TestResult {
+            match e {
+                Some(Error::DriverTooOld {
+                    call: c,
+                    needs: 13010,
+                    driver: d,
+                }) if c == call && d == version => Ok(()),
+                other => Err(format!("{call}: expected DriverTooOld, got {other:?}").into()),
+            }
+        };
+        too_old(g1.id().err(), "cuGraphGetId")?;
+        too_old(exec.id().err(), "cuGraphExecGetId")?;
+        too_old(a.local_id().err(), "cuGraphNodeGetLocalId")?;
+        too_old(a.tools_id().err(), "cuGraphNodeGetToolsId")?;
+        return too_old(a.is_in(&g1).err(), "cuGraphNodeGetContainingGraph");
+    }
+    let (ia, ib) = (a.local_id()?, b.local_id()?);
+    check(ia != ib, || format!("two nodes share local id {ia}"))?;
+    check(g1.id()? != g2.id()?, || {
+        "two graphs share an id".to_string()
+    })?;
+    exec.id()?;
+    check(a.tools_id()? != b.tools_id()?, || {
+        "two nodes share a tools id".to_string()
+    })?;
+    check(a.is_in(&g1)?, || "a node is not in its graph".to_string())?;
+    check(!a.is_in(&g2)?, || "a node is in another graph".to_string())
 }

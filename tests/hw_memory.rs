@@ -10,7 +10,7 @@
 //! `chain_step`: `out[i] = in[i] + 1`; `vec_add`: `c = a + b`).
 
 use cuda_core::launch::{LaunchConfig, launch};
-use cuda_core::memory::batch::{CopyAttributes, CopyBatch, SrcAccessOrder};
+use cuda_core::memory::batch::{CopyAttributes, CopyBatch, SrcAccessOrder, copy_with_attributes};
 use cuda_core::memory::l2::AccessPolicyWindow;
 use cuda_core::memory::managed::{
     Advice, Attach, Location, ManagedBuffer, MemoryKind, MemoryModel, memory_kind,
@@ -39,6 +39,7 @@ fn main() {
             batch_of_1000_mixed_copies,
             batch_checks_each_copy,
             batch_with_pinned_memory,
+            copy_with_attributes_moves_the_values,
             captured_prefetch_and_batch,
             l2_window_on_a_stream,
             pointer_kinds,
@@ -489,6 +490,51 @@ fn batch_of_1000_mixed_copies() -> TestResult {
 
 /// Pinned buffers join a batch through the `unsafe` `copy_raw` (Rust can reach their
 /// contents at any time): host to device and back, checked.
+/// One copy with attributes (`cuMemcpyWithAttributesAsync` on 13.2+, a batch of one
+/// before): device to managed to registered host memory, each value checked; a length
+/// mismatch is refused before the driver.
+fn copy_with_attributes_moves_the_values() -> TestResult {
+    require_gpu()?;
+    const N: usize = 1 << 20;
+    let ctx = ctx()?;
+    managed_room(&ctx, N * 4)?;
+    let stream = Stream::non_blocking(&ctx)?;
+    let values: Vec<u32> = (0..N as u32)
+        .map(|i| i.wrapping_mul(2_654_435_761))
+        .collect();
+    let src = DeviceBuffer::from_slice(&ctx, &values)?;
+    let mid = ManagedBuffer::<u32>::new(&ctx, N, Attach::Global)?;
+    let mut out = vec![0u32; N];
+    let attrs = CopyAttributes {
+        src_access_order: SrcAccessOrder::Stream,
+        dst_hint: Some(Location::Device(ctx.device())),
+        prefer_overlap_with_compute: true,
+        ..CopyAttributes::default()
+    };
+    copy_with_attributes(&stream, &mid, &src, &attrs)?;
+    {
+        let reg = HostRegistration::new(&ctx, &mut out, HostRegisterFlags::empty())?;
+        let host = CopyAttributes {
+            dst_hint: Some(Location::Host),
+            ..attrs
+        };
+        copy_with_attributes(&stream, &reg, &mid, &host)?;
+        stream.synchronize()?;
+        let short = DeviceBuffer::<u32>::zeroed(&ctx, N - 1)?;
+        match copy_with_attributes(&stream, &short, &src, &attrs) {
+            Err(Error::BatchCopy { index: 0, .. }) => {}
+            other => return Err(format!("a length mismatch gave {other:?}").into()),
+        }
+    }
+    let path = if cuda_core::driver::driver_version()? >= 13020 {
+        "cuMemcpyWithAttributesAsync"
+    } else {
+        "a batch of one (cuMemcpyBatchAsync)"
+    };
+    println!("    {N} values device -> managed -> registered host through {path}");
+    check_eq(out, values, "values after two copies")
+}
+
 fn batch_with_pinned_memory() -> TestResult {
     require_gpu()?;
     const N: usize = 1 << 16;

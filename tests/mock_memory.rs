@@ -15,7 +15,7 @@ use std::ffi::{c_int, c_uint, c_void};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Mutex, MutexGuard};
 
-use cuda_core::memory::batch::{CopyAttributes, CopyBatch, SrcAccessOrder};
+use cuda_core::memory::batch::{CopyAttributes, CopyBatch, SrcAccessOrder, copy_with_attributes};
 use cuda_core::memory::l2::AccessPolicyWindow;
 use cuda_core::memory::managed::{
     Advice, Attach, Location, ManagedBuffer, MemoryKind, MemoryModel, memory_kind,
@@ -276,6 +276,24 @@ unsafe extern "C" fn cu_memcpy_batch(
     ));
     OK
 }
+unsafe extern "C" fn cu_memcpy_with_attributes(
+    dst: CUdeviceptr,
+    src: CUdeviceptr,
+    size: usize,
+    attr: *mut CUmemcpyAttributes,
+    s: CUstream,
+) -> CUresult {
+    let a = unsafe { *attr };
+    log(format!(
+        "cuMemcpyWithAttributesAsync {dst:#x} <- {src:#x} {size} order {} dst hint {}:{} flags {} stream {:#x}",
+        a.srcAccessOrder.0,
+        a.dstLocHint.type_.0,
+        cuda_core::memory::location_id(&a.dstLocHint),
+        a.flags,
+        s.addr()
+    ));
+    OK
+}
 unsafe extern "C" fn cu_stream_set_attribute(
     _s: CUstream,
     id: CUlaunchAttributeID,
@@ -371,6 +389,8 @@ fn mock_entry(name: &str) -> *mut c_void {
             cu_host_get_device_pointer as unsafe extern "C" fn(_, _, _) -> _,
         "cuMemcpyBatchAsync" =>
             cu_memcpy_batch as unsafe extern "C" fn(_, _, _, _, _, _, _, _) -> _,
+        "cuMemcpyWithAttributesAsync" =>
+            cu_memcpy_with_attributes as unsafe extern "C" fn(_, _, _, _, _) -> _,
         "cuStreamSetAttribute" => cu_stream_set_attribute as unsafe extern "C" fn(_, _, _) -> _,
         "cuStreamGetAttribute" => cu_stream_get_attribute as unsafe extern "C" fn(_, _, _) -> _,
         "cuCtxResetPersistingL2Cache" => cu_reset_l2 as unsafe extern "C" fn() -> _,
@@ -573,6 +593,27 @@ fn batch(ctx: &Context, stream: &Stream, s: usize) {
     assert_eq!(take_log(), ["cuCtxSynchronize", "cuMemHostUnregister"]);
     assert!(CopyBatch::new().submit(stream).is_ok());
     assert!(take_log().is_empty(), "an empty batch makes no call");
+
+    // One copy with attributes (the 13.2 call, which this mock has): the same rules as
+    // a batch copy, checked before the driver.
+    let attrs = CopyAttributes {
+        src_access_order: SrcAccessOrder::DuringApiCall,
+        dst_hint: Some(Location::Device(ctx.device())),
+        prefer_overlap_with_compute: true,
+        ..CopyAttributes::default()
+    };
+    copy_with_attributes(stream, &a, &b, &attrs).unwrap();
+    let err = copy_with_attributes(stream, &a, &c, &attrs).unwrap_err();
+    assert!(matches!(err, Error::BatchCopy { index: 0, .. }), "{err:?}");
+    copy_with_attributes(stream, &empty, &empty2, &attrs).unwrap();
+    assert_eq!(
+        take_log(),
+        [format!(
+            "cuMemcpyWithAttributesAsync {:#x} <- {:#x} 64 order 2 dst hint 1:0 flags 1 stream {s:#x}",
+            a.as_raw(),
+            b.as_raw()
+        )]
+    );
 }
 
 fn stream_attributes(ctx: &Context, stream: &Stream) {

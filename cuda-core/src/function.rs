@@ -255,20 +255,38 @@ impl Function {
     /// The number of parameters, learned once per `Function` value (and copied to its
     /// clones) and cached.
     ///
-    /// CUDA 13.0 has no call that reports the count, so the first call asks
-    /// `cuFuncGetParamInfo` for indices 0, 1, ... until the driver answers
-    /// `CUDA_ERROR_INVALID_VALUE`. That one refused call is the only API error the layout checks make, and
-    /// compute-sanitizer reports it once per function; every later check uses the cached
-    /// count and asks only for indices that exist.
+    /// `cuFuncGetParamCount` where the driver has it (CUDA 13.2). Before 13.2 no call
+    /// reports the count, so the first call asks `cuFuncGetParamInfo` for indices 0, 1,
+    /// ... until the driver answers `CUDA_ERROR_INVALID_VALUE`. That one refused call is
+    /// the only API error the layout checks make on such a driver, and compute-sanitizer
+    /// reports it once per function; every later check uses the cached count and asks
+    /// only for indices that exist.
     ///
     /// # Errors
     /// Other driver errors.
+    #[doc(alias = "cuFuncGetParamCount")]
     #[doc(alias = "cuFuncGetParamInfo")]
     pub fn param_count(&self) -> Result<usize> {
         let known = self.params.load(Ordering::Relaxed);
         if known != u32::MAX {
             return Ok(known as usize);
         }
+        let g = self.enter()?;
+        if g.cu.cuFuncGetParamCount().is_ok() {
+            let mut count = 0usize;
+            // SAFETY: live function, valid out-pointer; the context is current.
+            unsafe { drv!(g.cu, cuFuncGetParamCount(self.raw, &mut count))? };
+            let count =
+                u32::try_from(count)
+                    .ok()
+                    .filter(|&c| c <= 32764)
+                    .ok_or(Error::InvalidArgument(
+                        "cuFuncGetParamCount reported more than 32764 parameters",
+                    ))?;
+            self.params.store(count, Ordering::Relaxed);
+            return Ok(count as usize);
+        }
+        drop(g);
         // A kernel has at most 32764 bytes of parameters, so at most that many. Going up
         // one index at a time makes exactly one refused call.
         let mut count = 0usize;

@@ -50,6 +50,7 @@ mod device_launch;
 mod edge;
 mod exec;
 mod handle;
+mod ids;
 mod kernel_node;
 mod mem;
 mod node;

@@ -194,19 +194,8 @@ impl<'a> CopyBatch<'a> {
         src: &'a (impl BatchSide<T> + ?Sized),
     ) -> Result<&mut Self> {
         let index = self.dsts.len();
-        let refuse = |rule| Error::BatchCopy { index, rule };
-        let (d, dlen, dctx, writable) = dst.side();
-        let (s, slen, sctx, _) = src.side();
-        if dlen != slen {
-            return Err(refuse("source and destination lengths differ"));
-        }
-        if !writable {
-            return Err(refuse("the destination is a read-only registration"));
-        }
-        if dctx != sctx || self.ctx.as_ref().is_some_and(|c| c != dctx) {
-            return Err(refuse("a side belongs to another context than the batch"));
-        }
-        let bytes = dlen * core::mem::size_of::<T>();
+        let (d, s, bytes, dctx) = check_pair(dst, src, self.ctx.as_ref())
+            .map_err(|rule| Error::BatchCopy { index, rule })?;
         if bytes == 0 {
             return Ok(self);
         }
@@ -368,6 +357,100 @@ impl<'a> Capturing<'_, 'a> {
         // SAFETY: the capture's stream, of the copies' context; every side is borrowed
         // for `'a`, as long as the graph and its executable graphs.
         unsafe { batch.enqueue(ctx, self.stream()) }
+    }
+}
+
+/// The rules every copy between two sides follows: equal lengths, a writable
+/// destination, both sides (and the batch, if it has one yet) of one context. Gives the
+/// addresses, the size in bytes and the context, or the rule broken.
+fn check_pair<'s, T: Pod>(
+    dst: &'s (impl BatchSide<T> + ?Sized),
+    src: &'s (impl BatchSide<T> + ?Sized),
+    batch: Option<&Context>,
+) -> core::result::Result<(CUdeviceptr, CUdeviceptr, usize, &'s Context), &'static str> {
+    let (d, dlen, dctx, writable) = dst.side();
+    let (s, slen, sctx, _) = src.side();
+    if dlen != slen {
+        return Err("source and destination lengths differ");
+    }
+    if !writable {
+        return Err("the destination is a read-only registration");
+    }
+    if dctx != sctx || batch.is_some_and(|c| c != dctx) {
+        return Err("a side belongs to another context than the batch");
+    }
+    Ok((d, s, dlen * core::mem::size_of::<T>(), dctx))
+}
+
+/// `cuMemcpyWithAttributesAsync` (CUDA 13.2): one copy from `src` to `dst` with
+/// `attrs`, queued on `stream` (a stream of the sides' context), under the same rules as
+/// a [`CopyBatch`] copy. On a driver before 13.2 the same copy goes as a batch of one
+/// (`cuMemcpyBatchAsync`, 13.0), which takes the same attributes.
+///
+/// ```no_run
+/// # fn main() -> cudadrv::Result<()> {
+/// use cudadrv::{Context, Device, DeviceBuffer, Stream};
+/// use cudadrv::memory::batch::{CopyAttributes, copy_with_attributes};
+/// let ctx = Context::primary(Device::get(0)?)?;
+/// let stream = Stream::non_blocking(&ctx)?;
+/// let (a, b) = (DeviceBuffer::<u32>::zeroed(&ctx, 1024)?, DeviceBuffer::<u32>::new(&ctx, 1024)?);
+/// let attrs = CopyAttributes { prefer_overlap_with_compute: true, ..Default::default() };
+/// copy_with_attributes(&stream, &b, &a, &attrs)?;
+/// stream.synchronize()?;
+/// # Ok(()) }
+/// ```
+///
+/// # Errors
+/// [`Error::BatchCopy`] (index 0) when the lengths differ, the sides belong to different
+/// contexts or `dst` is a read-only registration; [`Error::ContextMismatch`] for a
+/// stream of another context; [`Error::StreamCapturing`] while `stream` is being
+/// captured; [`Error::DriverTooOld`] before CUDA 13.0; driver errors.
+#[doc(alias = "cuMemcpyWithAttributesAsync")]
+#[doc(alias = "cudaMemcpyWithAttributesAsync")]
+pub fn copy_with_attributes<T: Pod>(
+    stream: &Stream,
+    dst: &(impl BatchSide<T> + ?Sized),
+    src: &(impl BatchSide<T> + ?Sized),
+    attrs: &CopyAttributes,
+) -> Result<()> {
+    const CALL: &str = "cuMemcpyWithAttributesAsync";
+    let (d, s, bytes, ctx) =
+        check_pair(dst, src, None).map_err(|rule| Error::BatchCopy { index: 0, rule })?;
+    ctx.ensure_same(stream.context(), CALL)?;
+    stream.ensure_not_capturing(CALL)?;
+    if bytes == 0 {
+        return Ok(());
+    }
+    let mut raw = attrs.as_raw();
+    let g = ctx.enter()?;
+    // SAFETY: not capturing, so the copy runs once; both sides belong to the stream's
+    // context (checked above) and are alive for the call. Once they are gone the copy
+    // may be pending, which is sound as for a batch (module docs): a device buffer's
+    // free waits for its own context's work, which is the stream's context; a managed
+    // host view and a registration's drop synchronize that context first. `raw` and the
+    // one-entry arrays are read during the call only. The context is current.
+    unsafe {
+        if g.cu.cuMemcpyWithAttributesAsync().is_ok() {
+            drv!(
+                g.cu,
+                cuMemcpyWithAttributesAsync(d, s, bytes, &mut raw, stream.as_raw())
+            )
+        } else {
+            let (mut d, mut s, mut n, mut start) = (d, s, bytes, 0usize);
+            drv!(
+                g.cu,
+                cuMemcpyBatchAsync(
+                    &mut d,
+                    &mut s,
+                    &mut n,
+                    1,
+                    &mut raw,
+                    &mut start,
+                    1,
+                    stream.as_raw()
+                )
+            )
+        }
     }
 }
 
