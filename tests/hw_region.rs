@@ -293,6 +293,11 @@ fn stateful_host_closure_is_captured_each_time() -> TestResult {
         "each run's closure",
     )?;
     drop(region);
+    // The driver releases user objects on its own thread, after the graphs are gone.
+    let start = std::time::Instant::now();
+    while Arc::strong_count(&seen) != 1 && start.elapsed() < std::time::Duration::from_secs(5) {
+        std::thread::sleep(std::time::Duration::from_millis(10));
+    }
     check_eq(
         Arc::strong_count(&seen),
         1,
@@ -412,9 +417,6 @@ fn errors_match_the_stream_errors_and_the_region_stays_usable() -> TestResult {
         })?;
     }
     check_eq(region.stats().captures, 1, "captures after the errors")?;
-    // A stream being captured: refused like a graph launch on it.
-    let cap = stream.begin_capture(cuda_core::graph::CaptureMode::Global)?;
-    drop(cap);
     Ok(())
 }
 

@@ -22,9 +22,7 @@
 mod common;
 mod interleave;
 
-use std::alloc::{GlobalAlloc, Layout, System};
 use std::fmt::Write as _;
-use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Instant;
 
 use common::{BLOCK, ChainMode, Pair, R, chain_bench, open_gpu, stats};
@@ -34,29 +32,8 @@ use cuda_core::{Context, DeviceBuffer, DevicePtr, Event, EventFlags, Function, M
 use interleave::{CppLaunch, Rounds, ratio_text};
 
 /// Counts heap allocations, to show that the launch path makes none.
-struct Counting;
-static ALLOCS: AtomicUsize = AtomicUsize::new(0);
-
-// SAFETY: forwards to the system allocator; only counts.
-unsafe impl GlobalAlloc for Counting {
-    unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
-        ALLOCS.fetch_add(1, Ordering::Relaxed);
-        // SAFETY: same contract as the caller's.
-        unsafe { System.alloc(layout) }
-    }
-    unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
-        // SAFETY: same contract as the caller's.
-        unsafe { System.dealloc(ptr, layout) }
-    }
-    unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, new: usize) -> *mut u8 {
-        ALLOCS.fetch_add(1, Ordering::Relaxed);
-        // SAFETY: same contract as the caller's.
-        unsafe { System.realloc(ptr, layout, new) }
-    }
-}
-
 #[global_allocator]
-static GLOBAL: Counting = Counting;
+static GLOBAL: common::Counting = common::Counting;
 
 /// One timed enqueue.
 type LaunchOne<'a> = Box<dyn FnMut() -> R + 'a>;
@@ -287,13 +264,13 @@ fn time_launches(
     let mut ns = Vec::with_capacity(batches);
     let mut allocs = 0usize;
     for b in 0..5 + batches {
-        let before = ALLOCS.load(Ordering::Relaxed);
+        let before = common::allocations();
         let t = Instant::now();
         for _ in 0..BATCH {
             one()?;
         }
         let dt = t.elapsed().as_secs_f64() * 1e9;
-        let after = ALLOCS.load(Ordering::Relaxed);
+        let after = common::allocations();
         stream.synchronize()?;
         if b >= 5 {
             ns.push(dt / BATCH as f64);

@@ -2,11 +2,42 @@
 //! all on the Rust kernels of ptx/ through cuda-core.
 #![allow(dead_code)] // each example uses a part
 
+use std::alloc::{GlobalAlloc, Layout, System};
 use std::error::Error;
+use std::sync::atomic::{AtomicUsize, Ordering};
 
 use cuda_core::graph::{CaptureMode, InstantiateFlags};
 use cuda_core::launch::{LaunchConfig, launch};
 use cuda_core::{Context, Device, DeviceBuffer, Event, EventFlags, Function, Module, Stream};
+
+/// A global allocator that counts heap allocations (and reallocations), to show that a
+/// launch path makes none: `#[global_allocator] static GLOBAL: Counting = Counting;`,
+/// then compare [`allocations`] before and after.
+pub struct Counting;
+static ALLOCS: AtomicUsize = AtomicUsize::new(0);
+
+/// Heap allocations so far (with [`Counting`] installed).
+pub fn allocations() -> usize {
+    ALLOCS.load(Ordering::Relaxed)
+}
+
+// SAFETY: forwards to the system allocator; only counts.
+unsafe impl GlobalAlloc for Counting {
+    unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
+        ALLOCS.fetch_add(1, Ordering::Relaxed);
+        // SAFETY: same contract as the caller's.
+        unsafe { System.alloc(layout) }
+    }
+    unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
+        // SAFETY: same contract as the caller's.
+        unsafe { System.dealloc(ptr, layout) }
+    }
+    unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, new: usize) -> *mut u8 {
+        ALLOCS.fetch_add(1, Ordering::Relaxed);
+        // SAFETY: same contract as the caller's.
+        unsafe { System.realloc(ptr, layout, new) }
+    }
+}
 
 /// Errors of the examples (cuda-core's, checks, I/O).
 pub type R<T = ()> = Result<T, Box<dyn Error>>;

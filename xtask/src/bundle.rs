@@ -56,7 +56,7 @@ pub fn run_bundle(root: &Path, dir: &Path) -> R {
     }
 
     step(
-        "building the examples (pdl_demo, bench, devgraph_bench, tma_bench, peer_bench, mem_bench, nccl_allreduce), release",
+        "building the examples (pdl_demo, bench, devgraph_bench, tma_bench, peer_bench, mem_bench, region_bench, nccl_allreduce), release",
     );
     run(cargo(root).args(["build", "--release", "--examples", "-p", "cuda-workspace"]))?;
     for example in [
@@ -66,6 +66,7 @@ pub fn run_bundle(root: &Path, dir: &Path) -> R {
         "tma_bench",
         "peer_bench",
         "mem_bench",
+        "region_bench",
         "nccl_allreduce",
     ] {
         let src = root.join("target/release/examples").join(example);
@@ -213,7 +214,7 @@ const RUN_SH: &str = r#"#!/usr/bin/env bash
 #   --bench-only  skip the hardware suites
 #   --rounds N    rounds of the interleaved Rust/C++ comparison (default 30)
 #   --suites "hw_a hw_b"   run only these hardware suites (default: all)
-#   --benches "a b"        run only these benchmarks: pdl bench devgraph tma peer mem nccl
+#   --benches "a b"        run only these benchmarks: pdl bench devgraph tma peer mem region nccl
 # Logs go to ./logs; with $OUT set, the summary, CSVs and a logs.tgz are copied there.
 set -u
 cd "$(dirname "$0")"
@@ -221,7 +222,7 @@ LOGS=$PWD/logs
 rm -rf "$LOGS"; mkdir -p "$LOGS"
 export LD_LIBRARY_PATH=/usr/local/cuda/lib64:${LD_LIBRARY_PATH:-}
 export CUDA_DEVRT_LIB=${CUDA_DEVRT_LIB:-/usr/local/cuda/lib64/libcudadevrt.a}
-SANITIZE=0; BENCH=1; TESTS=1; ROUNDS=30; SUITES=""; BENCHES="pdl bench devgraph tma peer mem nccl"
+SANITIZE=0; BENCH=1; TESTS=1; ROUNDS=30; SUITES=""; BENCHES="pdl bench devgraph tma peer mem region nccl"
 while [ $# -gt 0 ]; do
   case "$1" in
     --suites) SUITES=$2; shift 2 ;;
@@ -302,12 +303,22 @@ if [ "$BENCH" = 1 ] && want "$BENCHES" mem; then
     bin/mem_bench --rounds 10 --csv "$LOGS/mem_bench.csv" 2>&1 | tee "$LOGS/mem_bench.log"
   fi
 fi
+if [ "$BENCH" = 1 ] && want "$BENCHES" region; then
+  echo "=== region_bench (replay regions vs hand-captured graphs in Rust and nvcc C++; automatic PDL sweep)"
+  REGION_ARGS="--rounds ${REGION_ROUNDS:-10} --csv $LOGS/region_bench.csv --sweep-csv $LOGS/auto_pdl_sweep.csv --svg $LOGS/auto_pdl_sweep.svg ${REGION_EXTRA:-}"
+  if "$NVCC" -O3 -std=c++17 -arch=sm_90 -shared -Xcompiler -fPIC cpp/region_ref.cu -o region_ref.so > "$LOGS/region_ref_build.log" 2>&1; then
+    bin/region_bench --cpp ./region_ref.so $REGION_ARGS 2>&1 | tee "$LOGS/region_bench.log"
+  else
+    echo "nvcc build of cpp/region_ref.cu failed:"; tail -20 "$LOGS/region_ref_build.log"
+    bin/region_bench $REGION_ARGS 2>&1 | tee "$LOGS/region_bench.log"
+  fi
+fi
 if [ "$BENCH" = 1 ] && want "$BENCHES" nccl; then
   echo "=== nccl_allreduce"
   bin/nccl_allreduce 2>&1 | tee "$LOGS/nccl_allreduce.log"
 fi
 if [ "$SANITIZE" = 1 ] && [ "$TESTS" = 1 ] && command -v compute-sanitizer >/dev/null; then
-  for t in bin/hw_core bin/hw_launch bin/hw_graph bin/hw_device bin/hw_soundness bin/hw_samples bin/hw_logs bin/hw_green bin/hw_devgraph bin/hw_vmm bin/hw_multi_gpu bin/hw_interop bin/hw_ipc bin/hw_tma bin/hw_promises bin/hw_memory; do
+  for t in bin/hw_core bin/hw_launch bin/hw_graph bin/hw_device bin/hw_soundness bin/hw_samples bin/hw_logs bin/hw_green bin/hw_devgraph bin/hw_vmm bin/hw_multi_gpu bin/hw_interop bin/hw_ipc bin/hw_tma bin/hw_promises bin/hw_memory bin/hw_region; do
     [ -x "$t" ] || continue
     name=$(basename "$t")
     [ -z "$SUITES" ] || want "$SUITES" "$name" || continue
@@ -331,7 +342,7 @@ fi
 cat "$LOGS/summary.txt"
 if [ -n "${OUT:-}" ]; then
   tar czf "$OUT/logs.tgz" -C "$LOGS" .
-  for f in summary.txt bench.csv bench_cpp.csv stamps.csv bench_interleave.csv bench_interleave.log devgraph_bench.csv devgraph_bench.log tma_bench.csv tma_bench.log tma_tune.csv tma_sweep.csv tma_sweep.svg peer_bench.csv peer_bench.log mem_bench.csv mem_bench.log nccl_allreduce.log; do [ -f "$LOGS/$f" ] && cp "$LOGS/$f" "$OUT/"; done
+  for f in summary.txt bench.csv bench_cpp.csv stamps.csv bench_interleave.csv bench_interleave.log devgraph_bench.csv devgraph_bench.log tma_bench.csv tma_bench.log tma_tune.csv tma_sweep.csv tma_sweep.svg peer_bench.csv peer_bench.log mem_bench.csv mem_bench.log region_bench.csv region_bench.log auto_pdl_sweep.csv auto_pdl_sweep.svg nccl_allreduce.log; do [ -f "$LOGS/$f" ] && cp "$LOGS/$f" "$OUT/"; done
 fi
 [ "$TESTS" = 0 ] || grep -q "^hardware: [0-9]* passed, 0 failed" "$LOGS/summary.txt"
 "#;
