@@ -1,5 +1,8 @@
 //! Raw bindings to the CUDA driver API (`libcuda`) and runtime API (`libcudart`),
-//! generated from the CUDA 13.0 headers ([`CUDA_VERSION`] = 13000).
+//! generated from the CUDA headers of one release: [`CUDA_VERSION`] (13050, CUDA 13.5,
+//! for the published crate, whose version's build metadata says the same:
+//! `+cuda-13.5`). Every driver from 12.0 on loads them; a call newer than the driver is
+//! an error naming it.
 //!
 //! - Types, constants and enums are in the crate root, under their C names. Enums are
 //!   `#[repr(transparent)]` newtypes with associated constants (`CUresult::CUDA_SUCCESS`),
