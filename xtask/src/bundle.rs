@@ -68,6 +68,7 @@ pub fn run_bundle(root: &Path, dir: &Path) -> R {
         "mem_bench",
         "region_bench",
         "nccl_allreduce",
+        "kernel_bench",
     ] {
         let src = root.join("target/release/examples").join(example);
         let dst = bin.join(example);
@@ -75,6 +76,12 @@ pub fn run_bundle(root: &Path, dir: &Path) -> R {
         run(Command::new("strip").arg(&dst)).or_else(|_| -> R { Ok(()) })?;
         println!("  {}", dst.display());
     }
+
+    step("the kernel template's host program (runs as bin/hw_template)");
+    let template = crate::template::build_host(root)?;
+    std::fs::copy(&template, bin.join("template-host"))?;
+    std::fs::write(bin.join("hw_template"), HW_TEMPLATE_SH)?;
+    run(Command::new("chmod").arg("+x").arg(bin.join("hw_template")))?;
 
     step("PTX, C++ reference and run script");
     let ptx_dir = dir.join("ptx");
@@ -203,6 +210,15 @@ fn dir_size(dir: &Path) -> u64 {
         .unwrap_or(0)
 }
 
+/// `bin/hw_template`: the kernel template's program as a one-test suite, so `run.sh`
+/// counts it with the others.
+const HW_TEMPLATE_SH: &str = r#"#!/usr/bin/env bash
+# The user kernel-crate template (examples/kernel-template) run on the GPU.
+if "$(dirname "$0")/template-host"; then r="1 passed, 0 failed"; else r="0 passed, 1 failed"; fi
+echo "hw_template: $r, 0 skipped"
+case "$r" in 1*) exit 0 ;; *) exit 1 ;; esac
+"#;
+
 const RUN_SH: &str = r#"#!/usr/bin/env bash
 # Runs the hardware suites, then the PDL demo and the benchmarks against the CUDA C++
 # reference, on a GPU host (no Rust toolchain needed).
@@ -214,7 +230,7 @@ const RUN_SH: &str = r#"#!/usr/bin/env bash
 #   --bench-only  skip the hardware suites
 #   --rounds N    rounds of the interleaved Rust/C++ comparison (default 30)
 #   --suites "hw_a hw_b"   run only these hardware suites (default: all)
-#   --benches "a b"        run only these benchmarks: pdl bench devgraph tma peer mem region nccl
+#   --benches "a b"        run only these benchmarks: pdl bench devgraph tma peer mem region nccl kernels
 # Logs go to ./logs; with $OUT set, the summary, CSVs and a logs.tgz are copied there.
 set -u
 cd "$(dirname "$0")"
@@ -222,7 +238,7 @@ LOGS=$PWD/logs
 rm -rf "$LOGS"; mkdir -p "$LOGS"
 export LD_LIBRARY_PATH=/usr/local/cuda/lib64:${LD_LIBRARY_PATH:-}
 export CUDA_DEVRT_LIB=${CUDA_DEVRT_LIB:-/usr/local/cuda/lib64/libcudadevrt.a}
-SANITIZE=0; BENCH=1; TESTS=1; ROUNDS=30; SUITES=""; BENCHES="pdl bench devgraph tma peer mem region nccl"
+SANITIZE=0; BENCH=1; TESTS=1; ROUNDS=30; SUITES=""; BENCHES="pdl bench devgraph tma peer mem region nccl kernels"
 while [ $# -gt 0 ]; do
   case "$1" in
     --suites) SUITES=$2; shift 2 ;;
@@ -313,6 +329,10 @@ if [ "$BENCH" = 1 ] && want "$BENCHES" region; then
     bin/region_bench $REGION_ARGS 2>&1 | tee "$LOGS/region_bench.log"
   fi
 fi
+if [ "$BENCH" = 1 ] && want "$BENCHES" kernels; then
+  echo "=== kernel_bench (typed safe launch vs raw cuLaunchKernel, 4 parameters)"
+  bin/kernel_bench --rounds "$ROUNDS" --csv "$LOGS/kernel_bench.csv" 2>&1 | tee "$LOGS/kernel_bench.log"
+fi
 if [ "$BENCH" = 1 ] && want "$BENCHES" nccl; then
   echo "=== nccl_allreduce"
   bin/nccl_allreduce 2>&1 | tee "$LOGS/nccl_allreduce.log"
@@ -342,7 +362,7 @@ fi
 cat "$LOGS/summary.txt"
 if [ -n "${OUT:-}" ]; then
   tar czf "$OUT/logs.tgz" -C "$LOGS" .
-  for f in summary.txt bench.csv bench_cpp.csv stamps.csv bench_interleave.csv bench_interleave.log devgraph_bench.csv devgraph_bench.log tma_bench.csv tma_bench.log tma_tune.csv tma_sweep.csv tma_sweep.svg peer_bench.csv peer_bench.log mem_bench.csv mem_bench.log region_bench.csv region_bench.log auto_pdl_sweep.csv auto_pdl_sweep.svg nccl_allreduce.log; do [ -f "$LOGS/$f" ] && cp "$LOGS/$f" "$OUT/"; done
+  for f in summary.txt bench.csv bench_cpp.csv stamps.csv bench_interleave.csv bench_interleave.log devgraph_bench.csv devgraph_bench.log tma_bench.csv tma_bench.log tma_tune.csv tma_sweep.csv tma_sweep.svg peer_bench.csv peer_bench.log mem_bench.csv mem_bench.log region_bench.csv region_bench.log auto_pdl_sweep.csv auto_pdl_sweep.svg nccl_allreduce.log kernel_bench.csv kernel_bench.log; do [ -f "$LOGS/$f" ] && cp "$LOGS/$f" "$OUT/"; done
 fi
 [ "$TESTS" = 0 ] || grep -q "^hardware: [0-9]* passed, 0 failed" "$LOGS/summary.txt"
 "#;

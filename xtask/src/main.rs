@@ -6,6 +6,7 @@ mod bundle;
 mod driver_abi;
 mod package;
 mod ptx;
+mod template;
 mod test;
 mod toolkit;
 

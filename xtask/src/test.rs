@@ -120,6 +120,9 @@ pub fn run_all(root: &Path) -> R {
     let n = crate::ptx::assemble_all(root, &ptxas)?;
     println!("  {n} PTX files assembled");
 
+    step("the kernel template (examples/kernel-template): host + kernels build, ptxas sm_90");
+    crate::template::check(root, &ptxas)?;
+
     step("clippy -D warnings (loaded mode, all targets)");
     run(cargo(root).env("CUDA_SYS_INCLUDE", &include).args([
         "clippy",

@@ -70,6 +70,8 @@
 mod params;
 pub use params::{DeviceSlice, DeviceSliceMut, Element};
 
+#[cfg(all(feature = "std", not(target_arch = "nvptx64")))]
+pub mod build;
 #[cfg(not(target_arch = "nvptx64"))]
 mod scope;
 #[cfg(not(target_arch = "nvptx64"))]
