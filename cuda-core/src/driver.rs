@@ -88,14 +88,10 @@ pub(crate) fn cached_version() -> Option<u32> {
 /// ABI is newer than the driver (the call and the version it needs), else
 /// [`Error::MissingSymbol`].
 pub(crate) fn missing(m: MissingSymbol) -> Error {
-    let needs = cuda_sys::DRIVER_ENTRIES
-        .iter()
-        .find(|e| e.name == m.name)
-        .map(|e| e.version);
-    match (needs, cached_version()) {
-        (Some(needs), Some(driver)) if needs > driver => Error::DriverTooOld {
+    match cached_version() {
+        Some(driver) if m.abi > driver => Error::DriverTooOld {
             call: m.name,
-            needs,
+            needs: m.abi,
             driver,
         },
         _ => Error::MissingSymbol(m),

@@ -81,6 +81,11 @@ impl core::error::Error for cudaError_t {}
 pub struct MissingSymbol {
     /// The documented name of the function.
     pub name: &'static str,
+    /// The ABI version the table asks the driver for (`12040` = 12.4; 0 for runtime
+    /// entries and functions without a versioned typedef): with the driver's version,
+    /// whether the driver is too old for it. Carried here so that an error path never
+    /// searches the table's names (which would keep all of them in a small image).
+    pub abi: u32,
 }
 
 impl fmt::Display for MissingSymbol {

@@ -145,7 +145,7 @@ macro_rules! driver_table {
                     }
                     match self.$name {
                         Some(f) => Ok(f),
-                        None => Err($crate::MissingSymbol { name: stringify!($name) }),
+                        None => Err($crate::MissingSymbol { name: stringify!($name), abi: $ver }),
                     }
                 }
             )*
@@ -280,7 +280,7 @@ macro_rules! runtime_table {
                     }
                     match self.$name {
                         Some(f) => Ok(f),
-                        None => Err($crate::MissingSymbol { name: stringify!($name) }),
+                        None => Err($crate::MissingSymbol { name: stringify!($name), abi: 0 }),
                     }
                 }
             )*
