@@ -7,6 +7,61 @@
 //! GPU are not run. Each safe wrapper's own docs open with the driver call it makes, and
 //! rustdoc's search finds it by that C name (`cuMemAlloc`, `cuLaunchKernelEx`, ...).
 //!
+//! # A Rust kernel, launched safely
+//!
+//! A kernel declared once with [`kernel!`] is the device entry point in the nvptx64 build
+//! of its crate and a typed handle in the host build, so the host cannot pass the wrong
+//! arguments: a count, order or type mismatch does not compile, and the layout is
+//! checked against the driver's (`cuFuncGetParamInfo`) when the handle is made. A `safe`
+//! kernel (its body compiled under `#[forbid(unsafe_code)]`, memory reached through
+//! bounds-checked slices) loaded from its own crate's PTX is launched without `unsafe`
+//! in a `kernel::scope`, which borrows each buffer (shared when read,
+//! exclusive when written) until the GPU is done with it: the scope waits for its streams
+//! before it returns, also on a panic. `examples/kernel-template` is a host + kernels
+//! crate pair to start from.
+//!
+//! ```no_run
+//! use cudadrv::kernel::{self, DeviceSlice, DeviceSliceMut, KernelModule, KernelPtx};
+//! use cudadrv::{Context, Device, DeviceBuffer, LaunchConfig, Stream};
+//!
+//! // In the kernels crate (built for nvptx64 by `kernel::build::PtxBuild` in build.rs,
+//! // and for the host as a dependency):
+//! cudadrv::kernel! {
+//!     /// `out[i] = a * x[i] + y[i]`.
+//!     pub safe fn saxpy(a: f32, x: DeviceSlice<f32>, y: DeviceSlice<f32>, out: DeviceSliceMut<f32>) {
+//!         let i = cudadrv::device::global_idx_x() as usize;
+//!         if let (Some(x), Some(y)) = (x.get(i), y.get(i)) {
+//!             let _ = out.try_write(i, a * x + y);
+//!         }
+//!     }
+//! }
+//! # const TEXT: &str = "";
+//! // SAFETY: the PTX build.rs made from the crate that declares `saxpy`.
+//! static KERNELS: KernelPtx = unsafe { KernelPtx::new(TEXT) };
+//!
+//! fn main() -> cudadrv::Result<()> {
+//!     let ctx = Context::primary(Device::get(0)?)?;
+//!     let module = KernelModule::load(&ctx, &KERNELS)?;
+//!     let saxpy = module.kernel::<saxpy>()?; // checked against cuFuncGetParamInfo
+//!     let x = DeviceBuffer::from_slice(&ctx, &[1.0f32; 4096])?;
+//!     let y = DeviceBuffer::from_slice(&ctx, &[2.0f32; 4096])?;
+//!     let mut out = DeviceBuffer::<f32>::new(&ctx, 4096)?;
+//!     let stream = Stream::non_blocking(&ctx)?;
+//!     kernel::scope(&ctx, |s| {
+//!         let lane = s.lane(&stream)?;
+//!         lane.launch(&saxpy, &LaunchConfig::new(16, 256), (3.0, &x, &y, &mut out))
+//!         // `out.copy_to_host(..)` here would not compile: the launch borrows `out`.
+//!     })?; // the stream is synchronized: `out` is the host's again
+//!     let mut host = vec![0.0f32; 4096];
+//!     out.copy_to_host(&mut host)?;
+//!     assert_eq!(host[7], 5.0);
+//!     Ok(())
+//! }
+//! ```
+//!
+//! The rest of this page is the layer underneath: modules, functions and `unsafe`
+//! launches of any kernel (PTX from `nvcc`, or Rust kernels with raw pointers).
+//!
 //! # Load PTX, allocate, copy, launch, copy back
 //!
 //! A `Context` is a shared owner of a device's context. Every handle made in it (`Module`,

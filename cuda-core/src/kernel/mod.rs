@@ -61,11 +61,15 @@
 //! the context reports the error from then on), as a panic would.
 //!
 //! # Unsafe policy
-//! The raw launch and synchronization calls are in [`scope`]'s module; each `unsafe`
+//! The raw launch and synchronization calls are in the module of [`scope()`]; each `unsafe`
 //! block carries a `// SAFETY:` comment. Making a slice from raw parts, trusting PTX
 //! ([`KernelPtx::new`]), trusting a function ([`TypedKernel::from_function`]) and
 //! implementing [`SafeKernel`] by hand are `unsafe`, with their contracts under
 //! `# Safety`.
+
+// The nvptx64 build has the parameter types and `kernel!` only; the host items the docs
+// link to exist in host builds (where the links are checked).
+#![cfg_attr(target_arch = "nvptx64", allow(rustdoc::broken_intra_doc_links))]
 
 mod params;
 pub use params::{DeviceSlice, DeviceSliceMut, Element};
@@ -73,12 +77,12 @@ pub use params::{DeviceSlice, DeviceSliceMut, Element};
 #[cfg(all(feature = "std", not(target_arch = "nvptx64")))]
 pub mod build;
 #[cfg(not(target_arch = "nvptx64"))]
-mod scope;
+mod scoped;
 #[cfg(not(target_arch = "nvptx64"))]
 mod typed;
 
 #[cfg(not(target_arch = "nvptx64"))]
-pub use scope::{Arg, Args, Lane, MAX_LANES, Owned, Scope, scope};
+pub use scoped::{Arg, Args, Lane, MAX_LANES, Owned, Scope, scope};
 #[cfg(not(target_arch = "nvptx64"))]
 pub use typed::{Kernel, KernelModule, KernelPtx, SafeKernel, TypedKernel};
 
@@ -94,13 +98,13 @@ pub const fn __cstr(with_nul: &'static str) -> &'static core::ffi::CStr {
 
 /// Declares a kernel once for both sides: on `nvptx64` the entry point, on the host a
 /// typed handle (an empty enum of the kernel's name implementing
-/// [`Kernel`](crate::kernel::Kernel)) with the same parameter types.
+/// [`Kernel`]) with the same parameter types.
 ///
 /// Forms:
 /// - `pub safe fn name(params) { body }`: the body is compiled under
 ///   `#[forbid(unsafe_code)]`; the host half implements
-///   [`SafeKernel`](crate::kernel::SafeKernel), so launches in a
-///   [`kernel::scope`](crate::kernel::scope) are safe.
+///   [`SafeKernel`], so launches in a
+///   [`kernel::scope`](scope()) are safe.
 /// - `pub safe dependent fn name(params) { body }`: as `safe fn`, and the entry point
 ///   runs `griddepcontrol.wait` before the body, so the kernel may be launched with
 ///   Programmatic Dependent Launch attributes.
@@ -110,8 +114,8 @@ pub const fn __cstr(with_nul: &'static str) -> &'static core::ffi::CStr {
 ///   (C++ from `nvcc`: declare the C++ parameter types, e.g. `*mut f32` for `float*`).
 ///
 /// Parameter types must implement [`DeviceRepr`](crate::args::DeviceRepr) on both
-/// targets: numbers, raw pointers, [`DeviceSlice`](crate::kernel::DeviceSlice),
-/// [`DeviceSliceMut`](crate::kernel::DeviceSliceMut), vector types and
+/// targets: numbers, raw pointers, [`DeviceSlice`],
+/// [`DeviceSliceMut`], vector types and
 /// [`kernel_struct!`](crate::kernel_struct) types. The device crate needs
 /// `#![feature(abi_ptx)]` (nightly, as every Rust kernel does).
 ///
