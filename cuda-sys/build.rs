@@ -1,4 +1,7 @@
-//! Link search paths for the `linked` feature (the loaded mode links nothing).
+//! Link search paths for the `linked` feature (the loaded mode links nothing), and the
+//! `cudadrv_headers_13` cfg when the generated bindings are of CUDA 13.x headers (the
+//! static layout checks of `src/abi.rs` are the 13.x layouts cudadrv builds; a copy
+//! regenerated from 12.x headers is checked by bindgen's own layout tests alone).
 //!
 //! `-lcuda` and `-lcudart` come from `#[link]` attributes in the generated tables; this
 //! script only says where to look: `$CUDA_SYS_LIB_DIR` (`:`-separated), then `lib64`
@@ -7,6 +10,16 @@
 use std::path::PathBuf;
 
 fn main() {
+    println!("cargo::rustc-check-cfg=cfg(cudadrv_headers_13)");
+    println!("cargo:rerun-if-changed=src/generated/types.rs");
+    let types = std::fs::read_to_string("src/generated/types.rs").unwrap_or_default();
+    let version = types.lines().find_map(|l| {
+        l.strip_prefix("pub const CUDA_VERSION: u32 = ")
+            .and_then(|v| v.trim_end_matches(';').parse::<u32>().ok())
+    });
+    if version.is_some_and(|v| v >= 13000) {
+        println!("cargo::rustc-cfg=cudadrv_headers_13");
+    }
     println!("cargo:rerun-if-env-changed=CUDA_SYS_LIB_DIR");
     println!("cargo:rerun-if-env-changed=CUDA_PATH");
     println!("cargo:rerun-if-env-changed=CUDA_HOME");

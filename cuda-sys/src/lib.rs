@@ -63,6 +63,7 @@
 #![warn(missing_docs)]
 #![cfg_attr(docsrs, feature(doc_cfg))]
 
+#[cfg(cudadrv_headers_13)]
 mod abi;
 mod load;
 pub mod loader;
