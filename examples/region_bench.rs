@@ -19,7 +19,7 @@
 //!   structure), per replay with updates, and per launch with automatic PDL (counting
 //!   allocator).
 //! - `sweep`: `auto_step_{u32,u64,v4}` (one thread per element, 4-, 8- and 16-byte
-//!   elements) as graph chains of 32 links from one block to 17 waves, with no PDL, PDL
+//!   elements) as graph chains of 64 links from one block to 17 waves, with no PDL, PDL
 //!   early trigger, PDL wait-only and the automatic choice, each point's four variants
 //!   alternating round by round; us per kernel, and the automatic choice against the
 //!   best fixed one. `--svg` draws it.
@@ -43,7 +43,7 @@ use cuda_core::{Context, DeviceBuffer, DevicePtr, Event, EventFlags, Function, M
 static GLOBAL: common::Counting = common::Counting;
 
 const LINKS: usize = 256;
-const SWEEP_LINKS: usize = 32;
+const SWEEP_LINKS: usize = 64;
 
 /// `region_ref_graph_us(pdl, n, grid, links, reps)`.
 type RefGraph = unsafe extern "C" fn(i32, u32, u32, i32, i32) -> f64;
@@ -270,7 +270,24 @@ fn chain(
     }
     stream.synchronize()?;
 
-    const SIDES: usize = 9;
+    // Back-to-back sides: hand-captured graphs on their own buffers `c`, launched
+    // BATCH times between the events, against BATCH region executions.
+    let c = [
+        DeviceBuffer::from_slice(ctx, &x)?,
+        DeviceBuffer::from_slice(ctx, &x)?,
+    ];
+    let mut add_c = 0u32;
+    let mut hand = Vec::new();
+    for pdl in [None, Some(1)] {
+        let cap = stream.begin_capture(CaptureMode::Global)?;
+        common::enqueue_chain(&f, cap.stream(), &c, n, sms, LINKS, pdl)?;
+        let graph = cap.end()?;
+        let exec = graph.instantiate(InstantiateFlags::empty())?;
+        exec.upload(&stream)?;
+        hand.push(exec);
+    }
+    const BATCH: usize = 10;
+    const SIDES: usize = 13;
     let names: [&str; SIDES] = [
         "rust_graph",
         "rust_graph_pdl",
@@ -281,6 +298,10 @@ fn chain(
         "region_updated",
         "rust_graph_retimed",
         "cpp_graph_retimed",
+        "rust_graph_x10",
+        "rust_graph_pdl_x10",
+        "region_x10",
+        "region_pdl_x10",
     ];
     let mut gpu: Vec<Vec<f64>> = vec![Vec::new(); SIDES];
     let mut host_replay = Vec::new();
@@ -355,6 +376,39 @@ fn chain(
                     }
                     Some(stats(&mut v).0)
                 }
+                9 | 10 => {
+                    let exec = &hand[side - 9];
+                    let mut v = Vec::new();
+                    for _ in 0..reps {
+                        v.push(
+                            gpu_us(&mut stream, &e, |s| {
+                                for _ in 0..BATCH {
+                                    exec.launch(s)?;
+                                }
+                                Ok(())
+                            })? / BATCH as f64,
+                        );
+                        add_c += (BATCH * LINKS) as u32;
+                    }
+                    Some(stats(&mut v).0)
+                }
+                11 | 12 => {
+                    let pdl = side == 12;
+                    let reg = if pdl { &mut region_pdl } else { &mut region };
+                    let mut v = Vec::new();
+                    for _ in 0..reps {
+                        v.push(
+                            gpu_us(&mut stream, &e, |s| {
+                                for _ in 0..BATCH {
+                                    reg.run(s, |r| chain_body(r, &f, &a, n, sms, pdl))?;
+                                }
+                                Ok(())
+                            })? / BATCH as f64,
+                        );
+                        adds[0] += (BATCH * LINKS) as u32;
+                    }
+                    Some(stats(&mut v).0)
+                }
                 _ => None,
             };
             if let Some(v) = v {
@@ -363,12 +417,29 @@ fn chain(
         }
     }
     check_chain(&a[0], &x, adds[0], "region chains on a")?;
+    check_chain(
+        &c[0],
+        &x,
+        add_c,
+        "hand-captured graphs launched back to back",
+    )?;
     check_chain(&b[0], &x, adds[1], "region chains on b")?;
     let stats_swap = region_swap.stats();
     if stats_swap.captures != 1 || stats_swap.updated_nodes < LINKS as u64 {
         return Err(format!("swapped replays were not updates: {stats_swap:?}").into());
     }
 
+    // The host time of cuGraphLaunch alone (the hand-captured graph), which a replay's
+    // host time includes.
+    let mut graph_launch = Vec::new();
+    for _ in 0..reps {
+        let t = Instant::now();
+        hand[0].launch(&stream)?;
+        graph_launch.push(t.elapsed().as_secs_f64() * 1e6 / LINKS as f64);
+        stream.synchronize()?;
+        add_c += LINKS as u32;
+    }
+    check_chain(&c[0], &x, add_c, "hand-captured graph, host-timed launches")?;
     // First executions: a new region each time (capture, instantiate, upload, launch).
     let mut first = Vec::new();
     for _ in 0..reps {
@@ -428,6 +499,11 @@ fn chain(
     println!("  region / rust graph            {:.3}", med[4] / graph);
     println!("  region_pdl / rust graph_pdl    {:.3}", med[5] / med[1]);
     println!("  region_updated / rust graph    {:.3}", med[6] / graph);
+    println!(
+        "  back to back ({BATCH} executions): region / graph {:.3}, region_pdl / graph_pdl {:.3}",
+        med[11] / med[9],
+        med[12] / med[10]
+    );
     if cpp.is_some() {
         println!("  region / C++ graph             {:.3}", med[4] / cpp_graph);
         println!("  region_pdl / C++ graph_pdl     {:.3}", med[5] / med[3]);
@@ -435,7 +511,11 @@ fn chain(
         println!("  rust graph / C++ graph         {:.3}", graph / cpp_graph);
     }
     println!("{:<40} {:>10}", "host time", "us/kernel");
-    let host_rows: [(&str, &mut Vec<f64>); 4] = [
+    let host_rows: [(&str, &mut Vec<f64>); 5] = [
+        (
+            "cuGraphLaunch of the hand-captured graph",
+            &mut graph_launch,
+        ),
         ("first execution (capture+instantiate+launch)", &mut first),
         ("replay unchanged", &mut host_replay),
         ("replay with 256 nodes updated", &mut host_updated),
@@ -560,7 +640,7 @@ fn sweep(ctx: &Context, module: &Module, o: &Opts) -> R {
         let f = module.function(name)?;
         let auto = AutoPdl::new(&f)?;
         let wave = auto.capacity(BLOCK, 0)? as u32;
-        let mut grids: Vec<u32> = vec![1, 4, 16, 66, 132, 264, 528];
+        let mut grids: Vec<u32> = vec![1, 2, 4, 8, 16, 32, 66, 132, 264, 528];
         for w in [1.0f64, 1.25, 1.5, 2.0, 3.0, 4.0, 6.0, 8.0, 12.0, 16.0, 17.0] {
             grids.push((f64::from(wave) * w).round() as u32);
         }
@@ -688,7 +768,7 @@ fn sweep(ctx: &Context, module: &Module, o: &Opts) -> R {
     std::fs::write(&o.sweep_csv, &csv)?;
     println!("# wrote {}", o.sweep_csv);
     if let Some(path) = &o.svg {
-        std::fs::write(path, svg(&points))?;
+        std::fs::write(path, svg(&points, &ctx.device().name()?.to_string()))?;
         println!("# wrote {path}");
     }
     Ok(())
@@ -705,18 +785,16 @@ fn sweep_body<'a>(
     v: usize,
 ) -> cuda_core::Result<()> {
     for k in 0..SWEEP_LINKS {
-        let (cfg, plan) = match v {
-            0 => (shape.clone(), PdlPlan::NONE),
-            1 => (
-                shape.clone().programmatic_stream_serialization()?,
-                PdlPlan::WAIT_ONLY,
-            ),
-            2 => (
-                shape.clone().programmatic_stream_serialization()?,
-                PdlPlan::EARLY_TRIGGER,
-            ),
-            _ => shape.clone().auto_pdl(auto)?,
+        // Every variant makes the automatic choice (the same host work in each), the
+        // fixed ones then override it.
+        let (auto_cfg, auto_plan) = shape.clone().auto_pdl(auto)?;
+        let (mut cfg, plan) = match v {
+            0 => (auto_cfg, PdlPlan::NONE),
+            1 => (auto_cfg, PdlPlan::WAIT_ONLY),
+            2 => (auto_cfg, PdlPlan::EARLY_TRIGGER),
+            _ => (auto_cfg, auto_plan),
         };
+        plan.apply(&mut cfg)?;
         let (i, out) = (
             DevicePtr::<u32>::from_raw(bufs[k & 1]),
             DevicePtr::<u32>::from_raw(bufs[(k + 1) & 1]),
@@ -741,7 +819,7 @@ fn plan_name(p: PdlPlan) -> &'static str {
 
 /// Three panels (4-, 8-, 16-byte elements): time per kernel relative to no PDL against
 /// waves (log scale), for the early trigger, wait-only and the automatic choice.
-fn svg(points: &[Point]) -> String {
+fn svg(points: &[Point], device: &str) -> String {
     let (pw, ph, ml, mt, mb, gap) = (300.0, 300.0, 60.0, 50.0, 60.0, 30.0);
     let w = ml + 3.0 * pw + 2.0 * gap + 20.0;
     let h = mt + ph + mb + 30.0;
@@ -752,7 +830,7 @@ fn svg(points: &[Point]) -> String {
          font-family=\"sans-serif\" font-size=\"12\">\n<rect width=\"100%\" height=\"100%\" \
          fill=\"white\"/>\n<text x=\"{ml}\" y=\"22\" font-size=\"14\">Graph chains of \
          one-thread-per-element kernels: time per kernel / time without PDL, by grid size \
-         in waves (H100)</text>\n"
+         in waves ({device})</text>\n"
     );
     let series = [
         ("early trigger", 2usize, "#d62728"),

@@ -120,10 +120,10 @@
 //! be scheduled early, and the dependent calls `griddepcontrol.wait`
 //! ([`device::grid_dependency_wait`]) before it reads anything the first wrote.
 //!
-//! Whether that helps depends on the grid: an early trigger pays off when the whole grid
-//! is resident at once (one wave), and costs a lot when it is not (H100, 4096 blocks of
-//! 256 threads: 3.46 us per kernel without PDL, 5.43 with an early trigger, 3.26 waiting
-//! without one). [`launch::AutoPdl`] makes that choice per launch from the grid and the
+//! Whether an early trigger helps depends on the grid: it pays off only in grids of a few
+//! blocks, and costs a lot in grids of several waves (H100, 4096 blocks of 256 threads:
+//! 3.46 us per kernel without PDL, 5.43 with an early trigger, 3.26 waiting without
+//! one). [`launch::AutoPdl`] makes that choice per launch from the grid and the
 //! function's occupancy, and the kernel follows it with one call,
 //! [`device::pdl_auto`]`(plan)`. Here the grids have 4096 blocks, so both launches get
 //! the attribute and neither kernel triggers early.
@@ -182,7 +182,7 @@
 //! let shape = LaunchConfig::new(n.div_ceil(256), 256).stream(&stream);
 //! let (first, p_plan) = shape.clone().auto_pdl(&auto_p)?;
 //! let (dependent, c_plan) = shape.auto_pdl(&auto_c)?;
-//! assert_eq!(c_plan, PdlPlan::WAIT_ONLY); // 4096 blocks: more than one wave
+//! assert_eq!(c_plan, PdlPlan::WAIT_ONLY); // 4096 blocks
 //! // SAFETY: each tuple matches its kernel (verified above); `a` and `b` hold `n` values
 //! // and outlive both kernels; each kernel calls `pdl_auto(plan)` before reading.
 //! unsafe {
@@ -201,7 +201,7 @@
 //!
 //! #[unsafe(no_mangle)]
 //! pub unsafe extern "ptx-kernel" fn produce(out: *mut u32, n: u32, plan: PdlPlan) {
-//!     pdl_auto(plan); // waits if launched early; triggers early only in one wave
+//!     pdl_auto(plan); // waits if launched early; triggers early only in tiny grids
 //!     let i = global_idx_x();
 //!     if i < n {
 //!         unsafe { *out.add(i as usize) = i };

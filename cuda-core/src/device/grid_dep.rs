@@ -62,7 +62,7 @@ impl PdlPlan {
 /// The kernel side of automatic PDL, one call at the top of the kernel (before it reads
 /// anything an earlier kernel wrote): `griddepcontrol.wait` when the launch may have
 /// started early, then `griddepcontrol.launch_dependents` when the host chose an early
-/// trigger (a grid that fits in one wave). Otherwise the trigger is the grid's exit.
+/// trigger (a grid of a few blocks). Otherwise the trigger is the grid's exit.
 /// Like [`grid_dependency_wait`], a compiler memory barrier.
 #[inline(always)]
 pub fn pdl_auto(plan: PdlPlan) {

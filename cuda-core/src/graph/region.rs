@@ -10,21 +10,29 @@
 //! # How an execution runs
 //! The body runs first, on the host, and only records: nothing it issues through the
 //! recorder is queued until it returns (event waits excepted: they are queued at once,
-//! ahead of the region's work). Then the recording is compared with the cached
-//! executables:
-//! - **Structure** (the key): the sequence of operations, and for each its kind; for a
-//!   kernel the function, grid, block, dynamic shared memory, launch attributes and
-//!   parameter sizes; for a memset or copy the byte count; for a host function its type.
-//!   PDL attributes are part of the structure: captured, a launch with
-//!   programmatic stream serialization becomes a programmatic edge.
-//! - **Parameters**: kernel argument values (pointers, sizes, scalars), memset
-//!   destinations and values, copy sources and destinations. A matching executable gets
-//!   the changed ones with the per-node setters (`cuGraphExecKernelNodeSetParams`,
-//!   `cuGraphExecMemsetNodeSetParams`, `cuGraphExecMemcpyNodeSetParams`), one call per
-//!   changed node and none for an unchanged one, so every launch of a cached executable
-//!   runs exactly the values of the execution that launches it. (Setters beat a
-//!   recapture plus `cuGraphExecUpdate`: that path makes one capture call per operation
-//!   and compares the whole graph at every execution; `region_bench` measures both.)
+//! ahead of the region's work). Each recorded operation has
+//! - a **structure** (the key): its kind; for a kernel the function, grid, block,
+//!   dynamic shared memory, launch attributes and parameter sizes; for a memset or copy
+//!   the byte count; for a host function its type. PDL attributes are part of the
+//!   structure: captured, a launch with programmatic stream serialization becomes a
+//!   programmatic edge;
+//! - **parameters**: kernel argument values (pointers, sizes, scalars), memset
+//!   destinations and values, copy sources and destinations.
+//!
+//! While the body records, each operation is compared with the same operation of the
+//! executable launched last (the usual case: the same code runs again). As long as the
+//! structures agree, a changed parameter is set on that executable's node at once, with
+//! the per-node setters (`cuGraphExecKernelNodeSetParams`,
+//! `cuGraphExecMemsetNodeSetParams`, `cuGraphExecMemcpyNodeSetParams`), one call per
+//! changed node and none for an unchanged one, and nothing is copied; when the body
+//! returns, the graph is launched. At the first operation that differs, the recording
+//! goes on into a buffer of its own (the operations matched so far copied in), and at the
+//! end it is matched whole against the other cached executables (same setters) or
+//! captured. Either way every launch of a cached executable runs exactly the values of
+//! the execution that launches it, and a cached executable holds the values of its last
+//! execution. (Setters beat a recapture plus `cuGraphExecUpdate`: that path makes one
+//! capture call per operation and compares the whole graph at every execution;
+//! `region_bench` measures both.)
 //!
 //! A host function whose closure holds state (not zero-sized) cannot be swapped into a
 //! graph that may still run the old one, so an execution recording one is captured and
@@ -99,18 +107,19 @@ use alloc::vec::Vec;
 use core::any::TypeId;
 use core::ffi::c_void;
 use core::fmt;
+use core::ops::Range;
 use core::ptr;
 
 use cuda_sys::{
-    CUDA_KERNEL_NODE_PARAMS, CUDA_MEMCPY3D, CUDA_MEMSET_NODE_PARAMS, CUdeviceptr, CUgraphNode,
-    CUlaunchAttribute, CUlaunchAttributeID, CUlaunchConfig, CUmemorytype,
+    CUDA_KERNEL_NODE_PARAMS, CUDA_MEMCPY3D, CUDA_MEMSET_NODE_PARAMS, CUdeviceptr, CUgraphExec,
+    CUgraphNode, CUlaunchAttribute, CUlaunchAttributeID, CUlaunchConfig, CUmemorytype,
 };
 
 use super::capture::{Capture, CaptureMode, raw_capture_info};
 use super::handle::Borrows;
 use super::nodes::GraphClosure;
 use super::{Graph, GraphExec, InstantiateFlags};
-use crate::args::{ArgVisitor, DeviceRepr, KernelArgs};
+use crate::args::{ArgVisitor, DeviceRepr, KernelArgs, MAX_PARAMS};
 use crate::context::Context;
 use crate::driver::api;
 use crate::error::{Error, Result, drv};
@@ -124,7 +133,7 @@ use crate::stream::{EventWaitFlags, Stream};
 pub const DEFAULT_REGION_CAPACITY: usize = 4;
 
 /// What one recorded operation is.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 enum Kind {
     Kernel,
     MemsetD8,
@@ -134,45 +143,36 @@ enum Kind {
     HostFn,
 }
 
-/// One recorded operation: its structure (key) and its parameters.
-#[derive(Clone, Copy)]
-struct Op<'a> {
+/// The structure of one operation: what must be equal for a cached node to take the
+/// operation's parameters. (The attribute values and parameter offsets are compared
+/// besides, in the recording's arrays.)
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+struct Key {
     kind: Kind,
-    /// Key: the kernel (kernels only).
-    func: Option<&'a Function>,
-    /// Key: grid x, y, z, block x, y, z, dynamic shared memory (kernels only).
+    /// The kernel's `CUfunction` address (kernels only).
+    func: usize,
+    /// Grid x, y, z, block x, y, z, dynamic shared memory (kernels only).
     shape: [u32; 7],
-    /// Key: bytes of a memset or copy (0: the operation makes no node).
+    /// Bytes of a memset or copy (0: the operation makes no node).
     bytes: usize,
-    /// Key: the attributes, a range of [`Recording::attrs`].
-    attrs: (u32, u32),
-    /// Key: a host function's closure type.
+    nattrs: u32,
+    nparams: u32,
+    nwords: u32,
+    /// A host function's closure type.
     host: Option<TypeId>,
-    /// Parameters: a kernel's argument words, a range of [`Recording::words`], and the
-    /// word offset of each parameter, a range of [`Recording::params`].
-    words: (u32, u32),
-    params: (u32, u32),
-    /// Parameters: destination and source (device address, or host address of a
-    /// pinned buffer), memset value.
-    dst: CUdeviceptr,
-    src: u64,
-    value: u32,
 }
 
-impl Op<'_> {
-    fn new(kind: Kind) -> Self {
+impl Key {
+    const fn new(kind: Kind) -> Self {
         Self {
             kind,
-            func: None,
+            func: 0,
             shape: [0; 7],
             bytes: 0,
-            attrs: (0, 0),
+            nattrs: 0,
+            nparams: 0,
+            nwords: 0,
             host: None,
-            words: (0, 0),
-            params: (0, 0),
-            dst: 0,
-            src: 0,
-            value: 0,
         }
     }
 
@@ -183,10 +183,64 @@ impl Op<'_> {
             _ => self.bytes != 0,
         }
     }
+
+    fn hash_into(&self, h: u64) -> u64 {
+        let mut h = h;
+        let mut mix = |x: u64| h = (h.rotate_left(5) ^ x).wrapping_mul(0x51_7c_c1_b7_27_22_0a_95);
+        mix(self.kind as u64);
+        mix(self.func as u64);
+        for s in self.shape {
+            mix(u64::from(s));
+        }
+        mix(self.bytes as u64);
+        mix(u64::from(self.nattrs) | u64::from(self.nparams) << 16 | u64::from(self.nwords) << 32);
+        h
+    }
 }
 
-fn range<T>(v: &[T], r: (u32, u32)) -> &[T] {
-    v.get(r.0 as usize..r.1 as usize).unwrap_or(&[])
+/// One recorded operation: its key and its parameters.
+#[derive(Clone, Copy)]
+struct Op<'a> {
+    key: Key,
+    /// The kernel, borrowed for the region's `'a` (kernels only).
+    func: Option<&'a Function>,
+    /// Where its attributes, parameter offsets and argument words start in the
+    /// recording's arrays (`key.nattrs`, `key.nparams`, `key.nwords` of each).
+    attrs: u32,
+    params: u32,
+    words: u32,
+    /// Destination and source (device address, or host address of a pinned buffer),
+    /// memset value.
+    dst: CUdeviceptr,
+    src: u64,
+    value: u32,
+}
+
+impl Op<'_> {
+    const fn new(kind: Kind) -> Self {
+        Self {
+            key: Key::new(kind),
+            func: None,
+            attrs: 0,
+            params: 0,
+            words: 0,
+            dst: 0,
+            src: 0,
+            value: 0,
+        }
+    }
+
+    fn attrs(&self) -> Range<usize> {
+        self.attrs as usize..self.attrs as usize + self.key.nattrs as usize
+    }
+
+    fn params(&self) -> Range<usize> {
+        self.params as usize..self.params as usize + self.key.nparams as usize
+    }
+
+    fn words(&self) -> Range<usize> {
+        self.words as usize..self.words as usize + self.key.nwords as usize
+    }
 }
 
 /// The bytes of an attribute that say what it is: its ID and its 64-byte value.
@@ -197,27 +251,25 @@ fn attr_eq(a: &CUlaunchAttribute, b: &CUlaunchAttribute) -> bool {
     a.id == b.id && unsafe { a.value.pad == b.value.pad }
 }
 
-/// What a body recorded: the operations, their argument bytes and attributes, the host
-/// closures and the events to record after the launch. Reused from execution to
-/// execution (cleared, never shrunk).
+type HostClosure = Box<dyn Fn() + Send + Sync + 'static>;
+
+/// A recording: the operations and their attributes, parameter offsets and argument
+/// words (each kernel parameter zero-padded to whole 8-byte words), and the host closures
+/// of the operations that have one. Buffers are reused (cleared, never shrunk).
 struct Recording<'a> {
     ops: Vec<Op<'a>>,
-    /// Kernel arguments, each parameter zero-padded to whole 8-byte words.
     words: Vec<u64>,
-    /// Word offset of each kernel parameter in `words`.
     params: Vec<u32>,
     attrs: Vec<CUlaunchAttribute>,
-    hosts: Vec<Option<HostClosure>>,
-    records: Vec<&'a Event>,
-    /// A closure with state was recorded: capture this execution anew.
-    stateful: bool,
-    /// Hash of the structure (the keys of `ops`).
+    /// (operation index, closure), for host functions not yet captured.
+    hosts: Vec<(u32, HostClosure)>,
+    /// Hash of the keys of `ops`.
     hash: u64,
 }
 
-type HostClosure = Box<dyn Fn() + Send + Sync + 'static>;
+const HASH_SEED: u64 = 0xcbf2_9ce4_8422_2325;
 
-impl Recording<'_> {
+impl<'a> Recording<'a> {
     fn new() -> Self {
         Self {
             ops: Vec::new(),
@@ -225,8 +277,6 @@ impl Recording<'_> {
             params: Vec::new(),
             attrs: Vec::new(),
             hosts: Vec::new(),
-            records: Vec::new(),
-            stateful: false,
             hash: HASH_SEED,
         }
     }
@@ -237,43 +287,46 @@ impl Recording<'_> {
         self.params.clear();
         self.attrs.clear();
         self.hosts.clear();
-        self.records.clear();
-        self.stateful = false;
         self.hash = HASH_SEED;
     }
 
-    fn mix(&mut self, x: u64) {
-        self.hash = (self.hash.rotate_left(5) ^ x).wrapping_mul(0x51_7c_c1_b7_27_22_0a_95);
-    }
-
-    /// Records `op`, mixing its key into the hash.
-    fn push(&mut self, op: Op<'_>) {
-        self.mix(op.kind as u64);
-        self.mix(op.func.map_or(0, |f| f.as_raw() as u64));
-        for s in op.shape {
-            self.mix(u64::from(s));
+    /// Appends `op`, its argument words and parameter offsets, and `cfg`'s attributes.
+    fn push(
+        &mut self,
+        mut op: Op<'a>,
+        words: &[u64],
+        params: &[u32],
+        cfg: Option<&LaunchConfig<'_>>,
+    ) {
+        op.words = self.words.len() as u32;
+        op.params = self.params.len() as u32;
+        op.attrs = self.attrs.len() as u32;
+        self.words.extend_from_slice(words);
+        self.params.extend_from_slice(params);
+        if let Some(cfg) = cfg {
+            self.attrs
+                .extend((0..op.key.nattrs as usize).filter_map(|k| cfg.attribute(k)));
         }
-        self.mix(op.bytes as u64);
-        self.mix(u64::from(op.attrs.1 - op.attrs.0));
-        self.mix(u64::from(op.params.1 - op.params.0));
-        self.mix(u64::from(op.words.1 - op.words.0));
+        self.ops.push(op);
     }
 
-    /// The kernel parameter pointers of `op` into `words`, written to `ptrs`.
-    fn arg_ptrs(&self, op: &Op<'_>, ptrs: &mut [*mut c_void; crate::args::MAX_PARAMS]) -> usize {
-        let params = range(&self.params, op.params);
-        for (p, &w) in ptrs.iter_mut().zip(params) {
-            *p = self
-                .words
-                .as_ptr()
-                .wrapping_add(w as usize)
-                .cast_mut()
-                .cast::<c_void>();
-        }
-        params.len()
+    /// Copies the first `n` operations of `src` (with their arrays) into this empty
+    /// recording.
+    fn extend_prefix(&mut self, src: &Recording<'a>, n: usize) {
+        let (w, p, a) = match src.ops.get(n) {
+            Some(op) => (op.words as usize, op.params as usize, op.attrs as usize),
+            None => (src.words.len(), src.params.len(), src.attrs.len()),
+        };
+        self.ops.extend_from_slice(src.ops.get(..n).unwrap_or(&[]));
+        self.words
+            .extend_from_slice(src.words.get(..w).unwrap_or(&[]));
+        self.params
+            .extend_from_slice(src.params.get(..p).unwrap_or(&[]));
+        self.attrs
+            .extend_from_slice(src.attrs.get(..a).unwrap_or(&[]));
     }
 
-    /// Capacity for `other`'s sizes (called at capture time only, so replays find room).
+    /// Room for `n` (called at capture time only, so that replays find room).
     fn reserve_like(&mut self, n: &Sizes) {
         self.ops.reserve(n.ops.saturating_sub(self.ops.len()));
         self.words.reserve(n.words.saturating_sub(self.words.len()));
@@ -281,8 +334,6 @@ impl Recording<'_> {
             .reserve(n.params.saturating_sub(self.params.len()));
         self.attrs.reserve(n.attrs.saturating_sub(self.attrs.len()));
         self.hosts.reserve(n.hosts.saturating_sub(self.hosts.len()));
-        self.records
-            .reserve(n.records.saturating_sub(self.records.len()));
     }
 
     fn sizes(&self) -> Sizes {
@@ -291,13 +342,28 @@ impl Recording<'_> {
             words: self.words.len(),
             params: self.params.len(),
             attrs: self.attrs.len(),
-            hosts: self.hosts.len(),
-            records: self.records.len(),
+            hosts: self
+                .ops
+                .iter()
+                .filter(|o| o.key.kind == Kind::HostFn)
+                .count(),
         }
     }
-}
 
-const HASH_SEED: u64 = 0xcbf2_9ce4_8422_2325;
+    /// Whether `self` (a cached recording) and `new` have the same structure.
+    fn same_structure(&self, new: &Recording<'_>) -> bool {
+        self.hash == new.hash
+            && self.ops.len() == new.ops.len()
+            && self.ops.iter().zip(&new.ops).all(|(a, b)| {
+                a.key == b.key
+                    && self.params.get(a.params()) == new.params.get(b.params())
+                    && match (self.attrs.get(a.attrs()), new.attrs.get(b.attrs())) {
+                        (Some(x), Some(y)) => x.iter().zip(y).all(|(p, q)| attr_eq(p, q)),
+                        _ => false,
+                    }
+            })
+    }
+}
 
 /// The largest sizes a recording reached.
 #[derive(Clone, Copy, Default)]
@@ -307,7 +373,6 @@ struct Sizes {
     params: usize,
     attrs: usize,
     hosts: usize,
-    records: usize,
 }
 
 impl Sizes {
@@ -318,7 +383,6 @@ impl Sizes {
             params: self.params.max(o.params),
             attrs: self.attrs.max(o.attrs),
             hosts: self.hosts.max(o.hosts),
-            records: self.records.max(o.records),
         }
     }
 }
@@ -348,6 +412,38 @@ pub struct RegionStats {
     pub updated_nodes: u64,
     /// Cached executable graphs dropped to make room.
     pub evictions: u64,
+}
+
+/// The buffers an execution records into, reused from execution to execution.
+struct Scratch<'a> {
+    /// The recording, once it no longer follows the executable launched last.
+    rec: Recording<'a>,
+    /// Host closures of the operations matched while following it (kept in case the
+    /// execution diverges later and must be captured).
+    spec_hosts: Vec<(u32, HostClosure)>,
+    /// The current kernel's argument words and parameter offsets.
+    words: Vec<u64>,
+    params: Vec<u32>,
+    /// Events to record after the launch.
+    records: Vec<&'a Event>,
+}
+
+impl Scratch<'_> {
+    fn new() -> Self {
+        Self {
+            rec: Recording::new(),
+            spec_hosts: Vec::new(),
+            words: Vec::new(),
+            params: Vec::new(),
+            records: Vec::new(),
+        }
+    }
+
+    fn clear(&mut self) {
+        self.rec.clear();
+        self.spec_hosts.clear();
+        self.records.clear();
+    }
 }
 
 /// A replay region: stream work recorded by a body, run as a cached graph. See the
@@ -380,7 +476,9 @@ pub struct Region<'a> {
     ctx: Context,
     capacity: usize,
     entries: Vec<Entry<'a>>,
-    rec: Recording<'a>,
+    scratch: Scratch<'a>,
+    /// The entry launched last: the next execution follows it.
+    last: Option<usize>,
     /// Largest recording seen: every recording buffer gets this much room at capture
     /// time, so replays do not allocate.
     sizes: Sizes,
@@ -407,7 +505,8 @@ impl<'a> Region<'a> {
             ctx: ctx.clone(),
             capacity: DEFAULT_REGION_CAPACITY,
             entries: Vec::new(),
-            rec: Recording::new(),
+            scratch: Scratch::new(),
+            last: None,
             sizes: Sizes::default(),
             clock: 0,
             stats: RegionStats::default(),
@@ -453,6 +552,7 @@ impl<'a> Region<'a> {
     /// launched, as dropping a [`GraphExec`] does).
     pub fn clear(&mut self) {
         self.entries.clear();
+        self.last = None;
     }
 
     /// The region's context.
@@ -465,9 +565,8 @@ impl<'a> Region<'a> {
     /// as captured; parameters set on the executable since are not in it).
     #[must_use]
     pub fn last_graph(&self) -> Option<&Graph<'a>> {
-        self.entries
-            .iter()
-            .max_by_key(|e| e.last_used)
+        self.last
+            .and_then(|i| self.entries.get(i))
             .map(|e| &e.graph)
     }
 
@@ -494,182 +593,184 @@ impl<'a> Region<'a> {
         F: FnOnce(&mut Recorder<'_, 'a>) -> Result<()>,
     {
         self.ctx.ensure_same(stream.context(), "cuGraphLaunch")?;
-        self.rec.clear();
-        let recorded = body(&mut Recorder {
-            rec: &mut self.rec,
+        self.scratch.clear();
+        let spec = self.last.filter(|&i| i < self.entries.len());
+        let mut r = Recorder {
+            entries: &mut self.entries,
+            s: &mut self.scratch,
+            spec,
+            pos: 0,
+            hash: HASH_SEED,
+            stateful: false,
+            failed: None,
+            updated: 0,
             stream,
             ctx: &self.ctx,
-        });
+        };
+        let recorded = body(&mut r);
+        // Setters applied while following the last executable count whatever happens:
+        // that executable now holds those values (and the recording they came from).
+        let Recorder {
+            spec,
+            pos,
+            hash,
+            stateful,
+            failed,
+            updated,
+            ..
+        } = r;
+        self.stats.updated_nodes += updated;
         if let Err(e) = recorded {
-            self.rec.clear();
+            self.scratch.clear();
+            if let Some(i) = failed {
+                self.remove(i);
+            }
             return Err(e);
         }
         self.clock += 1;
-        let found = if self.rec.stateful { None } else { self.find() };
-        let index = match found {
-            Some(i) => match self.update(i) {
-                Ok(()) => {
-                    self.stats.replays += 1;
-                    i
+        let index = match spec {
+            Some(i) if !stateful && failed.is_none() && pos == self.entries[i].rec.ops.len() => {
+                self.stats.replays += 1;
+                i
+            }
+            _ => {
+                let mut hash = hash;
+                if let Some(i) = spec {
+                    // Diverged at the end (fewer operations): the matched prefix is
+                    // the recording.
+                    let (entries, s) = (&self.entries, &mut self.scratch);
+                    hash = diverge(entries, s, i, pos);
                 }
-                // A setter refused: the executable holds a mix of values; drop it and
-                // capture this execution instead.
-                Err(_) => {
-                    self.entries.swap_remove(i);
-                    self.capture(stream)?
+                if let Some(i) = failed {
+                    self.remove(i);
                 }
-            },
-            None => self.capture(stream)?,
+                self.scratch.rec.hash = hash;
+                let found = if stateful { None } else { self.find() };
+                match found {
+                    Some(i) => match self.update(i) {
+                        Ok(()) => {
+                            self.stats.replays += 1;
+                            i
+                        }
+                        // A setter refused: the executable holds a mix of values; drop
+                        // it and capture this execution instead.
+                        Err(_) => {
+                            self.remove(i);
+                            self.capture(stream, stateful)?
+                        }
+                    },
+                    None => self.capture(stream, stateful)?,
+                }
+            }
         };
         self.stats.executions += 1;
+        self.last = Some(index);
         let entry = &mut self.entries[index];
         entry.last_used = self.clock;
         entry.exec.launch(stream)?;
-        // The recording now lives in the entry (swapped or moved there).
-        for event in &entry.rec.records {
+        for event in &self.scratch.records {
             event.record(stream)?;
         }
+        self.scratch.records.clear();
         Ok(())
+    }
+
+    /// Drops entry `i`.
+    fn remove(&mut self, i: usize) {
+        if i < self.entries.len() {
+            self.entries.swap_remove(i);
+        }
+        self.last = None;
     }
 
     /// The cached executable whose structure matches the recording.
     fn find(&self) -> Option<usize> {
-        let rec = &self.rec;
-        self.entries.iter().position(|e| {
-            e.rec.hash == rec.hash
-                && e.rec.ops.len() == rec.ops.len()
-                && e.rec.records.len() == rec.records.len()
-                && e.rec.ops.iter().zip(&rec.ops).all(|(a, b)| {
-                    a.kind == b.kind
-                        && a.func.map(Function::as_raw) == b.func.map(Function::as_raw)
-                        && a.shape == b.shape
-                        && a.bytes == b.bytes
-                        && a.host == b.host
-                        && range(&e.rec.params, a.params) == range(&rec.params, b.params)
-                        && a.words.1 - a.words.0 == b.words.1 - b.words.0
-                        && range(&e.rec.attrs, a.attrs)
-                            .iter()
-                            .zip(range(&rec.attrs, b.attrs))
-                            .all(|(x, y)| attr_eq(x, y))
-                        && a.attrs.1 - a.attrs.0 == b.attrs.1 - b.attrs.0
-                })
-        })
+        let rec = &self.scratch.rec;
+        self.entries.iter().position(|e| e.rec.same_structure(rec))
     }
 
     /// Sets the parameters of entry `i` that differ from the recording's, then makes the
     /// recording the entry's (swapping buffers: no allocation).
     fn update(&mut self, i: usize) -> Result<()> {
         let entry = &mut self.entries[i];
-        let rec = &self.rec;
-        let cu = api()?;
-        let mut ptrs = [ptr::null_mut(); crate::args::MAX_PARAMS];
+        let rec = &self.scratch.rec;
+        let mut ptrs = [ptr::null_mut(); MAX_PARAMS];
         for ((old, new), &node) in entry.rec.ops.iter().zip(&rec.ops).zip(&entry.nodes) {
-            match new.kind {
+            let changed = match new.key.kind {
                 Kind::Kernel => {
-                    if range(&entry.rec.words, old.words) == range(&rec.words, new.words) {
-                        continue;
-                    }
-                    let Some(f) = new.func else { continue };
-                    rec.arg_ptrs(new, &mut ptrs);
-                    let params = kernel_params(f, &new.shape, ptrs.as_mut_ptr());
-                    // SAFETY: live executable graph and a kernel node of the graph it was
-                    // instantiated from; `ptrs` point into `rec.words`, alive for the
-                    // call (the driver copies the values); the launch contract for the
-                    // values is the recorder's caller's.
-                    unsafe {
-                        drv!(
-                            cu,
-                            cuGraphExecKernelNodeSetParams(entry.exec.as_raw(), node, &params)
+                    let new_words = rec.words.get(new.words()).unwrap_or(&[]);
+                    if entry.rec.words.get(old.words()) == Some(new_words) {
+                        false
+                    } else {
+                        let params = rec.params.get(new.params()).unwrap_or(&[]);
+                        let Some(f) = new.func else { continue };
+                        set_kernel(
+                            entry.exec.as_raw(),
+                            node,
+                            f,
+                            &new.key.shape,
+                            new_words,
+                            params,
+                            &mut ptrs,
                         )?;
+                        true
                     }
                 }
-                Kind::MemsetD8 | Kind::MemsetD32 => {
-                    if new.bytes == 0 || (old.dst == new.dst && old.value == new.value) {
-                        continue;
-                    }
-                    let p = memset_params(new);
-                    // SAFETY: a memset node of the source graph; the target is a buffer
-                    // of this context borrowed for `'a` with `bytes` bytes.
-                    unsafe {
-                        drv!(
-                            cu,
-                            cuGraphExecMemsetNodeSetParams(
-                                entry.exec.as_raw(),
-                                node,
-                                &p,
-                                self.ctx.as_raw()
-                            )
-                        )?;
-                    }
-                }
-                Kind::CopyDtoD | Kind::CopyHtoD => {
-                    if new.bytes == 0 || (old.dst == new.dst && old.src == new.src) {
-                        continue;
-                    }
-                    let c = copy_params(new);
-                    // SAFETY: a memcpy node of the source graph; both sides hold `bytes`
-                    // bytes, borrowed for `'a` (the host side pinned and only read).
-                    unsafe {
-                        drv!(
-                            cu,
-                            cuGraphExecMemcpyNodeSetParams(
-                                entry.exec.as_raw(),
-                                node,
-                                &c,
-                                self.ctx.as_raw()
-                            )
-                        )?;
-                    }
-                }
-                // Stateless: the captured closure does what this one would.
-                Kind::HostFn => continue,
+                Kind::HostFn => false,
+                _ => set_memory(entry.exec.as_raw(), node, old, new, &self.ctx)?,
+            };
+            if changed {
+                self.stats.updated_nodes += 1;
             }
-            self.stats.updated_nodes += 1;
         }
-        let rec = &mut self.rec;
+        let rec = &mut self.scratch.rec;
         core::mem::swap(&mut entry.rec.ops, &mut rec.ops);
         core::mem::swap(&mut entry.rec.words, &mut rec.words);
         core::mem::swap(&mut entry.rec.params, &mut rec.params);
         core::mem::swap(&mut entry.rec.attrs, &mut rec.attrs);
-        core::mem::swap(&mut entry.rec.records, &mut rec.records);
         Ok(())
     }
 
     /// Captures the recording on `stream`, instantiates it and caches it (evicting the
-    /// least recently used executable when full); returns its index.
-    fn capture(&mut self, stream: &mut Stream) -> Result<usize> {
-        let captured = capture_recording(&mut self.rec, stream);
+    /// least recently used executable when full; replacing its structure's entry when
+    /// `stateful`); returns its index.
+    fn capture(&mut self, stream: &mut Stream, stateful: bool) -> Result<usize> {
+        let captured = capture_recording(&mut self.scratch.rec, stream);
         let (graph, nodes) = match captured {
             Ok(x) => x,
             Err(e) => {
-                self.rec.clear();
+                self.scratch.rec.clear();
                 return Err(e);
             }
         };
         let exec = graph.instantiate(InstantiateFlags::empty())?;
         self.stats.captures += 1;
-        // One entry per structure: a stateful execution replaces its structure's entry.
-        let same = self
-            .entries
-            .iter()
-            .position(|e| e.rec.hash == self.rec.hash && e.rec.ops.len() == self.rec.ops.len());
+        let rec = &self.scratch.rec;
+        let same = if stateful {
+            self.entries
+                .iter()
+                .position(|e| e.rec.hash == rec.hash && e.rec.ops.len() == rec.ops.len())
+        } else {
+            None
+        };
         if let Some(i) = same {
-            self.entries.swap_remove(i);
+            self.remove(i);
         } else if self.entries.len() >= self.capacity {
             if let Some(lru) = (0..self.entries.len()).min_by_key(|&i| self.entries[i].last_used) {
-                self.entries.swap_remove(lru);
+                self.remove(lru);
                 self.stats.evictions += 1;
             }
         }
-        self.sizes = self.sizes.max(self.rec.sizes());
-        let mut rec = core::mem::replace(&mut self.rec, Recording::new());
+        self.sizes = self.sizes.max(self.scratch.rec.sizes());
+        let mut rec = core::mem::replace(&mut self.scratch.rec, Recording::new());
         // The closures went into the graph; the entry keeps none.
         rec.hosts.clear();
-        self.rec.reserve_like(&self.sizes);
+        self.scratch.rec.reserve_like(&self.sizes);
         for e in &mut self.entries {
             e.rec.reserve_like(&self.sizes);
         }
         rec.reserve_like(&self.sizes);
+        self.scratch.spec_hosts.reserve(self.sizes.hosts);
         self.entries.push(Entry {
             rec,
             nodes,
@@ -679,6 +780,96 @@ impl<'a> Region<'a> {
         });
         Ok(self.entries.len() - 1)
     }
+}
+
+/// Moves the recording from following entry `i` (its first `pos` operations matched,
+/// their parameters set on it) to the scratch recording; returns the hash of those
+/// operations' keys (not computed while following).
+fn diverge<'a>(entries: &[Entry<'a>], s: &mut Scratch<'a>, i: usize, pos: usize) -> u64 {
+    if let Some(e) = entries.get(i) {
+        s.rec.extend_prefix(&e.rec, pos);
+    }
+    s.rec.hosts.append(&mut s.spec_hosts);
+    s.rec
+        .ops
+        .iter()
+        .fold(HASH_SEED, |h, op| op.key.hash_into(h))
+}
+
+/// `cuGraphExecKernelNodeSetParams` with the argument words and parameter offsets of a
+/// recorded kernel.
+fn set_kernel(
+    exec: CUgraphExec,
+    node: CUgraphNode,
+    f: &Function,
+    shape: &[u32; 7],
+    words: &[u64],
+    params: &[u32],
+    ptrs: &mut [*mut c_void; MAX_PARAMS],
+) -> Result<()> {
+    let n = arg_ptrs(words, params, ptrs);
+    let p = kernel_params(
+        f,
+        shape,
+        if n == 0 {
+            ptr::null_mut()
+        } else {
+            ptrs.as_mut_ptr()
+        },
+    );
+    let cu = api()?;
+    // SAFETY: live executable graph and a kernel node of the graph it was instantiated
+    // from; `ptrs` point into `words`, alive for the call (the driver copies the values);
+    // the launch contract for the values is the recorder's caller's.
+    unsafe { drv!(cu, cuGraphExecKernelNodeSetParams(exec, node, &p)) }
+}
+
+/// The memset or copy setter when `new`'s parameters differ from `old`'s; whether it set.
+fn set_memory(
+    exec: CUgraphExec,
+    node: CUgraphNode,
+    old: &Op<'_>,
+    new: &Op<'_>,
+    ctx: &Context,
+) -> Result<bool> {
+    if new.key.bytes == 0 || (old.dst == new.dst && old.src == new.src && old.value == new.value) {
+        return Ok(false);
+    }
+    let cu = api()?;
+    if matches!(new.key.kind, Kind::MemsetD8 | Kind::MemsetD32) {
+        let p = memset_params(new);
+        // SAFETY: a memset node of the source graph; the target is a buffer of this
+        // context borrowed for `'a` with `bytes` bytes.
+        unsafe {
+            drv!(
+                cu,
+                cuGraphExecMemsetNodeSetParams(exec, node, &p, ctx.as_raw())
+            )?
+        };
+    } else {
+        let c = copy_params(new);
+        // SAFETY: a memcpy node of the source graph; both sides hold `bytes` bytes,
+        // borrowed for `'a` (the host side pinned and only read).
+        unsafe {
+            drv!(
+                cu,
+                cuGraphExecMemcpyNodeSetParams(exec, node, &c, ctx.as_raw())
+            )?
+        };
+    }
+    Ok(true)
+}
+
+/// The kernel parameter pointers into `words` at `params`, written to `ptrs`; how many.
+fn arg_ptrs(words: &[u64], params: &[u32], ptrs: &mut [*mut c_void; MAX_PARAMS]) -> usize {
+    for (p, &w) in ptrs.iter_mut().zip(params) {
+        *p = words
+            .as_ptr()
+            .wrapping_add(w as usize)
+            .cast_mut()
+            .cast::<c_void>();
+    }
+    params.len().min(MAX_PARAMS)
 }
 
 /// The node parameters of a recorded kernel.
@@ -700,10 +891,10 @@ fn kernel_params(f: &Function, s: &[u32; 7], ptrs: *mut *mut c_void) -> CUDA_KER
 }
 
 fn memset_params(op: &Op<'_>) -> CUDA_MEMSET_NODE_PARAMS {
-    let (size, width) = if op.kind == Kind::MemsetD32 {
-        (4, op.bytes / 4)
+    let (size, width) = if op.key.kind == Kind::MemsetD32 {
+        (4, op.key.bytes / 4)
     } else {
-        (1, op.bytes)
+        (1, op.key.bytes)
     };
     CUDA_MEMSET_NODE_PARAMS {
         dst: op.dst,
@@ -719,12 +910,12 @@ fn copy_params(op: &Op<'_>) -> CUDA_MEMCPY3D {
     let mut c = CUDA_MEMCPY3D {
         dstMemoryType: CUmemorytype::CU_MEMORYTYPE_DEVICE,
         dstDevice: op.dst,
-        WidthInBytes: op.bytes,
+        WidthInBytes: op.key.bytes,
         Height: 1,
         Depth: 1,
         ..CUDA_MEMCPY3D::default()
     };
-    if op.kind == Kind::CopyHtoD {
+    if op.key.kind == Kind::CopyHtoD {
         c.srcMemoryType = CUmemorytype::CU_MEMORYTYPE_HOST;
         c.srcHost = op.src as usize as *const c_void;
     } else {
@@ -745,7 +936,7 @@ fn capture_recording<'a>(
     for i in 0..rec.ops.len() {
         let op = rec.ops[i];
         let issued = issue(rec, i, &op, cap.stream()).and_then(|()| {
-            if op.makes_node() {
+            if op.key.makes_node() {
                 last_node(cap.stream())
             } else {
                 Ok(ptr::null_mut())
@@ -780,13 +971,14 @@ fn last_node(stream: &Stream) -> Result<CUgraphNode> {
 
 /// Issues operation `i` of `rec` on the capturing `stream`.
 fn issue(rec: &mut Recording<'_>, i: usize, op: &Op<'_>, stream: &Stream) -> Result<()> {
-    match op.kind {
+    match op.key.kind {
         Kind::Kernel => {
             let Some(f) = op.func else { return Ok(()) };
-            let mut ptrs = [ptr::null_mut(); crate::args::MAX_PARAMS];
-            let n = rec.arg_ptrs(op, &mut ptrs);
-            let attrs = range(&rec.attrs, op.attrs);
-            let s = op.shape;
+            let mut ptrs = [ptr::null_mut(); MAX_PARAMS];
+            let words = rec.words.get(op.words()).unwrap_or(&[]);
+            let n = arg_ptrs(words, rec.params.get(op.params()).unwrap_or(&[]), &mut ptrs);
+            let attrs = rec.attrs.get(op.attrs()).unwrap_or(&[]);
+            let s = op.key.shape;
             let cfg = CUlaunchConfig {
                 gridDimX: s[0],
                 gridDimY: s[1],
@@ -830,15 +1022,15 @@ fn issue(rec: &mut Recording<'_>, i: usize, op: &Op<'_>, stream: &Stream) -> Res
             // SAFETY: the target is a buffer of this context with `bytes` bytes,
             // borrowed for `'a`; live stream; the context is current.
             unsafe {
-                if op.kind == Kind::MemsetD8 {
-                    memset_d8(g.cu, op.dst, op.bytes, op.value as u8, Some(stream))
+                if op.key.kind == Kind::MemsetD8 {
+                    memset_d8(g.cu, op.dst, op.key.bytes, op.value as u8, Some(stream))
                 } else {
-                    memset_d32(g.cu, op.dst, op.bytes, op.value, Some(stream))
+                    memset_d32(g.cu, op.dst, op.key.bytes, op.value, Some(stream))
                 }
             }
         }
         Kind::CopyDtoD | Kind::CopyHtoD => {
-            if op.bytes == 0 {
+            if op.key.bytes == 0 {
                 return Ok(());
             }
             let g = stream.context().enter()?;
@@ -846,10 +1038,10 @@ fn issue(rec: &mut Recording<'_>, i: usize, op: &Op<'_>, stream: &Stream) -> Res
             // side pinned, only read, and not writable while borrowed); live stream; the
             // context is current.
             unsafe {
-                if op.kind == Kind::CopyDtoD {
+                if op.key.kind == Kind::CopyDtoD {
                     drv!(
                         g.cu,
-                        cuMemcpyDtoDAsync(op.dst, op.src, op.bytes, stream.as_raw())
+                        cuMemcpyDtoDAsync(op.dst, op.src, op.key.bytes, stream.as_raw())
                     )
                 } else {
                     drv!(
@@ -857,7 +1049,7 @@ fn issue(rec: &mut Recording<'_>, i: usize, op: &Op<'_>, stream: &Stream) -> Res
                         cuMemcpyHtoDAsync(
                             op.dst,
                             op.src as usize as *const c_void,
-                            op.bytes,
+                            op.key.bytes,
                             stream.as_raw()
                         )
                     )
@@ -865,7 +1057,8 @@ fn issue(rec: &mut Recording<'_>, i: usize, op: &Op<'_>, stream: &Stream) -> Res
             }
         }
         Kind::HostFn => {
-            let Some(f) = rec.hosts.get_mut(i).and_then(Option::take) else {
+            let at = rec.hosts.iter().position(|(k, _)| *k as usize == i);
+            let Some((_, f)) = at.map(|k| rec.hosts.swap_remove(k)) else {
                 return Err(Error::InvalidArgument("Region: host closure missing"));
             };
             let info = stream.capture_info(&mut [], &mut [])?;
@@ -888,7 +1081,19 @@ fn issue(rec: &mut Recording<'_>, i: usize, op: &Op<'_>, stream: &Stream) -> Res
 /// their checks, recorded instead of queued (see the [module docs](super::region)).
 /// Lives for one execution; what the graph will name is borrowed for the region's `'a`.
 pub struct Recorder<'r, 'a> {
-    rec: &'r mut Recording<'a>,
+    entries: &'r mut Vec<Entry<'a>>,
+    s: &'r mut Scratch<'a>,
+    /// The entry being followed, while every operation so far matched it.
+    spec: Option<usize>,
+    /// Operations recorded so far.
+    pos: usize,
+    hash: u64,
+    /// A host closure with state was recorded: capture this execution.
+    stateful: bool,
+    /// The entry whose setter failed (to drop).
+    failed: Option<usize>,
+    /// Setters applied while following.
+    updated: u64,
     stream: &'r Stream,
     ctx: &'r Context,
 }
@@ -896,40 +1101,152 @@ pub struct Recorder<'r, 'a> {
 impl fmt::Debug for Recorder<'_, '_> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("Recorder")
-            .field("operations", &self.rec.ops.len())
+            .field("operations", &self.pos)
             .finish_non_exhaustive()
     }
 }
 
-/// Writes each kernel argument into whole 8-byte words.
+/// Writes each kernel argument into whole 8-byte words of a zeroed buffer sized for the
+/// tuple, recording each parameter's word offset.
 struct WordWriter<'v> {
-    words: &'v mut Vec<u64>,
+    words: &'v mut [u64],
+    at: usize,
     params: &'v mut Vec<u32>,
 }
 
 impl ArgVisitor for WordWriter<'_> {
     type Error = Error;
 
+    #[inline]
     fn visit<T: DeviceRepr>(&mut self, value: &T) -> Result<()> {
-        let at = self.words.len();
-        let offset = u32::try_from(at)
-            .map_err(|_| Error::InvalidArgument("Region: too many kernel argument bytes"))?;
-        self.words.resize(at + T::DEVICE_SIZE.div_ceil(8), 0);
-        // SAFETY: the words just added hold at least `DEVICE_SIZE` bytes, zeroed, not
+        let n = T::DEVICE_SIZE.div_ceil(8);
+        let Some(dst) = self.words.get_mut(self.at..self.at + n) else {
+            return Err(Error::InvalidArgument(
+                "Region: argument words out of range",
+            ));
+        };
+        // SAFETY: `dst` holds `n` zeroed words, at least `DEVICE_SIZE` bytes, not
         // overlapping `value`.
-        unsafe { value.write_device_bytes(self.words.as_mut_ptr().add(at).cast::<u8>()) };
-        self.params.push(offset);
+        unsafe { value.write_device_bytes(dst.as_mut_ptr().cast::<u8>()) };
+        self.params.push(self.at as u32);
+        self.at += n;
         Ok(())
     }
 }
 
-fn index(n: usize) -> Result<u32> {
-    u32::try_from(n).map_err(|_| Error::InvalidArgument("Region: recording too large"))
+/// Words a kernel argument tuple takes (each parameter padded to whole words).
+const fn tuple_words(params: &[crate::args::ParamSpec]) -> usize {
+    let mut total = 0;
+    let mut i = 0;
+    while i < params.len() {
+        total += params[i].size.div_ceil(8);
+        i += 1;
+    }
+    total
 }
 
 impl<'a> Recorder<'_, 'a> {
     fn same_context(&self, ctx: &Context, call: &'static str) -> Result<()> {
         self.ctx.ensure_same(ctx, call)
+    }
+
+    /// Records `op` (its argument words and parameter offsets in the scratch buffers,
+    /// its attributes in `cfg`): sets the changed parameters on the entry being followed
+    /// while it matches, else appends to the scratch recording.
+    #[inline]
+    fn record(&mut self, op: Op<'a>, cfg: Option<&LaunchConfig<'_>>, host: Option<HostClosure>) {
+        if let Some(i) = self.spec {
+            if self.follow(i, &op, cfg) {
+                if let Some(h) = host {
+                    self.s.spec_hosts.push((self.pos as u32, h));
+                }
+                self.pos += 1;
+                return;
+            }
+            self.hash = diverge(self.entries, self.s, i, self.pos);
+            self.spec = None;
+        }
+        self.hash = op.key.hash_into(self.hash);
+        if let Some(h) = host {
+            self.s.rec.hosts.push((self.pos as u32, h));
+        }
+        let s = &mut *self.s;
+        s.rec.push(op, &s.words, &s.params, cfg);
+        self.pos += 1;
+    }
+
+    /// Whether `op` matches operation `pos` of entry `i`; if so, its changed parameters
+    /// are set on the entry's executable and stored in the entry.
+    fn follow(&mut self, i: usize, op: &Op<'a>, cfg: Option<&LaunchConfig<'_>>) -> bool {
+        if self.stateful {
+            return false;
+        }
+        let Some(e) = self.entries.get_mut(i) else {
+            return false;
+        };
+        let (Some(old), Some(&node)) = (e.rec.ops.get(self.pos), e.nodes.get(self.pos)) else {
+            return false;
+        };
+        if old.key != op.key {
+            return false;
+        }
+        let set = match op.key.kind {
+            Kind::Kernel => {
+                let same_attrs = match (cfg, e.rec.attrs.get(old.attrs())) {
+                    (Some(cfg), Some(attrs)) => attrs
+                        .iter()
+                        .enumerate()
+                        .all(|(k, a)| cfg.attribute(k).is_some_and(|b| attr_eq(a, &b))),
+                    _ => false,
+                };
+                if !same_attrs || e.rec.params.get(old.params()) != Some(&self.s.params[..]) {
+                    return false;
+                }
+                let Some(stored) = e.rec.words.get_mut(old.words()) else {
+                    return false;
+                };
+                if *stored == self.s.words[..] {
+                    return true;
+                }
+                let Some(f) = op.func else { return false };
+                let mut ptrs = [ptr::null_mut(); MAX_PARAMS];
+                let r = set_kernel(
+                    e.exec.as_raw(),
+                    node,
+                    f,
+                    &op.key.shape,
+                    &self.s.words,
+                    &self.s.params,
+                    &mut ptrs,
+                );
+                if r.is_ok() {
+                    stored.copy_from_slice(&self.s.words);
+                }
+                r.map(|()| true)
+            }
+            Kind::HostFn => return true,
+            _ => {
+                let r = set_memory(e.exec.as_raw(), node, old, op, self.ctx);
+                if let (Ok(true), Some(o)) = (&r, e.rec.ops.get_mut(self.pos)) {
+                    o.dst = op.dst;
+                    o.src = op.src;
+                    o.value = op.value;
+                }
+                r
+            }
+        };
+        match set {
+            Ok(changed) => {
+                self.updated += u64::from(changed);
+                true
+            }
+            Err(_) => {
+                // The executable cannot take this execution's values: it is dropped at
+                // the end, and this execution captured.
+                self.failed = Some(i);
+                false
+            }
+        }
     }
 
     /// `cuLaunchKernelEx`, recorded: a kernel node launching `f` with `cfg`'s grid,
@@ -941,14 +1258,16 @@ impl<'a> Recorder<'_, 'a> {
     /// # Errors
     /// [`Error::ContextMismatch`] for a function of another context;
     /// [`Error::InvalidArgument`] for an attribute that names an event or that the driver
-    /// writes back (programmatic and launch-completion events, device-updatable node);
-    /// at capture, what [`launch`](crate::launch::launch) returns.
+    /// writes back (programmatic and launch-completion events, device-updatable node), or
+    /// more than [`MAX_PARAMS`] parameters; at capture, what
+    /// [`launch`](crate::launch::launch) returns.
     ///
     /// # Safety
     /// As [`launch`](crate::launch::launch), for the execution this call belongs to: `A`
     /// matches the kernel, and the pointers in `args` are valid for what the kernel does
     /// when this execution's graph runs.
     #[doc(alias = "cuLaunchKernelEx")]
+    #[inline]
     pub unsafe fn launch<A: KernelArgs>(
         &mut self,
         f: &'a Function,
@@ -957,54 +1276,59 @@ impl<'a> Recorder<'_, 'a> {
     ) -> Result<()> {
         type Id = CUlaunchAttributeID;
         self.same_context(f.context(), "cuLaunchKernelEx")?;
-        let rec = &mut *self.rec;
-        let a0 = index(rec.attrs.len())?;
-        for i in 0..cfg.num_attributes() {
-            let Some(a) = cfg.attribute(i) else { continue };
-            if a.id == Id::CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_EVENT
-                || a.id == Id::CU_LAUNCH_ATTRIBUTE_LAUNCH_COMPLETION_EVENT
-                || a.id == Id::CU_LAUNCH_ATTRIBUTE_DEVICE_UPDATABLE_KERNEL_NODE
-            {
-                rec.attrs.truncate(a0 as usize);
+        for k in 0..cfg.num_attributes() {
+            if cfg.attribute(k).is_some_and(|a| {
+                a.id == Id::CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_EVENT
+                    || a.id == Id::CU_LAUNCH_ATTRIBUTE_LAUNCH_COMPLETION_EVENT
+                    || a.id == Id::CU_LAUNCH_ATTRIBUTE_DEVICE_UPDATABLE_KERNEL_NODE
+            }) {
                 return Err(Error::InvalidArgument(
                     "Region: event and device-node launch attributes are not recorded (use \
                      programmatic stream serialization; events with Recorder::record_event)",
                 ));
             }
-            rec.attrs.push(a);
         }
-        let w0 = index(rec.words.len())?;
-        let p0 = index(rec.params.len())?;
+        if A::COUNT > MAX_PARAMS {
+            return Err(Error::InvalidArgument("Region: too many kernel parameters"));
+        }
+        let total = const { tuple_words(A::PARAMS) };
+        self.s.words.clear();
+        self.s.words.resize(total, 0);
+        self.s.params.clear();
         args.visit(&mut WordWriter {
-            words: &mut rec.words,
-            params: &mut rec.params,
+            words: &mut self.s.words,
+            at: 0,
+            params: &mut self.s.params,
         })?;
         let op = Op {
+            key: Key {
+                func: f.as_raw() as usize,
+                shape: [
+                    cfg.grid.x,
+                    cfg.grid.y,
+                    cfg.grid.z,
+                    cfg.block.x,
+                    cfg.block.y,
+                    cfg.block.z,
+                    cfg.shared_mem_bytes,
+                ],
+                nattrs: cfg.num_attributes() as u32,
+                nparams: self.s.params.len() as u32,
+                nwords: self.s.words.len() as u32,
+                ..Key::new(Kind::Kernel)
+            },
             func: Some(f),
-            shape: [
-                cfg.grid.x,
-                cfg.grid.y,
-                cfg.grid.z,
-                cfg.block.x,
-                cfg.block.y,
-                cfg.block.z,
-                cfg.shared_mem_bytes,
-            ],
-            attrs: (a0, index(rec.attrs.len())?),
-            words: (w0, index(rec.words.len())?),
-            params: (p0, index(rec.params.len())?),
             ..Op::new(Kind::Kernel)
         };
-        rec.push(op);
-        rec.hosts.push(None);
-        rec.ops.push(op);
+        self.record(op, Some(cfg), None);
         Ok(())
     }
 
-    fn push(&mut self, op: Op<'a>) {
-        self.rec.push(op);
-        self.rec.hosts.push(None);
-        self.rec.ops.push(op);
+    /// A memory operation (no argument words).
+    fn record_memory(&mut self, op: Op<'a>) {
+        self.s.words.clear();
+        self.s.params.clear();
+        self.record(op, None, None);
     }
 
     /// `cuMemsetD8Async`, recorded: every byte of `buf` set to `value`; the region
@@ -1015,8 +1339,11 @@ impl<'a> Recorder<'_, 'a> {
     #[doc(alias = "cuMemsetD8Async")]
     pub fn memset_d8<T: Copy>(&mut self, buf: &'a DeviceBuffer<T>, value: u8) -> Result<()> {
         self.same_context(buf.context(), "cuMemsetD8Async")?;
-        self.push(Op {
-            bytes: buf.size_bytes(),
+        self.record_memory(Op {
+            key: Key {
+                bytes: buf.size_bytes(),
+                ..Key::new(Kind::MemsetD8)
+            },
             dst: buf.as_raw(),
             value: u32::from(value),
             ..Op::new(Kind::MemsetD8)
@@ -1038,8 +1365,11 @@ impl<'a> Recorder<'_, 'a> {
                 "memset_d32 needs a size that is a multiple of 4 bytes",
             ));
         }
-        self.push(Op {
-            bytes: buf.size_bytes(),
+        self.record_memory(Op {
+            key: Key {
+                bytes: buf.size_bytes(),
+                ..Key::new(Kind::MemsetD32)
+            },
             dst: buf.as_raw(),
             value,
             ..Op::new(Kind::MemsetD32)
@@ -1062,8 +1392,11 @@ impl<'a> Recorder<'_, 'a> {
         same_len(dst.len(), src.len())?;
         self.same_context(dst.context(), "cuMemcpyDtoDAsync")?;
         self.same_context(src.context(), "cuMemcpyDtoDAsync")?;
-        self.push(Op {
-            bytes: src.size_bytes(),
+        self.record_memory(Op {
+            key: Key {
+                bytes: src.size_bytes(),
+                ..Key::new(Kind::CopyDtoD)
+            },
             dst: dst.as_raw(),
             src: src.as_raw(),
             ..Op::new(Kind::CopyDtoD)
@@ -1086,8 +1419,11 @@ impl<'a> Recorder<'_, 'a> {
     ) -> Result<()> {
         same_len(dst.len(), src.len())?;
         self.same_context(dst.context(), "cuMemcpyHtoDAsync")?;
-        self.push(Op {
-            bytes: dst.size_bytes(),
+        self.record_memory(Op {
+            key: Key {
+                bytes: dst.size_bytes(),
+                ..Key::new(Kind::CopyHtoD)
+            },
             dst: dst.as_raw(),
             src: src.as_ptr() as usize as u64,
             ..Op::new(Kind::CopyHtoD)
@@ -1108,17 +1444,20 @@ impl<'a> Recorder<'_, 'a> {
         F: Fn() + Send + Sync + 'static,
     {
         if core::mem::size_of::<F>() != 0 {
-            self.rec.stateful = true;
+            self.stateful = true;
         }
         // A box of a zero-sized closure allocates nothing.
         let boxed: HostClosure = Box::new(f);
+        self.s.words.clear();
+        self.s.params.clear();
         let op = Op {
-            host: Some(TypeId::of::<F>()),
+            key: Key {
+                host: Some(TypeId::of::<F>()),
+                ..Key::new(Kind::HostFn)
+            },
             ..Op::new(Kind::HostFn)
         };
-        self.rec.push(op);
-        self.rec.hosts.push(Some(boxed));
-        self.rec.ops.push(op);
+        self.record(op, None, Some(boxed));
         Ok(())
     }
 
@@ -1131,9 +1470,9 @@ impl<'a> Recorder<'_, 'a> {
     #[doc(alias = "cuStreamWaitEvent")]
     pub fn wait_event(&mut self, event: &Event) -> Result<()> {
         self.same_context(event.context(), "cuStreamWaitEvent")?;
-        // SAFETY: a plain wait on a stream that is not capturing (the region checks
-        // before launching; a capturing stream would make this an edge, not a node
-        // naming the event).
+        // SAFETY: a plain wait on a stream that is not capturing (the region's stream is
+        // borrowed exclusively by the run, and a capture would hold it too), so it is
+        // an ordinary wait, not a node naming the event.
         unsafe {
             self.stream
                 .wait_event_unchecked(event, EventWaitFlags::empty())
@@ -1149,20 +1488,20 @@ impl<'a> Recorder<'_, 'a> {
     #[doc(alias = "cuEventRecord")]
     pub fn record_event(&mut self, event: &'a Event) -> Result<()> {
         self.same_context(event.context(), "cuEventRecord")?;
-        self.rec.records.push(event);
+        self.s.records.push(event);
         Ok(())
     }
 
     /// How many operations this execution recorded so far.
     #[must_use]
     pub fn len(&self) -> usize {
-        self.rec.ops.len()
+        self.pos
     }
 
     /// Whether it recorded none.
     #[must_use]
     pub fn is_empty(&self) -> bool {
-        self.rec.ops.is_empty()
+        self.pos == 0
     }
 }
 
@@ -1170,39 +1509,59 @@ impl<'a> Recorder<'_, 'a> {
 mod tests {
     use super::*;
 
+    fn memset(bytes: usize, dst: u64, value: u32) -> Op<'static> {
+        Op {
+            key: Key {
+                bytes,
+                ..Key::new(Kind::MemsetD32)
+            },
+            dst,
+            value,
+            ..Op::new(Kind::MemsetD32)
+        }
+    }
+
     #[test]
     fn keys_hash_by_structure_not_parameters() {
-        let mut a = Recording::new();
-        let mut b = Recording::new();
-        let x = Op {
-            bytes: 64,
-            dst: 1,
-            value: 2,
-            ..Op::new(Kind::MemsetD32)
+        let (x, y, z) = (memset(64, 1, 2), memset(64, 99, 7), memset(128, 1, 2));
+        assert_eq!(x.key, y.key);
+        assert_eq!(x.key.hash_into(HASH_SEED), y.key.hash_into(HASH_SEED));
+        assert_ne!(x.key.hash_into(HASH_SEED), z.key.hash_into(HASH_SEED));
+    }
+
+    #[test]
+    fn prefixes_copy_their_arrays() {
+        let mut src = Recording::new();
+        let kernel = Op {
+            key: Key {
+                nparams: 2,
+                nwords: 3,
+                ..Key::new(Kind::Kernel)
+            },
+            ..Op::new(Kind::Kernel)
         };
-        let y = Op {
-            dst: 99,
-            value: 7,
-            ..x
-        };
-        a.push(x);
-        b.push(y);
-        assert_eq!(a.hash, b.hash);
-        let z = Op { bytes: 128, ..x };
-        let mut c = Recording::new();
-        c.push(z);
-        assert_ne!(a.hash, c.hash);
+        src.push(kernel, &[1, 2, 3], &[0, 1], None);
+        src.push(memset(64, 5, 6), &[], &[], None);
+        src.push(kernel, &[4, 5, 6], &[0, 1], None);
+        let mut dst = Recording::new();
+        dst.extend_prefix(&src, 2);
+        assert_eq!(
+            (dst.ops.len(), dst.words.len(), dst.params.len()),
+            (2, 3, 2)
+        );
+        let mut all = Recording::new();
+        all.extend_prefix(&src, 3);
+        assert_eq!(all.words, [1, 2, 3, 4, 5, 6]);
+        assert_eq!(all.ops[2].words(), 3..6);
+        src.hash = 1;
+        all.hash = 1;
+        assert!(src.same_structure(&all));
+        assert!(!src.same_structure(&dst));
     }
 
     #[test]
     fn memset_and_copy_params() {
-        let op = Op {
-            bytes: 64,
-            dst: 0x1000,
-            value: 5,
-            ..Op::new(Kind::MemsetD32)
-        };
-        let p = memset_params(&op);
+        let p = memset_params(&memset(64, 0x1000, 5));
         assert_eq!((p.elementSize, p.width, p.height), (4, 16, 1));
         let c = copy_params(&Op {
             src: 0x2000,

@@ -4,21 +4,23 @@
 //! choice to the kernel, whose side is one call (`cudadrv::device::pdl_auto(plan)`).
 //!
 //! # The rule
-//! With `capacity = active blocks per SM x SMs` (`cuOccupancyMaxActiveBlocksPerMultiprocessor`
-//! for the launch's block size and dynamic shared memory, cached per shape):
-//! - the grid fits in one wave (`blocks <= capacity`): PDL attribute and an **early
-//!   trigger** (right after the wait). Every block is resident at once, so the dependent
-//!   can only use SMs as blocks retire, and its launch latency hides behind this grid's
-//!   tail: graph chains of one-wave kernels ran 1.20 -> 0.84 us per kernel on the H100.
-//! - more than one wave: PDL attribute, **wait only** (the trigger is the grid's exit).
-//!   An explicit trigger, even from the end of each block, lets the dependent's blocks
-//!   take SM slots while this grid still has waves to run, and the H100 ran such chains
+//! From the grid (`blocks`), the SM count and `capacity = active blocks per SM x SMs`
+//! (`cuOccupancyMaxActiveBlocksPerMultiprocessor` for the launch's block size and dynamic
+//! shared memory, cached per shape):
+//! - a grid of a few blocks (at most one per 16 SMs: 8 on an H100): PDL attribute and an
+//!   **early trigger** (right after the wait). The dependent's blocks find idle SMs and
+//!   wait there, so its launch latency hides behind this grid entirely.
+//! - any larger grid: PDL attribute, **wait only** (the trigger is the grid's exit). The
+//!   launch still overlaps the end of this grid, and no dependent block takes an SM slot
+//!   while this grid has blocks left to run. An explicit trigger in a grid of more than
+//!   one wave lets the dependent's blocks take those slots, and the H100 ran such chains
 //!   at 55% of their bandwidth (1M elements, 4096 blocks: no PDL 3.46 us, early trigger
-//!   5.43, wait-only 3.26). Waiting without a trigger keeps the launch overlap and none
-//!   of that cost.
+//!   5.43, wait-only 3.26); within one wave, waiting alone was faster than the early
+//!   trigger too from 16 blocks up (up to 28% at 132-264 blocks).
+//! - a kernel that fits nowhere (capacity 0, its launch fails): no PDL.
 //!
-//! `region_bench --sweep` measures the rule against the three fixed choices from one
-//! block to 16 waves (README, `docs/auto_pdl_sweep.svg`).
+//! `region_bench` measures the rule against the three fixed choices from one block to 17
+//! waves and three element sizes (README, `docs/auto_pdl_sweep.svg`).
 //!
 //! ```no_run
 //! # fn f(step: &cudadrv::Function, stream: &cudadrv::Stream, a: cudadrv::DevicePtr<u32>,
@@ -163,8 +165,8 @@ impl<'f> AutoPdl<'f> {
         Ok(u64::from(per_sm) * u64::from(self.sms))
     }
 
-    /// The plan for a launch of `cfg`'s shape: early trigger when the grid fits in one
-    /// wave, wait only when it does not.
+    /// The plan for a launch of `cfg`'s shape: early trigger for a grid of at most one
+    /// block per 16 SMs, wait only for a larger one (see the [module docs](self)).
     ///
     /// # Errors
     /// [`Error::InvalidArgument`] for a block of more than `u32::MAX` threads; driver
@@ -180,22 +182,25 @@ impl<'f> AutoPdl<'f> {
             ))?;
         let blocks = u64::from(cfg.grid.x) * u64::from(cfg.grid.y) * u64::from(cfg.grid.z);
         let capacity = self.capacity(threads, cfg.shared_mem_bytes)?;
-        Ok(choose(blocks, capacity))
+        Ok(choose(blocks, capacity, self.sms))
     }
 }
 
-/// The rule: one wave (or less) triggers early, more waits only; a kernel that fits
-/// nowhere (capacity 0: its launch fails) gets no PDL.
+/// The rule: a grid of at most one block per 16 SMs triggers early, a larger one waits
+/// only; a kernel that fits nowhere (capacity 0: its launch fails) gets no PDL.
 #[must_use]
-const fn choose(blocks: u64, capacity: u64) -> PdlPlan {
+const fn choose(blocks: u64, capacity: u64, sms: u32) -> PdlPlan {
     if capacity == 0 {
         PdlPlan::NONE
-    } else if blocks <= capacity {
+    } else if blocks * EARLY_SMS_PER_BLOCK <= sms as u64 {
         PdlPlan::EARLY_TRIGGER
     } else {
         PdlPlan::WAIT_ONLY
     }
 }
+
+/// SMs per block below which a grid triggers its dependents early.
+const EARLY_SMS_PER_BLOCK: u64 = 16;
 
 impl<'a> LaunchConfig<'a> {
     /// Automatic PDL for a launch of `auto`'s function with this shape: sets (or
@@ -219,15 +224,16 @@ mod tests {
     use super::*;
 
     #[test]
-    fn one_wave_triggers_early_more_waits_only() {
+    fn tiny_grids_trigger_early_larger_ones_wait_only() {
         // H100: 8 blocks of 256 threads per SM, 132 SMs.
-        let cap = 8 * 132;
-        assert_eq!(choose(1, cap), PdlPlan::EARLY_TRIGGER);
-        assert_eq!(choose(132, cap), PdlPlan::EARLY_TRIGGER);
-        assert_eq!(choose(cap, cap), PdlPlan::EARLY_TRIGGER);
-        assert_eq!(choose(cap + 1, cap), PdlPlan::WAIT_ONLY);
-        assert_eq!(choose(4096, cap), PdlPlan::WAIT_ONLY);
-        assert_eq!(choose(4096, 0), PdlPlan::NONE);
+        let (cap, sms) = (8 * 132, 132);
+        assert_eq!(choose(1, cap, sms), PdlPlan::EARLY_TRIGGER);
+        assert_eq!(choose(8, cap, sms), PdlPlan::EARLY_TRIGGER);
+        assert_eq!(choose(9, cap, sms), PdlPlan::WAIT_ONLY);
+        assert_eq!(choose(132, cap, sms), PdlPlan::WAIT_ONLY);
+        assert_eq!(choose(cap + 1, cap, sms), PdlPlan::WAIT_ONLY);
+        assert_eq!(choose(4096, cap, sms), PdlPlan::WAIT_ONLY);
+        assert_eq!(choose(1, 0, sms), PdlPlan::NONE);
     }
 
     #[test]

@@ -15,7 +15,7 @@
 //!   does the check once for a tuple type, so a hot loop can launch unchecked.
 //! - [`launch_plain`]: `cuLaunchKernel`, for configurations without attributes.
 //! - [`AutoPdl`] / [`LaunchConfig::auto_pdl`]: PDL chosen per launch from the grid and
-//!   the function's occupancy (early trigger in one wave, wait only beyond), with the
+//!   the function's occupancy (early trigger in tiny grids, wait only beyond), with the
 //!   [`PdlPlan`] the kernel passes to `cudadrv::device::pdl_auto`.
 //!
 //! The launch path allocates nothing, records no event and binds no context: one driver
