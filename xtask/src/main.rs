@@ -4,6 +4,7 @@ mod bench;
 mod bindgen;
 mod bundle;
 mod driver_abi;
+mod image;
 mod package;
 mod ptx;
 mod template;
@@ -25,6 +26,8 @@ commands:
                       release's header wheels instead and sets the crate version's
                       build metadata (+cuda-12.4); --crate regenerates another copy of
                       cudadrv-sys (a vendored one)
+  embedded            build examples/bare-metal (aarch64-unknown-none, size budget) and
+                      examples/nostd-staticlib
   bindgen-release-check
                       regenerate a copy of cudadrv-sys from the CUDA 12.4 headers in
                       target/ and run its unit tests (what a vendoring user does)
@@ -45,6 +48,7 @@ fn main() {
     let result = match args.first().map(String::as_str) {
         Some("bindgen") => bindgen::Args::parse(&args[1..]).and_then(|a| bindgen::run(&root, &a)),
         Some("bindgen-release-check") => bindgen::check_regenerated_release(&root),
+        Some("embedded") => image::check(&root),
         Some("driver-abi") => driver_abi::run(&root, args.iter().any(|a| a == "--check")),
         Some("ptx") => ptx::build(&root, args.iter().any(|a| a == "--check")),
         Some("test") => test::run_all(&root),

@@ -185,6 +185,12 @@ pub fn run_all(root: &Path) -> R {
         }
     }
 
+    step(&format!(
+        "embedded examples: the bare-metal image (budget {} bytes) and the no_std + alloc staticlib",
+        crate::image::BARE_METAL_BUDGET
+    ));
+    crate::image::check(root)?;
+
     step("features are additive: clippy with loaded and linked together; cuda-sys without runtime");
     run(cargo(root).env("CUDA_SYS_INCLUDE", &include).args([
         "clippy",
