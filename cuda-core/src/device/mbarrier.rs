@@ -14,6 +14,42 @@
 //!
 //! Storage comes from [`shared_array!`](crate::shared_array) (`[u64; N]`) or dynamic
 //! shared memory.
+//!
+//! A producer/consumer hand-off in one block of 64 threads: warp 0 writes 32 words to
+//! shared memory and arrives; warp 1 arrives and waits for the phase, after which warp
+//! 0's writes are visible to it (device code, built for `nvptx64-nvidia-cuda` as in
+//! `examples/kernel-template/kernels`, where this kernel runs on the GPU):
+//!
+//! ```ignore
+//! use cudadrv::device::{MBarrier, fence_mbarrier_init, sync_threads, thread_idx};
+//!
+//! cudadrv::shared_array! { fn words() -> [u32; 32]; }
+//! cudadrv::shared_array! { fn bar_storage() -> [u64; 1]; }
+//!
+//! #[unsafe(no_mangle)]
+//! pub unsafe extern "ptx-kernel" fn handoff(out: *mut u32) {
+//!     let tid = thread_idx().x;
+//!     let lane = (tid % 32) as usize;
+//!     // SAFETY: a u64 of this block's shared memory used only as this barrier; thread 0
+//!     // initializes it before the sync every thread reaches; 64 threads arrive once each.
+//!     let bar = unsafe { MBarrier::from_ptr(bar_storage().as_mut_ptr()) };
+//!     if tid == 0 {
+//!         unsafe { bar.init(64) }; // the expected count: every thread of the block
+//!         fence_mbarrier_init();
+//!     }
+//!     unsafe { sync_threads() };
+//!     let slot = words().ptr(lane).unwrap();
+//!     if tid < 32 {
+//!         // Producer: write, then arrive (the arrive releases the write).
+//!         unsafe { slot.write_volatile(1000 + tid) };
+//!         let _ = bar.arrive();
+//!     } else {
+//!         // Consumer: arrive, then wait for the phase (acquire), then read.
+//!         bar.arrive().wait();
+//!         unsafe { *out.add(lane) = slot.read_volatile() };
+//!     }
+//! }
+//! ```
 
 #[cfg(any(doc, all(target_feature = "sm_80", target_feature = "ptx70")))]
 use super::ptx_asm;
