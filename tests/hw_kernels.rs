@@ -31,6 +31,7 @@ fn main() {
             device_slices_check_bounds,
             safe_path_refusals,
             nvcc_kernel_typed_handle,
+            async_stores_and_reductions_across_a_cluster,
             out_of_bounds_read_traps,
         ],
     );
@@ -400,6 +401,62 @@ fn nvcc_kernel_typed_handle() -> TestResult {
             2 * i + 1
         ))),
     }
+}
+
+/// `async_store_exchange` (ptx/async81): in clusters of 2 CTAs, each CTA writes into its
+/// peer's shared memory with `st.async` (u32, u64), `red.async` (add, min, max) and a
+/// cluster `cp.reduce.async.bulk`, all completing on the peer's mbarrier; each CTA then
+/// reports what it received. Every word checked.
+fn async_stores_and_reductions_across_a_cluster() -> TestResult {
+    require_sm(9, 0)?;
+    let ctx = Context::primary(Device::get(0)?)?;
+    let module = Module::from_ptx(&ctx, ptx::ASYNC81)?;
+    let f = module.function("async_store_exchange")?;
+    f.verify_args::<(cuda_core::DevicePtr<u32>,)>()?;
+    const PER_BLOCK: usize = 7 * 64;
+    let blocks = 8u32;
+    let mut out = DeviceBuffer::<u32>::new(&ctx, blocks as usize * PER_BLOCK)?;
+    out.memset_d32(0xDEAD_BEEF)?;
+    let stream = Stream::non_blocking(&ctx)?;
+    let cfg = LaunchConfig::new(blocks, 64)
+        .stream(&stream)
+        .cluster_dim(2)?;
+    // SAFETY: `async_store_exchange(u32 *out)` (verified above) writes `gridDim.x * 448`
+    // words of `out`, which lives until the stream is synchronized below.
+    unsafe { cfg.launch(&f, &(out.as_arg(),))? };
+    stream.synchronize()?;
+    let got = read_u32(&out)?;
+    for b in 0..blocks as usize {
+        let r = (b % 2) as u32;
+        let p = r ^ 1;
+        for i in 0..64u32 {
+            let want = [
+                100_000 * p + i,
+                i,
+                p << 8,
+                1000 * r + i + (p + 1) * i + 5,
+                (20 * i + p).min(1000),
+                (20 * i + p).max(500),
+                7 * i + 3 * i + p,
+            ];
+            for (k, w) in want.into_iter().enumerate() {
+                let v = got[b * PER_BLOCK + k * 64 + i as usize];
+                check(v == w, || {
+                    let what = [
+                        "st.async.u32",
+                        "st.async.u64 low",
+                        "st.async.u64 high",
+                        "red.async.add",
+                        "red.async.min",
+                        "red.async.max",
+                        "cp.reduce.async.bulk add",
+                    ][k];
+                    format!("block {b} (rank {r}) element {i}, {what}: {v:#x}, expected {w:#x}")
+                })?;
+            }
+        }
+    }
+    Ok(())
 }
 
 /// `read` past the end traps: in a context of its own (a trap ends the context's

@@ -283,6 +283,8 @@ pub mod ptx {
     pub const KERNELS: &str = include_str!("../../ptx/generated/kernels.ptx");
     /// Kernels that call the device runtime: link with `libcudadevrt.a` (cuLink*).
     pub const DEVRT: &str = include_str!("../../ptx/generated/devrt.ptx");
+    /// Kernels built with PTX ISA 8.1 (`st.async`, `red.async`): ptx/async81.
+    pub const ASYNC81: &str = include_str!("../../ptx/generated/async81.ptx");
 
     /// [`KERNELS`] as the trust root of safe launches of the `kernel!` declarations in
     /// ptx/src/typed.rs ([`crate::typed`]).

@@ -48,6 +48,9 @@ struct Module {
     /// External functions the module may reference (it is then relocatable code, linked
     /// with libcudadevrt.a).
     allowed_externs: &'static [&'static str],
+    /// The PTX ISA target feature (`ptx80`; `ptx81` for `st.async` / `red.async`). A
+    /// module above `ptx80` builds in a target directory of its own.
+    isa: &'static str,
 }
 
 /// The modules `ptx/` produces.
@@ -56,11 +59,19 @@ const MODULES: &[Module] = &[
         package: "ptx-kernels",
         name: "kernels",
         allowed_externs: &[],
+        isa: "ptx80",
     },
     Module {
         package: "ptx-devrt",
         name: "devrt",
         allowed_externs: DEVRT_SYMBOLS,
+        isa: "ptx80",
+    },
+    Module {
+        package: "ptx-async81",
+        name: "async81",
+        allowed_externs: &[],
+        isa: "ptx81",
     },
 ];
 
@@ -169,22 +180,25 @@ fn ensure_rust_src() -> R {
 
 /// Builds `module` and returns its PTX (the `.s` rustc emitted).
 fn compile(ptx_dir: &Path, module: &Module) -> R<String> {
-    let target_dir = ptx_dir.join("target");
+    let target_dir = match module.isa {
+        "ptx80" => ptx_dir.join("target"),
+        isa => ptx_dir.join("target").join(isa),
+    };
     let asm = target_dir
         .join("ptx-asm")
         .join(format!("{}.s", module.name));
     println!(
-        "ptx: building {} (nightly, {TARGET}, sm_90, PTX 8.0)",
-        module.package
+        "ptx: building {} (nightly, {TARGET}, sm_90, {})",
+        module.package, module.isa
     );
     if let Some(dir) = asm.parent() {
         fs::create_dir_all(dir)?;
     }
-    run_cargo(ptx_dir, &target_dir, module.package, &asm)?;
+    run_cargo(ptx_dir, &target_dir, module, &asm)?;
     if !asm.exists() {
         // Cargo found the crate fresh, so rustc did not run and the `.s` from an earlier
         // build is gone: rebuild the crate from scratch once.
-        let mut clean = nightly_cargo(ptx_dir);
+        let mut clean = nightly_cargo(ptx_dir, module.isa);
         clean
             .args([
                 "clean",
@@ -200,7 +214,7 @@ fn compile(ptx_dir: &Path, module: &Module) -> R<String> {
         if !status.success() {
             return Err(format!("cargo clean -p {} failed ({status})", module.package).into());
         }
-        run_cargo(ptx_dir, &target_dir, module.package, &asm)?;
+        run_cargo(ptx_dir, &target_dir, module, &asm)?;
     }
     fs::read_to_string(&asm).map_err(|e| {
         format!(
@@ -213,10 +227,11 @@ fn compile(ptx_dir: &Path, module: &Module) -> R<String> {
 }
 
 /// `cargo +nightly rustc -p <package> --lib --release ... -- --emit=asm=<asm>`.
-fn run_cargo(ptx_dir: &Path, target_dir: &Path, package: &str, asm: &Path) -> R {
+fn run_cargo(ptx_dir: &Path, target_dir: &Path, module: &Module, asm: &Path) -> R {
+    let package = module.package;
     let mut emit = OsString::from("--emit=asm=");
     emit.push(asm);
-    let mut cmd = nightly_cargo(ptx_dir);
+    let mut cmd = nightly_cargo(ptx_dir, module.isa);
     cmd.args([
         "rustc",
         "-p",
@@ -241,10 +256,22 @@ fn run_cargo(ptx_dir: &Path, target_dir: &Path, package: &str, asm: &Path) -> R 
     }
 }
 
-/// The nightly `cargo` for PTX builds: [`toolchain_cargo`] with the device flags set.
-fn nightly_cargo(dir: &Path) -> Command {
+/// The nightly `cargo` for PTX builds: [`toolchain_cargo`] with the device flags set
+/// (`isa` in place of `ptx80`).
+fn nightly_cargo(dir: &Path, isa: &str) -> Command {
     let mut cmd = toolchain_cargo(dir, "nightly");
-    cmd.env("CARGO_ENCODED_RUSTFLAGS", RUSTFLAGS.join("\x1f"));
+    let isa = format!("-Ctarget-feature=+{isa}");
+    let flags: Vec<&str> = RUSTFLAGS
+        .iter()
+        .map(|f| {
+            if f.starts_with("-Ctarget-feature=+ptx") {
+                isa.as_str()
+            } else {
+                f
+            }
+        })
+        .collect();
+    cmd.env("CARGO_ENCODED_RUSTFLAGS", flags.join("\x1f"));
     cmd
 }
 

@@ -16,6 +16,10 @@
 //! - Asynchronous copies: [`cp_async`] (sm_80), bulk copies ([`BulkLoad`],
 //!   [`bulk_store`]), tensor copies ([`BulkLoad::tile`], [`TensorMapRef::store_tile`]),
 //!   multi-stage rings ([`Ring`], [`RingCursor`]) and [`elect_one`].
+//! - Asynchronous stores and reductions into another CTA's shared memory
+//!   ([`RemoteShared`]: `st.async`, `red.async`, `cp.reduce.async.bulk`; PTX 8.1).
+//! - Device slices: [`DeviceSlice`] / [`DeviceSliceMut`] kernel parameters with
+//!   bounds-checked element access.
 //! - [`fence_sc`], [`fence_acq_rel`], [`fence_mbarrier_init`], [`fence_proxy_async`].
 //! - Special registers: [`globaltimer`], [`smid`], [`cluster_id`], [`cluster_cta_rank`],
 //!   ...; thread indices ([`thread_idx`], ...) and barriers ([`sync_threads`],
@@ -88,6 +92,10 @@ pub mod ptx_asm;
 mod scope;
 mod shared;
 mod slice;
+requires! {"sm_90", "ptx81";
+    mod async_store;
+    pub use async_store::RemoteShared;
+}
 mod sreg;
 mod thread;
 

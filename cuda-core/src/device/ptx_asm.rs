@@ -1892,3 +1892,116 @@ pub unsafe fn trap() -> ! {
     // SAFETY: `trap` stops the thread's kernel; it never returns.
     unsafe { asm!("trap;", options(noreturn, nostack)) }
 }
+
+// ---------------------------------------------------------------------------------------
+// Asynchronous stores and reductions into distributed shared memory (Programming Guide
+// 4.11.3), completing on an mbarrier of the destination CTA
+// ---------------------------------------------------------------------------------------
+
+/// `st.async` of one width: `st.async.shared::cluster.mbarrier::complete_tx::bytes.$ty`.
+// Used only where PTX 8.1 is enabled.
+#[cfg_attr(not(any(doc, target_feature = "ptx81")), allow(unused_macros))]
+macro_rules! st_async {
+    ($(#[$meta:meta])* $name:ident, $t:ty, $reg:ident, $ty:literal) => {
+        $(#[$meta])*
+        #[doc = concat!(
+            "`st.async.shared::cluster.mbarrier::complete_tx::bytes.", $ty,
+            " [dst], v, [mbar];` (PTX 8.1, sm_90): stores `v` asynchronously at `dst` in a ",
+            "CTA of the cluster; when it lands, the mbarrier at `mbar` (in the same CTA as ",
+            "`dst`) receives a `complete_tx` of the value's size."
+        )]
+        ///
+        /// # Safety
+        /// `dst` and `mbar` are `.shared::cluster` addresses in one CTA of the cluster,
+        /// `dst` naturally aligned and writable, `mbar` a live mbarrier whose current phase
+        /// expects these bytes; the destination CTA does not exit before the phase
+        /// completes.
+        #[inline(always)]
+        pub unsafe fn $name(dst: u32, v: $t, mbar: u32) {
+            // SAFETY: forwarded to the caller.
+            unsafe {
+                asm!(
+                    concat!(
+                        "st.async.shared::cluster.mbarrier::complete_tx::bytes.", $ty,
+                        " [{d}], {v}, [{m}];"
+                    ),
+                    d = in(reg32) dst,
+                    v = in($reg) v,
+                    m = in(reg32) mbar,
+                    options(nostack),
+                );
+            }
+        }
+    };
+}
+
+/// `red.async` of one operation on `u32`:
+/// `red.async.relaxed.cluster.shared::cluster.mbarrier::complete_tx::bytes.$op.u32`.
+// Used only where PTX 8.1 is enabled.
+#[cfg_attr(not(any(doc, target_feature = "ptx81")), allow(unused_macros))]
+macro_rules! red_async_u32 {
+    ($name:ident, $op:literal) => {
+        #[doc = concat!(
+            "`red.async.relaxed.cluster.shared::cluster.mbarrier::complete_tx::bytes.", $op,
+            ".u32 [dst], v, [mbar];` (PTX 8.1, sm_90): an asynchronous atomic `", $op,
+            "` of `v` into the `u32` at `dst` in a CTA of the cluster (relaxed, cluster ",
+            "scope); the mbarrier at `mbar` in that CTA receives a `complete_tx` of 4 bytes."
+        )]
+        ///
+        /// # Safety
+        /// As [`st_async_u32`].
+        #[inline(always)]
+        pub unsafe fn $name(dst: u32, v: u32, mbar: u32) {
+            // SAFETY: forwarded to the caller.
+            unsafe {
+                asm!(
+                    concat!(
+                        "red.async.relaxed.cluster.shared::cluster.mbarrier::complete_tx::bytes.",
+                        $op, ".u32 [{d}], {v}, [{m}];"
+                    ),
+                    d = in(reg32) dst,
+                    v = in(reg32) v,
+                    m = in(reg32) mbar,
+                    options(nostack),
+                );
+            }
+        }
+    };
+}
+
+requires! {"sm_90", "ptx81";
+    st_async!(st_async_u32, u32, reg32, "u32");
+    st_async!(st_async_u64, u64, reg64, "u64");
+    red_async_u32!(red_async_add_u32, "add");
+    red_async_u32!(red_async_min_u32, "min");
+    red_async_u32!(red_async_max_u32, "max");
+}
+
+sm90_ptx80! {
+    /// `cp.reduce.async.bulk.shared::cluster.shared::cta.mbarrier::complete_tx::bytes.add.u32
+    /// [dst], [src], size, [mbar];` (PTX 8.0, sm_90): adds `size / 4` `u32`s of this CTA's
+    /// shared memory element-wise into shared memory of a CTA of the cluster; the mbarrier
+    /// at `mbar` in that CTA receives a `complete_tx` of `size` bytes.
+    ///
+    /// # Safety
+    /// `dst` and `mbar` are `.shared::cluster` addresses in one CTA, `src` a `.shared::cta`
+    /// address; `dst` and `src` 16-byte aligned, `size` a non-zero multiple of 16 with
+    /// that many bytes writable at `dst` and readable at `src`; generic-proxy writes to
+    /// `src` fenced with `fence.proxy.async.shared::cta` first; `src` not written and this
+    /// CTA not exited before the destination's phase completes; `mbar` live and expecting
+    /// these bytes, its CTA not exited before the phase completes.
+    #[inline(always)]
+    pub unsafe fn cp_reduce_async_bulk_cluster_add_u32(dst: u32, src: u32, size: u32, mbar: u32) {
+        // SAFETY: forwarded to the caller.
+        unsafe {
+            asm!(
+                "cp.reduce.async.bulk.shared::cluster.shared::cta.mbarrier::complete_tx::bytes.add.u32 [{d}], [{s}], {n}, [{m}];",
+                d = in(reg32) dst,
+                s = in(reg32) src,
+                n = in(reg32) size,
+                m = in(reg32) mbar,
+                options(nostack),
+            );
+        }
+    }
+}
