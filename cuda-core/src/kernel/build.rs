@@ -217,3 +217,41 @@ impl PtxBuild {
         cmd
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    #[cfg_attr(miri, ignore = "runs rustup")]
+    fn a_missing_toolchain_names_the_install_command() {
+        let dir = env::temp_dir();
+        let out = dir.join("cudadrv-ptxbuild-test.ptx");
+        let err = PtxBuild::new(&dir)
+            .toolchain("nightly-1999-01-01")
+            .build(&out)
+            .err()
+            .map(|e| e.to_string())
+            .unwrap_or_default();
+        // Without rustup the message says so; with it, the toolchain is not installed.
+        // Either way it names the command that installs what is missing.
+        assert!(
+            err.contains("rustup toolchain install nightly-1999-01-01"),
+            "{err}"
+        );
+    }
+
+    #[test]
+    #[cfg_attr(miri, ignore = "touches the file system")]
+    fn a_missing_crate_is_named() {
+        let err = PtxBuild::new("/nonexistent/kernels")
+            .build(Path::new("/nonexistent/out.ptx"))
+            .err()
+            .map(|e| e.to_string())
+            .unwrap_or_default();
+        assert!(
+            err.starts_with("kernels crate /nonexistent/kernels:"),
+            "{err}"
+        );
+    }
+}

@@ -42,7 +42,9 @@ pub trait Kernel {
 /// the promise below holds by construction. What the promise does not cover: the values a
 /// kernel computes (racing writes of threads leave one of the values), traps (an index
 /// out of range ends the kernel with an error, reported by the next synchronizing call),
-/// and kernels that never finish.
+/// and kernels that never finish. As everywhere in Rust, the safe functions the body calls
+/// (its crate's own included) must be sound: an `unsafe` block hidden in a safe helper is
+/// that helper's promise.
 ///
 /// # Safety
 /// An implementation promises that the module function named [`Kernel::NAME`], in every
