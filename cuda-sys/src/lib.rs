@@ -63,6 +63,21 @@
 #![warn(missing_docs)]
 #![cfg_attr(docsrs, feature(doc_cfg))]
 
+// The bindings are laid out for 64-bit targets (the driver exists only there): on any
+// other, one clear error instead of a layout assertion per struct.
+#[cfg(not(target_pointer_width = "64"))]
+compile_error!(
+    "cudadrv-sys needs a 64-bit target (CUDA's structs and handles are laid out for \
+     64-bit pointers; the driver exists only on x86_64 and aarch64)"
+);
+
+/// The crate's items, compiled on 64-bit targets only (see the `compile_error!` above).
+macro_rules! on_64_bit_targets {
+    ($($item:item)*) => { $( #[cfg(target_pointer_width = "64")] $item )* };
+}
+
+on_64_bit_targets! {
+
 #[cfg(cudadrv_headers_13)]
 mod abi;
 mod load;
@@ -413,4 +428,5 @@ mod tests {
                 .all(|e| e.per_thread_symbol().is_none())
         );
     }
+}
 }

@@ -185,6 +185,32 @@ pub fn run_all(root: &Path) -> R {
         }
     }
 
+    step("a 32-bit target (thumbv7em-none-eabihf): one clear error from cudadrv-sys");
+    let out = cargo(root)
+        .args([
+            "build",
+            "-p",
+            SYS,
+            "--no-default-features",
+            "--target",
+            "thumbv7em-none-eabihf",
+        ])
+        .args(["--target-dir", "target/nostd", "--color", "never"])
+        .output()?;
+    let text = String::from_utf8_lossy(&out.stderr);
+    let errors = text.lines().filter(|l| l.starts_with("error")).count();
+    if out.status.success()
+        || !text.contains("error: cudadrv-sys needs a 64-bit target")
+        || errors != 2
+    {
+        return Err(format!(
+            "a 32-bit build of cudadrv-sys should fail with the one 64-bit message \
+             ({errors} error lines):\n{text}"
+        )
+        .into());
+    }
+    println!("  refused with: cudadrv-sys needs a 64-bit target (...)");
+
     step(&format!(
         "embedded examples: the bare-metal image (budget {} bytes) and the no_std + alloc staticlib",
         crate::image::BARE_METAL_BUDGET
@@ -403,6 +429,7 @@ fn ensure_components() -> R {
         "x86_64-unknown-none",
         "aarch64-unknown-none",
         "aarch64-unknown-linux-gnu",
+        "thumbv7em-none-eabihf",
     ]))
 }
 
