@@ -7,100 +7,8 @@
 //! executable graph (`cuGraphLaunch`); another structure is captured again, into a
 //! bounded cache of executable graphs.
 //!
-//! # How an execution runs
-//! The body runs first, on the host, and only records: nothing it issues through the
-//! recorder is queued until it returns (event waits excepted: they are queued at once,
-//! ahead of the region's work). Each recorded operation has
-//! - a **structure** (the key): its kind; for a kernel the function, grid, block,
-//!   dynamic shared memory, launch attributes and parameter sizes; for a memset or copy
-//!   the byte count; for a host function its type. PDL attributes are part of the
-//!   structure: captured, a launch with programmatic stream serialization becomes a
-//!   programmatic edge;
-//! - **parameters**: kernel argument values (pointers, sizes, scalars), memset
-//!   destinations and values, copy sources and destinations.
-//!
-//! While the body records, each operation is compared with the same operation of the
-//! executable launched last (the usual case: the same code runs again). As long as the
-//! structures agree, a changed parameter is set on that executable's node at once, with
-//! the per-node setters (`cuGraphExecKernelNodeSetParams`,
-//! `cuGraphExecMemsetNodeSetParams`, `cuGraphExecMemcpyNodeSetParams`), one call per
-//! changed node and none for an unchanged one, and nothing is copied; when the body
-//! returns, the graph is launched. At the first operation that differs, the recording
-//! goes on into a buffer of its own (the operations matched so far copied in), and at the
-//! end it is matched whole against the other cached executables (same setters) or
-//! captured. Either way every launch of a cached executable runs exactly the values of
-//! the execution that launches it, and a cached executable holds the values of its last
-//! execution. (Setters beat a recapture plus `cuGraphExecUpdate`: that path makes one
-//! capture call per operation and compares the whole graph at every execution;
-//! `region_bench` measures both.)
-//!
-//! A host function whose closure holds state (not zero-sized) cannot be swapped into a
-//! graph that may still run the old one, so an execution recording one is captured and
-//! instantiated anew, replacing its structure's entry. Stateless closures (zero-sized,
-//! so every value of the type does the same) replay like the rest.
-//!
-//! # Cache and eviction
-//! A region keeps at most [`capacity`](Region::capacity) executable graphs (4 unless
-//! [`Region::with_capacity`] says otherwise), one per structure. Capturing a new
-//! structure into a full cache evicts the least recently launched one. Dropping an
-//! executable graph that was launched waits for its context's work (see [`GraphExec`]),
-//! so an eviction, like dropping the region, synchronizes the context.
-//!
-//! # What a region borrows
-//! `Region<'a>` carries `'a` like [`Graph<'a>`]: the recorder's methods take the
-//! functions, buffers, pinned host buffers and events the graph will name as `&'a`, so
-//! they outlive the region and every executable graph it caches (`'a` is invariant).
-//! Kernel arguments are copied (the region keeps their bytes); what the pointers among
-//! them point to is the `unsafe` launch's contract, for the one execution they are given
-//! to: a cached executable is never launched again before its parameters are set to the
-//! current execution's. Host closures are owned by the graphs (CUDA user objects).
-//!
-//! ```compile_fail,E0505
-//! # fn f(ctx: &cudadrv::Context) -> cudadrv::Result<()> {
-//! use cudadrv::{DeviceBuffer, Stream, graph::Region};
-//! let mut stream = Stream::non_blocking(ctx)?;
-//! let mut region = Region::new(ctx);
-//! let buf = DeviceBuffer::<u32>::new(ctx, 64)?;
-//! region.run(&mut stream, |r| r.memset_d32(&buf, 7))?;
-//! drop(buf); // error: the region's cached graph names `buf`
-//! region.run(&mut stream, |_| Ok(()))?;
-//! # Ok(()) }
-//! ```
-//!
-//! The recorder lives for one execution only:
-//!
-//! ```compile_fail,E0521
-//! # fn f(ctx: &cudadrv::Context) -> cudadrv::Result<()> {
-//! use cudadrv::{Stream, graph::Region};
-//! let mut stream = Stream::non_blocking(ctx)?;
-//! let mut region = Region::new(ctx);
-//! let mut kept = None;
-//! region.run(&mut stream, |r| {
-//!     kept = Some(r); // error: the recorder cannot escape the body
-//!     Ok(())
-//! })?;
-//! # Ok(()) }
-//! ```
-//!
-//! A region is not `Send` (its host closures and recorded work stay with the thread that
-//! runs it):
-//!
-//! ```compile_fail,E0277
-//! # fn f(ctx: &cudadrv::Context) -> cudadrv::Result<()> {
-//! let region = cudadrv::graph::Region::new(ctx);
-//! std::thread::scope(|s| {
-//!     s.spawn(move || drop(region)); // error: `Region` cannot be sent
-//! });
-//! # Ok(()) }
-//! ```
-//!
-//! # Errors
-//! A refused operation returns the error the same call returns on a stream: the checks
-//! run when the recorder is called (lengths, contexts), the driver's verdicts when the
-//! recording is captured (an invalid launch is [`Error::Driver`] naming
-//! `cuLaunchKernelEx`). When the body or the capture fails, nothing of that execution
-//! runs, the failed capture is discarded, and the region stays usable with its cache as
-//! it was.
+//! The rules (what is recorded, how executions match, what a region borrows, the
+//! cache, errors) are on [`Region`].
 
 use alloc::boxed::Box;
 use alloc::vec::Vec;
@@ -446,8 +354,119 @@ impl Scratch<'_> {
     }
 }
 
-/// A replay region: stream work recorded by a body, run as a cached graph. See the
-/// [module docs](self) for the rules.
+/// A replay region: stream work recorded by a body, run as a cached graph.
+///
+/// # How an execution runs
+/// The body runs first, on the host, and only records: nothing it issues through the
+/// recorder is queued until it returns (event waits excepted: they are queued at once,
+/// ahead of the region's work). Each recorded operation has
+/// - a **structure** (the key): its kind; for a kernel the function, grid, block,
+///   dynamic shared memory, launch attributes and parameter sizes; for a memset or copy
+///   the byte count; for a host function its type. PDL attributes are part of the
+///   structure: captured, a launch with programmatic stream serialization becomes a
+///   programmatic edge;
+/// - **parameters**: kernel argument values (pointers, sizes, scalars), memset
+///   destinations and values, copy sources and destinations.
+///
+/// While the body records, each operation is compared with the same operation of the
+/// executable launched last (the usual case: the same code runs again). As long as the
+/// structures agree, a changed parameter is set on that executable's node at once, with
+/// the per-node setters (`cuGraphExecKernelNodeSetParams`,
+/// `cuGraphExecMemsetNodeSetParams`, `cuGraphExecMemcpyNodeSetParams`), one call per
+/// changed node and none for an unchanged one, and nothing is copied; when the body
+/// returns, the graph is launched. At the first operation that differs, the recording
+/// goes on into a buffer of its own (the operations matched so far copied in), and at the
+/// end it is matched whole against the other cached executables (same setters) or
+/// captured. Either way every launch of a cached executable runs exactly the values of
+/// the execution that launches it, and a cached executable holds the values of its last
+/// execution. (Setters beat a recapture plus `cuGraphExecUpdate`: that path makes one
+/// capture call per operation and compares the whole graph at every execution;
+/// `region_bench` measures both.)
+///
+/// A host function whose closure holds state (not zero-sized) cannot be swapped into a
+/// graph that may still run the old one, so an execution recording one is captured and
+/// instantiated anew, replacing its structure's entry. Stateless closures (zero-sized,
+/// so every value of the type does the same) replay like the rest.
+///
+/// # Cache and eviction
+/// A region keeps at most [`capacity`](Region::capacity) executable graphs (4 unless
+/// [`Region::with_capacity`] says otherwise), one per structure. Capturing a new
+/// structure into a full cache evicts the least recently launched one. Dropping an
+/// executable graph that was launched waits for its context's work (see [`GraphExec`]),
+/// so an eviction, like dropping the region, synchronizes the context.
+///
+/// # What a region borrows
+/// `Region<'a>` carries `'a` like [`Graph<'a>`]: the recorder's methods take the
+/// functions, buffers, pinned host buffers and events the graph will name as `&'a`, so
+/// they outlive the region and every executable graph it caches (`'a` is invariant).
+/// Kernel arguments are copied (the region keeps their bytes); what the pointers among
+/// them point to is the `unsafe` launch's contract, for the one execution they are given
+/// to: a cached executable is never launched again before its parameters are set to the
+/// current execution's. Host closures are owned by the graphs (CUDA user objects).
+///
+/// ```compile_fail,E0505
+/// # fn f(ctx: &cudadrv::Context) -> cudadrv::Result<()> {
+/// use cudadrv::{DeviceBuffer, Stream, graph::Region};
+/// let mut stream = Stream::non_blocking(ctx)?;
+/// let mut region = Region::new(ctx);
+/// let buf = DeviceBuffer::<u32>::new(ctx, 64)?;
+/// region.run(&mut stream, |r| r.memset_d32(&buf, 7))?;
+/// drop(buf); // error: the region's cached graph names `buf`
+/// region.run(&mut stream, |_| Ok(()))?;
+/// # Ok(()) }
+/// ```
+///
+/// Pinned host memory a region's copies read cannot be written while the region lives:
+///
+/// ```compile_fail,E0502
+/// # fn f(ctx: &cudadrv::Context) -> cudadrv::Result<()> {
+/// use cudadrv::{DeviceBuffer, PinnedHostBuffer, Stream, graph::Region};
+/// let mut stream = Stream::non_blocking(ctx)?;
+/// let mut host = PinnedHostBuffer::<u32>::zeroed(ctx, 64)?;
+/// let dev = DeviceBuffer::<u32>::new(ctx, 64)?;
+/// let mut region = Region::new(ctx);
+/// region.run(&mut stream, |r| r.copy_from_host(&dev, &host))?;
+/// host[0] = 1; // error: the region's cached graph reads `host`
+/// region.run(&mut stream, |_| Ok(()))?;
+/// # Ok(()) }
+/// ```
+///
+/// The recorder lives for one execution only:
+///
+/// ```compile_fail,E0521
+/// # fn f(ctx: &cudadrv::Context) -> cudadrv::Result<()> {
+/// use cudadrv::{Stream, graph::Region};
+/// let mut stream = Stream::non_blocking(ctx)?;
+/// let mut region = Region::new(ctx);
+/// let mut kept = None;
+/// region.run(&mut stream, |r| {
+///     kept = Some(r); // error: the recorder cannot escape the body
+///     Ok(())
+/// })?;
+/// # Ok(()) }
+/// ```
+///
+/// A region is not `Send` (its host closures and recorded work stay with the thread that
+/// runs it):
+///
+/// ```compile_fail,E0277
+/// # fn f(ctx: &cudadrv::Context) -> cudadrv::Result<()> {
+/// let region = cudadrv::graph::Region::new(ctx);
+/// std::thread::scope(|s| {
+///     s.spawn(move || drop(region)); // error: `Region` cannot be sent
+/// });
+/// # Ok(()) }
+/// ```
+///
+/// # Errors
+/// A refused operation returns the error the same call returns on a stream: the checks
+/// run when the recorder is called (lengths, contexts), the driver's verdicts when the
+/// recording is captured (an invalid launch is [`Error::Driver`] naming
+/// `cuLaunchKernelEx`). When the body or the capture fails, nothing of that execution
+/// runs, the failed capture is discarded, and the region stays usable with its cache as
+/// it was.
+///
+/// # Example
 ///
 /// ```no_run
 /// # fn main() -> cudadrv::Result<()> {
@@ -1078,7 +1097,7 @@ fn issue(rec: &mut Recording<'_>, i: usize, op: &Op<'_>, stream: &Stream) -> Res
 }
 
 /// Records what a [`Region`] execution issues: the stream calls of this crate, with
-/// their checks, recorded instead of queued (see the [module docs](super::region)).
+/// their checks, recorded instead of queued (see [`Region`]).
 /// Lives for one execution; what the graph will name is borrowed for the region's `'a`.
 pub struct Recorder<'r, 'a> {
     entries: &'r mut Vec<Entry<'a>>,

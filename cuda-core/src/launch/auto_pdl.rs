@@ -3,36 +3,7 @@
 //! dependents, from the grid and the function's occupancy; [`PdlPlan`] carries the
 //! choice to the kernel, whose side is one call (`cudadrv::device::pdl_auto(plan)`).
 //!
-//! # The rule
-//! From the grid (`blocks`), the SM count and `capacity = active blocks per SM x SMs`
-//! (`cuOccupancyMaxActiveBlocksPerMultiprocessor` for the launch's block size and dynamic
-//! shared memory, cached per shape):
-//! - a grid of a few blocks (at most one per 16 SMs: 8 on an H100): PDL attribute and an
-//!   **early trigger** (right after the wait). The dependent's blocks find idle SMs and
-//!   wait there, so its launch latency hides behind this grid entirely.
-//! - any larger grid: PDL attribute, **wait only** (the trigger is the grid's exit). The
-//!   launch still overlaps the end of this grid, and no dependent block takes an SM slot
-//!   while this grid has blocks left to run. An explicit trigger in a grid of more than
-//!   one wave lets the dependent's blocks take those slots, and the H100 ran such chains
-//!   at 55% of their bandwidth (1M elements, 4096 blocks: no PDL 3.46 us, early trigger
-//!   5.43, wait-only 3.26); within one wave, waiting alone was faster than the early
-//!   trigger too from 16 blocks up (up to 28% at 132-264 blocks).
-//! - a kernel that fits nowhere (capacity 0, its launch fails): no PDL.
-//!
-//! `region_bench` measures the rule against the three fixed choices from one block to 17
-//! waves and three element sizes (README, `docs/auto_pdl_sweep.svg`).
-//!
-//! ```no_run
-//! # fn f(step: &cudadrv::Function, stream: &cudadrv::Stream, a: cudadrv::DevicePtr<u32>,
-//! #      b: cudadrv::DevicePtr<u32>, n: u32) -> cudadrv::Result<()> {
-//! use cudadrv::launch::{AutoPdl, LaunchConfig, launch};
-//! let auto = AutoPdl::new(step)?; // the SM count, and an occupancy cache
-//! let (cfg, plan) = LaunchConfig::new(n.div_ceil(256), 256).stream(stream).auto_pdl(&auto)?;
-//! // SAFETY: `step(in, out, n, plan)` reads and writes `n` words of live buffers, and
-//! // calls `pdl_auto(plan)` before it reads `in`.
-//! unsafe { launch(step, &cfg, &(a, b, n, plan))? };
-//! # Ok(()) }
-//! ```
+//! The rule and its measurements are on [`AutoPdl`].
 
 use core::cell::Cell;
 
@@ -106,9 +77,40 @@ const SLOTS: usize = 4;
 /// One cached occupancy: (threads per block, dynamic shared memory, blocks per SM).
 type Slot = (u32, u32, u32);
 
-/// The automatic PDL choice for one function (see the [module docs](self)): the device's
-/// SM count and a small occupancy cache, so a launch with a shape seen before makes no
-/// driver call and no allocation.
+/// The automatic PDL choice for one function: the device's SM count and a small
+/// occupancy cache, so a launch with a shape seen before makes no driver call and no
+/// allocation.
+///
+/// # The rule
+/// From the grid (`blocks`), the SM count and `capacity = active blocks per SM x SMs`
+/// (`cuOccupancyMaxActiveBlocksPerMultiprocessor` for the launch's block size and dynamic
+/// shared memory, cached per shape):
+/// - a grid of a few blocks (at most one per 16 SMs: 8 on an H100): PDL attribute and an
+///   **early trigger** (right after the wait). The dependent's blocks find idle SMs and
+///   wait there, so its launch latency hides behind this grid entirely.
+/// - any larger grid: PDL attribute, **wait only** (the trigger is the grid's exit). The
+///   launch still overlaps the end of this grid, and no dependent block takes an SM slot
+///   while this grid has blocks left to run. An explicit trigger in a grid of more than
+///   one wave lets the dependent's blocks take those slots, and the H100 ran such chains
+///   at 55% of their bandwidth (1M elements, 4096 blocks: no PDL 3.46 us, early trigger
+///   5.43, wait-only 3.26); within one wave, waiting alone was faster than the early
+///   trigger too from 16 blocks up (up to 28% at 132-264 blocks).
+/// - a kernel that fits nowhere (capacity 0, its launch fails): no PDL.
+///
+/// `region_bench` measures the rule against the three fixed choices from one block to 17
+/// waves and three element sizes (README, `docs/auto_pdl_sweep.svg`).
+///
+/// ```no_run
+/// # fn f(step: &cudadrv::Function, stream: &cudadrv::Stream, a: cudadrv::DevicePtr<u32>,
+/// #      b: cudadrv::DevicePtr<u32>, n: u32) -> cudadrv::Result<()> {
+/// use cudadrv::launch::{AutoPdl, LaunchConfig, launch};
+/// let auto = AutoPdl::new(step)?; // the SM count, and an occupancy cache
+/// let (cfg, plan) = LaunchConfig::new(n.div_ceil(256), 256).stream(stream).auto_pdl(&auto)?;
+/// // SAFETY: `step(in, out, n, plan)` reads and writes `n` words of live buffers, and
+/// // calls `pdl_auto(plan)` before it reads `in`.
+/// unsafe { launch(step, &cfg, &(a, b, n, plan))? };
+/// # Ok(()) }
+/// ```
 #[derive(Debug)]
 pub struct AutoPdl<'f> {
     f: &'f Function,
@@ -166,7 +168,7 @@ impl<'f> AutoPdl<'f> {
     }
 
     /// The plan for a launch of `cfg`'s shape: early trigger for a grid of at most one
-    /// block per 16 SMs, wait only for a larger one (see the [module docs](self)).
+    /// block per 16 SMs, wait only for a larger one (see [`AutoPdl`]).
     ///
     /// # Errors
     /// [`Error::InvalidArgument`] for a block of more than `u32::MAX` threads; driver
