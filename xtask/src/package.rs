@@ -15,6 +15,9 @@
 //!    a `std` binary), and runs it: without a driver `init()` reports an error, it does
 //!    not panic. `cargo check --offline --no-default-features --features linked` covers
 //!    the linked mode (linking needs libcuda, so it is not linked here).
+//! 4. The mock-driver suites of `tests/` (`MOCK_SUITES`) are copied into the fresh crate
+//!    and run with `cargo test --offline` against the unpacked crates: the packaged
+//!    files pass the same tests as the workspace.
 //!
 //! Every step runs with `CUDA_PATH`, `CUDA_HOME`, `CUDA_SYS_INCLUDE`, `CUDA_SYS_LIB_DIR`
 //! and `LIBCLANG_PATH` removed from the environment: the packaged crates carry their
@@ -40,6 +43,9 @@ const CLEARED_ENV: &[&str] = &[
     "CUDA_SYS_LIB_DIR",
     "LIBCLANG_PATH",
 ];
+
+/// The mock-driver suites of tests/ that run against the packaged crates.
+const MOCK_SUITES: &[&str] = &["mock_driver", "mock_contexts", "mock_memory", "mock_green"];
 
 /// Dependencies that would mean a build needs libclang or the CUDA headers.
 const FORBIDDEN_DEPS: &[&str] = &["bindgen", "clang-sys"];
@@ -97,6 +103,29 @@ pub fn run_package(root: &Path) -> R {
         smoke_manifest(&core_dir, &sys_dir),
     )?;
     fs::write(smoke.join("src/main.rs"), SMOKE_MAIN)?;
+    // The mock-driver suites, as a vendoring user would run them against the packaged
+    // sources, in a crate of their own (they name the crates `cuda_core` and `cuda_sys`,
+    // as this workspace does).
+    let mocks = check_dir.join("mocks");
+    if mocks.exists() {
+        fs::remove_dir_all(&mocks)?;
+    }
+    fs::create_dir_all(mocks.join("tests"))?;
+    fs::create_dir_all(mocks.join("src"))?;
+    fs::write(
+        mocks.join("src/lib.rs"),
+        "//! Written by `cargo xtask package`.\n",
+    )?;
+    fs::write(
+        mocks.join("Cargo.toml"),
+        mocks_manifest(&core_dir, &sys_dir),
+    )?;
+    for suite in MOCK_SUITES {
+        fs::copy(
+            root.join("tests").join(format!("{suite}.rs")),
+            mocks.join("tests").join(format!("{suite}.rs")),
+        )?;
+    }
 
     let tree = clean_env(cargo(&smoke))
         .args([
@@ -154,6 +183,11 @@ pub fn run_package(root: &Path) -> R {
             .args(["run", "--offline", "--quiet"])
             .args(features))?;
     }
+    step(&format!(
+        "the mock-driver suites against the .crate files, offline: {}",
+        MOCK_SUITES.join(", ")
+    ));
+    run(clean_env(cargo(&mocks)).args(["test", "--offline", "--tests", "--quiet"]))?;
     step("cargo check --offline --no-default-features --features linked");
     run(clean_env(cargo(&smoke)).args([
         "check",
@@ -164,7 +198,7 @@ pub fn run_package(root: &Path) -> R {
     ]))?;
 
     println!(
-        "package check passed: {} and {} build from their .crate files offline, without CUDA or libclang",
+        "package check passed: {} and {} build from their .crate files offline, without CUDA or libclang, and pass the mock-driver suites",
         file_name(&sys_dir),
         file_name(&core_dir)
     );
@@ -252,6 +286,34 @@ std = ["cudadrv/std"]
 loaded = ["cudadrv/loaded"]
 linked = ["cudadrv/linked"]
 runtime = ["cudadrv/runtime"]
+
+[patch.crates-io]
+cudadrv-sys = {{ path = "{sys}" }}
+"#,
+        core = toml_path(core_dir),
+        sys = toml_path(sys_dir),
+    )
+}
+
+/// The mock suites' crate: the packaged crates under the names the suites use.
+fn mocks_manifest(core_dir: &Path, sys_dir: &Path) -> String {
+    format!(
+        r#"# Written by `cargo xtask package`: tests/ holds the repository's mock-driver suites.
+[package]
+name = "cudadrv-package-mocks"
+version = "0.0.0"
+edition = "2024"
+publish = false
+
+[workspace]
+
+[dev-dependencies]
+cuda-core = {{ package = "cudadrv", path = "{core}" }}
+cuda-sys = {{ package = "cudadrv-sys", path = "{sys}" }}
+
+# The suites skip themselves in a linked build.
+[features]
+linked = []
 
 [patch.crates-io]
 cudadrv-sys = {{ path = "{sys}" }}
