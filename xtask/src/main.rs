@@ -34,6 +34,8 @@ commands:
   driver-abi [--check]  write tests/driver_abi/*.txt, the driver ABI sets of CUDA 12.0-13.5
                       (from the nvidia-cuda-runtime-cu12 wheels' headers), or fail if stale
   ptx [--check]       build ptx/ to ptx/generated/*.ptx with nightly (or fail if stale)
+  template            build examples/kernel-template (host + kernels), ptxas its PTX for
+                      sm_90, check that `unsafe` in a `safe` kernel fails the device build
   test                everything CI checks; hardware suites run on a GPU or report skips
   bundle [DIR]        test binaries + PTX + run.sh for a GPU host without Rust (default: bundle/)
   package             cargo package cudadrv-sys + cudadrv, then build a fresh crate against
@@ -51,6 +53,7 @@ fn main() {
         Some("embedded") => image::check(&root),
         Some("driver-abi") => driver_abi::run(&root, args.iter().any(|a| a == "--check")),
         Some("ptx") => ptx::build(&root, args.iter().any(|a| a == "--check")),
+        Some("template") => template::build_and_check(&root),
         Some("test") => test::run_all(&root),
         Some("package") => package::run_package(&root),
         Some("bench") => bench::run(&root, &args[1..]),

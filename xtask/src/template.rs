@@ -29,6 +29,15 @@ pub fn build_host(root: &Path) -> R<PathBuf> {
     Ok(target.join("release/template-host"))
 }
 
+/// `cargo xtask template`: [`check`] with the toolkit's ptxas.
+pub fn build_and_check(root: &Path) -> R {
+    let tk = crate::toolkit::locate(root)?;
+    let ptxas = tk
+        .ptxas()
+        .ok_or("ptxas not found in the CUDA toolkit or wheels")?;
+    check(root, &ptxas)
+}
+
 /// The CI step: build, ptxas the embedded PTX for sm_90, and the device-side
 /// compile-fail check of the `safe` form.
 pub fn check(root: &Path, ptxas: &Path) -> R {
@@ -86,7 +95,7 @@ pub fn check(root: &Path, ptxas: &Path) -> R {
         ])
         .arg("-Zbuild-std=core")
         .arg("--target-dir")
-        .arg(neg.join("target"))
+        .arg(target.join("unsafe-in-safe-target"))
         .arg("--")
         .arg(emit)
         .output()?;

@@ -92,47 +92,24 @@ impl PtxBuild {
             .parent()
             .unwrap_or(Path::new("."))
             .join("kernels-target");
-        let mut emit = OsString::from("--emit=asm=");
-        emit.push(out);
-        let _ = fs::remove_file(out);
-        let mut cmd = self.cargo(&dir);
-        cmd.args([
-            "rustc",
-            "--lib",
-            "--release",
-            "--target",
-            "nvptx64-nvidia-cuda",
-        ])
-        .arg("-Zbuild-std=core")
-        .arg("--target-dir")
-        .arg(&target_dir)
-        .env(
-            "CARGO_ENCODED_RUSTFLAGS",
-            [
-                format!("-Ctarget-cpu={}", self.sm),
-                format!("-Ctarget-feature=+{}", self.ptx),
-                "-Zcross-crate-inline-threshold=always".to_string(),
-            ]
-            .join("\x1f"),
-        )
-        .arg("--")
-        .arg(emit);
-        let status = cmd
-            .status()
-            .map_err(|e| BuildError(format!("running rustup: {e}")))?;
-        if !status.success() {
-            return Err(BuildError(format!(
-                "building the kernels crate {} for nvptx64-nvidia-cuda failed ({status})",
-                dir.display()
-            )));
+        // rustc writes the PTX here when it compiles the crate; when cargo finds the crate
+        // fresh, the file from that compilation is still here.
+        let asm = target_dir.join("kernels.s");
+        self.compile(&dir, &target_dir, &asm)?;
+        if !asm.exists() {
+            // Fresh, but the PTX is gone: build again from scratch.
+            let _ = fs::remove_dir_all(&target_dir);
+            self.compile(&dir, &target_dir, &asm)?;
         }
-        let text = fs::read_to_string(out).map_err(|e| {
+        fs::copy(&asm, out).map_err(|e| {
             BuildError(format!(
                 "the kernels build produced no PTX at {} ({e}); is the crate a library \
                  (`crate-type = [\"rlib\"]`)?",
-                out.display()
+                asm.display()
             ))
         })?;
+        let text = fs::read_to_string(out)
+            .map_err(|e| BuildError(format!("reading {}: {e}", out.display())))?;
         let externs: Vec<&str> = text
             .lines()
             .map(str::trim)
@@ -153,6 +130,45 @@ impl PtxBuild {
             );
         }
         Ok(())
+    }
+
+    /// `cargo rustc` of the kernels crate in `dir` for nvptx64, PTX to `asm`.
+    fn compile(&self, dir: &Path, target_dir: &Path, asm: &Path) -> Result<(), BuildError> {
+        let mut emit = OsString::from("--emit=asm=");
+        emit.push(asm);
+        let mut cmd = self.cargo(dir);
+        cmd.args([
+            "rustc",
+            "--lib",
+            "--release",
+            "--target",
+            "nvptx64-nvidia-cuda",
+        ])
+        .arg("-Zbuild-std=core")
+        .arg("--target-dir")
+        .arg(target_dir)
+        .env(
+            "CARGO_ENCODED_RUSTFLAGS",
+            [
+                format!("-Ctarget-cpu={}", self.sm),
+                format!("-Ctarget-feature=+{}", self.ptx),
+                "-Zcross-crate-inline-threshold=always".to_string(),
+            ]
+            .join("\x1f"),
+        )
+        .arg("--")
+        .arg(emit);
+        let status = cmd
+            .status()
+            .map_err(|e| BuildError(format!("running rustup: {e}")))?;
+        if status.success() {
+            Ok(())
+        } else {
+            Err(BuildError(format!(
+                "building the kernels crate {} for nvptx64-nvidia-cuda failed ({status})",
+                dir.display()
+            )))
+        }
     }
 
     /// Fails with the install command when rustup, the toolchain or `rust-src` is
