@@ -234,20 +234,27 @@ impl<'s, 'env> Scope<'s, 'env> {
         if n == 0 {
             return Ok(());
         }
-        let g = self.ctx.enter()?;
-        let mut first = Ok(());
+        // Wait even if the context cannot be made current: `cuStreamSynchronize` finds
+        // the context from the stream. Without a driver table nothing was launched.
+        let guard = self.ctx.enter();
+        let cu = match (&guard, cuda_sys::driver()) {
+            (Ok(g), _) => g.cu,
+            (Err(_), Ok(cu)) => cu,
+            (Err(_), Err(_)) => return guard.map(|_| ()),
+        };
+        let mut first = guard.as_ref().map(|_| ()).map_err(Clone::clone);
         for lane in &self.lanes[..n] {
             // SAFETY: the lane's stream is borrowed for `'s`, which has not ended (this
-            // runs inside `scope`); the context is current.
-            let r = unsafe { drv!(g.cu, cuStreamSynchronize(lane.get())) };
+            // runs inside `scope`); a synchronization names its stream's context.
+            let r = unsafe { drv!(cu, cuStreamSynchronize(lane.get())) };
             if first.is_ok() {
                 first = r;
             }
         }
-        if first.is_err() {
+        if first.is_err() && guard.is_ok() {
             // SAFETY: no arguments; the context is current. Best effort: the error to
             // report is the stream's.
-            let _ = unsafe { drv!(g.cu, cuCtxSynchronize()) };
+            let _ = unsafe { drv!(cu, cuCtxSynchronize()) };
         }
         first
     }
