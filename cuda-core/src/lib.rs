@@ -123,7 +123,7 @@
 //! Whether an early trigger helps depends on the grid: it pays off only in grids of a few
 //! blocks, and costs a lot in grids of several waves (H100, 4096 blocks of 256 threads:
 //! 3.46 us per kernel without PDL, 5.43 with an early trigger, 3.26 waiting without
-//! one). [`launch::AutoPdl`] makes that choice per launch from the grid and the
+//! one). `launch::AutoPdl` makes that choice per launch from the grid and the
 //! function's occupancy, and the kernel follows it with one call,
 //! [`device::pdl_auto`]`(plan)`. Here the grids have 4096 blocks, so both launches get
 //! the attribute and neither kernel triggers early.
@@ -219,7 +219,7 @@
 //! ```
 //!
 //! Code written as plain stream launches runs at graph speed inside a
-//! [`graph::Region`]: the first execution is captured, later ones update the changed
+//! `graph::Region`: the first execution is captured, later ones update the changed
 //! arguments in place and launch the cached graph.
 //!
 //! # Capture a graph

@@ -45,7 +45,13 @@ const CLEARED_ENV: &[&str] = &[
 ];
 
 /// The mock-driver suites of tests/ that run against the packaged crates.
-const MOCK_SUITES: &[&str] = &["mock_driver", "mock_contexts", "mock_memory", "mock_green"];
+const MOCK_SUITES: &[&str] = &[
+    "mock_driver",
+    "mock_contexts",
+    "mock_memory",
+    "mock_green",
+    "mock_kernels",
+];
 
 /// Dependencies that would mean a build needs libclang or the CUDA headers.
 const FORBIDDEN_DEPS: &[&str] = &["bindgen", "clang-sys"];
