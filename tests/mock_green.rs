@@ -10,9 +10,10 @@
 
 #![cfg(not(feature = "linked"))]
 
+mod mock_common;
+use mock_common::*;
+
 use std::ffi::{c_int, c_uint, c_ulonglong, c_void};
-use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::{Mutex, MutexGuard};
 
 use cuda_core::green::{
     self, GreenContext, GroupParams, ResourceDesc, SmPartition, SmResource, Workqueue,
@@ -22,38 +23,13 @@ use cuda_core::{Context, Device, Error, Event, EventFlags, Stream, StreamFlags};
 use cuda_sys::{
     CU_DEV_SM_RESOURCE_GROUP_PARAMS, CUcontext, CUdevResource, CUdevResourceDesc,
     CUdevResourceType, CUdevSmResource, CUdevWorkqueueConfigResource, CUdevWorkqueueConfigScope,
-    CUdevice, CUevent, CUgreenCtx, CUresult, CUstream, DriverApi, Library,
+    CUdevice, CUevent, CUgreenCtx, CUresult, CUstream,
 };
 
-const OK: CUresult = CUresult::CUDA_SUCCESS;
-const CTX: usize = 0xC0;
 const GREEN_CTX: usize = 0x6C0;
 const SM: CUdevResourceType = CUdevResourceType::CU_DEV_RESOURCE_TYPE_SM;
 const WQ_CONFIG: CUdevResourceType = CUdevResourceType::CU_DEV_RESOURCE_TYPE_WORKQUEUE_CONFIG;
 const WQ: CUdevResourceType = CUdevResourceType::CU_DEV_RESOURCE_TYPE_WORKQUEUE;
-
-static LOG: Mutex<Vec<String>> = Mutex::new(Vec::new());
-static NEXT: AtomicUsize = AtomicUsize::new(0x5000_0000);
-
-fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
-    m.lock().unwrap_or_else(|e| e.into_inner())
-}
-
-fn log(line: String) {
-    lock(&LOG).push(line);
-}
-
-fn take_log() -> Vec<String> {
-    std::mem::take(&mut *lock(&LOG))
-}
-
-thread_local! {
-    static CURRENT: std::cell::Cell<usize> = const { std::cell::Cell::new(0) };
-}
-
-fn next<T>() -> *mut T {
-    std::ptr::without_provenance_mut(NEXT.fetch_add(0x10, Ordering::Relaxed))
-}
 
 /// A resource as the mock driver fills it.
 fn resource(ty: CUdevResourceType, sms: u32) -> CUdevResource {
@@ -107,58 +83,8 @@ fn describe(r: &CUdevResource) -> String {
     }
 }
 
-unsafe extern "C" fn cu_init(_: c_uint) -> CUresult {
-    OK
-}
 unsafe extern "C" fn cu_driver_get_version(v: *mut c_int) -> CUresult {
     unsafe { *v = 13050 };
-    OK
-}
-unsafe extern "C" fn cu_device_get(d: *mut CUdevice, ordinal: c_int) -> CUresult {
-    if ordinal != 0 {
-        return CUresult::CUDA_ERROR_INVALID_DEVICE;
-    }
-    unsafe { *d = 0 };
-    OK
-}
-unsafe extern "C" fn cu_primary_retain(ctx: *mut CUcontext, _: CUdevice) -> CUresult {
-    unsafe { *ctx = std::ptr::without_provenance_mut(CTX) };
-    OK
-}
-unsafe extern "C" fn cu_primary_release(_: CUdevice) -> CUresult {
-    OK
-}
-unsafe extern "C" fn cu_ctx_get_current(ctx: *mut CUcontext) -> CUresult {
-    unsafe { *ctx = std::ptr::without_provenance_mut(CURRENT.with(|c| c.get())) };
-    OK
-}
-unsafe extern "C" fn cu_ctx_set_current(ctx: CUcontext) -> CUresult {
-    CURRENT.with(|c| c.set(ctx.addr()));
-    OK
-}
-unsafe extern "C" fn cu_ctx_push(ctx: CUcontext) -> CUresult {
-    CURRENT.with(|c| c.set(ctx.addr()));
-    OK
-}
-unsafe extern "C" fn cu_ctx_pop(ctx: *mut CUcontext) -> CUresult {
-    if !ctx.is_null() {
-        unsafe { *ctx = std::ptr::without_provenance_mut(CURRENT.with(|c| c.get())) };
-    }
-    CURRENT.with(|c| c.set(0));
-    OK
-}
-unsafe extern "C" fn cu_stream_create(s: *mut CUstream, _flags: c_uint) -> CUresult {
-    unsafe { *s = next() };
-    OK
-}
-unsafe extern "C" fn cu_stream_destroy(_: CUstream) -> CUresult {
-    OK
-}
-unsafe extern "C" fn cu_event_create(e: *mut CUevent, _flags: c_uint) -> CUresult {
-    unsafe { *e = next() };
-    OK
-}
-unsafe extern "C" fn cu_event_destroy(_: CUevent) -> CUresult {
     OK
 }
 unsafe extern "C" fn cu_device_get_dev_resource(
@@ -345,19 +271,7 @@ fn mock_entry(name: &str) -> *mut c_void {
         };
     }
     entries! {
-        "cuInit" => cu_init as unsafe extern "C" fn(_) -> _,
         "cuDriverGetVersion" => cu_driver_get_version as unsafe extern "C" fn(_) -> _,
-        "cuDeviceGet" => cu_device_get as unsafe extern "C" fn(_, _) -> _,
-        "cuDevicePrimaryCtxRetain" => cu_primary_retain as unsafe extern "C" fn(_, _) -> _,
-        "cuDevicePrimaryCtxRelease" => cu_primary_release as unsafe extern "C" fn(_) -> _,
-        "cuCtxGetCurrent" => cu_ctx_get_current as unsafe extern "C" fn(_) -> _,
-        "cuCtxSetCurrent" => cu_ctx_set_current as unsafe extern "C" fn(_) -> _,
-        "cuCtxPushCurrent" => cu_ctx_push as unsafe extern "C" fn(_) -> _,
-        "cuCtxPopCurrent" => cu_ctx_pop as unsafe extern "C" fn(_) -> _,
-        "cuStreamCreate" => cu_stream_create as unsafe extern "C" fn(_, _) -> _,
-        "cuStreamDestroy" => cu_stream_destroy as unsafe extern "C" fn(_) -> _,
-        "cuEventCreate" => cu_event_create as unsafe extern "C" fn(_, _) -> _,
-        "cuEventDestroy" => cu_event_destroy as unsafe extern "C" fn(_) -> _,
         "cuDeviceGetDevResource" => cu_device_get_dev_resource as unsafe extern "C" fn(_, _, _) -> _,
         "cuCtxGetDevResource" => cu_ctx_get_dev_resource as unsafe extern "C" fn(_, _, _) -> _,
         "cuGreenCtxGetDevResource" => cu_green_get_dev_resource as unsafe extern "C" fn(_, _, _) -> _,
@@ -378,20 +292,9 @@ fn mock_entry(name: &str) -> *mut c_void {
     }
 }
 
-fn install() {
-    // SAFETY: every non-null pointer `mock_entry` returns is a function with the C
-    // signature of the entry of that name (the mocks above mirror cuda.h), valid for
-    // the rest of the process.
-    let table = unsafe { DriverApi::from_resolver(Library::none(), |e| mock_entry(e.name)) };
-    assert!(
-        cuda_sys::install_driver(table).is_ok(),
-        "a driver table was loaded before the mock"
-    );
-}
-
 #[test]
 fn green_contexts_13_1_against_a_mock_driver() {
-    install();
+    install(mock_entry);
     let device = Device::get(0).unwrap();
     let ctx = Context::primary(device).unwrap();
     let sms = SmResource::of_device(device).unwrap();

@@ -9,10 +9,13 @@
 
 #![cfg(not(feature = "linked"))]
 
+mod mock_common;
+use mock_common::*;
+
 use std::collections::BTreeMap;
-use std::ffi::{CStr, c_char, c_int, c_uint, c_void};
+use std::ffi::{CStr, c_char, c_uint, c_void};
+use std::sync::Mutex;
 use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::{Mutex, MutexGuard};
 
 use cuda_core::kernel::{
     self, DeviceSlice, DeviceSliceMut, KernelModule, KernelPtx, MAX_LANES, TypedKernel,
@@ -20,8 +23,7 @@ use cuda_core::kernel::{
 use cuda_core::launch::LaunchConfig;
 use cuda_core::{Context, Device, DeviceBuffer, Error, Event, EventFlags, Stream};
 use cuda_sys::{
-    CUcontext, CUdevice, CUdeviceptr, CUevent, CUfunction, CUjit_option, CUlaunchConfig, CUmodule,
-    CUresult, CUstream, DriverApi, Library,
+    CUdeviceptr, CUevent, CUfunction, CUjit_option, CUlaunchConfig, CUmodule, CUresult, CUstream,
 };
 
 cuda_core::kernel! {
@@ -39,82 +41,15 @@ cuda_core::kernel! {
 // runs nothing).
 static PTX: KernelPtx = unsafe { KernelPtx::new(".version 8.0\n.target sm_90\n") };
 
-const OK: CUresult = CUresult::CUDA_SUCCESS;
-const CTX: usize = 0xC0;
 const SCALE: usize = 0xF1;
 const FOLLOW: usize = 0xF2;
 
-static LOG: Mutex<Vec<String>> = Mutex::new(Vec::new());
-static NEXT: AtomicUsize = AtomicUsize::new(0x5000_0000);
 /// A stream whose synchronization fails (0: none).
 static FAILING: AtomicUsize = AtomicUsize::new(0);
 static DEVICE: Mutex<BTreeMap<u64, usize>> = Mutex::new(BTreeMap::new());
 
-fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
-    m.lock().unwrap_or_else(|e| e.into_inner())
-}
-
-fn log(line: String) {
-    lock(&LOG).push(line);
-}
-
-fn take_log() -> Vec<String> {
-    std::mem::take(&mut *lock(&LOG))
-}
-
-fn next<T>() -> *mut T {
-    std::ptr::without_provenance_mut(NEXT.fetch_add(0x10, Ordering::Relaxed))
-}
-
-thread_local! {
-    static CURRENT: std::cell::Cell<usize> = const { std::cell::Cell::new(0) };
-}
-
-unsafe extern "C" fn cu_init(_: c_uint) -> CUresult {
-    OK
-}
-unsafe extern "C" fn cu_device_get(d: *mut CUdevice, ordinal: c_int) -> CUresult {
-    if ordinal != 0 {
-        return CUresult::CUDA_ERROR_INVALID_DEVICE;
-    }
-    unsafe { *d = 0 };
-    OK
-}
-unsafe extern "C" fn cu_primary_retain(ctx: *mut CUcontext, _: CUdevice) -> CUresult {
-    unsafe { *ctx = std::ptr::without_provenance_mut(CTX) };
-    OK
-}
-unsafe extern "C" fn cu_primary_release(_: CUdevice) -> CUresult {
-    OK
-}
-unsafe extern "C" fn cu_ctx_get_current(ctx: *mut CUcontext) -> CUresult {
-    unsafe { *ctx = std::ptr::without_provenance_mut(CURRENT.with(|c| c.get())) };
-    OK
-}
-unsafe extern "C" fn cu_ctx_set_current(ctx: CUcontext) -> CUresult {
-    CURRENT.with(|c| c.set(ctx.addr()));
-    OK
-}
-unsafe extern "C" fn cu_ctx_push(ctx: CUcontext) -> CUresult {
-    CURRENT.with(|c| c.set(ctx.addr()));
-    OK
-}
-unsafe extern "C" fn cu_ctx_pop(ctx: *mut CUcontext) -> CUresult {
-    if !ctx.is_null() {
-        unsafe { *ctx = std::ptr::without_provenance_mut(CURRENT.with(|c| c.get())) };
-    }
-    CURRENT.with(|c| c.set(0));
-    OK
-}
 unsafe extern "C" fn cu_ctx_synchronize() -> CUresult {
     log("cuCtxSynchronize".into());
-    OK
-}
-unsafe extern "C" fn cu_stream_create(s: *mut CUstream, _flags: c_uint) -> CUresult {
-    unsafe { *s = next() };
-    OK
-}
-unsafe extern "C" fn cu_stream_destroy(_: CUstream) -> CUresult {
     OK
 }
 unsafe extern "C" fn cu_stream_sync(s: CUstream) -> CUresult {
@@ -129,13 +64,6 @@ unsafe extern "C" fn cu_stream_is_capturing(
     status: *mut cuda_sys::CUstreamCaptureStatus,
 ) -> CUresult {
     unsafe { *status = cuda_sys::CUstreamCaptureStatus::CU_STREAM_CAPTURE_STATUS_NONE };
-    OK
-}
-unsafe extern "C" fn cu_event_create(e: *mut CUevent, _flags: c_uint) -> CUresult {
-    unsafe { *e = next() };
-    OK
-}
-unsafe extern "C" fn cu_event_destroy(_: CUevent) -> CUresult {
     OK
 }
 unsafe extern "C" fn cu_event_record(e: CUevent, s: CUstream) -> CUresult {
@@ -271,21 +199,9 @@ fn mock_entry(name: &str) -> *mut c_void {
         };
     }
     entries! {
-        "cuInit" => cu_init as unsafe extern "C" fn(_) -> _,
-        "cuDeviceGet" => cu_device_get as unsafe extern "C" fn(_, _) -> _,
-        "cuDevicePrimaryCtxRetain" => cu_primary_retain as unsafe extern "C" fn(_, _) -> _,
-        "cuDevicePrimaryCtxRelease" => cu_primary_release as unsafe extern "C" fn(_) -> _,
-        "cuCtxGetCurrent" => cu_ctx_get_current as unsafe extern "C" fn(_) -> _,
-        "cuCtxSetCurrent" => cu_ctx_set_current as unsafe extern "C" fn(_) -> _,
-        "cuCtxPushCurrent" => cu_ctx_push as unsafe extern "C" fn(_) -> _,
-        "cuCtxPopCurrent" => cu_ctx_pop as unsafe extern "C" fn(_) -> _,
         "cuCtxSynchronize" => cu_ctx_synchronize as unsafe extern "C" fn() -> _,
-        "cuStreamCreate" => cu_stream_create as unsafe extern "C" fn(_, _) -> _,
-        "cuStreamDestroy" => cu_stream_destroy as unsafe extern "C" fn(_) -> _,
         "cuStreamSynchronize" => cu_stream_sync as unsafe extern "C" fn(_) -> _,
         "cuStreamIsCapturing" => cu_stream_is_capturing as unsafe extern "C" fn(_, _) -> _,
-        "cuEventCreate" => cu_event_create as unsafe extern "C" fn(_, _) -> _,
-        "cuEventDestroy" => cu_event_destroy as unsafe extern "C" fn(_) -> _,
         "cuEventRecord" => cu_event_record as unsafe extern "C" fn(_, _) -> _,
         "cuStreamWaitEvent" => cu_stream_wait_event as unsafe extern "C" fn(_, _, _) -> _,
         "cuMemAlloc" => cu_mem_alloc as unsafe extern "C" fn(_, _) -> _,
@@ -300,17 +216,6 @@ fn mock_entry(name: &str) -> *mut c_void {
     }
 }
 
-fn install() {
-    // SAFETY: every non-null pointer `mock_entry` returns is a function with the C
-    // signature of the entry of that name (the mocks above mirror cuda.h), valid for
-    // the rest of the process.
-    let table = unsafe { DriverApi::from_resolver(Library::none(), |e| mock_entry(e.name)) };
-    assert!(
-        cuda_sys::install_driver(table).is_ok(),
-        "a driver table was loaded before the mock"
-    );
-}
-
 fn invalid(r: cuda_core::Result<()>, what: &str) {
     assert!(
         matches!(&r, Err(Error::InvalidArgument(m)) if m.contains(what)),
@@ -320,7 +225,7 @@ fn invalid(r: cuda_core::Result<()>, what: &str) {
 
 #[test]
 fn typed_kernels_and_scopes_against_a_mock_driver() {
-    install();
+    install(mock_entry);
     let ctx = Context::primary(Device::get(0).unwrap()).unwrap();
     let module = KernelModule::load(&ctx, &PTX).unwrap();
     let scale: TypedKernel<scale> = module.kernel().unwrap();

@@ -10,10 +10,13 @@
 
 #![cfg(not(feature = "linked"))]
 
+mod mock_common;
+use mock_common::*;
+
 use std::collections::BTreeMap;
 use std::ffi::{c_int, c_uint, c_void};
-use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::{Mutex, MutexGuard};
+use std::sync::Mutex;
+use std::sync::atomic::Ordering;
 
 use cuda_core::memory::batch::{CopyAttributes, CopyBatch, SrcAccessOrder, copy_with_attributes};
 use cuda_core::memory::l2::AccessPolicyWindow;
@@ -23,28 +26,9 @@ use cuda_core::memory::managed::{
 use cuda_core::memory::registered::{HostRegisterFlags, HostRegistration};
 use cuda_core::{Context, Device, DeviceBuffer, Error, Stream, StreamFlags};
 use cuda_sys::{
-    CUcontext, CUdevice, CUdeviceptr, CUlaunchAttributeID, CUmem_advise, CUmem_range_attribute,
-    CUmemLocation, CUmemcpyAttributes, CUpointer_attribute, CUresult, CUstream, CUstreamAttrValue,
-    DriverApi, Library,
+    CUdevice, CUdeviceptr, CUlaunchAttributeID, CUmem_advise, CUmem_range_attribute, CUmemLocation,
+    CUmemcpyAttributes, CUpointer_attribute, CUresult, CUstream, CUstreamAttrValue,
 };
-
-const OK: CUresult = CUresult::CUDA_SUCCESS;
-const CTX: usize = 0xC0;
-
-static LOG: Mutex<Vec<String>> = Mutex::new(Vec::new());
-static NEXT: AtomicUsize = AtomicUsize::new(0x5000_0000);
-
-fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
-    m.lock().unwrap_or_else(|e| e.into_inner())
-}
-
-fn log(line: String) {
-    lock(&LOG).push(line);
-}
-
-fn take_log() -> Vec<String> {
-    std::mem::take(&mut *lock(&LOG))
-}
 
 /// Managed allocations: address -> backing host memory (8-byte words).
 static MANAGED: Mutex<BTreeMap<u64, Vec<u64>>> = Mutex::new(BTreeMap::new());
@@ -53,20 +37,6 @@ static DEVICE: Mutex<BTreeMap<u64, usize>> = Mutex::new(BTreeMap::new());
 /// The last access-policy window set on a stream.
 static WINDOW: Mutex<Option<(usize, usize, u32)>> = Mutex::new(None);
 
-thread_local! {
-    static CURRENT: std::cell::Cell<usize> = const { std::cell::Cell::new(0) };
-}
-
-unsafe extern "C" fn cu_init(_: c_uint) -> CUresult {
-    OK
-}
-unsafe extern "C" fn cu_device_get(d: *mut CUdevice, ordinal: c_int) -> CUresult {
-    if ordinal != 0 {
-        return CUresult::CUDA_ERROR_INVALID_DEVICE;
-    }
-    unsafe { *d = 0 };
-    OK
-}
 unsafe extern "C" fn cu_device_get_count(n: *mut c_int) -> CUresult {
     unsafe { *n = 1 };
     OK
@@ -93,41 +63,8 @@ unsafe extern "C" fn cu_device_get_attribute(
     unsafe { *v = on };
     OK
 }
-unsafe extern "C" fn cu_primary_retain(ctx: *mut CUcontext, _: CUdevice) -> CUresult {
-    unsafe { *ctx = std::ptr::without_provenance_mut(CTX) };
-    OK
-}
-unsafe extern "C" fn cu_primary_release(_: CUdevice) -> CUresult {
-    OK
-}
-unsafe extern "C" fn cu_ctx_get_current(ctx: *mut CUcontext) -> CUresult {
-    unsafe { *ctx = std::ptr::without_provenance_mut(CURRENT.with(|c| c.get())) };
-    OK
-}
-unsafe extern "C" fn cu_ctx_set_current(ctx: CUcontext) -> CUresult {
-    CURRENT.with(|c| c.set(ctx.addr()));
-    OK
-}
-unsafe extern "C" fn cu_ctx_push(ctx: CUcontext) -> CUresult {
-    CURRENT.with(|c| c.set(ctx.addr()));
-    OK
-}
-unsafe extern "C" fn cu_ctx_pop(ctx: *mut CUcontext) -> CUresult {
-    if !ctx.is_null() {
-        unsafe { *ctx = std::ptr::without_provenance_mut(CURRENT.with(|c| c.get())) };
-    }
-    CURRENT.with(|c| c.set(0));
-    OK
-}
 unsafe extern "C" fn cu_ctx_synchronize() -> CUresult {
     log("cuCtxSynchronize".into());
-    OK
-}
-unsafe extern "C" fn cu_stream_create(s: *mut CUstream, _flags: c_uint) -> CUresult {
-    unsafe { *s = std::ptr::without_provenance_mut(NEXT.fetch_add(0x10, Ordering::Relaxed)) };
-    OK
-}
-unsafe extern "C" fn cu_stream_destroy(_: CUstream) -> CUresult {
     OK
 }
 unsafe extern "C" fn cu_stream_sync(_: CUstream) -> CUresult {
@@ -360,19 +297,9 @@ fn mock_entry(name: &str) -> *mut c_void {
         };
     }
     entries! {
-        "cuInit" => cu_init as unsafe extern "C" fn(_) -> _,
-        "cuDeviceGet" => cu_device_get as unsafe extern "C" fn(_, _) -> _,
         "cuDeviceGetCount" => cu_device_get_count as unsafe extern "C" fn(_) -> _,
         "cuDeviceGetAttribute" => cu_device_get_attribute as unsafe extern "C" fn(_, _, _) -> _,
-        "cuDevicePrimaryCtxRetain" => cu_primary_retain as unsafe extern "C" fn(_, _) -> _,
-        "cuDevicePrimaryCtxRelease" => cu_primary_release as unsafe extern "C" fn(_) -> _,
-        "cuCtxGetCurrent" => cu_ctx_get_current as unsafe extern "C" fn(_) -> _,
-        "cuCtxSetCurrent" => cu_ctx_set_current as unsafe extern "C" fn(_) -> _,
-        "cuCtxPushCurrent" => cu_ctx_push as unsafe extern "C" fn(_) -> _,
-        "cuCtxPopCurrent" => cu_ctx_pop as unsafe extern "C" fn(_) -> _,
         "cuCtxSynchronize" => cu_ctx_synchronize as unsafe extern "C" fn() -> _,
-        "cuStreamCreate" => cu_stream_create as unsafe extern "C" fn(_, _) -> _,
-        "cuStreamDestroy" => cu_stream_destroy as unsafe extern "C" fn(_) -> _,
         "cuStreamSynchronize" => cu_stream_sync as unsafe extern "C" fn(_) -> _,
         "cuStreamIsCapturing" => cu_stream_is_capturing as unsafe extern "C" fn(_, _) -> _,
         "cuMemAlloc" => cu_mem_alloc as unsafe extern "C" fn(_, _) -> _,
@@ -398,24 +325,13 @@ fn mock_entry(name: &str) -> *mut c_void {
     }
 }
 
-fn install() {
-    // SAFETY: every non-null pointer `mock_entry` returns is a function with the C
-    // signature of the entry of that name (the mocks above mirror cuda.h), valid for
-    // the rest of the process.
-    let table = unsafe { DriverApi::from_resolver(Library::none(), |e| mock_entry(e.name)) };
-    assert!(
-        cuda_sys::install_driver(table).is_ok(),
-        "a driver table was loaded before the mock"
-    );
-}
-
 fn has(log: &[String], line: &str) -> bool {
     log.iter().any(|l| l == line)
 }
 
 #[test]
 fn memory_chapter_against_a_mock_driver() {
-    install();
+    install(mock_entry);
     let ctx = Context::primary(Device::get(0).unwrap()).unwrap();
     let stream = Stream::new(&ctx, StreamFlags::NON_BLOCKING).unwrap();
     let s = stream.as_raw().addr();

@@ -132,6 +132,12 @@ pub fn run_package(root: &Path) -> R {
             mocks.join("tests").join(format!("{suite}.rs")),
         )?;
     }
+    // The single-context mock drivers they share.
+    fs::create_dir_all(mocks.join("tests/mock_common"))?;
+    fs::copy(
+        root.join("tests/mock_common/mod.rs"),
+        mocks.join("tests/mock_common/mod.rs"),
+    )?;
 
     let tree = clean_env(cargo(&smoke))
         .args([
