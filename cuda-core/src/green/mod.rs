@@ -116,3 +116,7 @@ pub use split::{SmPartition, SmResource, Split, SplitFlags};
 pub use workqueue::{Workqueue, WorkqueueConfig, WorkqueueScope};
 
 use split::empty_resource;
+
+// The module docs name these.
+#[cfg(doc)]
+use crate::{context::Context, error::Error, stream::Stream};

@@ -9,6 +9,8 @@ use cuda_sys::{
     CUdevResource, CUdevResourceType, CUdevSmResource, CUdevSmResourceSplitByCount_flags,
 };
 
+#[cfg(doc)]
+use super::ResourceDesc;
 use crate::context::Context;
 use crate::device_host::Device;
 use crate::driver::api;
