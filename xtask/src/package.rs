@@ -51,6 +51,7 @@ const MOCK_SUITES: &[&str] = &[
     "mock_memory",
     "mock_green",
     "mock_kernels",
+    "mock_region",
 ];
 
 /// Dependencies that would mean a build needs libclang or the CUDA headers.

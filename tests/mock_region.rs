@@ -1,0 +1,523 @@
+//! Replay regions (`graph::Region`) against a mock driver, on the CPU and under Miri:
+//! the first execution is captured and instantiated, a replay with changed arguments
+//! sets exactly the changed nodes and launches the cached executable, a replay with
+//! nothing changed only launches, a new structure is captured again, the least recently
+//! launched executable is evicted beyond the capacity, and an execution the driver
+//! refuses at capture leaves the region usable with its cache as it was.
+//!
+//! The mock keeps graphs as lists of nodes (a kernel's argument values, a memset's
+//! target and value) and logs, at each `cuGraphLaunch`, the values each node of the
+//! executable holds then: what the GPU would run. One `#[test]` drives the checks in
+//! order (the driver table is process-wide).
+
+#![cfg(not(feature = "linked"))]
+
+mod mock_common;
+use mock_common::*;
+
+use std::cell::Cell;
+use std::collections::BTreeMap;
+use std::ffi::{CStr, c_char, c_uint, c_void};
+use std::sync::Mutex;
+
+use cuda_core::graph::Region;
+use cuda_core::launch::LaunchConfig;
+use cuda_core::{Context, Device, DeviceBuffer, Error, Module, Stream};
+use cuda_sys::{
+    CUDA_KERNEL_NODE_PARAMS, CUDA_MEMSET_NODE_PARAMS, CUcontext, CUdeviceptr, CUfunction, CUgraph,
+    CUgraphEdgeData, CUgraphExec, CUgraphNode, CUjit_option, CUlaunchConfig, CUmodule, CUresult,
+    CUstream, CUstreamCaptureMode, CUstreamCaptureStatus,
+};
+
+/// The mock's one kernel: `axpb(ptr: u64, n: u32, a: f32)`.
+const AXPB: usize = 0xF1;
+
+/// What a node does, as the mock keeps it.
+#[derive(Clone, Debug, PartialEq)]
+enum Node {
+    Kernel { grid: u32, ptr: u64, n: u32, a: f32 },
+    Memset { dst: u64, value: u32, count: usize },
+}
+
+impl Node {
+    fn describe(&self) -> String {
+        match self {
+            Node::Kernel { grid, ptr, n, a } => format!("axpb<{grid}>({ptr:#x}, {n}, {a})"),
+            Node::Memset { dst, value, count } => format!("memset32({dst:#x}, {value}, {count})"),
+        }
+    }
+}
+
+static NODES: Mutex<BTreeMap<usize, Node>> = Mutex::new(BTreeMap::new());
+/// Graphs: their nodes in order, and whether their capture was invalidated.
+static GRAPHS: Mutex<BTreeMap<usize, (Vec<usize>, bool)>> = Mutex::new(BTreeMap::new());
+/// Executable graphs: (source node, the node's values in this executable).
+static EXECS: Mutex<BTreeMap<usize, Vec<(usize, Node)>>> = Mutex::new(BTreeMap::new());
+static CAPTURES: Mutex<BTreeMap<usize, usize>> = Mutex::new(BTreeMap::new());
+
+thread_local! {
+    /// The capture dependency `cuStreamGetCaptureInfo` hands out (read at once).
+    static DEP: Cell<CUgraphNode> = const { Cell::new(std::ptr::null_mut()) };
+}
+
+fn handle<T>() -> *mut T {
+    next()
+}
+
+/// Adds `node` to the capture of `s`, if it is capturing; whether it was.
+fn captured(s: CUstream, node: Node) -> bool {
+    let Some(&g) = lock(&CAPTURES).get(&s.addr()) else {
+        return false;
+    };
+    let h: *mut c_void = handle();
+    lock(&NODES).insert(h.addr(), node);
+    if let Some(graph) = lock(&GRAPHS).get_mut(&g) {
+        graph.0.push(h.addr());
+    }
+    true
+}
+
+/// The kernel node `f` with `params` (the pointers `kernelParams` holds) would be.
+fn kernel_node(f: CUfunction, grid: u32, params: *mut *mut c_void) -> Option<Node> {
+    if f.addr() != AXPB || params.is_null() {
+        return None;
+    }
+    // SAFETY: `kernelParams` of `axpb(u64, u32, f32)`: three pointers to values.
+    unsafe {
+        Some(Node::Kernel {
+            grid,
+            ptr: (*params).cast::<u64>().read_unaligned(),
+            n: (*params.add(1)).cast::<u32>().read_unaligned(),
+            a: (*params.add(2)).cast::<f32>().read_unaligned(),
+        })
+    }
+}
+
+unsafe extern "C" fn cu_ctx_synchronize() -> CUresult {
+    log("cuCtxSynchronize".into());
+    OK
+}
+unsafe extern "C" fn cu_stream_sync(_: CUstream) -> CUresult {
+    OK
+}
+unsafe extern "C" fn cu_stream_is_capturing(
+    s: CUstream,
+    st: *mut CUstreamCaptureStatus,
+) -> CUresult {
+    let capturing = lock(&CAPTURES).contains_key(&s.addr());
+    unsafe {
+        *st = if capturing {
+            CUstreamCaptureStatus::CU_STREAM_CAPTURE_STATUS_ACTIVE
+        } else {
+            CUstreamCaptureStatus::CU_STREAM_CAPTURE_STATUS_NONE
+        }
+    };
+    OK
+}
+unsafe extern "C" fn cu_stream_begin_capture(s: CUstream, _: CUstreamCaptureMode) -> CUresult {
+    log("cuStreamBeginCapture".into());
+    let g: *mut c_void = handle();
+    lock(&GRAPHS).insert(g.addr(), (Vec::new(), false));
+    lock(&CAPTURES).insert(s.addr(), g.addr());
+    OK
+}
+unsafe extern "C" fn cu_stream_end_capture(s: CUstream, graph: *mut CUgraph) -> CUresult {
+    let Some(g) = lock(&CAPTURES).remove(&s.addr()) else {
+        return CUresult::CUDA_ERROR_ILLEGAL_STATE;
+    };
+    let invalidated = lock(&GRAPHS).get(&g).is_some_and(|g| g.1);
+    log(format!(
+        "cuStreamEndCapture{}",
+        if invalidated { " (invalidated)" } else { "" }
+    ));
+    if invalidated {
+        lock(&GRAPHS).remove(&g);
+        return CUresult::CUDA_ERROR_STREAM_CAPTURE_INVALIDATED;
+    }
+    unsafe { *graph = std::ptr::without_provenance_mut(g) };
+    OK
+}
+unsafe extern "C" fn cu_stream_get_capture_info(
+    s: CUstream,
+    status: *mut CUstreamCaptureStatus,
+    id: *mut u64,
+    graph: *mut CUgraph,
+    deps: *mut *const CUgraphNode,
+    edges: *mut *const CUgraphEdgeData,
+    n: *mut usize,
+) -> CUresult {
+    let g = lock(&CAPTURES).get(&s.addr()).copied();
+    let last = g.and_then(|g| lock(&GRAPHS).get(&g).and_then(|g| g.0.last().copied()));
+    unsafe {
+        if !status.is_null() {
+            *status = if g.is_some() {
+                CUstreamCaptureStatus::CU_STREAM_CAPTURE_STATUS_ACTIVE
+            } else {
+                CUstreamCaptureStatus::CU_STREAM_CAPTURE_STATUS_NONE
+            };
+        }
+        if !id.is_null() {
+            *id = g.unwrap_or(0) as u64;
+        }
+        if !graph.is_null() {
+            *graph = std::ptr::without_provenance_mut(g.unwrap_or(0));
+        }
+        if !edges.is_null() {
+            *edges = std::ptr::null();
+        }
+        if !deps.is_null() {
+            *deps = match last {
+                Some(node) => {
+                    DEP.with(|d| d.set(std::ptr::without_provenance_mut(node)));
+                    DEP.with(|d| d.as_ptr().cast_const())
+                }
+                None => std::ptr::null(),
+            };
+        }
+        if !n.is_null() {
+            *n = usize::from(last.is_some());
+        }
+    }
+    OK
+}
+unsafe extern "C" fn cu_launch_kernel_ex(
+    cfg: *const CUlaunchConfig,
+    f: CUfunction,
+    params: *mut *mut c_void,
+    _extra: *mut *mut c_void,
+) -> CUresult {
+    let cfg = unsafe { &*cfg };
+    let s = cfg.hStream;
+    if cfg.gridDimX == 0 {
+        // The driver refuses it, and a capture it was made in is invalidated.
+        if let Some(&g) = lock(&CAPTURES).get(&s.addr())
+            && let Some(graph) = lock(&GRAPHS).get_mut(&g)
+        {
+            graph.1 = true;
+        }
+        return CUresult::CUDA_ERROR_INVALID_VALUE;
+    }
+    let Some(node) = kernel_node(f, cfg.gridDimX, params) else {
+        return CUresult::CUDA_ERROR_INVALID_HANDLE;
+    };
+    if !captured(s, node.clone()) {
+        log(format!("run {}", node.describe()));
+    }
+    OK
+}
+unsafe extern "C" fn cu_memset_d32_async(
+    p: CUdeviceptr,
+    v: c_uint,
+    n: usize,
+    s: CUstream,
+) -> CUresult {
+    let node = Node::Memset {
+        dst: p,
+        value: v,
+        count: n,
+    };
+    if !captured(s, node.clone()) {
+        log(format!("run {}", node.describe()));
+    }
+    OK
+}
+unsafe extern "C" fn cu_graph_instantiate(
+    e: *mut CUgraphExec,
+    g: CUgraph,
+    _flags: u64,
+) -> CUresult {
+    let Some((nodes, _)) = lock(&GRAPHS).get(&g.addr()).cloned() else {
+        return CUresult::CUDA_ERROR_INVALID_VALUE;
+    };
+    let table = lock(&NODES);
+    let copy = nodes.iter().map(|n| (*n, table[n].clone())).collect();
+    let h: *mut c_void = handle();
+    lock(&EXECS).insert(h.addr(), copy);
+    log(format!("cuGraphInstantiate ({} nodes)", nodes.len()));
+    unsafe { *e = h.cast() };
+    OK
+}
+unsafe extern "C" fn cu_graph_destroy(g: CUgraph) -> CUresult {
+    match lock(&GRAPHS).remove(&g.addr()) {
+        Some(_) => OK,
+        None => CUresult::CUDA_ERROR_INVALID_VALUE,
+    }
+}
+unsafe extern "C" fn cu_graph_exec_destroy(e: CUgraphExec) -> CUresult {
+    match lock(&EXECS).remove(&e.addr()) {
+        Some(nodes) => {
+            log(format!("cuGraphExecDestroy ({} nodes)", nodes.len()));
+            OK
+        }
+        None => CUresult::CUDA_ERROR_INVALID_VALUE,
+    }
+}
+unsafe extern "C" fn cu_graph_launch(e: CUgraphExec, _s: CUstream) -> CUresult {
+    let execs = lock(&EXECS);
+    let Some(nodes) = execs.get(&e.addr()) else {
+        return CUresult::CUDA_ERROR_INVALID_VALUE;
+    };
+    let run: Vec<String> = nodes.iter().map(|(_, n)| n.describe()).collect();
+    log(format!("cuGraphLaunch [{}]", run.join(", ")));
+    OK
+}
+/// Sets the values of `node` (a node of the source graph) in executable `e`.
+fn set_node(e: CUgraphExec, node: CUgraphNode, value: Node) -> CUresult {
+    let mut execs = lock(&EXECS);
+    let Some(nodes) = execs.get_mut(&e.addr()) else {
+        return CUresult::CUDA_ERROR_INVALID_VALUE;
+    };
+    let count = nodes.len();
+    let Some(slot) = nodes.iter_mut().find(|(n, _)| *n == node.addr()) else {
+        return CUresult::CUDA_ERROR_INVALID_VALUE;
+    };
+    if std::mem::discriminant(&slot.1) != std::mem::discriminant(&value) {
+        return CUresult::CUDA_ERROR_INVALID_VALUE;
+    }
+    log(format!(
+        "set ({count} nodes) {} -> {}",
+        slot.1.describe(),
+        value.describe()
+    ));
+    slot.1 = value;
+    OK
+}
+unsafe extern "C" fn cu_exec_kernel_set(
+    e: CUgraphExec,
+    node: CUgraphNode,
+    p: *const CUDA_KERNEL_NODE_PARAMS,
+) -> CUresult {
+    let p = unsafe { &*p };
+    match kernel_node(p.func, p.gridDimX, p.kernelParams) {
+        Some(value) => set_node(e, node, value),
+        None => CUresult::CUDA_ERROR_INVALID_VALUE,
+    }
+}
+unsafe extern "C" fn cu_exec_memset_set(
+    e: CUgraphExec,
+    node: CUgraphNode,
+    p: *const CUDA_MEMSET_NODE_PARAMS,
+    _ctx: CUcontext,
+) -> CUresult {
+    let p = unsafe { &*p };
+    if p.elementSize != 4 {
+        return CUresult::CUDA_ERROR_INVALID_VALUE;
+    }
+    let value = Node::Memset {
+        dst: p.dst,
+        value: p.value,
+        count: p.width,
+    };
+    set_node(e, node, value)
+}
+unsafe extern "C" fn cu_mem_alloc(p: *mut CUdeviceptr, bytes: usize) -> CUresult {
+    unsafe { *p = next::<c_void>().addr() as u64 };
+    let _ = bytes;
+    OK
+}
+unsafe extern "C" fn cu_mem_free(_: CUdeviceptr) -> CUresult {
+    OK
+}
+unsafe extern "C" fn cu_module_load_data_ex(
+    m: *mut CUmodule,
+    _image: *const c_void,
+    _n: c_uint,
+    _options: *mut CUjit_option,
+    _values: *mut *mut c_void,
+) -> CUresult {
+    unsafe { *m = handle() };
+    OK
+}
+unsafe extern "C" fn cu_module_unload(_: CUmodule) -> CUresult {
+    OK
+}
+unsafe extern "C" fn cu_module_get_function(
+    f: *mut CUfunction,
+    _m: CUmodule,
+    name: *const c_char,
+) -> CUresult {
+    if unsafe { CStr::from_ptr(name) }.to_bytes() != b"axpb" {
+        return CUresult::CUDA_ERROR_NOT_FOUND;
+    }
+    unsafe { *f = std::ptr::without_provenance_mut(AXPB) };
+    OK
+}
+
+fn mock_entry(name: &str) -> *mut c_void {
+    macro_rules! entries {
+        ($($c:literal => $f:expr),* $(,)?) => {
+            match name {
+                $($c => $f as *mut c_void,)*
+                _ => std::ptr::null_mut(),
+            }
+        };
+    }
+    entries! {
+        "cuCtxSynchronize" => cu_ctx_synchronize as unsafe extern "C" fn() -> _,
+        "cuStreamSynchronize" => cu_stream_sync as unsafe extern "C" fn(_) -> _,
+        "cuStreamIsCapturing" => cu_stream_is_capturing as unsafe extern "C" fn(_, _) -> _,
+        "cuStreamBeginCapture" => cu_stream_begin_capture as unsafe extern "C" fn(_, _) -> _,
+        "cuStreamEndCapture" => cu_stream_end_capture as unsafe extern "C" fn(_, _) -> _,
+        "cuStreamGetCaptureInfo" =>
+            cu_stream_get_capture_info as unsafe extern "C" fn(_, _, _, _, _, _, _) -> _,
+        "cuLaunchKernelEx" => cu_launch_kernel_ex as unsafe extern "C" fn(_, _, _, _) -> _,
+        "cuMemsetD32Async" => cu_memset_d32_async as unsafe extern "C" fn(_, _, _, _) -> _,
+        "cuGraphInstantiate" => cu_graph_instantiate as unsafe extern "C" fn(_, _, _) -> _,
+        "cuGraphDestroy" => cu_graph_destroy as unsafe extern "C" fn(_) -> _,
+        "cuGraphExecDestroy" => cu_graph_exec_destroy as unsafe extern "C" fn(_) -> _,
+        "cuGraphLaunch" => cu_graph_launch as unsafe extern "C" fn(_, _) -> _,
+        "cuGraphExecKernelNodeSetParams" => cu_exec_kernel_set as unsafe extern "C" fn(_, _, _) -> _,
+        "cuGraphExecMemsetNodeSetParams" =>
+            cu_exec_memset_set as unsafe extern "C" fn(_, _, _, _) -> _,
+        "cuMemAlloc" => cu_mem_alloc as unsafe extern "C" fn(_, _) -> _,
+        "cuMemFree" => cu_mem_free as unsafe extern "C" fn(_) -> _,
+        "cuModuleLoadDataEx" => cu_module_load_data_ex as unsafe extern "C" fn(_, _, _, _, _) -> _,
+        "cuModuleUnload" => cu_module_unload as unsafe extern "C" fn(_) -> _,
+        "cuModuleGetFunction" => cu_module_get_function as unsafe extern "C" fn(_, _, _) -> _,
+    }
+}
+
+/// One execution: `memset32(a, fill)`, then `axpb` on `a` with each of `coeffs`.
+fn execute<'a>(
+    region: &mut Region<'a>,
+    stream: &mut Stream,
+    f: &'a cuda_core::Function,
+    a: &'a DeviceBuffer<u32>,
+    fill: u32,
+    coeffs: &[f32],
+    grid: u32,
+) -> cuda_core::Result<()> {
+    region.run(stream, |r| {
+        r.memset_d32(a, fill)?;
+        for &k in coeffs {
+            let cfg = LaunchConfig::new(grid, 128);
+            // SAFETY: the mock runs nothing; `a` is a live buffer of 1024 words.
+            unsafe { r.launch(f, &cfg, &(a.as_raw(), 1024u32, k))? };
+        }
+        Ok(())
+    })
+}
+
+#[test]
+fn regions_against_a_mock_driver() {
+    install(mock_entry);
+    let ctx = Context::primary(Device::get(0).unwrap()).unwrap();
+    let module = Module::from_ptx(&ctx, ".version 8.0\n.target sm_90\n").unwrap();
+    let f = module.function("axpb").unwrap();
+    let a = DeviceBuffer::<u32>::new(&ctx, 1024).unwrap();
+    let pa = a.as_raw();
+    let mut stream = Stream::non_blocking(&ctx).unwrap();
+    let mut region = Region::with_capacity(&ctx, 2).unwrap();
+    let k = |a: f32| format!("axpb<4>({pa:#x}, 1024, {a})");
+    let m = |v: u32| format!("memset32({pa:#x}, {v}, 1024)");
+    take_log();
+
+    // The first execution: captured, instantiated, launched.
+    execute(&mut region, &mut stream, &f, &a, 7, &[1.0, 2.0], 4).unwrap();
+    assert_eq!(
+        take_log(),
+        [
+            "cuStreamBeginCapture".to_string(),
+            "cuStreamEndCapture".to_string(),
+            "cuGraphInstantiate (3 nodes)".to_string(),
+            format!("cuGraphLaunch [{}, {}, {}]", m(7), k(1.0), k(2.0)),
+        ]
+    );
+
+    // One argument changed: exactly that node is set, then the cached graph launched.
+    execute(&mut region, &mut stream, &f, &a, 7, &[1.0, 3.0], 4).unwrap();
+    assert_eq!(
+        take_log(),
+        [
+            format!("set (3 nodes) {} -> {}", k(2.0), k(3.0)),
+            format!("cuGraphLaunch [{}, {}, {}]", m(7), k(1.0), k(3.0)),
+        ]
+    );
+    // The memset's value changed: its node is set.
+    execute(&mut region, &mut stream, &f, &a, 9, &[1.0, 3.0], 4).unwrap();
+    assert_eq!(
+        take_log(),
+        [
+            format!("set (3 nodes) {} -> {}", m(7), m(9)),
+            format!("cuGraphLaunch [{}, {}, {}]", m(9), k(1.0), k(3.0)),
+        ]
+    );
+    // Nothing changed: a launch and nothing else.
+    execute(&mut region, &mut stream, &f, &a, 9, &[1.0, 3.0], 4).unwrap();
+    assert_eq!(
+        take_log(),
+        [format!("cuGraphLaunch [{}, {}, {}]", m(9), k(1.0), k(3.0))]
+    );
+
+    // A new structure (three kernels): captured; the cache holds both.
+    execute(&mut region, &mut stream, &f, &a, 9, &[1.0, 3.0, 5.0], 4).unwrap();
+    let log = take_log();
+    assert_eq!(log[0], "cuStreamBeginCapture");
+    assert_eq!(log[2], "cuGraphInstantiate (4 nodes)");
+    assert_eq!(region.cached(), 2);
+    // Back to the two-kernel structure. The recording follows the graph launched last
+    // (three kernels) and sets its changed node as it goes; at the end it has one
+    // operation fewer, so the two-kernel graph is found in the cache, its changed node
+    // set, and it is launched.
+    execute(&mut region, &mut stream, &f, &a, 9, &[4.0, 3.0], 4).unwrap();
+    assert_eq!(
+        take_log(),
+        [
+            format!("set (4 nodes) {} -> {}", k(1.0), k(4.0)),
+            format!("set (3 nodes) {} -> {}", k(1.0), k(4.0)),
+            format!("cuGraphLaunch [{}, {}, {}]", m(9), k(4.0), k(3.0)),
+        ]
+    );
+
+    // A third structure beyond the capacity of 2: the least recently launched (the
+    // three-kernel graph) is evicted, after waiting for the context's work.
+    execute(&mut region, &mut stream, &f, &a, 9, &[1.0], 4).unwrap();
+    let log = take_log();
+    // Followed the two-kernel graph (its first kernel set speculatively), diverged,
+    // captured, and made room by evicting the three-kernel graph.
+    assert_eq!(log[0], format!("set (3 nodes) {} -> {}", k(4.0), k(1.0)));
+    assert_eq!(log[1], "cuStreamBeginCapture");
+    let synced = log.iter().position(|l| l == "cuCtxSynchronize");
+    let destroyed = log.iter().position(|l| l == "cuGraphExecDestroy (4 nodes)");
+    assert!(
+        synced.is_some() && destroyed.is_some() && synced < destroyed,
+        "the evicted graph is destroyed after the context's work: {log:?}"
+    );
+    assert_eq!(
+        log.last(),
+        Some(&format!("cuGraphLaunch [{}, {}]", m(9), k(1.0)))
+    );
+    assert_eq!(region.cached(), 2);
+    let stats = region.stats();
+    assert_eq!(
+        (
+            stats.executions,
+            stats.captures,
+            stats.replays,
+            stats.evictions
+        ),
+        (7, 3, 4, 1)
+    );
+    assert_eq!(stats.updated_nodes, 5);
+
+    // An execution the driver refuses at capture (a grid of 0 blocks): the driver's
+    // error, naming the call; nothing of it runs, and the region goes on as before.
+    let e = execute(&mut region, &mut stream, &f, &a, 9, &[1.0, 2.0, 3.0], 0).unwrap_err();
+    assert!(
+        matches!(e, Error::Driver { code, call: "cuLaunchKernelEx", .. }
+            if code == CUresult::CUDA_ERROR_INVALID_VALUE),
+        "{e:?}"
+    );
+    let log = take_log();
+    assert!(
+        !log.iter().any(|l| l.starts_with("cuGraphLaunch")),
+        "{log:?}"
+    );
+    assert!(!lock(&CAPTURES).contains_key(&stream.as_raw().addr()));
+    assert_eq!(region.cached(), 2);
+    execute(&mut region, &mut stream, &f, &a, 9, &[1.0], 4).unwrap();
+    assert_eq!(
+        take_log(),
+        [format!("cuGraphLaunch [{}, {}]", m(9), k(1.0))]
+    );
+}
