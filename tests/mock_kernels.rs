@@ -22,9 +22,7 @@ use cuda_core::kernel::{
 };
 use cuda_core::launch::LaunchConfig;
 use cuda_core::{Context, Device, DeviceBuffer, Error, Event, EventFlags, Stream};
-use cuda_sys::{
-    CUdeviceptr, CUevent, CUfunction, CUjit_option, CUlaunchConfig, CUmodule, CUresult, CUstream,
-};
+use cuda_sys::{CUdeviceptr, CUevent, CUfunction, CUlaunchConfig, CUmodule, CUresult, CUstream};
 
 cuda_core::kernel! {
     /// `out[i] = a[i] * k` (the body is the device half's; the host sees the handle).
@@ -48,10 +46,6 @@ const FOLLOW: usize = 0xF2;
 static FAILING: AtomicUsize = AtomicUsize::new(0);
 static DEVICE: Mutex<BTreeMap<u64, usize>> = Mutex::new(BTreeMap::new());
 
-unsafe extern "C" fn cu_ctx_synchronize() -> CUresult {
-    log("cuCtxSynchronize".into());
-    OK
-}
 unsafe extern "C" fn cu_stream_sync(s: CUstream) -> CUresult {
     log(format!("sync {:#x}", s.addr()));
     if s.addr() == FAILING.load(Ordering::Relaxed) {
@@ -85,19 +79,6 @@ unsafe extern "C" fn cu_mem_free(p: CUdeviceptr) -> CUresult {
         Some(_) => OK,
         None => CUresult::CUDA_ERROR_INVALID_VALUE,
     }
-}
-unsafe extern "C" fn cu_module_load_data_ex(
-    m: *mut CUmodule,
-    _image: *const c_void,
-    _n: c_uint,
-    _options: *mut CUjit_option,
-    _values: *mut *mut c_void,
-) -> CUresult {
-    unsafe { *m = next() };
-    OK
-}
-unsafe extern "C" fn cu_module_unload(_: CUmodule) -> CUresult {
-    OK
 }
 unsafe extern "C" fn cu_module_get_function(
     f: *mut CUfunction,
@@ -199,15 +180,12 @@ fn mock_entry(name: &str) -> *mut c_void {
         };
     }
     entries! {
-        "cuCtxSynchronize" => cu_ctx_synchronize as unsafe extern "C" fn() -> _,
         "cuStreamSynchronize" => cu_stream_sync as unsafe extern "C" fn(_) -> _,
         "cuStreamIsCapturing" => cu_stream_is_capturing as unsafe extern "C" fn(_, _) -> _,
         "cuEventRecord" => cu_event_record as unsafe extern "C" fn(_, _) -> _,
         "cuStreamWaitEvent" => cu_stream_wait_event as unsafe extern "C" fn(_, _, _) -> _,
         "cuMemAlloc" => cu_mem_alloc as unsafe extern "C" fn(_, _) -> _,
         "cuMemFree" => cu_mem_free as unsafe extern "C" fn(_) -> _,
-        "cuModuleLoadDataEx" => cu_module_load_data_ex as unsafe extern "C" fn(_, _, _, _, _) -> _,
-        "cuModuleUnload" => cu_module_unload as unsafe extern "C" fn(_) -> _,
         "cuModuleGetFunction" => cu_module_get_function as unsafe extern "C" fn(_, _, _) -> _,
         "cuFuncGetParamInfo" => cu_func_get_param_info as unsafe extern "C" fn(_, _, _, _) -> _,
         "cuLaunchKernel" =>

@@ -63,10 +63,6 @@ unsafe extern "C" fn cu_device_get_attribute(
     unsafe { *v = on };
     OK
 }
-unsafe extern "C" fn cu_ctx_synchronize() -> CUresult {
-    log("cuCtxSynchronize".into());
-    OK
-}
 unsafe extern "C" fn cu_stream_sync(_: CUstream) -> CUresult {
     OK
 }
@@ -299,7 +295,6 @@ fn mock_entry(name: &str) -> *mut c_void {
     entries! {
         "cuDeviceGetCount" => cu_device_get_count as unsafe extern "C" fn(_) -> _,
         "cuDeviceGetAttribute" => cu_device_get_attribute as unsafe extern "C" fn(_, _, _) -> _,
-        "cuCtxSynchronize" => cu_ctx_synchronize as unsafe extern "C" fn() -> _,
         "cuStreamSynchronize" => cu_stream_sync as unsafe extern "C" fn(_) -> _,
         "cuStreamIsCapturing" => cu_stream_is_capturing as unsafe extern "C" fn(_, _) -> _,
         "cuMemAlloc" => cu_mem_alloc as unsafe extern "C" fn(_, _) -> _,

@@ -25,8 +25,8 @@ use cuda_core::launch::LaunchConfig;
 use cuda_core::{Context, Device, DeviceBuffer, Error, Module, Stream};
 use cuda_sys::{
     CUDA_KERNEL_NODE_PARAMS, CUDA_MEMSET_NODE_PARAMS, CUcontext, CUdeviceptr, CUfunction, CUgraph,
-    CUgraphEdgeData, CUgraphExec, CUgraphNode, CUjit_option, CUlaunchConfig, CUmodule, CUresult,
-    CUstream, CUstreamCaptureMode, CUstreamCaptureStatus,
+    CUgraphEdgeData, CUgraphExec, CUgraphNode, CUlaunchConfig, CUmodule, CUresult, CUstream,
+    CUstreamCaptureMode, CUstreamCaptureStatus,
 };
 
 /// The mock's one kernel: `axpb(ptr: u64, n: u32, a: f32)`.
@@ -93,10 +93,6 @@ fn kernel_node(f: CUfunction, grid: u32, params: *mut *mut c_void) -> Option<Nod
     }
 }
 
-unsafe extern "C" fn cu_ctx_synchronize() -> CUresult {
-    log("cuCtxSynchronize".into());
-    OK
-}
 unsafe extern "C" fn cu_stream_sync(_: CUstream) -> CUresult {
     OK
 }
@@ -318,19 +314,6 @@ unsafe extern "C" fn cu_mem_alloc(p: *mut CUdeviceptr, bytes: usize) -> CUresult
 unsafe extern "C" fn cu_mem_free(_: CUdeviceptr) -> CUresult {
     OK
 }
-unsafe extern "C" fn cu_module_load_data_ex(
-    m: *mut CUmodule,
-    _image: *const c_void,
-    _n: c_uint,
-    _options: *mut CUjit_option,
-    _values: *mut *mut c_void,
-) -> CUresult {
-    unsafe { *m = handle() };
-    OK
-}
-unsafe extern "C" fn cu_module_unload(_: CUmodule) -> CUresult {
-    OK
-}
 unsafe extern "C" fn cu_module_get_function(
     f: *mut CUfunction,
     _m: CUmodule,
@@ -353,7 +336,6 @@ fn mock_entry(name: &str) -> *mut c_void {
         };
     }
     entries! {
-        "cuCtxSynchronize" => cu_ctx_synchronize as unsafe extern "C" fn() -> _,
         "cuStreamSynchronize" => cu_stream_sync as unsafe extern "C" fn(_) -> _,
         "cuStreamIsCapturing" => cu_stream_is_capturing as unsafe extern "C" fn(_, _) -> _,
         "cuStreamBeginCapture" => cu_stream_begin_capture as unsafe extern "C" fn(_, _) -> _,
@@ -371,8 +353,6 @@ fn mock_entry(name: &str) -> *mut c_void {
             cu_exec_memset_set as unsafe extern "C" fn(_, _, _, _) -> _,
         "cuMemAlloc" => cu_mem_alloc as unsafe extern "C" fn(_, _) -> _,
         "cuMemFree" => cu_mem_free as unsafe extern "C" fn(_) -> _,
-        "cuModuleLoadDataEx" => cu_module_load_data_ex as unsafe extern "C" fn(_, _, _, _, _) -> _,
-        "cuModuleUnload" => cu_module_unload as unsafe extern "C" fn(_) -> _,
         "cuModuleGetFunction" => cu_module_get_function as unsafe extern "C" fn(_, _, _) -> _,
     }
 }

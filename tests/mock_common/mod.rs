@@ -1,6 +1,7 @@
 //! What the single-context mock drivers of `mock_memory`, `mock_green` and `mock_kernels`
 //! share: one device (ordinal 0) and its primary context (`CTX`), the calling thread's
-//! current context, streams and events as fresh handles, a log of driver calls, and the
+//! current context, streams, events and modules as fresh handles, `cuCtxSynchronize` logged,
+//! a log of driver calls, and the
 //! installation of a table that serves a suite's own entries first and these after.
 //!
 //! Each suite compiles its own copy (`mod mock_common;`), so the statics are per suite.
@@ -11,7 +12,9 @@ use std::ffi::{c_int, c_uint, c_void};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Mutex, MutexGuard};
 
-use cuda_sys::{CUcontext, CUdevice, CUevent, CUresult, CUstream, DriverApi, Library};
+use cuda_sys::{
+    CUcontext, CUdevice, CUevent, CUjit_option, CUmodule, CUresult, CUstream, DriverApi, Library,
+};
 
 /// `CUDA_SUCCESS`.
 pub const OK: CUresult = CUresult::CUDA_SUCCESS;
@@ -98,6 +101,26 @@ pub unsafe extern "C" fn cu_event_destroy(_: CUevent) -> CUresult {
     OK
 }
 
+/// Logs `cuCtxSynchronize` (a free or a scope waiting for the context shows in the log).
+pub unsafe extern "C" fn cu_ctx_synchronize() -> CUresult {
+    log("cuCtxSynchronize".into());
+    OK
+}
+/// A module of any image: a fresh handle (the suites serve their own functions).
+pub unsafe extern "C" fn cu_module_load_data_ex(
+    m: *mut CUmodule,
+    _image: *const c_void,
+    _n: c_uint,
+    _options: *mut CUjit_option,
+    _values: *mut *mut c_void,
+) -> CUresult {
+    unsafe { *m = next() };
+    OK
+}
+pub unsafe extern "C" fn cu_module_unload(_: CUmodule) -> CUresult {
+    OK
+}
+
 /// The shared entries by name (null for the others).
 fn common_entry(name: &str) -> *mut c_void {
     macro_rules! entries {
@@ -121,6 +144,9 @@ fn common_entry(name: &str) -> *mut c_void {
         "cuStreamDestroy" => cu_stream_destroy as unsafe extern "C" fn(_) -> _,
         "cuEventCreate" => cu_event_create as unsafe extern "C" fn(_, _) -> _,
         "cuEventDestroy" => cu_event_destroy as unsafe extern "C" fn(_) -> _,
+        "cuCtxSynchronize" => cu_ctx_synchronize as unsafe extern "C" fn() -> _,
+        "cuModuleLoadDataEx" => cu_module_load_data_ex as unsafe extern "C" fn(_, _, _, _, _) -> _,
+        "cuModuleUnload" => cu_module_unload as unsafe extern "C" fn(_) -> _,
     }
 }
 
