@@ -206,40 +206,14 @@ pub fn generate(includes: &[PathBuf], release: &str) -> R<Vec<(String, String)>>
     );
     let header = header.as_str();
     let include = &includes[0];
-    let wrapper = "#include <cuda.h>\n#include <cudaTypedefs.h>\n#include <cuda_runtime_api.h>\n";
-    let bindings = bindgen::Builder::default()
-        .header_contents("cuda_sys_wrapper.h", wrapper)
-        .clang_args(includes.iter().map(|i| format!("-I{}", i.display())))
-        .rust_target(bindgen::RustTarget::stable(85, 0).map_err(|e| format!("{e:?}"))?)
-        .rust_edition(bindgen::RustEdition::Edition2024)
-        .use_core()
-        .ctypes_prefix("::core::ffi")
-        .allowlist_function("cu.*")
-        .allowlist_type("(CU|cu|PFN_cu|cuda|CUDA|dim3).*")
-        .allowlist_var("(CU|cu|CUDA|cuda).*")
-        .default_enum_style(bindgen::EnumVariation::NewType {
-            is_bitfield: false,
-            is_global: false,
-        })
-        .prepend_enum_name(false)
-        .must_use_type("cudaError_enum")
-        .must_use_type("cudaError")
-        // Result codes print their names (hand-written `Debug` in cuda-sys/src/result.rs).
-        .no_debug("cudaError_enum")
-        .no_debug("cudaError")
-        .derive_default(true)
-        .derive_eq(true)
-        .derive_hash(true)
-        .layout_tests(true)
-        .generate_comments(true)
-        .merge_extern_blocks(true)
-        .generate()
-        .map_err(|e| format!("bindgen failed: {e}"))?;
-    let mut file: syn::File = syn::parse_str(&bindings.to_string())?;
+    let mut file = bindings(includes, Abi::Unix)?;
+    let mut windows = bindings(includes, Abi::Windows)?;
 
     let driver_docs = result_docs(&file, "cudaError_enum");
     let runtime_docs = result_docs(&file, "cudaError");
     StripDocs.visit_file_mut(&mut file);
+    StripDocs.visit_file_mut(&mut windows);
+    let split = merge_windows_layouts(&mut file, &windows)?;
 
     let mut protos = Vec::new();
     file.items.retain(|item| match item {
@@ -267,6 +241,14 @@ pub fn generate(includes: &[PathBuf], release: &str) -> R<Vec<(String, String)>>
         .into());
     }
 
+    println!(
+        "  Windows (x86_64-pc-windows-msvc): same declarations; layout tests per ABI for {}",
+        if split.is_empty() {
+            "none".to_string()
+        } else {
+            split.join(", ")
+        }
+    );
     let types = format!("{header}\n{}", prettyplease::unparse(&file));
     let pinned = release == toolkit::HEADERS.release;
     let (driver, pfn_check) = driver_table(&protos, &pfns, &cuda_h, header, pinned)?;
@@ -283,6 +265,197 @@ pub fn generate(includes: &[PathBuf], release: &str) -> R<Vec<(String, String)>>
         ("runtime_fns.rs".into(), runtime),
         ("results.rs".into(), results),
     ])
+}
+
+/// The C ABI a bindgen pass lays the types out for.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Abi {
+    /// x86_64/aarch64 Linux (LP64: `long` is 64-bit), the host's target.
+    Unix,
+    /// `x86_64-pc-windows-msvc` (LLP64: `long` is 32-bit, C enums are `int`).
+    Windows,
+}
+
+/// One bindgen pass over the headers, for `abi`.
+fn bindings(includes: &[PathBuf], abi: Abi) -> R<syn::File> {
+    let wrapper = "#include <cuda.h>\n#include <cudaTypedefs.h>\n#include <cuda_runtime_api.h>\n";
+    let mut args: Vec<String> = includes
+        .iter()
+        .map(|i| format!("-I{}", i.display()))
+        .collect();
+    if abi == Abi::Windows {
+        args.push("--target=x86_64-pc-windows-msvc".into());
+        args.push(format!("-I{}", msvc_stub_headers()?.display()));
+    }
+    let bindings = bindgen::Builder::default()
+        .header_contents("cuda_sys_wrapper.h", wrapper)
+        .clang_args(args)
+        .rust_target(bindgen::RustTarget::stable(85, 0).map_err(|e| format!("{e:?}"))?)
+        .rust_edition(bindgen::RustEdition::Edition2024)
+        .use_core()
+        .ctypes_prefix("::core::ffi")
+        .allowlist_function("cu.*")
+        .allowlist_type("(CU|cu|PFN_cu|cuda|CUDA|dim3).*")
+        .allowlist_var("(CU|cu|CUDA|cuda).*")
+        .default_enum_style(bindgen::EnumVariation::NewType {
+            is_bitfield: false,
+            is_global: false,
+        })
+        .prepend_enum_name(false)
+        .must_use_type("cudaError_enum")
+        .must_use_type("cudaError")
+        // Result codes print their names (hand-written `Debug` in cuda-sys/src/result.rs).
+        .no_debug("cudaError_enum")
+        .no_debug("cudaError")
+        .derive_default(true)
+        .derive_eq(true)
+        .derive_hash(true)
+        .layout_tests(true)
+        .generate_comments(true)
+        .merge_extern_blocks(true)
+        .generate()
+        .map_err(|e| format!("bindgen failed: {e}"))?;
+    Ok(syn::parse_str(&bindings.to_string())?)
+}
+
+/// Stand-ins for the C headers the CUDA headers include, written for the Windows pass:
+/// this machine has no MSVC SDK, and libclang finds no headers of its own for that
+/// target. The CUDA headers use only `size_t` (LLP64: 64-bit) from them.
+fn msvc_stub_headers() -> R<PathBuf> {
+    let dir = std::env::temp_dir().join("cudadrv-sys-msvc-stub-headers");
+    std::fs::create_dir_all(&dir)?;
+    let stub = "/* Stand-in for the MSVC C library header (cargo xtask bindgen). */\n";
+    let stddef = "/* Stand-in for the MSVC header (cargo xtask bindgen). */\n\
+                  #pragma once\n\
+                  typedef unsigned __int64 size_t;\n\
+                  typedef __int64 ptrdiff_t;\n\
+                  #define NULL ((void *)0)\n";
+    for (name, text) in [
+        ("stdlib.h", stub),
+        ("ctype.h", stub),
+        ("limits.h", stub),
+        ("stdint.h", stub),
+        ("stddef.h", stddef),
+    ] {
+        std::fs::write(dir.join(name), text)?;
+    }
+    Ok(dir)
+}
+
+/// The type a bindgen layout test (`const _: () = { ["Size of X"][..]; .. };`) checks.
+fn layout_test_of(item: &syn::Item) -> Option<String> {
+    let syn::Item::Const(c) = item else {
+        return None;
+    };
+    if c.ident != "_" {
+        return None;
+    }
+    let text = tokens(&c.expr);
+    let start = text.find("\"Size of ")? + "\"Size of ".len();
+    let len = text[start..].find('"')?;
+    Some(text[start..start + len].to_string())
+}
+
+/// A key for the other items, to pair the two passes' items.
+fn item_key(item: &syn::Item) -> String {
+    match item {
+        syn::Item::Struct(s) => format!("struct {}", s.ident),
+        syn::Item::Union(u) => format!("union {}", u.ident),
+        syn::Item::Type(t) => format!("type {}", t.ident),
+        syn::Item::Const(c) => format!("const {}", c.ident),
+        syn::Item::Impl(i) => format!(
+            "impl {} for {}",
+            i.trait_.as_ref().map_or(String::new(), |t| tokens(&t.1)),
+            tokens(&i.self_ty)
+        ),
+        other => tokens(other),
+    }
+}
+
+/// Makes the Unix pass's layout tests check the Windows layouts too: a type laid out
+/// differently there (`cudaPointerAttributes`, whose `long` fields are 32-bit on
+/// Windows) gets each ABI's test, under `cfg(windows)` and `cfg(not(windows))`.
+///
+/// The declarations stay the Unix pass's, one set for both: they spell the C types
+/// (`c_long`), which Rust lays out per target. Generation fails where a Windows
+/// declaration differs other than in the two ways that change no layout or call:
+/// - C enums are `int` on MSVC and `unsigned int` elsewhere: the enum newtypes keep
+///   `c_uint` (same size and alignment; every constant has the same value in both);
+/// - `cuuint32_t` / `cuuint64_t` are `unsigned __int32` / `unsigned __int64` on MSVC,
+///   which bindgen spells `c_uint` / `c_ulonglong` rather than `u32` / `u64`.
+fn merge_windows_layouts(unix: &mut syn::File, windows: &syn::File) -> R<Vec<String>> {
+    let mut win_tests: HashMap<String, String> = HashMap::new();
+    let mut win_items: HashMap<String, String> = HashMap::new();
+    for item in &windows.items {
+        match layout_test_of(item) {
+            Some(ty) => win_tests.insert(ty, tokens(item)),
+            None => win_items.insert(item_key(item), tokens(item)),
+        };
+    }
+    let same_abi = |unix: &str, windows: &str| {
+        let enum_sign = |t: &str| {
+            t.replace(
+                "(pub :: core :: ffi :: c_int) ;",
+                "(pub :: core :: ffi :: c_uint) ;",
+            )
+        };
+        let windows = enum_sign(windows)
+            .replace("cuuint32_t = :: core :: ffi :: c_uint", "cuuint32_t = u32")
+            .replace(
+                "cuuint64_t = :: core :: ffi :: c_ulonglong",
+                "cuuint64_t = u64",
+            );
+        enum_sign(unix) == windows
+    };
+    let mut differ = Vec::new();
+    for item in unix.items.iter().filter(|i| layout_test_of(i).is_none()) {
+        let key = item_key(item);
+        match win_items.remove(&key) {
+            Some(w) if same_abi(&tokens(item), &w) => {}
+            Some(_) => differ.push(format!("{key} (declared otherwise)")),
+            None => differ.push(format!("{key} (missing)")),
+        }
+    }
+    differ.extend(win_items.into_keys().map(|k| format!("{k} (Windows only)")));
+    let mut out = Vec::with_capacity(unix.items.len());
+    let mut split = Vec::new();
+    for item in unix.items.drain(..) {
+        let Some(ty) = layout_test_of(&item) else {
+            out.push(item);
+            continue;
+        };
+        match win_tests.remove(&ty) {
+            Some(w) if w == tokens(&item) => out.push(item),
+            Some(w) => {
+                let mut w: syn::Item = syn::parse_str(&w)?;
+                let mut u = item;
+                if let (syn::Item::Const(u), syn::Item::Const(w)) = (&mut u, &mut w) {
+                    u.attrs.push(syn::parse_quote!(#[cfg(not(windows))]));
+                    w.attrs.push(syn::parse_quote!(#[cfg(windows)]));
+                }
+                out.push(u);
+                out.push(w);
+                split.push(ty);
+            }
+            None => differ.push(format!("layout test of {ty} (missing)")),
+        }
+    }
+    differ.extend(
+        win_tests
+            .into_keys()
+            .map(|k| format!("layout test of {k} (Windows only)")),
+    );
+    if !differ.is_empty() {
+        differ.sort();
+        return Err(format!(
+            "the Windows (x86_64-pc-windows-msvc) bindings differ from the Unix ones beyond \
+             layout: {}",
+            differ.join(", ")
+        )
+        .into());
+    }
+    unix.items = out;
+    Ok(split)
 }
 
 /// Removes bindgen's copies of the header comments (megabytes of doxygen markup that

@@ -14920,6 +14920,7 @@ pub union cudaPointerAttributes__bindgen_ty_1 {
     pub unused: ::core::ffi::c_long,
 }
 #[allow(clippy::unnecessary_operation, clippy::identity_op)]
+#[cfg(not(windows))]
 const _: () = {
     [
         "Size of cudaPointerAttributes__bindgen_ty_1",
@@ -14927,6 +14928,23 @@ const _: () = {
     [
         "Alignment of cudaPointerAttributes__bindgen_ty_1",
     ][::core::mem::align_of::<cudaPointerAttributes__bindgen_ty_1>() - 8usize];
+    [
+        "Offset of field: cudaPointerAttributes__bindgen_ty_1::localityDomainOrdinal",
+    ][::core::mem::offset_of!(cudaPointerAttributes__bindgen_ty_1, localityDomainOrdinal)
+        - 0usize];
+    [
+        "Offset of field: cudaPointerAttributes__bindgen_ty_1::unused",
+    ][::core::mem::offset_of!(cudaPointerAttributes__bindgen_ty_1, unused) - 0usize];
+};
+#[allow(clippy::unnecessary_operation, clippy::identity_op)]
+#[cfg(windows)]
+const _: () = {
+    [
+        "Size of cudaPointerAttributes__bindgen_ty_1",
+    ][::core::mem::size_of::<cudaPointerAttributes__bindgen_ty_1>() - 4usize];
+    [
+        "Alignment of cudaPointerAttributes__bindgen_ty_1",
+    ][::core::mem::align_of::<cudaPointerAttributes__bindgen_ty_1>() - 4usize];
     [
         "Offset of field: cudaPointerAttributes__bindgen_ty_1::localityDomainOrdinal",
     ][::core::mem::offset_of!(cudaPointerAttributes__bindgen_ty_1, localityDomainOrdinal)
@@ -14945,6 +14963,7 @@ impl Default for cudaPointerAttributes__bindgen_ty_1 {
     }
 }
 #[allow(clippy::unnecessary_operation, clippy::identity_op)]
+#[cfg(not(windows))]
 const _: () = {
     [
         "Size of cudaPointerAttributes",
@@ -14967,6 +14986,31 @@ const _: () = {
     [
         "Offset of field: cudaPointerAttributes::reserved",
     ][::core::mem::offset_of!(cudaPointerAttributes, reserved) - 32usize];
+};
+#[allow(clippy::unnecessary_operation, clippy::identity_op)]
+#[cfg(windows)]
+const _: () = {
+    [
+        "Size of cudaPointerAttributes",
+    ][::core::mem::size_of::<cudaPointerAttributes>() - 56usize];
+    [
+        "Alignment of cudaPointerAttributes",
+    ][::core::mem::align_of::<cudaPointerAttributes>() - 8usize];
+    [
+        "Offset of field: cudaPointerAttributes::type_",
+    ][::core::mem::offset_of!(cudaPointerAttributes, type_) - 0usize];
+    [
+        "Offset of field: cudaPointerAttributes::device",
+    ][::core::mem::offset_of!(cudaPointerAttributes, device) - 4usize];
+    [
+        "Offset of field: cudaPointerAttributes::devicePointer",
+    ][::core::mem::offset_of!(cudaPointerAttributes, devicePointer) - 8usize];
+    [
+        "Offset of field: cudaPointerAttributes::hostPointer",
+    ][::core::mem::offset_of!(cudaPointerAttributes, hostPointer) - 16usize];
+    [
+        "Offset of field: cudaPointerAttributes::reserved",
+    ][::core::mem::offset_of!(cudaPointerAttributes, reserved) - 28usize];
 };
 impl Default for cudaPointerAttributes {
     fn default() -> Self {
