@@ -36,7 +36,15 @@
 //!   `cuCtxCreate` at ABI 3020, `cuCtxCreate_v2`); [`DriverApi::from_get_proc_address`]
 //!   fills a table the same way from any `cuGetProcAddress_v2`. Per-thread default
 //!   stream variants are a [`LoadOptions`] switch. libcudart is opened with `dlopen` +
-//!   `dlsym`. Loading needs a Unix target; elsewhere this feature adds nothing.
+//!   `dlsym`. On Windows the same happens with `LoadLibraryExW` + `GetProcAddress`:
+//!   `nvcuda.dll` from `System32`, `cudart64_13.dll` (the search orders:
+//!   [`loader::open_driver`], [`loader::open_runtime`]). Loading needs a Unix or Windows
+//!   target; elsewhere this feature adds nothing.
+//!
+//!   The process-wide tables are built in place, in their statics: the driver table
+//!   (one pointer an entry, 4 KiB) never passes through the stack, and a [`LoadError`]
+//!   is at most 64 bytes (what a failed search tried is kept in a
+//!   [`SearchLog`] it points to).
 //! - `linked`: `DriverApi::linked()`, `extern "C"` declarations with
 //!   `#[link(name = "cuda")]` (and `RuntimeApi::linked()` with `#[link(name = "cudart")]`
 //!   when `runtime` is on too).
@@ -46,7 +54,8 @@
 //! - `runtime` (default): the runtime API (`RuntimeApi`, `runtime()`). Without it nothing
 //!   names libcudart, so a `linked` build needs only libcuda.
 //!
-//! [`driver()`] fills the process-wide table on first use: with `loaded` (on Unix) it
+//! [`driver()`] fills the process-wide table on first use: with `loaded` (on Unix or
+//! Windows) it
 //! loads, whether or not `linked` is on too, so a crate that uses the loaded table is not
 //! changed by another crate of the build turning on `linked`; with `linked` alone it is
 //! the linked table; [`install_driver`] before the first use picks any table instead.
@@ -85,6 +94,8 @@ pub mod loader;
 mod once;
 mod result;
 mod table;
+#[cfg(windows)]
+mod win32;
 
 /// Generated types, constants and layout tests.
 #[rustfmt::skip]
@@ -132,7 +143,7 @@ mod results {
 }
 
 pub use load::{DriverGetVersionFn, GetProcAddressFn};
-pub use loader::{Library, LoadError};
+pub use loader::{Library, LoadError, SearchLog};
 pub use result::MissingSymbol;
 
 /// The CUDA header version these bindings were generated from (`13000` = CUDA 13.0).
@@ -220,7 +231,8 @@ static RUNTIME: once::Once<RuntimeApi, LoadError> = once::Once::new();
 /// The process-wide driver table, made on first use with default [`LoadOptions`].
 ///
 /// Unless a table was installed first ([`install_driver`]), the first call makes it:
-/// with feature `loaded` on a Unix target, `DriverApi::load` (whether or not `linked` is
+/// with feature `loaded` on a Unix or Windows target, `DriverApi::load` (whether or not
+/// `linked` is
 /// on too); otherwise with feature `linked`, `DriverApi::linked()`; otherwise there is
 /// none ([`LoadError::NotInstalled`]). [`binding_mode`] names which.
 ///
@@ -235,29 +247,42 @@ pub fn driver() -> Result<&'static DriverApi, &'static LoadError> {
 }
 
 /// The process-wide driver table; `options` apply if this call is the one that loads it.
-#[allow(clippy::result_large_err)] // the error is stored once, in the static, by value
 pub fn driver_with(options: LoadOptions) -> Result<&'static DriverApi, &'static LoadError> {
-    DRIVER.get_or_init(|| default_driver(options))
+    // SAFETY: `default_driver` fills the slot whenever it returns Ok.
+    unsafe { DRIVER.get_or_init_in_place(|slot| default_driver(slot, options)) }
 }
 
-/// The table [`driver_with`] makes when none was installed.
-#[allow(clippy::result_large_err)]
-fn default_driver(options: LoadOptions) -> Result<DriverApi, LoadError> {
-    #[cfg(all(feature = "loaded", unix))]
+/// Makes the table [`driver_with`] makes when none was installed, in `slot` (the
+/// static's own storage: the table never passes through the stack).
+fn default_driver(
+    slot: &mut core::mem::MaybeUninit<DriverApi>,
+    options: LoadOptions,
+) -> Result<(), LoadError> {
+    #[cfg(all(feature = "loaded", any(unix, windows)))]
     {
         // SAFETY: the process-wide table trusts the CUDA driver the documented search
-        // finds (see `driver()`): NVIDIA's libcuda, built to be opened with dlopen at
-        // any time (the CUDA runtime itself opens it so), or the library the user
-        // named for it in $CUDA_SYS_LIBCUDA.
-        unsafe { DriverApi::load(options) }
+        // finds (see `driver()`): NVIDIA's libcuda / nvcuda.dll, built to be opened at
+        // any time (the CUDA runtime itself opens it so), or the library the user named
+        // for it in $CUDA_SYS_LIBCUDA.
+        unsafe { DriverApi::load_in_place(slot, options) }.map(drop)
     }
-    #[cfg(not(all(feature = "loaded", unix)))]
+    #[cfg(not(all(feature = "loaded", any(unix, windows))))]
     {
         let _ = options;
         #[cfg(feature = "linked")]
-        return Ok(DriverApi::linked());
+        {
+            // SAFETY: the linked table fills no entry (its accessors return the linked
+            // declarations).
+            unsafe { DriverApi::fill_in_place(slot, Library::none(), true, |_, _| {}) };
+            Ok(())
+        }
         #[cfg(not(feature = "linked"))]
-        Err(LoadError::NotInstalled { library: "libcuda" })
+        {
+            let _ = slot;
+            Err(LoadError::NotInstalled {
+                library: loader::DRIVER_LIBRARY,
+            })
+        }
     }
 }
 
@@ -267,20 +292,64 @@ fn default_driver(options: LoadOptions) -> Result<DriverApi, LoadError> {
 /// [`driver()`] then returns it. Gives the table back if one was already made (or is
 /// being made).
 ///
+/// The table is moved into the static; [`install_driver_from_resolver`] builds it there
+/// instead (for small stacks).
+///
 /// # Errors
 /// The table itself, when the process-wide table already exists.
 #[allow(clippy::result_large_err)] // the table is given back, by value
 pub fn install_driver(table: DriverApi) -> Result<(), DriverApi> {
-    let mut slot = Some(table);
-    DRIVER.set_with(|| slot.take().ok_or(LoadError::AlreadyLoaded));
-    match slot {
+    let mut given = Some(table);
+    let install = |slot: &mut core::mem::MaybeUninit<DriverApi>| match given.take() {
+        Some(table) => {
+            slot.write(table);
+            Ok(())
+        }
+        None => Err(LoadError::AlreadyLoaded),
+    };
+    // SAFETY: the closure writes the slot whenever it returns Ok.
+    unsafe { DRIVER.set_in_place(install) };
+    match given {
         None => Ok(()),
         Some(rejected) => Err(rejected),
     }
 }
 
+/// Builds the process-wide driver table in place with
+/// [`DriverApi::from_resolver_in_place`] and installs it, as [`install_driver`] of
+/// `DriverApi::from_resolver(library, resolve)` would, without the table (several KiB)
+/// passing through the stack: the way for a target without `dlopen` and with a small
+/// stack. `resolve` is not called if a table was already made.
+///
+/// # Errors
+/// `library`, given back, when the process-wide table already exists.
+///
+/// # Safety
+/// As for [`DriverApi::from_resolver`].
+pub unsafe fn install_driver_from_resolver(
+    library: Library,
+    resolve: impl FnMut(&Entry) -> *mut core::ffi::c_void,
+) -> Result<(), Library> {
+    let mut given = Some((library, resolve));
+    let install = |slot: &mut core::mem::MaybeUninit<DriverApi>| match given.take() {
+        Some((library, resolve)) => {
+            // SAFETY: the caller's promise (`# Safety`).
+            unsafe { DriverApi::from_resolver_in_place(slot, library, resolve) };
+            Ok(())
+        }
+        None => Err(LoadError::AlreadyLoaded),
+    };
+    // SAFETY: the closure writes the slot whenever it returns Ok.
+    unsafe { DRIVER.set_in_place(install) };
+    match given {
+        None => Ok(()),
+        Some((library, _)) => Err(library),
+    }
+}
+
 /// The process-wide runtime table, made on first use with default [`LoadOptions`], as
-/// [`driver()`] makes the driver's (`RuntimeApi::load` with `loaded` on Unix, else
+/// [`driver()`] makes the driver's (`RuntimeApi::load` with `loaded` on Unix or Windows,
+/// else
 /// `RuntimeApi::linked()` with `linked`, else none unless installed).
 #[cfg(feature = "runtime")]
 #[cfg_attr(docsrs, doc(cfg(feature = "runtime")))]
@@ -291,30 +360,39 @@ pub fn runtime() -> Result<&'static RuntimeApi, &'static LoadError> {
 /// The process-wide runtime table; `options` apply if this call is the one that loads it.
 #[cfg(feature = "runtime")]
 #[cfg_attr(docsrs, doc(cfg(feature = "runtime")))]
-#[allow(clippy::result_large_err)] // the error is stored once, in the static, by value
 pub fn runtime_with(options: LoadOptions) -> Result<&'static RuntimeApi, &'static LoadError> {
-    RUNTIME.get_or_init(|| default_runtime(options))
+    // SAFETY: `default_runtime` fills the slot whenever it returns Ok.
+    unsafe { RUNTIME.get_or_init_in_place(|slot| default_runtime(slot, options)) }
 }
 
-/// The table [`runtime_with`] makes when none was installed.
+/// Makes the table [`runtime_with`] makes when none was installed, in `slot`.
 #[cfg(feature = "runtime")]
-#[allow(clippy::result_large_err)]
-fn default_runtime(options: LoadOptions) -> Result<RuntimeApi, LoadError> {
-    #[cfg(all(feature = "loaded", unix))]
+fn default_runtime(
+    slot: &mut core::mem::MaybeUninit<RuntimeApi>,
+    options: LoadOptions,
+) -> Result<(), LoadError> {
+    #[cfg(all(feature = "loaded", any(unix, windows)))]
     {
         // SAFETY: as in `default_driver`, for the CUDA runtime and the variables and
         // locations its search documents (`loader::open_runtime`).
-        unsafe { RuntimeApi::load(options) }
+        unsafe { RuntimeApi::load_in_place(slot, options) }.map(drop)
     }
-    #[cfg(not(all(feature = "loaded", unix)))]
+    #[cfg(not(all(feature = "loaded", any(unix, windows))))]
     {
         let _ = options;
         #[cfg(feature = "linked")]
-        return Ok(RuntimeApi::linked());
+        {
+            // SAFETY: the linked table fills no entry.
+            unsafe { RuntimeApi::fill_in_place(slot, Library::none(), true, |_, _| {}) };
+            Ok(())
+        }
         #[cfg(not(feature = "linked"))]
-        Err(LoadError::NotInstalled {
-            library: "libcudart",
-        })
+        {
+            let _ = slot;
+            Err(LoadError::NotInstalled {
+                library: loader::RUNTIME_LIBRARY,
+            })
+        }
     }
 }
 
@@ -327,20 +405,29 @@ fn default_runtime(options: LoadOptions) -> Result<RuntimeApi, LoadError> {
 #[cfg_attr(docsrs, doc(cfg(feature = "runtime")))]
 #[allow(clippy::result_large_err)] // the table is given back, by value
 pub fn install_runtime(table: RuntimeApi) -> Result<(), RuntimeApi> {
-    let mut slot = Some(table);
-    RUNTIME.set_with(|| slot.take().ok_or(LoadError::AlreadyLoaded));
-    match slot {
+    let mut given = Some(table);
+    let install = |slot: &mut core::mem::MaybeUninit<RuntimeApi>| match given.take() {
+        Some(table) => {
+            slot.write(table);
+            Ok(())
+        }
+        None => Err(LoadError::AlreadyLoaded),
+    };
+    // SAFETY: the closure writes the slot whenever it returns Ok.
+    unsafe { RUNTIME.set_in_place(install) };
+    match given {
         None => Ok(()),
         Some(rejected) => Err(rejected),
     }
 }
 
 /// How [`driver()`] makes the process-wide table when none was installed: `"loaded"`
-/// (feature `loaded` on a Unix target, with or without `linked`), `"linked"` (feature
+/// (feature `loaded` on a Unix or Windows target, with or without `linked`), `"linked"`
+/// (feature
 /// `linked` alone, or on a target without `dlopen`), or `"none"` (only an installed
 /// table). [`DriverApi::is_linked`] tells what a given table is.
 pub const fn binding_mode() -> &'static str {
-    if cfg!(all(feature = "loaded", unix)) {
+    if cfg!(all(feature = "loaded", any(unix, windows))) {
         "loaded"
     } else if cfg!(feature = "linked") {
         "linked"
@@ -368,6 +455,52 @@ mod tests {
         let cu = driver().expect("the installed table");
         let missing = cu.cuInit().map(drop).unwrap_err();
         assert_eq!(missing.name, "cuInit");
+    }
+
+    /// The tables are big (one pointer an entry) and are built in place: in the
+    /// process-wide static by `driver()` and `install_driver_from_resolver`, never
+    /// passing through the stack.
+    #[test]
+    fn table_sizes() {
+        let driver = core::mem::size_of::<DriverApi>();
+        std::println!("DriverApi {driver} B ({} entries)", DRIVER_ENTRIES.len());
+        assert_eq!(driver, 8 * DRIVER_ENTRIES.len() + 16);
+        #[cfg(feature = "runtime")]
+        assert_eq!(
+            core::mem::size_of::<RuntimeApi>(),
+            8 * RUNTIME_ENTRIES.len() + 16
+        );
+    }
+
+    /// `install_driver_from_resolver` builds the process-wide table where it lives; a
+    /// second install gives the library back without calling its resolver.
+    #[cfg(any(feature = "loaded", feature = "linked"))]
+    #[test]
+    fn the_process_wide_table_is_built_in_place() {
+        // SAFETY: the resolver returns no functions, so the table holds none to call.
+        let first = unsafe {
+            install_driver_from_resolver(Library::none(), |e| {
+                if e.name == "cuInit" {
+                    core::ptr::without_provenance_mut(0x1000)
+                } else {
+                    core::ptr::null_mut()
+                }
+            })
+        };
+        assert!(first.is_ok());
+        let cu = driver().expect("the installed table");
+        assert!(!cu.is_linked());
+        assert_eq!(cu.resolved().iter().filter(|r| **r).count(), 1);
+        assert_eq!(cu.cuInit().map(|f| f as usize).ok(), Some(0x1000));
+        assert_eq!(cu.cuMemAlloc().map(drop).unwrap_err().name, "cuMemAlloc");
+        // SAFETY: the resolver is never called.
+        let second = unsafe {
+            install_driver_from_resolver(Library::none(), |_| panic!("not called"))
+        };
+        assert!(second.is_err());
+        // SAFETY: as above.
+        let table = unsafe { DriverApi::from_resolver(Library::none(), |_| core::ptr::null_mut()) };
+        assert!(install_driver(table).is_err());
     }
 
     fn per_thread(name: &str) -> Option<std::string::String> {

@@ -1,7 +1,11 @@
 //! Filling the driver table through `cuGetProcAddress_v2` (every build:
 //! [`DriverApi::from_get_proc_address`]) and, in loaded mode (feature `loaded`, Unix
-//! targets), from `libcuda` and `libcudart` with `dlopen`, `cuGetProcAddress_v2` and
-//! `dlsym`.
+//! and Windows targets), from `libcuda` and `libcudart` with `dlopen`,
+//! `cuGetProcAddress_v2` and `dlsym` (`nvcuda.dll` and `cudart64_13.dll` with
+//! `LoadLibraryExW` and `GetProcAddress` on Windows).
+//!
+//! Every constructor has an `_in_place` form that writes the table into a slot (the
+//! process-wide statics use them), so the table never passes through the stack.
 //!
 //! # Which ABI an entry gets
 //! `cuGetProcAddress(name, &pfn, version, ...)` hands back the newest ABI of `name`
@@ -22,13 +26,13 @@
 //! caller-supplied entry points ([`DriverApi::from_get_proc_address`]). The addresses
 //! they resolve are turned into typed function pointers by the tables' `from_resolver`,
 //! with the signature the generated table declares for the same entry.
-#![allow(clippy::result_large_err)]
 
 use core::ffi::{CStr, c_int, c_void};
 
-#[cfg(all(feature = "loaded", unix, feature = "runtime"))]
+#[cfg(all(feature = "loaded", any(unix, windows), feature = "runtime"))]
 use crate::RuntimeApi;
 use crate::loader::{Library, LoadError};
+use crate::table::{Erased, erase};
 use crate::{CUdriverProcAddressQueryResult, CUresult, DriverApi, Entry, LoadOptions, cuuint64_t};
 
 /// `cuGetProcAddress_v2` (`PFN_cuGetProcAddress_v12000`), the one entry point the driver
@@ -55,7 +59,7 @@ unsafe fn read_driver_version(get_version: DriverGetVersionFn) -> Result<u32, Lo
     match u32::try_from(version) {
         Ok(v) if rc == CUresult::CUDA_SUCCESS && v > 0 => Ok(v),
         _ => Err(LoadError::MissingEntryPoint {
-            library: "libcuda",
+            library: crate::loader::DRIVER_LIBRARY,
             symbol: "cuDriverGetVersion",
         }),
     }
@@ -87,25 +91,53 @@ impl DriverApi {
         get_version: DriverGetVersionFn,
         options: LoadOptions,
     ) -> Result<Self, LoadError> {
+        let mut slot = core::mem::MaybeUninit::<Self>::uninit();
+        // SAFETY: the caller's promise (`# Safety`).
+        unsafe {
+            Self::from_get_proc_address_in_place(
+                &mut slot,
+                library,
+                get_proc_address,
+                get_version,
+                options,
+            )
+        }?;
+        // SAFETY: filled on success.
+        Ok(unsafe { slot.assume_init() })
+    }
+
+    /// [`DriverApi::from_get_proc_address`], writing the table into `slot` (a static or
+    /// a heap block: the table never passes through the stack). Returns the table.
+    ///
+    /// # Errors
+    /// As for [`DriverApi::from_get_proc_address`]; `slot` is then left uninitialized.
+    ///
+    /// # Safety
+    /// As for [`DriverApi::from_get_proc_address`].
+    pub unsafe fn from_get_proc_address_in_place(
+        slot: &mut core::mem::MaybeUninit<Self>,
+        library: Library,
+        get_proc_address: GetProcAddressFn,
+        get_version: DriverGetVersionFn,
+        options: LoadOptions,
+    ) -> Result<&mut Self, LoadError> {
         // SAFETY: the caller vouches for `get_version`.
         let version = unsafe { read_driver_version(get_version) }?;
-        let addrs = resolve_driver(options, version, Some(get_proc_address), |_| {
-            core::ptr::null_mut()
-        });
-        let mut next = addrs.iter();
-        // SAFETY: each address came from `get_proc_address` for the entry of the same
+        let none = |_: &CStr| core::ptr::null_mut();
+        // SAFETY: each address comes from `get_proc_address` for the entry of the same
         // index at that entry's ABI version, which the driver has (not newer than it),
         // so it is that ABI, whose signature the generated table declares; the caller
         // vouches that it stays valid.
         Ok(unsafe {
-            DriverApi::from_resolver(library, |_| {
-                next.next().copied().unwrap_or(core::ptr::null_mut())
+            DriverApi::fill_in_place(slot, library, false, |_, fns| {
+                resolve_driver(fns, options, version, Some(get_proc_address), none);
             })
         })
     }
 
     /// Opens `libcuda` ([`loader::open_driver`](crate::loader::open_driver):
-    /// `$CUDA_SYS_LIBCUDA`, then `libcuda.so.1`, then `libcuda.so`) and fills a driver
+    /// `$CUDA_SYS_LIBCUDA`, then `libcuda.so.1`, then `libcuda.so`; on Windows
+    /// `%CUDA_SYS_LIBCUDA%`, then `nvcuda.dll` from `System32`) and fills a driver
     /// table.
     ///
     /// The driver's version comes first (`cuDriverGetVersion`, by `dlsym`). Then each
@@ -132,15 +164,37 @@ impl DriverApi {
     /// in this process. The library the search finds must be the CUDA driver, or one
     /// with the same exports and C signatures (a mock built for it): whatever
     /// `$CUDA_SYS_LIBCUDA` or the loader path names is opened and trusted.
-    #[cfg(all(feature = "loaded", unix))]
-    #[cfg_attr(docsrs, doc(cfg(all(feature = "loaded", unix))))]
+    #[cfg(all(feature = "loaded", any(unix, windows)))]
+    #[cfg_attr(docsrs, doc(cfg(all(feature = "loaded", any(unix, windows)))))]
     pub unsafe fn load(options: LoadOptions) -> Result<Self, LoadError> {
+        let mut slot = core::mem::MaybeUninit::<Self>::uninit();
+        // SAFETY: the caller's promise (`# Safety`).
+        unsafe { Self::load_in_place(&mut slot, options) }?;
+        // SAFETY: filled on success.
+        Ok(unsafe { slot.assume_init() })
+    }
+
+    /// `DriverApi::load`, writing the table into `slot` (a static or a heap block: the
+    /// table never passes through the stack); [`driver()`](crate::driver) loads its
+    /// table into its static this way. Returns the table.
+    ///
+    /// # Errors
+    /// As for `DriverApi::load`; `slot` is then left uninitialized.
+    ///
+    /// # Safety
+    /// As for `DriverApi::load`.
+    #[cfg(all(feature = "loaded", any(unix, windows)))]
+    #[cfg_attr(docsrs, doc(cfg(all(feature = "loaded", any(unix, windows)))))]
+    pub unsafe fn load_in_place(
+        slot: &mut core::mem::MaybeUninit<Self>,
+        options: LoadOptions,
+    ) -> Result<&mut Self, LoadError> {
         // SAFETY: the caller vouches for the library the search finds (`# Safety`).
         let library = unsafe { crate::loader::open_driver() }?;
         let get_version = library.symbol(c"cuDriverGetVersion");
         if get_version.is_null() {
             return Err(LoadError::MissingEntryPoint {
-                library: "libcuda",
+                library: crate::loader::DRIVER_LIBRARY,
                 symbol: "cuDriverGetVersion",
             });
         }
@@ -158,16 +212,13 @@ impl DriverApi {
             // (cudaTypedefs.h: PFN_cuGetProcAddress_v12000).
             Some(unsafe { core::mem::transmute::<*mut c_void, GetProcAddressFn>(gpa) })
         };
-        // Resolve against the library before handing it to the table that owns it.
-        let addrs = resolve_driver(options, version, gpa, |symbol| library.symbol(symbol));
-        let mut next = addrs.iter();
-        // SAFETY: each address came from the driver for the entry of the same index, at
+        // SAFETY: each address comes from the driver for the entry of the same index, at
         // an ABI the driver has (so that ABI), or by its versioned symbol, whose
         // signature the generated table declares (per-thread variants share it); the
         // table keeps the library open for the rest of the process, so they stay valid.
         Ok(unsafe {
-            DriverApi::from_resolver(library, |_| {
-                next.next().copied().unwrap_or(core::ptr::null_mut())
+            DriverApi::fill_in_place(slot, library, false, |library, fns| {
+                resolve_driver(fns, options, version, gpa, |symbol| library.symbol(symbol));
             })
         })
     }
@@ -183,16 +234,17 @@ fn requested_abi(e: &Entry, per_thread: bool) -> u32 {
     }
 }
 
-/// The address of each entry of [`DRIVER_ENTRIES`](crate::DRIVER_ENTRIES), in order
-/// (null: missing), for a driver of CUDA version `driver_version`: none for an entry
-/// whose ABI is newer than the driver; else from `gpa` (`cuGetProcAddress_v2`) if the
-/// driver has it, else or when it does not serve the entry from `dlsym`.
+/// Sets each entry of `fns` (those of [`DRIVER_ENTRIES`](crate::DRIVER_ENTRIES), in
+/// order; left `None`: missing) for a driver of CUDA version `driver_version`: none for
+/// an entry whose ABI is newer than the driver; else from `gpa` (`cuGetProcAddress_v2`)
+/// if the driver has it, else or when it does not serve the entry from `dlsym`.
 fn resolve_driver(
+    fns: &mut [Option<Erased>],
     options: LoadOptions,
     driver_version: u32,
     gpa: Option<GetProcAddressFn>,
     dlsym: impl Fn(&CStr) -> *mut c_void,
-) -> [*mut c_void; crate::DRIVER_ENTRIES.len()] {
+) {
     let flags = if options.per_thread_default_stream {
         crate::CUdriverProcAddress_flags::CU_GET_PROC_ADDRESS_PER_THREAD_DEFAULT_STREAM.0 as u64
     } else {
@@ -236,12 +288,10 @@ fn resolve_driver(
         }
         dlsym(e.symbol_cstr())
     };
-    let mut addrs = [core::ptr::null_mut::<c_void>(); crate::DRIVER_ENTRIES.len()];
-    for (slot, e) in addrs.iter_mut().zip(crate::DRIVER_ENTRIES) {
-        *slot = resolve(e);
+    for (slot, e) in fns.iter_mut().zip(crate::DRIVER_ENTRIES) {
+        *slot = erase(resolve(e));
     }
-    drop_older_answers(&mut addrs, |e| requested_abi(e, per_thread(e)));
-    addrs
+    drop_older_answers(fns, |e| requested_abi(e, per_thread(e)));
 }
 
 /// A driver whose version admits an ABI may still lack it: CUDA 13.1's first driver
@@ -252,24 +302,26 @@ fn resolve_driver(
 /// out, so the call is a missing-symbol error instead of a call through the wrong type.
 /// (Two ABIs of one signature that a driver implements with one function are left out
 /// too: an error where a call would have worked, never the other way round.)
-fn drop_older_answers(addrs: &mut [*mut c_void], abi: impl Fn(&Entry) -> u32) {
+fn drop_older_answers(fns: &mut [Option<Erased>], abi: impl Fn(&Entry) -> u32) {
+    let address = |f: Option<Erased>| f.map_or(0, |f| f as usize);
     let entries = crate::DRIVER_ENTRIES;
-    for i in 0..entries.len() {
-        let (e, addr) = (&entries[i], addrs[i]);
-        if addr.is_null() {
+    for (i, e) in entries.iter().enumerate() {
+        let addr = fns.get(i).copied().map_or(0, address);
+        if addr == 0 {
             continue;
         }
-        let older_same_answer = entries
-            .iter()
-            .zip(addrs.iter())
-            .any(|(f, &other)| f.lookup == e.lookup && abi(f) < abi(e) && other == addr);
+        let older_same_answer = entries.iter().zip(fns.iter()).any(|(f, &other)| {
+            f.lookup == e.lookup && abi(f) < abi(e) && address(other) == addr
+        });
         if older_same_answer {
-            addrs[i] = core::ptr::null_mut();
+            if let Some(f) = fns.get_mut(i) {
+                *f = None;
+            }
         }
     }
 }
 
-#[cfg(all(feature = "loaded", unix, feature = "runtime"))]
+#[cfg(all(feature = "loaded", any(unix, windows), feature = "runtime"))]
 impl RuntimeApi {
     /// Opens `libcudart` (search order: [`loader::open_runtime`](crate::loader::open_runtime)) and fills a runtime
     /// table with `dlsym`; with per-thread default stream, an entry that has a
@@ -288,41 +340,62 @@ impl RuntimeApi {
     /// `$CUDA_SYS_LIBCUDART`, `$CUDA_PATH`, `$CUDA_HOME`, the loader path or a Python
     /// site-packages directory) is opened, its initialisers run, and it must be the
     /// CUDA runtime or have its exports and C signatures.
-    #[cfg_attr(docsrs, doc(cfg(all(feature = "loaded", feature = "runtime", unix))))]
+    #[cfg_attr(docsrs, doc(cfg(all(feature = "loaded", feature = "runtime", any(unix, windows)))))]
     pub unsafe fn load(options: LoadOptions) -> Result<Self, LoadError> {
+        let mut slot = core::mem::MaybeUninit::<Self>::uninit();
+        // SAFETY: the caller's promise (`# Safety`).
+        unsafe { Self::load_in_place(&mut slot, options) }?;
+        // SAFETY: filled on success.
+        Ok(unsafe { slot.assume_init() })
+    }
+
+    /// `RuntimeApi::load`, writing the table into `slot` (a static or a heap block);
+    /// [`runtime()`](crate::runtime) loads its table into its static this way. Returns
+    /// the table.
+    ///
+    /// # Errors
+    /// As for `RuntimeApi::load`; `slot` is then left uninitialized.
+    ///
+    /// # Safety
+    /// As for `RuntimeApi::load`.
+    #[cfg_attr(
+        docsrs,
+        doc(cfg(all(feature = "loaded", feature = "runtime", any(unix, windows))))
+    )]
+    pub unsafe fn load_in_place(
+        slot: &mut core::mem::MaybeUninit<Self>,
+        options: LoadOptions,
+    ) -> Result<&mut Self, LoadError> {
         // SAFETY: the caller vouches for the library the search finds (`# Safety`).
         let library = unsafe { crate::loader::open_runtime() }?;
-        let addrs = resolve_runtime(options, |symbol| library.symbol(symbol));
-        let mut next = addrs.iter();
         // SAFETY: addresses of the runtime's exports for the entries of the same index;
         // the table keeps the library open for the rest of the process, so they stay
         // valid.
         Ok(unsafe {
-            RuntimeApi::from_resolver(library, |_| {
-                next.next().copied().unwrap_or(core::ptr::null_mut())
+            RuntimeApi::fill_in_place(slot, library, false, |library, fns| {
+                resolve_runtime(fns, options, |symbol| library.symbol(symbol));
             })
         })
     }
 }
 
-/// The address of each entry of [`RUNTIME_ENTRIES`](crate::RUNTIME_ENTRIES), in order
-/// (null: missing), from `dlsym`.
-#[cfg(all(feature = "loaded", unix, feature = "runtime"))]
+/// Sets each entry of `fns` (those of [`RUNTIME_ENTRIES`](crate::RUNTIME_ENTRIES), in
+/// order; left `None`: missing) from `dlsym` (`GetProcAddress` on Windows).
+#[cfg(all(feature = "loaded", any(unix, windows), feature = "runtime"))]
 fn resolve_runtime(
+    fns: &mut [Option<Erased>],
     options: LoadOptions,
     dlsym: impl Fn(&CStr) -> *mut c_void,
-) -> [*mut c_void; crate::RUNTIME_ENTRIES.len()] {
-    let mut addrs = [core::ptr::null_mut::<c_void>(); crate::RUNTIME_ENTRIES.len()];
-    for (slot, e) in addrs.iter_mut().zip(crate::RUNTIME_ENTRIES) {
+) {
+    for (slot, e) in fns.iter_mut().zip(crate::RUNTIME_ENTRIES) {
         let per_thread = e.lookup_cstr();
-        *slot = if options.per_thread_default_stream && !per_thread.is_empty() {
+        *slot = erase(if options.per_thread_default_stream && !per_thread.is_empty() {
             // As for the driver: the per-thread variant or nothing.
             dlsym(per_thread)
         } else {
             dlsym(e.symbol_cstr())
-        };
+        });
     }
-    addrs
 }
 
 #[cfg(test)]
@@ -331,12 +404,35 @@ mod tests {
 
     use super::*;
     use crate::DRIVER_ENTRIES;
-    #[cfg(all(feature = "loaded", unix, feature = "runtime"))]
+    #[cfg(all(feature = "loaded", any(unix, windows), feature = "runtime"))]
     use crate::RUNTIME_ENTRIES;
     #[cfg(feature = "runtime")]
     use crate::RuntimeApi;
     use std::string::String;
     use std::vec::Vec;
+
+    /// `resolve_driver`'s answer as addresses (null: missing).
+    fn resolve_addrs(
+        options: LoadOptions,
+        driver_version: u32,
+        gpa: Option<GetProcAddressFn>,
+        dlsym: impl Fn(&CStr) -> *mut c_void,
+    ) -> Vec<*mut c_void> {
+        let mut fns = std::vec![None; DRIVER_ENTRIES.len()];
+        resolve_driver(&mut fns, options, driver_version, gpa, dlsym);
+        fns.iter().map(|f| f.map_or(core::ptr::null_mut(), |f| f as *mut c_void)).collect()
+    }
+
+    /// `resolve_runtime`'s answer as addresses (null: missing).
+    #[cfg(all(feature = "loaded", any(unix, windows), feature = "runtime"))]
+    fn runtime_addrs(
+        options: LoadOptions,
+        dlsym: impl Fn(&CStr) -> *mut c_void,
+    ) -> Vec<*mut c_void> {
+        let mut fns = std::vec![None; RUNTIME_ENTRIES.len()];
+        resolve_runtime(&mut fns, options, dlsym);
+        fns.iter().map(|f| f.map_or(core::ptr::null_mut(), |f| f as *mut c_void)).collect()
+    }
 
     /// A driver as new as the headers.
     const V13: u32 = crate::CUDA_VERSION;
@@ -385,7 +481,7 @@ mod tests {
         let per_thread = LoadOptions {
             per_thread_default_stream: true,
         };
-        let addrs = resolve_driver(per_thread, V13, None, mock_dlsym(&EXPORTS, &asked));
+        let addrs = resolve_addrs(per_thread, V13, None, mock_dlsym(&EXPORTS, &asked));
         let at = |name| addrs.get(driver_index(name)).copied();
         assert_eq!(at("cuInit"), Some(fake(0)), "no variant: the plain symbol");
         assert_eq!(at("cuMemcpyHtoD"), Some(fake(2)));
@@ -398,7 +494,7 @@ mod tests {
         assert!(!asked.iter().any(|s| s == "cuStreamSynchronize"));
 
         let asked = std::cell::RefCell::new(Vec::new());
-        let addrs = resolve_driver(
+        let addrs = resolve_addrs(
             LoadOptions::default(),
             V13,
             None,
@@ -451,7 +547,7 @@ mod tests {
         let per_thread = LoadOptions {
             per_thread_default_stream: true,
         };
-        let addrs = resolve_driver(
+        let addrs = resolve_addrs(
             per_thread,
             V13,
             Some(gpa_none),
@@ -471,17 +567,17 @@ mod tests {
         let per_thread = LoadOptions {
             per_thread_default_stream: true,
         };
-        let addrs = resolve_driver(per_thread, V13, Some(gpa_echo), none);
+        let addrs = resolve_addrs(per_thread, V13, Some(gpa_echo), none);
         let at = |name| addrs.get(driver_index(name)).map(|p| p.addr());
         assert_eq!(at("cuLaunchKernel"), Some(7000 << 8 | ptds));
         assert_eq!(at("cuMemAlloc"), Some(3020 << 8 | ptds));
-        let addrs = resolve_driver(LoadOptions::default(), V13, Some(gpa_echo), none);
+        let addrs = resolve_addrs(LoadOptions::default(), V13, Some(gpa_echo), none);
         let at = |name| addrs.get(driver_index(name)).map(|p| p.addr());
         assert_eq!(at("cuLaunchKernel"), Some(4000 << 8));
     }
 
     #[test]
-    #[cfg(all(feature = "loaded", unix, feature = "runtime"))]
+    #[cfg(all(feature = "loaded", any(unix, windows), feature = "runtime"))]
     fn runtime_per_thread_entries_do_not_fall_back_to_the_legacy_symbol() {
         let exports = [
             "cudaMemcpy",
@@ -494,7 +590,7 @@ mod tests {
         let per_thread = LoadOptions {
             per_thread_default_stream: true,
         };
-        let addrs = resolve_runtime(per_thread, mock_dlsym(&exports, &asked));
+        let addrs = runtime_addrs(per_thread, mock_dlsym(&exports, &asked));
         let at = |name| index(name).and_then(|i| addrs.get(i).copied());
         assert_eq!(at("cudaMemcpy"), Some(fake(1)));
         assert_eq!(at("cudaLaunchKernel"), Some(core::ptr::null_mut()));
@@ -587,7 +683,7 @@ mod tests {
     fn entries_newer_than_the_driver_are_missing_never_an_older_abi() {
         ASKED.with(|a| a.borrow_mut().clear());
         let none = |_: &CStr| core::ptr::null_mut();
-        let addrs = resolve_driver(LoadOptions::default(), 12020, Some(gpa_12_2), none);
+        let addrs = resolve_addrs(LoadOptions::default(), 12020, Some(gpa_12_2), none);
         let at = |name| addrs.get(driver_index(name)).copied();
         let index = |name| {
             DRIVER_12_2
@@ -665,7 +761,7 @@ mod tests {
             CUresult::CUDA_SUCCESS
         }
         let none = |_: &CStr| core::ptr::null_mut();
-        let addrs = resolve_driver(LoadOptions::default(), V13, Some(gpa_lies), none);
+        let addrs = resolve_addrs(LoadOptions::default(), V13, Some(gpa_lies), none);
         assert!(addrs.iter().all(|p| p.is_null()));
     }
 
@@ -677,7 +773,7 @@ mod tests {
             return; // headers without cuLaunchHostFunc_v2
         }
         let none = |_: &CStr| core::ptr::null_mut();
-        let addrs = resolve_driver(LoadOptions::default(), 13010, Some(gpa_12_2), none);
+        let addrs = resolve_addrs(LoadOptions::default(), 13010, Some(gpa_12_2), none);
         let at = |name| addrs.get(driver_index(name)).copied();
         let index = DRIVER_12_2
             .iter()
@@ -735,7 +831,7 @@ mod tests {
     fn dlsym_path_honours_the_driver_version() {
         let asked = std::cell::RefCell::new(Vec::new());
         let exports = ["cuInit", "cuCtxCreate_v2", "cuCtxCreate_v4"];
-        let addrs = resolve_driver(
+        let addrs = resolve_addrs(
             LoadOptions::default(),
             11080,
             None,
@@ -776,6 +872,7 @@ mod tests {
             }
             !handle.is_null()
         };
+        #[allow(clippy::result_large_err)] // the loader's own error text
         // SAFETY: zlib has no initialisers or finalisers that affect this program.
         let open = || unsafe { crate::Library::open(path) };
         let Ok(library) = open() else {

@@ -1,23 +1,29 @@
-//! Finding and opening `libcuda` and `libcudart` without `std` or a heap.
+//! Finding and opening `libcuda` and `libcudart` (`nvcuda.dll` and `cudart64_13.dll` on
+//! Windows) without `std` or a heap.
 //!
-//! [`Library::open`] and `getenv` need a Unix target (`dlopen`, `getenv`), and the CUDA
-//! library searches (`open_driver`, `open_runtime`) feature `loaded` too. The rest
+//! [`Library::open`] and [`getenv`] need a Unix target (`dlopen`, `getenv`) or Windows
+//! (`LoadLibraryExW`, `GetEnvironmentVariableW`), and the CUDA library searches
+//! ([`open_driver`], [`open_runtime`]) feature `loaded` too. The rest
 //! ([`Library::none`], [`FixedStr`], the error types) exists on every target, so a
 //! target without an OS (`x86_64-unknown-none`) builds tables with
 //! [`DriverApi::from_resolver`](crate::DriverApi::from_resolver).
 //!
-//! # Unsafe policy
-//! Errors carry their text in fixed buffers (no heap), so they are a few KiB: clippy's
-//! size lints are allowed here on purpose.
+//! # Errors stay small
+//! A [`LoadError`] is at most 64 bytes. What a failed search tried, and the loader's
+//! last error, are kept outside it: in one of a few process-lifetime [`SearchLog`]
+//! records that the error points to (a search that fails the same way as an earlier one
+//! shares its record), so the message still names every candidate and why the last
+//! failed.
 //!
-//! `dlopen`/`dlsym`/`dlerror`/`getenv` are called with NUL-terminated strings built in
-//! fixed stack buffers, and what they return is copied out at once; a library handle is
-//! closed only by the [`Library`] that owns it. Opening a library runs its initialisers,
-//! so what opens one (`Library::open`, `open_driver`, `open_runtime`) is `unsafe`: the
-//! caller vouches for the library found (the CUDA libraries by their names, or paths
-//! the user gave for them).
-
-#![allow(clippy::result_large_err, clippy::large_enum_variant)]
+//! # Unsafe policy
+//! `dlopen`/`dlsym`/`dlerror`/`getenv` (and their Windows counterparts) are called with
+//! NUL-terminated strings built in fixed stack buffers, and what they return is copied
+//! out at once; a library handle is closed only by the [`Library`] that owns it. Opening
+//! a library runs its initialisers, so what opens one (`Library::open`, `open_driver`,
+//! `open_runtime`) is `unsafe`: the caller vouches for the library found (the CUDA
+//! libraries by their names, or paths the user gave for them). A kept search record is
+//! written once, by the thread that claimed its slot, before it is published
+//! (Release/Acquire), and never written again.
 
 #[cfg(unix)]
 use core::ffi::c_char;
@@ -33,7 +39,24 @@ const PATH_CAPACITY: usize = 512;
 /// A path the loader builds: [`MAX_PATH_LEN`] bytes at most.
 pub type PathStr = FixedStr<PATH_CAPACITY>;
 
-/// An opened shared library, closed on drop (`dlclose`), or none
+/// The driver library, as errors name it.
+pub(crate) const DRIVER_LIBRARY: &str = if cfg!(windows) {
+    "nvcuda.dll"
+} else {
+    "libcuda"
+};
+
+/// The runtime library, as errors name it (unused by a `linked` build that does not
+/// load).
+#[cfg(feature = "runtime")]
+#[allow(dead_code)]
+pub(crate) const RUNTIME_LIBRARY: &str = if cfg!(windows) {
+    "cudart64_13.dll"
+} else {
+    "libcudart"
+};
+
+/// An opened shared library, closed on drop (`dlclose`; `FreeLibrary` on Windows), or none
 /// ([`Library::none`]: the linked tables, tables from a resolver).
 ///
 /// A function pointer read from a library is valid only while the library stays open.
@@ -41,10 +64,11 @@ pub type PathStr = FixedStr<PATH_CAPACITY>;
 /// `runtime`) keep the library they were filled from open for the rest of the process:
 /// they never close it, even when dropped.
 pub struct Library {
-    handle: *mut c_void,
+    pub(crate) handle: *mut c_void,
 }
 
-// SAFETY: a dlopen handle may be used from any thread; dlsym is thread-safe.
+// SAFETY: a dlopen handle (an HMODULE) may be used from any thread; dlsym
+// (GetProcAddress) is thread-safe.
 unsafe impl Send for Library {}
 // SAFETY: as above; the handle is never mutated.
 unsafe impl Sync for Library {}
@@ -70,6 +94,9 @@ impl Library {
     /// resolves it) is sound to load and unload here: its initialisers and finalisers
     /// must not break invariants of this program, and nothing read from it (function
     /// pointers, addresses of its data) may be used after the `Library` is dropped.
+    // The error is the loader's own text (264 bytes); what the tables' constructors
+    // return, `LoadError`, is at most 64.
+    #[allow(clippy::result_large_err)]
     #[cfg(unix)]
     #[cfg_attr(docsrs, doc(cfg(unix)))]
     pub unsafe fn open(path: &CStr) -> Result<Self, DlError> {
@@ -94,7 +121,7 @@ impl Library {
         unsafe { libc::dlsym(self.handle, symbol.as_ptr()) }
     }
 
-    /// The raw `dlopen` handle (null for [`Library::none`]).
+    /// The raw `dlopen` handle (the `HMODULE` on Windows; null for [`Library::none`]).
     pub fn as_raw(&self) -> *mut c_void {
         self.handle
     }
@@ -176,6 +203,13 @@ impl<const N: usize> FixedStr<N> {
     }
 }
 
+impl<const N: usize> fmt::Write for FixedStr<N> {
+    /// Appends what fits; an error when something did not.
+    fn write_str(&mut self, s: &str) -> fmt::Result {
+        if self.push(s) { Ok(()) } else { Err(fmt::Error) }
+    }
+}
+
 impl<const N: usize> Default for FixedStr<N> {
     fn default() -> Self {
         Self::new()
@@ -194,7 +228,8 @@ impl<const N: usize> fmt::Display for FixedStr<N> {
     }
 }
 
-/// The text of `dlerror()` at the time of a failure.
+/// The text of `dlerror()` at the time of a failure (on Windows, the `GetLastError` code
+/// of `LoadLibraryExW`, with its name).
 #[derive(Clone, Copy, Debug)]
 pub struct DlError(pub FixedStr<256>);
 
@@ -227,7 +262,7 @@ pub enum EnvError {
         /// The most bytes that fit.
         max: usize,
     },
-    /// The value is not UTF-8.
+    /// The value is not UTF-8 (on Windows: not valid UTF-16).
     NotUtf8,
 }
 
@@ -242,18 +277,113 @@ impl fmt::Display for EnvError {
 
 impl core::error::Error for EnvError {}
 
-/// Why a library or its table could not be loaded.
+/// What a failed library search tried: the candidates in order, and the last loader
+/// error (`dlerror`, or the Windows error code). Kept for the rest of the process, so a
+/// [`LoadError`] carries a reference, not the text.
+#[derive(Clone, Copy)]
+pub struct SearchLog {
+    tried: FixedStr<2048>,
+    last: DlError,
+}
+
+impl SearchLog {
+    /// The candidates tried, comma-separated, in order.
+    pub fn tried(&self) -> &str {
+        self.tried.as_str()
+    }
+
+    /// The loader's error for the last candidate that failed to open.
+    pub fn last_error(&self) -> &str {
+        self.last.0.as_str()
+    }
+}
+
+impl PartialEq for SearchLog {
+    fn eq(&self, other: &Self) -> bool {
+        self.tried() == other.tried() && self.last_error() == other.last_error()
+    }
+}
+
+impl Eq for SearchLog {}
+
+impl fmt::Debug for SearchLog {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("SearchLog")
+            .field("tried", &self.tried())
+            .field("last_error", &self.last_error())
+            .finish()
+    }
+}
+
+/// How many failed searches that differ from each other keep their [`SearchLog`].
+pub const KEPT_SEARCHES: usize = 8;
+
+/// The kept search records (`EMPTY`, `BUSY` while written, `READY` after).
+#[cfg(all(feature = "loaded", any(unix, windows)))]
+mod kept {
+    use core::cell::UnsafeCell;
+    use core::mem::MaybeUninit;
+    use core::sync::atomic::{AtomicU8, Ordering};
+
+    use super::{KEPT_SEARCHES, SearchLog};
+
+    const EMPTY: u8 = 0;
+    const BUSY: u8 = 1;
+    const READY: u8 = 2;
+
+    struct Slot {
+        state: AtomicU8,
+        log: UnsafeCell<MaybeUninit<SearchLog>>,
+    }
+
+    // SAFETY: a slot's log is written only by the thread that moved it EMPTY -> BUSY,
+    // and read only after READY was published (Release/Acquire); never written again.
+    unsafe impl Sync for Slot {}
+
+    static SLOTS: [Slot; KEPT_SEARCHES] = [const {
+        Slot {
+            state: AtomicU8::new(EMPTY),
+            log: UnsafeCell::new(MaybeUninit::uninit()),
+        }
+    }; KEPT_SEARCHES];
+
+    fn read(slot: &'static Slot) -> Option<&'static SearchLog> {
+        // SAFETY: READY is published after the write, which is never repeated.
+        (slot.state.load(Ordering::Acquire) == READY)
+            .then(|| unsafe { (*slot.log.get()).assume_init_ref() })
+    }
+
+    /// `log` kept for the rest of the process: an equal record kept before, or a free
+    /// slot written with it; `None` when every slot holds another record.
+    pub(super) fn keep(log: &SearchLog) -> Option<&'static SearchLog> {
+        if let Some(same) = SLOTS.iter().filter_map(read).find(|kept| *kept == log) {
+            return Some(same);
+        }
+        let free = SLOTS.iter().find(|slot| {
+            slot.state
+                .compare_exchange(EMPTY, BUSY, Ordering::Acquire, Ordering::Relaxed)
+                .is_ok()
+        })?;
+        // SAFETY: BUSY gives this thread the only access to the slot until READY.
+        unsafe { (*free.log.get()).write(*log) };
+        free.state.store(READY, Ordering::Release);
+        read(free)
+    }
+}
+
+/// Why a library or its table could not be loaded. At most 64 bytes (checked at
+/// compile time): what a search tried is in a [`SearchLog`] it refers to.
 #[derive(Clone, Copy, Debug)]
 #[non_exhaustive]
 pub enum LoadError {
-    /// No candidate could be opened. `tried` lists them; `last` is the last `dlerror`.
+    /// No candidate could be opened.
     LibraryNotFound {
-        /// `libcuda` or `libcudart`.
+        /// `libcuda` or `libcudart` (`nvcuda.dll`, `cudart64_13.dll` on Windows).
         library: &'static str,
-        /// The candidates, comma-separated.
-        tried: FixedStr<2048>,
-        /// The last loader error.
-        last: DlError,
+        /// The candidates tried and the last loader error; `None` only when
+        /// [`KEPT_SEARCHES`] records of other failed searches were kept already (the
+        /// message then points to the documented search order).
+        search: Option<&'static SearchLog>,
     },
     /// The library opened but lacks the entry point the loader needs.
     MissingEntryPoint {
@@ -277,7 +407,7 @@ pub enum LoadError {
     /// A table was already installed (see `install_driver`).
     AlreadyLoaded,
     /// The process-wide table was asked for, none was installed, and this build has no
-    /// way to make one: it cannot load libraries (feature `loaded` on a Unix target) and
+    /// way to make one: it cannot load libraries (feature `loaded` on Unix or Windows) and
     /// has no linked table (feature `linked`). Build one with `from_resolver` and
     /// install it ([`install_driver`](crate::install_driver)) before the first use.
     NotInstalled {
@@ -293,12 +423,22 @@ impl fmt::Display for LoadError {
         match self {
             Self::LibraryNotFound {
                 library,
-                tried,
-                last,
+                search: Some(log),
             } => write!(
                 f,
-                "could not load {library}: tried {tried} (last error: {})",
-                last.0
+                "could not load {library}: tried {} (last error: {})",
+                log.tried(),
+                log.last_error()
+            ),
+            Self::LibraryNotFound {
+                library,
+                search: None,
+            } => write!(
+                f,
+                "could not load {library}: no candidate of the documented search \
+                 (`cudadrv_sys::loader::open_driver` / `open_runtime`) opened; the list \
+                 of what was tried is not kept ({KEPT_SEARCHES} other failed searches \
+                 were kept first)"
             ),
             Self::MissingEntryPoint { library, symbol } => {
                 write!(f, "{library} was found but has no `{symbol}`")
@@ -321,8 +461,8 @@ impl fmt::Display for LoadError {
             Self::NotInstalled { library } => write!(
                 f,
                 "no table for {library} was installed, and this build can neither load it \
-                 (feature `loaded`, Unix targets) nor link it (feature `linked`): install \
-                 one built with `from_resolver` first"
+                 (feature `loaded`, Unix and Windows targets) nor link it (feature \
+                 `linked`): install one built with `from_resolver` first"
             ),
             Self::Poisoned => {
                 f.write_str("loading the CUDA function table panicked earlier; it is not loaded")
@@ -333,11 +473,18 @@ impl fmt::Display for LoadError {
 
 impl core::error::Error for LoadError {}
 
+// Errors are returned by value through every frame of a load: they stay small.
+const _: () = assert!(core::mem::size_of::<LoadError>() <= 64);
+const _: () = assert!(core::mem::size_of::<EnvError>() <= 24);
+
 impl crate::once::Poison for LoadError {
     fn poisoned() -> Self {
         Self::Poisoned
     }
 }
+
+#[cfg(windows)]
+pub use crate::win32::getenv;
 
 /// Reads an environment variable (no `std`) into an owned buffer: `Ok(None)` when unset
 /// or empty.
@@ -376,15 +523,16 @@ pub fn getenv<const N: usize>(name: &CStr) -> Result<Option<FixedStr<N>>, EnvErr
     Ok(Some(out))
 }
 
-/// Tries candidate paths in order, recording each in `tried`.
-#[cfg(all(feature = "loaded", unix))]
+/// Tries candidate paths in order, recording each in its [`SearchLog`] (on the stack
+/// while the search runs; kept only when it fails).
+#[cfg(all(feature = "loaded", any(unix, windows)))]
 pub(crate) struct Search {
-    pub(crate) library: &'static str,
-    pub(crate) tried: FixedStr<2048>,
-    pub(crate) last: Option<DlError>,
+    library: &'static str,
+    log: SearchLog,
+    failed: bool,
 }
 
-#[cfg(all(feature = "loaded", unix))]
+#[cfg(all(feature = "loaded", any(unix, windows)))]
 impl Search {
     /// A search for `library`.
     ///
@@ -395,8 +543,11 @@ impl Search {
     pub(crate) const unsafe fn new(library: &'static str) -> Self {
         Self {
             library,
-            tried: FixedStr::new(),
-            last: None,
+            log: SearchLog {
+                tried: FixedStr::new(),
+                last: DlError(FixedStr::new()),
+            },
+            failed: false,
         }
     }
 
@@ -431,6 +582,28 @@ impl Search {
         Ok(path)
     }
 
+    /// Records a candidate (or a summary of candidates tried quietly).
+    pub(crate) fn note(&mut self, text: &str) {
+        if !self.log.tried.as_str().is_empty() {
+            self.log.tried.push(", ");
+        }
+        self.log.tried.push(text);
+    }
+
+    /// Opens `path`, remembering the loader's error if it fails.
+    fn open(&mut self, path: &CStr) -> Option<Library> {
+        // SAFETY: whoever made this search vouched for every path it tries
+        // (`Search::new`).
+        match unsafe { Library::open(path) } {
+            Ok(lib) => Some(lib),
+            Err(e) => {
+                self.log.last = e;
+                self.failed = true;
+                None
+            }
+        }
+    }
+
     /// Tries the concatenation of `parts` (one path, from `variable` if it names one);
     /// records it.
     pub(crate) fn try_path(
@@ -439,54 +612,56 @@ impl Search {
         parts: &[&str],
     ) -> Result<Option<Library>, LoadError> {
         let path = self.build(variable, parts)?;
-        if !self.tried.as_str().is_empty() {
-            self.tried.push(", ");
-        }
-        self.tried.push(path.as_str());
-        // SAFETY: whoever made this search vouched for every path it tries
-        // (`Search::new`).
-        match unsafe { Library::open(path.as_cstr()) } {
-            Ok(lib) => Ok(Some(lib)),
-            Err(e) => {
-                self.last = Some(e);
-                Ok(None)
-            }
-        }
+        self.note(path.as_str());
+        Ok(self.open(path.as_cstr()))
     }
 
     /// Tries a path without recording it (for wide searches summarised by [`Search::note`]).
-    #[cfg(feature = "runtime")]
+    #[cfg(all(unix, feature = "runtime"))]
     pub(crate) fn try_quiet(
         &mut self,
         variable: Option<&'static CStr>,
         parts: &[&str],
     ) -> Result<Option<Library>, LoadError> {
         let path = self.build(variable, parts)?;
-        // SAFETY: as in `try_path`.
+        // SAFETY: as in `open`.
         Ok(unsafe { Library::open(path.as_cstr()) }.ok())
     }
 
-    /// Records a summary of candidates tried quietly.
-    #[cfg(feature = "runtime")]
-    pub(crate) fn note(&mut self, text: &str) {
-        if !self.tried.as_str().is_empty() {
-            self.tried.push(", ");
+    /// Tries `name` from the Windows system folder alone (`LOAD_LIBRARY_SEARCH_SYSTEM32`:
+    /// no DLL of that name planted elsewhere is picked up); records it.
+    #[cfg(windows)]
+    pub(crate) fn try_system32(&mut self, name: &'static CStr) -> Option<Library> {
+        self.note(name.to_str().unwrap_or("?"));
+        self.log.tried.push(" (System32)");
+        // SAFETY: as in `open`.
+        match unsafe { Library::open_with(name, crate::win32::LOAD_LIBRARY_SEARCH_SYSTEM32) } {
+            Ok(lib) => Some(lib),
+            Err(e) => {
+                self.log.last = e;
+                self.failed = true;
+                None
+            }
         }
-        self.tried.push(text);
     }
 
-    pub(crate) fn fail(self) -> LoadError {
-        let mut none = FixedStr::new();
-        none.push("no candidate was tried");
+    /// The error of a search where no candidate opened, its record kept.
+    pub(crate) fn fail(mut self) -> LoadError {
+        if !self.failed {
+            self.log.last.0.push("no candidate was tried");
+        }
         LoadError::LibraryNotFound {
             library: self.library,
-            tried: self.tried,
-            last: self.last.unwrap_or(DlError(none)),
+            search: kept::keep(&self.log),
         }
     }
 }
 
-/// Opens the driver: `$CUDA_SYS_LIBCUDA`, then `libcuda.so.1`, then `libcuda.so`.
+/// Opens the driver. Linux and other Unix targets: `$CUDA_SYS_LIBCUDA`, then
+/// `libcuda.so.1`, then `libcuda.so` (by the dynamic loader's search). Windows:
+/// `%CUDA_SYS_LIBCUDA%` (a full path; the DLLs it needs are looked for in its folder
+/// first), then `nvcuda.dll` from the system folder (`System32`, where the display
+/// driver installs it) and nowhere else.
 ///
 /// # Errors
 /// [`LoadError::BadEnvPath`] when `$CUDA_SYS_LIBCUDA` is set but longer than
@@ -495,31 +670,47 @@ impl Search {
 /// # Safety
 /// As for [`Library::open`], for the first of these candidates that opens: it must be
 /// the CUDA driver (or have its exports and signatures), sound to open in this process.
-/// NVIDIA's libraries are built to be opened and closed with `dlopen`/`dlclose` at any
-/// time (the CUDA runtime itself opens libcuda so); the variable can name any file.
-#[cfg(all(feature = "loaded", unix))]
-#[cfg_attr(docsrs, doc(cfg(all(feature = "loaded", unix))))]
+/// NVIDIA's libraries are built to be opened and closed with `dlopen`/`dlclose`
+/// (`LoadLibrary`/`FreeLibrary`) at any time (the CUDA runtime itself opens the driver
+/// so); the variable can name any file.
+#[cfg(all(feature = "loaded", any(unix, windows)))]
+#[cfg_attr(docsrs, doc(cfg(all(feature = "loaded", any(unix, windows)))))]
 pub unsafe fn open_driver() -> Result<Library, LoadError> {
     const VAR: &CStr = c"CUDA_SYS_LIBCUDA";
     // SAFETY: the caller vouches for the candidates (`# Safety`).
-    let mut search = unsafe { Search::new("libcuda") };
+    let mut search = unsafe { Search::new(DRIVER_LIBRARY) };
     if let Some(p) = search.env(VAR)? {
         if let Some(lib) = search.try_path(Some(VAR), &[p.as_str()])? {
             return Ok(lib);
         }
     }
+    #[cfg(unix)]
     for name in ["libcuda.so.1", "libcuda.so"] {
         if let Some(lib) = search.try_path(None, &[name])? {
             return Ok(lib);
         }
     }
+    #[cfg(windows)]
+    if let Some(lib) = search.try_system32(c"nvcuda.dll") {
+        return Ok(lib);
+    }
     Err(search.fail())
 }
 
-/// Opens the runtime, in this order: `$CUDA_SYS_LIBCUDART`; `lib64/libcudart.so.13`
-/// under `$CUDA_PATH`, `$CUDA_HOME` and `/usr/local/cuda`; `libcudart.so.13` on the
-/// loader path; the PyPI wheel (`nvidia/cu13/lib`) in the site-packages of
-/// `$VIRTUAL_ENV`, `~/.local`, `/usr/local` and `/usr` for Python 3.8 to 3.14.
+/// Opens the runtime, in this order.
+///
+/// Linux and other Unix targets: `$CUDA_SYS_LIBCUDART`; `lib64/libcudart.so.13` under
+/// `$CUDA_PATH`, `$CUDA_HOME` and `/usr/local/cuda`; `libcudart.so.13` on the loader
+/// path; the PyPI wheel (`nvidia/cu13/lib`) in the site-packages of `$VIRTUAL_ENV`,
+/// `~/.local`, `/usr/local` and `/usr` for Python 3.8 to 3.14.
+///
+/// Windows: `%CUDA_SYS_LIBCUDART%`; `bin\x64\cudart64_13.dll` then `bin\cudart64_13.dll`
+/// under `%CUDA_PATH%` and `%CUDA_HOME%` (the CUDA 13 installer sets `CUDA_PATH`);
+/// `cudart64_13.dll` by the standard DLL search (the program's folder, the system
+/// folders, then `PATH`). Only the runtime of the headers' major version (13) is
+/// looked for, as on Linux: a 12.x `cudart64_12.dll` has other layouts for some of the
+/// structs these bindings declare. The pip wheel is not searched on Windows (name it in
+/// `CUDA_SYS_LIBCUDART`).
 ///
 /// # Errors
 /// [`LoadError::BadEnvPath`] when one of those variables is set but the path built from
@@ -529,30 +720,62 @@ pub unsafe fn open_driver() -> Result<Library, LoadError> {
 /// # Safety
 /// As for [`open_driver`]: the first candidate that opens must be the CUDA runtime (or
 /// have its exports and signatures), sound to open in this process.
-#[cfg(all(feature = "loaded", feature = "runtime", unix))]
-#[cfg_attr(docsrs, doc(cfg(all(feature = "loaded", feature = "runtime", unix))))]
+#[cfg(all(feature = "loaded", feature = "runtime", any(unix, windows)))]
+#[cfg_attr(
+    docsrs,
+    doc(cfg(all(feature = "loaded", feature = "runtime", any(unix, windows))))
+)]
 pub unsafe fn open_runtime() -> Result<Library, LoadError> {
-    const SONAME: &str = "libcudart.so.13";
     const VAR: &CStr = c"CUDA_SYS_LIBCUDART";
     // SAFETY: the caller vouches for the candidates (`# Safety`).
-    let mut search = unsafe { Search::new("libcudart") };
+    let mut search = unsafe { Search::new(RUNTIME_LIBRARY) };
     if let Some(p) = search.env(VAR)? {
         if let Some(lib) = search.try_path(Some(VAR), &[p.as_str()])? {
             return Ok(lib);
         }
     }
+    #[cfg(unix)]
+    {
+        if let Some(lib) = runtime_unix(&mut search)? {
+            return Ok(lib);
+        }
+    }
+    #[cfg(windows)]
+    {
+        const DLL: &str = "cudart64_13.dll";
+        for var in [c"CUDA_PATH", c"CUDA_HOME"] {
+            if let Some(root) = search.env(var)? {
+                for bin in ["\\bin\\x64\\", "\\bin\\"] {
+                    let root = root.as_str().trim_end_matches(['\\', '/']);
+                    if let Some(lib) = search.try_path(Some(var), &[root, bin, DLL])? {
+                        return Ok(lib);
+                    }
+                }
+            }
+        }
+        if let Some(lib) = search.try_path(None, &[DLL])? {
+            return Ok(lib);
+        }
+    }
+    Err(search.fail())
+}
+
+/// The Unix candidates of [`open_runtime`] after `$CUDA_SYS_LIBCUDART`.
+#[cfg(all(feature = "loaded", feature = "runtime", unix))]
+fn runtime_unix(search: &mut Search) -> Result<Option<Library>, LoadError> {
+    const SONAME: &str = "libcudart.so.13";
     for var in [c"CUDA_PATH", c"CUDA_HOME"] {
         if let Some(root) = search.env(var)? {
             if let Some(lib) = search.try_path(Some(var), &[root.as_str(), "/lib64/", SONAME])? {
-                return Ok(lib);
+                return Ok(Some(lib));
             }
         }
     }
     if let Some(lib) = search.try_path(None, &["/usr/local/cuda/lib64/", SONAME])? {
-        return Ok(lib);
+        return Ok(Some(lib));
     }
     if let Some(lib) = search.try_path(None, &[SONAME])? {
-        return Ok(lib);
+        return Ok(Some(lib));
     }
     let venv = search.env(c"VIRTUAL_ENV")?;
     let home = search.env(c"HOME")?;
@@ -585,13 +808,13 @@ pub unsafe fn open_runtime() -> Result<Library, LoadError> {
             for pkgs in ["/site-packages", "/dist-packages"] {
                 let parts = [base, lib, py, pkgs, "/nvidia/cu13/lib/", SONAME];
                 if let Some(found) = search.try_quiet(var, &parts)? {
-                    return Ok(found);
+                    return Ok(Some(found));
                 }
             }
         }
     }
     search.note("<site-packages>/nvidia/cu13/lib/libcudart.so.13 (pip wheel nvidia-cuda-runtime)");
-    Err(search.fail())
+    Ok(None)
 }
 
 #[cfg(test)]
@@ -619,6 +842,106 @@ mod tests {
     fn remove_env(name: &str) {
         // SAFETY: as in `set_env`.
         unsafe { std::env::remove_var(name) };
+    }
+
+    /// Errors stay small (the issue's goal: at most 64 bytes), and so does what a load
+    /// returns by value.
+    #[test]
+    fn errors_are_small() {
+        use core::mem::size_of;
+        std::println!(
+            "LoadError {} B, EnvError {} B, SearchLog {} B (kept outside the error)",
+            size_of::<LoadError>(),
+            size_of::<EnvError>(),
+            size_of::<SearchLog>()
+        );
+        assert!(size_of::<LoadError>() <= 64);
+        assert!(size_of::<Result<(), LoadError>>() <= 64);
+        assert!(size_of::<Result<Library, LoadError>>() <= 64);
+        assert!(size_of::<Option<&'static SearchLog>>() == 8);
+    }
+
+    #[cfg(all(feature = "loaded", any(unix, windows)))]
+    fn log(tried: &str, last: &str) -> SearchLog {
+        let mut log = SearchLog {
+            tried: FixedStr::new(),
+            last: DlError(FixedStr::new()),
+        };
+        log.tried.push(tried);
+        log.last.0.push(last);
+        log
+    }
+
+    /// A failed search's record is kept once for the process: an equal one shares it;
+    /// when the slots are full, an error says where to look instead.
+    #[test]
+    #[cfg(all(feature = "loaded", any(unix, windows)))]
+    fn failed_searches_keep_their_record() {
+        let a = kept::keep(&log("/x/libcuda.so.1, libcuda.so.1", "not found"));
+        let again = kept::keep(&log("/x/libcuda.so.1, libcuda.so.1", "not found"));
+        let (Some(a), Some(again)) = (a, again) else {
+            panic!("no slot for the first record");
+        };
+        assert!(core::ptr::eq(a, again), "an equal record is shared");
+        let error = LoadError::LibraryNotFound {
+            library: "libcuda",
+            search: Some(a),
+        };
+        assert_eq!(
+            std::format!("{error}"),
+            "could not load libcuda: tried /x/libcuda.so.1, libcuda.so.1 (last error: not found)"
+        );
+        // Other records fill the slots; then none is kept, and the message says so.
+        let mut kept_others = 0;
+        for i in 0..2 * KEPT_SEARCHES {
+            let other = log(&std::format!("/other/{i}"), "not found");
+            match kept::keep(&other) {
+                Some(k) => {
+                    assert_eq!(k.tried(), std::format!("/other/{i}"));
+                    kept_others += 1;
+                }
+                None => break,
+            }
+        }
+        assert!(kept_others < KEPT_SEARCHES);
+        assert!(kept::keep(&log("/one/more", "x")).is_none());
+        let again = kept::keep(&log("/x/libcuda.so.1, libcuda.so.1", "not found"));
+        assert!(again.is_some_and(|k| core::ptr::eq(k, a)), "still shared");
+        let error = LoadError::LibraryNotFound {
+            library: "libcuda",
+            search: None,
+        };
+        let text = std::format!("{error}");
+        assert!(text.contains("open_driver"), "{text}");
+    }
+
+    /// A real search that fails names every candidate and the loader's last error.
+    #[test]
+    #[cfg(all(feature = "loaded", unix))]
+    #[cfg_attr(miri, ignore = "calls dlopen")]
+    fn a_failed_driver_search_names_what_it_tried() {
+        let _env = ENV.lock();
+        set_env("CUDA_SYS_LIBCUDA", "/nonexistent/libcuda.so.1");
+        // SAFETY: the variable names no file; the rest are the CUDA driver's names.
+        let result = unsafe { open_driver() };
+        remove_env("CUDA_SYS_LIBCUDA");
+        let Err(error) = result else {
+            std::println!("skipped: this machine has a CUDA driver");
+            return;
+        };
+        let LoadError::LibraryNotFound {
+            library,
+            search: Some(log),
+        } = error
+        else {
+            panic!("{error:?}");
+        };
+        assert_eq!(library, "libcuda");
+        assert_eq!(
+            log.tried(),
+            "/nonexistent/libcuda.so.1, libcuda.so.1, libcuda.so"
+        );
+        assert!(log.last_error().contains("libcuda.so"), "{log:?}");
     }
 
     #[test]

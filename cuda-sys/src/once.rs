@@ -1,9 +1,12 @@
 //! A write-once cell for the global function tables, built on atomics (no `std`).
 //!
+//! The value is written in place, inside the cell (a driver table is 4 KiB: it is never
+//! built on a stack and moved in), and the error beside it.
+//!
 //! # Unsafe policy
-//! The cell's value is written by exactly one thread, the one that moved `state` from
-//! `EMPTY` to `BUSY`, and read only after `state` was seen `READY` or `POISONED`
-//! (Release/Acquire), after which it is never written again.
+//! The cell's value or error is written by exactly one thread, the one that moved
+//! `state` from `EMPTY` to `BUSY`, and read only after `state` was seen `READY`,
+//! `FAILED` or `POISONED` (Release/Acquire), after which it is never written again.
 
 use core::cell::UnsafeCell;
 use core::mem::MaybeUninit;
@@ -11,9 +14,12 @@ use core::sync::atomic::{AtomicU8, Ordering};
 
 const EMPTY: u8 = 0;
 const BUSY: u8 = 1;
+/// The value is set.
 const READY: u8 = 2;
-/// The initializer panicked; the value is the error [`Poison::poisoned`] made.
-const POISONED: u8 = 3;
+/// The initializer failed; the error is set.
+const FAILED: u8 = 3;
+/// The initializer panicked; the error is the one [`Poison::poisoned`] made.
+const POISONED: u8 = 4;
 
 /// Error types that can say "the initializer panicked".
 pub(crate) trait Poison {
@@ -27,26 +33,27 @@ pub(crate) trait Poison {
 /// Nothing is ever dropped (these are process-lifetime tables).
 pub(crate) struct Once<T, E> {
     state: AtomicU8,
-    value: UnsafeCell<MaybeUninit<Result<T, E>>>,
+    value: UnsafeCell<MaybeUninit<T>>,
+    error: UnsafeCell<MaybeUninit<E>>,
 }
 
-// SAFETY: the value is written once, before `state` becomes READY or POISONED with
-// Release ordering, and only read after observing one of those with Acquire ordering;
-// T: Sync (E: Sync) makes shared reads from several threads sound, T: Send (E: Send)
-// lets the initializing thread hand it over.
+// SAFETY: the value (or error) is written once, before `state` becomes READY, FAILED or
+// POISONED with Release ordering, and only read after observing one of those with
+// Acquire ordering; T: Sync (E: Sync) makes shared reads from several threads sound,
+// T: Send (E: Send) lets the initializing thread hand it over.
 unsafe impl<T: Send + Sync, E: Send + Sync> Sync for Once<T, E> {}
 
-/// Sets the cell to `Err(E::poisoned())` if dropped while the initializer runs, that is,
-/// when it unwinds; forgotten once the initializer returned.
+/// Sets the cell to `E::poisoned()` if dropped while the initializer runs, that is, when
+/// it unwinds; forgotten once the initializer returned.
 struct PoisonOnUnwind<'a, T, E: Poison> {
     once: &'a Once<T, E>,
 }
 
 impl<T, E: Poison> Drop for PoisonOnUnwind<'_, T, E> {
     fn drop(&mut self) {
-        // SAFETY: this guard lives only while its thread holds BUSY (set_with), which
-        // gives it exclusive access to the value until a READY/POISONED is published.
-        unsafe { (*self.once.value.get()).write(Err(E::poisoned())) };
+        // SAFETY: this guard lives only while its thread holds BUSY (set_in_place), which
+        // gives it exclusive access to the cell until a state past BUSY is published.
+        unsafe { (*self.once.error.get()).write(E::poisoned()) };
         self.once.state.store(POISONED, Ordering::Release);
     }
 }
@@ -56,16 +63,34 @@ impl<T, E: Poison> Once<T, E> {
         Self {
             state: AtomicU8::new(EMPTY),
             value: UnsafeCell::new(MaybeUninit::uninit()),
+            error: UnsafeCell::new(MaybeUninit::uninit()),
         }
     }
 
     /// The value, initializing it with `init` if no thread did yet (waits while another
     /// thread is initializing it). If an initializer panicked, this call's or an earlier
     /// one's, `Err(E::poisoned())`.
+    #[cfg(test)]
     pub(crate) fn get_or_init(&self, init: impl FnOnce() -> Result<T, E>) -> Result<&T, &E> {
-        self.set_with(init);
-        // The state only moves forward (EMPTY -> BUSY -> READY or POISONED) and set_with
-        // left it past EMPTY, so this ends when the initializing thread is done.
+        // SAFETY: the closure writes the value whenever it returns Ok.
+        unsafe { self.get_or_init_in_place(|slot| init().map(|v| {
+            slot.write(v);
+        })) }
+    }
+
+    /// As `get_or_init`, with `init` writing the value into the cell itself.
+    ///
+    /// # Safety
+    /// When `init` returns `Ok`, it must have initialized the slot it was given.
+    pub(crate) unsafe fn get_or_init_in_place(
+        &self,
+        init: impl FnOnce(&mut MaybeUninit<T>) -> Result<(), E>,
+    ) -> Result<&T, &E> {
+        // SAFETY: the caller's promise is `set_in_place`'s.
+        unsafe { self.set_in_place(init) };
+        // The state only moves forward (EMPTY -> BUSY -> READY, FAILED or POISONED) and
+        // set_in_place left it past EMPTY, so this ends when the initializing thread is
+        // done.
         let mut backoff = Backoff::new();
         loop {
             if let Some(value) = self.done() {
@@ -75,8 +100,15 @@ impl<T, E: Poison> Once<T, E> {
         }
     }
 
-    /// Sets the value if it is unset; returns whether this call set it.
-    pub(crate) fn set_with(&self, init: impl FnOnce() -> Result<T, E>) -> bool {
+    /// Sets the value if it is unset, `init` writing it into the cell (or returning the
+    /// error to keep instead); returns whether this call set it.
+    ///
+    /// # Safety
+    /// When `init` returns `Ok`, it must have initialized the slot it was given.
+    pub(crate) unsafe fn set_in_place(
+        &self,
+        init: impl FnOnce(&mut MaybeUninit<T>) -> Result<(), E>,
+    ) -> bool {
         if self
             .state
             .compare_exchange(EMPTY, BUSY, Ordering::Acquire, Ordering::Acquire)
@@ -84,32 +116,40 @@ impl<T, E: Poison> Once<T, E> {
         {
             // Dropped only if `init` unwinds: it then stores the poisoned error.
             let guard = PoisonOnUnwind { once: self };
-            let value = init();
+            // SAFETY: BUSY gives this thread exclusive access to the cell until a later
+            // state is published.
+            let result = init(unsafe { &mut *self.value.get() });
             core::mem::forget(guard);
-            // SAFETY: BUSY gives this thread exclusive access until READY is published.
-            unsafe { (*self.value.get()).write(value) };
-            self.state.store(READY, Ordering::Release);
+            let state = match result {
+                // The caller vouches that `init` wrote the value.
+                Ok(()) => READY,
+                Err(e) => {
+                    // SAFETY: as above (BUSY).
+                    unsafe { (*self.error.get()).write(e) };
+                    FAILED
+                }
+            };
+            self.state.store(state, Ordering::Release);
             return true;
         }
         false
     }
 
-    /// The value if it is set (READY or POISONED), without waiting.
+    /// The value or error if one is set, without waiting.
     fn done(&self) -> Option<Result<&T, &E>> {
         match self.state.load(Ordering::Acquire) {
-            READY | POISONED => {
-                // SAFETY: READY/POISONED was published after the write (Release/Acquire);
-                // the value is never written again.
-                let value = unsafe { (*self.value.get()).assume_init_ref() };
-                Some(value.as_ref())
-            }
+            // SAFETY: READY was published after the value was written (Release/Acquire);
+            // it is never written again.
+            READY => Some(Ok(unsafe { (*self.value.get()).assume_init_ref() })),
+            // SAFETY: as above, for the error of FAILED and POISONED.
+            FAILED | POISONED => Some(Err(unsafe { (*self.error.get()).assume_init_ref() })),
             _ => None,
         }
     }
 }
 
 /// Waiting politely: `spin_loop` 1, 2, 4, .. 64 times, then yield the CPU on each round
-/// (`sched_yield`; dlopen of the driver can take a while). A target without an OS has no
+/// (`sched_yield`, `SwitchToThread`; dlopen of the driver can take a while). A target without an OS has no
 /// one to yield to: it goes on spinning 64 times a round.
 struct Backoff {
     step: u32,
@@ -134,7 +174,12 @@ impl Backoff {
             unsafe {
                 libc::sched_yield()
             };
-            #[cfg(not(unix))]
+            #[cfg(windows)]
+            // SAFETY: SwitchToThread takes no arguments and has no preconditions.
+            unsafe {
+                crate::win32::SwitchToThread()
+            };
+            #[cfg(not(any(unix, windows)))]
             for _ in 0..1u32 << Self::SPIN_LIMIT {
                 core::hint::spin_loop();
             }
@@ -180,7 +225,12 @@ mod tests {
         });
         assert_eq!(other.join().ok(), Some(Err(true)));
         assert!(start.elapsed() < Duration::from_secs(10));
-        assert!(!CELL.set_with(|| Ok(8)), "a poisoned cell is not set again");
+        // SAFETY: the closure writes the value when it returns Ok.
+        let set = unsafe { CELL.set_in_place(|slot| {
+            slot.write(8);
+            Ok(())
+        }) };
+        assert!(!set, "a poisoned cell is not set again");
     }
 
     #[test]

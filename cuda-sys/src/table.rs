@@ -17,6 +17,18 @@
 //!   the accessors a program calls name their symbol, so a linked program needs from
 //!   `libcuda` only the functions it uses (an older driver still starts it).
 
+/// A table entry's function with its signature erased; the accessor of the entry turns
+/// it back into the entry's own signature.
+pub type Erased = unsafe extern "C" fn();
+
+/// An address as an erased entry (`None` for null).
+pub(crate) fn erase(address: *mut core::ffi::c_void) -> Option<Erased> {
+    // SAFETY: `Option<fn>` has the layout of a nullable pointer, and any non-null value
+    // is a valid function pointer (calling it is what needs the right signature, which
+    // each table's fill contract promises).
+    unsafe { core::mem::transmute::<*mut core::ffi::c_void, Option<Erased>>(address) }
+}
+
 /// Builds `DriverApi` and `DRIVER_ENTRIES`.
 macro_rules! driver_table {
     ($( $name:ident = $sym:ident @ $lookup:literal [$ver:literal, $ptds:literal]
@@ -42,7 +54,8 @@ macro_rules! driver_table {
         /// One type in every build; how it is filled is chosen at run time:
         /// - [`DriverApi::from_resolver`] (every build, every target): from a function
         ///   that resolves each entry (a bare-metal driver interface, a mock);
-        /// - `DriverApi::load` (feature `loaded`, Unix): `libcuda` through `dlopen` and
+        /// - `DriverApi::load` (feature `loaded`, Unix and Windows): `libcuda`
+        ///   (`nvcuda.dll`) through `dlopen` (`LoadLibraryExW`) and
         ///   `cuGetProcAddress_v2`;
         /// - `DriverApi::linked` (feature `linked`): the `extern "C"` declarations,
         ///   linked against `-lcuda` at build time.
@@ -58,8 +71,16 @@ macro_rules! driver_table {
             library: ::core::mem::ManuallyDrop<$crate::loader::Library>,
             /// Made by `linked()`: the accessors return the linked symbols.
             linked: bool,
-            $( $name: Option<unsafe extern "C" fn($($ty),*) -> $ret>, )*
+            /// Each entry's function, type-erased ([`Erased`]($crate::table::Erased)), in
+            /// the order of [`DRIVER_ENTRIES`](crate::DRIVER_ENTRIES): one array, so that a table
+            /// is filled in place, entry by entry, wherever it lives.
+            fns: [Option<$crate::table::Erased>; DRIVER_ENTRIES.len()],
         }
+
+        /// Each entry's index in the table.
+        #[allow(non_camel_case_types, dead_code)]
+        #[repr(usize)]
+        enum DriverIndex { $( $name, )* }
 
         #[allow(non_snake_case)]
         impl DriverApi {
@@ -81,23 +102,64 @@ macro_rules! driver_table {
             /// closes it; so do functions of the program itself (a mock).
             pub unsafe fn from_resolver(
                 library: $crate::loader::Library,
-                mut resolve: impl FnMut(&$crate::Entry) -> *mut ::core::ffi::c_void,
+                resolve: impl FnMut(&$crate::Entry) -> *mut ::core::ffi::c_void,
             ) -> Self {
-                let mut entries = DRIVER_ENTRIES.iter();
-                Self {
-                    library: ::core::mem::ManuallyDrop::new(library),
-                    linked: false,
-                    $( $name: {
-                        let ptr = entries.next().map_or(::core::ptr::null_mut(), &mut resolve);
-                        // SAFETY: `Option<extern fn>` has the layout of a nullable pointer;
-                        // the caller guarantees the signature.
-                        unsafe {
-                            ::core::mem::transmute::<
-                                *mut ::core::ffi::c_void,
-                                Option<unsafe extern "C" fn($($ty),*) -> $ret>,
-                            >(ptr)
+                let mut slot = ::core::mem::MaybeUninit::<Self>::uninit();
+                // SAFETY: the caller's promise, for the entries `resolve` is asked for in
+                // order.
+                unsafe { Self::from_resolver_in_place(&mut slot, library, resolve) };
+                // SAFETY: `from_resolver_in_place` initialized every field.
+                unsafe { slot.assume_init() }
+            }
+
+            /// [`DriverApi::from_resolver`], writing the table into `slot` instead of
+            /// returning it (the table is several KiB: a static or a heap block holds it
+            /// without it passing through the stack). Returns the table.
+            ///
+            /// # Safety
+            /// As for [`DriverApi::from_resolver`].
+            pub unsafe fn from_resolver_in_place(
+                slot: &mut ::core::mem::MaybeUninit<Self>,
+                library: $crate::loader::Library,
+                mut resolve: impl FnMut(&$crate::Entry) -> *mut ::core::ffi::c_void,
+            ) -> &mut Self {
+                // SAFETY: the caller's promise covers each address `resolve` returns for
+                // the entry of the same index.
+                unsafe {
+                    Self::fill_in_place(slot, library, false, |_, fns| {
+                        for (f, e) in fns.iter_mut().zip(DRIVER_ENTRIES) {
+                            *f = $crate::table::erase(resolve(e));
                         }
-                    }, )*
+                    })
+                }
+            }
+
+            /// Writes a table into `slot`: `library`, `linked`, every entry missing, then
+            /// `fill` sets the entries (given the library, already in the table).
+            ///
+            /// # Safety
+            /// Every entry `fill` sets must be a function with the C signature of the
+            /// entry of the same index of [`DRIVER_ENTRIES`](crate::DRIVER_ENTRIES), valid for the
+            /// rest of the process.
+            pub(crate) unsafe fn fill_in_place(
+                slot: &mut ::core::mem::MaybeUninit<Self>,
+                library: $crate::loader::Library,
+                linked: bool,
+                fill: impl FnOnce(&$crate::loader::Library, &mut [Option<$crate::table::Erased>]),
+            ) -> &mut Self {
+                let table = slot.as_mut_ptr();
+                // SAFETY: every field of `*table` is written through raw pointers into the
+                // slot before the slot is read as a table; `fill` sees only the entries.
+                unsafe {
+                    (&raw mut (*table).library).write(::core::mem::ManuallyDrop::new(library));
+                    (&raw mut (*table).linked).write(linked);
+                    let fns = (&raw mut (*table).fns).cast::<Option<$crate::table::Erased>>();
+                    for i in 0..DRIVER_ENTRIES.len() {
+                        fns.add(i).write(None);
+                    }
+                    let fns = &mut *(&raw mut (*table).fns);
+                    fill(&(*table).library, fns);
+                    slot.assume_init_mut()
                 }
             }
 
@@ -110,7 +172,7 @@ macro_rules! driver_table {
                 Self {
                     library: ::core::mem::ManuallyDrop::new($crate::loader::Library::none()),
                     linked: true,
-                    $( $name: None, )*
+                    fns: [None; DRIVER_ENTRIES.len()],
                 }
             }
 
@@ -126,7 +188,7 @@ macro_rules! driver_table {
                 if self.linked {
                     return [true; DRIVER_ENTRIES.len()];
                 }
-                [$( self.$name.is_some(), )*]
+                ::core::array::from_fn(|i| self.fns.get(i).is_some_and(Option::is_some))
             }
 
             /// The library the table was filled from (open for the rest of the process);
@@ -143,8 +205,15 @@ macro_rules! driver_table {
                     if self.linked {
                         return Ok(linked_driver::$name);
                     }
-                    match self.$name {
-                        Some(f) => Ok(f),
+                    match self.fns[DriverIndex::$name as usize] {
+                        // SAFETY: the entry of this index holds a function of this
+                        // signature (the contract of whatever filled the table), erased.
+                        Some(f) => Ok(unsafe {
+                            ::core::mem::transmute::<
+                                $crate::table::Erased,
+                                unsafe extern "C" fn($($ty),*) -> $ret,
+                            >(f)
+                        }),
                         None => Err($crate::MissingSymbol { name: stringify!($name), abi: $ver }),
                     }
                 }
@@ -187,7 +256,7 @@ macro_rules! runtime_table {
         /// Calling the pointer is `unsafe` with the C function's own contract.
         ///
         /// Filled like [`DriverApi`](crate::DriverApi): [`RuntimeApi::from_resolver`]
-        /// in every build, `RuntimeApi::load` (feature `loaded`, Unix) and
+        /// in every build, `RuntimeApi::load` (feature `loaded`, Unix and Windows) and
         /// `RuntimeApi::linked` (feature `linked`, which then links `-lcudart`).
         ///
         /// The table never closes the library it was filled from (dropping the table
@@ -201,8 +270,16 @@ macro_rules! runtime_table {
             library: ::core::mem::ManuallyDrop<$crate::loader::Library>,
             /// Made by `linked()`: the accessors return the linked symbols.
             linked: bool,
-            $( $name: Option<unsafe extern "C" fn($($ty),*) -> $ret>, )*
+            /// Each entry's function, type-erased ([`Erased`]($crate::table::Erased)), in
+            /// the order of [`RUNTIME_ENTRIES`](crate::RUNTIME_ENTRIES): one array, so that a table
+            /// is filled in place, entry by entry, wherever it lives.
+            fns: [Option<$crate::table::Erased>; RUNTIME_ENTRIES.len()],
         }
+
+        /// Each entry's index in the table.
+        #[allow(non_camel_case_types, dead_code)]
+        #[repr(usize)]
+        enum RuntimeIndex { $( $name, )* }
 
         #[allow(non_snake_case)]
         impl RuntimeApi {
@@ -217,23 +294,64 @@ macro_rules! runtime_table {
             /// [`DriverApi::from_resolver`](crate::DriverApi::from_resolver)).
             pub unsafe fn from_resolver(
                 library: $crate::loader::Library,
-                mut resolve: impl FnMut(&$crate::Entry) -> *mut ::core::ffi::c_void,
+                resolve: impl FnMut(&$crate::Entry) -> *mut ::core::ffi::c_void,
             ) -> Self {
-                let mut entries = RUNTIME_ENTRIES.iter();
-                Self {
-                    library: ::core::mem::ManuallyDrop::new(library),
-                    linked: false,
-                    $( $name: {
-                        let ptr = entries.next().map_or(::core::ptr::null_mut(), &mut resolve);
-                        // SAFETY: nullable function pointer layout; the caller guarantees
-                        // the signature.
-                        unsafe {
-                            ::core::mem::transmute::<
-                                *mut ::core::ffi::c_void,
-                                Option<unsafe extern "C" fn($($ty),*) -> $ret>,
-                            >(ptr)
+                let mut slot = ::core::mem::MaybeUninit::<Self>::uninit();
+                // SAFETY: the caller's promise, for the entries `resolve` is asked for in
+                // order.
+                unsafe { Self::from_resolver_in_place(&mut slot, library, resolve) };
+                // SAFETY: `from_resolver_in_place` initialized every field.
+                unsafe { slot.assume_init() }
+            }
+
+            /// [`RuntimeApi::from_resolver`], writing the table into `slot` instead of
+            /// returning it (the table is several KiB: a static or a heap block holds it
+            /// without it passing through the stack). Returns the table.
+            ///
+            /// # Safety
+            /// As for [`RuntimeApi::from_resolver`].
+            pub unsafe fn from_resolver_in_place(
+                slot: &mut ::core::mem::MaybeUninit<Self>,
+                library: $crate::loader::Library,
+                mut resolve: impl FnMut(&$crate::Entry) -> *mut ::core::ffi::c_void,
+            ) -> &mut Self {
+                // SAFETY: the caller's promise covers each address `resolve` returns for
+                // the entry of the same index.
+                unsafe {
+                    Self::fill_in_place(slot, library, false, |_, fns| {
+                        for (f, e) in fns.iter_mut().zip(RUNTIME_ENTRIES) {
+                            *f = $crate::table::erase(resolve(e));
                         }
-                    }, )*
+                    })
+                }
+            }
+
+            /// Writes a table into `slot`: `library`, `linked`, every entry missing, then
+            /// `fill` sets the entries (given the library, already in the table).
+            ///
+            /// # Safety
+            /// Every entry `fill` sets must be a function with the C signature of the
+            /// entry of the same index of [`RUNTIME_ENTRIES`](crate::RUNTIME_ENTRIES), valid for the
+            /// rest of the process.
+            pub(crate) unsafe fn fill_in_place(
+                slot: &mut ::core::mem::MaybeUninit<Self>,
+                library: $crate::loader::Library,
+                linked: bool,
+                fill: impl FnOnce(&$crate::loader::Library, &mut [Option<$crate::table::Erased>]),
+            ) -> &mut Self {
+                let table = slot.as_mut_ptr();
+                // SAFETY: every field of `*table` is written through raw pointers into the
+                // slot before the slot is read as a table; `fill` sees only the entries.
+                unsafe {
+                    (&raw mut (*table).library).write(::core::mem::ManuallyDrop::new(library));
+                    (&raw mut (*table).linked).write(linked);
+                    let fns = (&raw mut (*table).fns).cast::<Option<$crate::table::Erased>>();
+                    for i in 0..RUNTIME_ENTRIES.len() {
+                        fns.add(i).write(None);
+                    }
+                    let fns = &mut *(&raw mut (*table).fns);
+                    fill(&(*table).library, fns);
+                    slot.assume_init_mut()
                 }
             }
 
@@ -245,7 +363,7 @@ macro_rules! runtime_table {
                 Self {
                     library: ::core::mem::ManuallyDrop::new($crate::loader::Library::none()),
                     linked: true,
-                    $( $name: None, )*
+                    fns: [None; RUNTIME_ENTRIES.len()],
                 }
             }
 
@@ -261,7 +379,7 @@ macro_rules! runtime_table {
                 if self.linked {
                     return [true; RUNTIME_ENTRIES.len()];
                 }
-                [$( self.$name.is_some(), )*]
+                ::core::array::from_fn(|i| self.fns.get(i).is_some_and(Option::is_some))
             }
 
             /// The library the table was filled from (open for the rest of the process);
@@ -278,8 +396,15 @@ macro_rules! runtime_table {
                     if self.linked {
                         return Ok(linked_runtime::$name);
                     }
-                    match self.$name {
-                        Some(f) => Ok(f),
+                    match self.fns[RuntimeIndex::$name as usize] {
+                        // SAFETY: the entry of this index holds a function of this
+                        // signature (the contract of whatever filled the table), erased.
+                        Some(f) => Ok(unsafe {
+                            ::core::mem::transmute::<
+                                $crate::table::Erased,
+                                unsafe extern "C" fn($($ty),*) -> $ret,
+                            >(f)
+                        }),
                         None => Err($crate::MissingSymbol { name: stringify!($name), abi: 0 }),
                     }
                 }

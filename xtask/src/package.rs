@@ -45,7 +45,7 @@ const CLEARED_ENV: &[&str] = &[
 ];
 
 /// The mock-driver suites of tests/ that run against the packaged crates.
-const MOCK_SUITES: &[&str] = &[
+pub(crate) const MOCK_SUITES: &[&str] = &[
     "mock_driver",
     "mock_contexts",
     "mock_memory",

@@ -296,6 +296,54 @@ pub fn run_all(root: &Path) -> R {
     aarch64(&mut probe);
     run(&mut probe)?;
 
+    step(
+        "x86_64-pc-windows-msvc: clippy of both crates (loaded, linked, no_std) and the mock-driver suites",
+    );
+    let windows = |cmd: &mut Command| {
+        cmd.env("CUDA_SYS_INCLUDE", &include).args([
+            "--target",
+            "x86_64-pc-windows-msvc",
+            "--target-dir",
+            "target/windows",
+        ]);
+    };
+    for features in [
+        &[][..],
+        &["--no-default-features", "--features", "linked,runtime,std"][..],
+    ] {
+        let mut check = cargo(root);
+        check.args([
+            "clippy",
+            "-p",
+            "cudadrv-sys",
+            "-p",
+            "cudadrv",
+            "--all-targets",
+        ]);
+        check.args(features);
+        windows(&mut check);
+        run(check.args(["--", "-D", "warnings"]))?;
+    }
+    let mut check = cargo(root);
+    check.args([
+        "clippy",
+        "-p",
+        "cudadrv-sys",
+        "-p",
+        "cudadrv",
+        "--lib",
+        "--no-default-features",
+    ]);
+    windows(&mut check);
+    run(check.args(["--", "-D", "warnings"]))?;
+    let mut mocks = cargo(root);
+    mocks.args(["clippy"]);
+    for suite in crate::package::MOCK_SUITES {
+        mocks.args(["--test", suite]);
+    }
+    windows(&mut mocks);
+    run(mocks.args(["--", "-D", "warnings"]))?;
+
     step("nvptx64 docs of the device helpers (warnings are errors)");
     run(crate::ptx::toolchain_cargo(root, "nightly")
         .env("RUSTDOCFLAGS", "-D warnings")
@@ -432,6 +480,7 @@ fn ensure_components() -> R {
         "aarch64-unknown-none",
         "aarch64-unknown-linux-gnu",
         "thumbv7em-none-eabihf",
+        "x86_64-pc-windows-msvc",
     ]))
 }
 
