@@ -1,6 +1,6 @@
 //! Hardware tests of `cuda_core::launch` (sm_90): both argument paths, the checked
-//! launch, driver errors, and the cluster, cooperative, PDL, programmatic-event and
-//! priority attributes.
+//! launch, driver errors, and the cluster, cooperative, PDL, programmatic-event,
+//! priority and device-updatable-node attributes.
 //!
 //! The kernels are the Rust ones of `ptx/generated/kernels.ptx` (`cargo xtask ptx`):
 //! `param_echo` (ptx/src/echo.rs), `fill` (ptx/src/fill.rs), `cluster_mbarrier`
@@ -9,6 +9,7 @@
 //! passes; the values it checks are the ones those kernels document.
 
 use cuda_core::args::{Float2, Float4, LayoutMismatch, PackedArgs};
+use cuda_core::graph::{CaptureMode, InstantiateFlags};
 use cuda_core::launch::{LaunchConfig, launch, launch_checked, launch_packed, launch_plain};
 use cuda_core::{Context, Device, DeviceBuffer, Error, Event, EventFlags, Module, Stream};
 use cuda_sys::CUresult;
@@ -31,6 +32,7 @@ fn main() {
             pdl_between_two_kernels,
             programmatic_event_attribute_accepted,
             priority_attribute_accepted,
+            device_updatable_node_reported_at_capture,
         ],
     );
 }
@@ -643,4 +645,38 @@ fn priority_attribute_accepted() -> TestResult {
         check_filled(&read_u32(&out)?, &format!("priority {priority}"))?;
     }
     Ok(())
+}
+
+/// `CU_LAUNCH_ATTRIBUTE_DEVICE_UPDATABLE_KERNEL_NODE` in a captured launch: the driver
+/// writes the device node into the launch's attribute array, and the configuration
+/// reports it afterwards (the array lives on the launch's stack; the node is copied
+/// back). The captured `fill` then runs from the graph.
+fn device_updatable_node_reported_at_capture() -> TestResult {
+    require_sm(9, 0)?;
+    let ctx = Context::primary(Device::get(0)?)?;
+    let module = Module::from_ptx(&ctx, ptx::KERNELS)?;
+    let f = module.function("fill")?;
+    let mut stream = Stream::non_blocking(&ctx)?;
+    let n = 4096u32;
+    let out = u32_buffer(&ctx, n as usize)?;
+    // No stream: the capture's stream runs it.
+    let cfg = LaunchConfig::new(n / 256, 256)
+        .priority(0)?
+        .device_updatable_kernel_node()?;
+    check_eq(cfg.device_node(), None, "device node before the capture")?;
+    let capture = stream.begin_capture(CaptureMode::Global)?;
+    // SAFETY: `fill(out, n)` writes out[0..n]; `out` outlives the graph's launch below.
+    unsafe { capture.launch(&f, &cfg, &(out.as_arg(), n))? };
+    let graph = capture.end()?;
+    let node = cfg.device_node();
+    check(node.is_some(), || {
+        "no device node after a captured device-updatable launch".to_string()
+    })?;
+    check_eq(cfg.clone().device_node(), node, "device node of a clone")?;
+    check_eq(graph.node_count()?, 1, "captured nodes")?;
+    let exec = graph.instantiate(InstantiateFlags::empty())?;
+    exec.upload(&stream)?;
+    exec.launch(&stream)?;
+    stream.synchronize()?;
+    check_filled(&read_u32(&out)?, "device-updatable node")
 }

@@ -705,5 +705,24 @@ mod tests {
     fn error_stays_small() {
         // The inline name fills the room the largest variant already takes.
         assert!(size_of::<Error>() <= 64, "{}", size_of::<Error>());
+        // Every error type the crate returns by value (through `Result`s that a caller
+        // moves up its stack) stays within the same 64 bytes.
+        let sizes = [
+            ("DropError", size_of::<DropError>()),
+            ("PackError", size_of::<crate::args::PackError>()),
+            ("LayoutMismatch", size_of::<crate::args::LayoutMismatch>()),
+            (
+                "ExecUpdateError",
+                size_of::<crate::graph::ExecUpdateError>(),
+            ),
+            (
+                "TooManyAttributes",
+                size_of::<crate::launch::TooManyAttributes>(),
+            ),
+            ("BuildError", size_of::<crate::kernel::build::BuildError>()),
+        ];
+        for (name, size) in sizes {
+            assert!(size <= 64, "{name} is {size} bytes");
+        }
     }
 }

@@ -391,7 +391,8 @@ fn launch_costs(
     // The same calls through cuda-sys function pointers: what the safe layer costs.
     let cu = cuda_sys::driver()?;
     let (lk, lkex) = (cu.cuLaunchKernel()?, cu.cuLaunchKernelEx()?);
-    let raw_cfg = pdl.as_raw();
+    let mut raw_attrs = cuda_core::launch::RawAttributes::new();
+    let raw_cfg = pdl.as_raw(&mut raw_attrs);
     let s = stream.as_raw();
     let (f_empty, f_chain) = (empty.as_raw(), chain.as_raw());
     let (mut a_in, mut a_out, mut a_n, mut a_mode) = (input.as_raw(), out.as_raw(), 0u32, 0u32);
@@ -403,7 +404,7 @@ fn launch_costs(
     })?;
     rows.add("rust-raw", "launch", "plain0", 0, 0, "ns/launch", &mut ns);
     let (mut ns, _) = time_launches(stream, batches, || {
-        // SAFETY: `raw_cfg` points at `pdl`'s attributes, alive here.
+        // SAFETY: `raw_cfg` points at `raw_attrs`, `pdl`'s attributes, alive here.
         check(unsafe { lkex(&raw_cfg, f_empty, null, null) })
     })?;
     rows.add("rust-raw", "launch", "ex_pdl0", 0, 0, "ns/launch", &mut ns);

@@ -616,7 +616,9 @@ impl<'s, 'a> Capturing<'s, 'a> {
 
     /// `cuLaunchKernelEx`, captured, on this capture's stream (whatever stream `cfg`
     /// names): a kernel node running `f` at every launch of the graph, which borrows `f`
-    /// for `'a` (keeping its module loaded).
+    /// for `'a` (keeping its module loaded). With
+    /// [`device_updatable_kernel_node`](LaunchConfig::device_updatable_kernel_node), the
+    /// node's device handle is then in [`cfg.device_node()`](LaunchConfig::device_node).
     ///
     /// # Errors
     /// As [`launch`](crate::launch::launch).
@@ -633,9 +635,12 @@ impl<'s, 'a> Capturing<'s, 'a> {
         args: &A,
     ) -> Result<()> {
         // SAFETY: the capture's stream is alive for the call.
-        let cfg = unsafe { cfg.clone().raw_stream(self.stream.as_raw()) };
+        let on_capture = unsafe { cfg.clone().raw_stream(self.stream.as_raw()) };
         // SAFETY: forwarded to the caller; `f` outlives the graph (`'a`).
-        unsafe { crate::launch::launch(f, &cfg, args) }
+        let r = unsafe { crate::launch::launch(f, &on_capture, args) };
+        // The device node of a device-updatable launch, for `cfg.device_node()`.
+        cfg.keep_output_of(&on_capture);
+        r
     }
 
     /// The capture's status and current dependencies (`cuStreamGetCaptureInfo`), the

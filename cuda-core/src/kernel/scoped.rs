@@ -409,16 +409,17 @@ impl<'s> Lane<'s> {
                 )
             }
         } else {
-            let mut raw = cfg.as_raw();
-            raw.hStream = stream;
-            // SAFETY: as above; `raw` points at `cfg`'s attribute array, alive and not
-            // otherwise borrowed for the call.
-            unsafe {
-                drv!(
-                    g.cu,
-                    cuLaunchKernelEx(&raw, f.as_raw(), ptrs.as_mut_ptr(), ptr::null_mut())
-                )
-            }
+            cfg.with_raw(|raw| {
+                raw.hStream = stream;
+                // SAFETY: as above; `raw` points at the attribute array `with_raw` built
+                // on this stack, alive and not otherwise borrowed for the call.
+                unsafe {
+                    drv!(
+                        g.cu,
+                        cuLaunchKernelEx(raw, f.as_raw(), ptrs.as_mut_ptr(), ptr::null_mut())
+                    )
+                }
+            })
         }
     }
 }

@@ -302,7 +302,10 @@ impl fmt::Debug for LaunchAttribute<'_> {
     }
 }
 
-/// A launch configuration already holds as many attributes as it has room for.
+/// An attribute a [`LaunchConfig`](super::LaunchConfig) has no room for: the
+/// configuration already holds as many distinct attributes as it can, or (only for
+/// [`LaunchAttribute::from_raw`] and out-of-range enum values) the ID or the value does
+/// not fit its compact storage ([`LaunchConfig::set`](super::LaunchConfig::set)).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub struct TooManyAttributes {
     /// The attribute that did not fit.
@@ -317,7 +320,7 @@ impl fmt::Display for TooManyAttributes {
         write!(
             f,
             "launch attribute {} does not fit: a launch configuration holds at most {} \
-             distinct attributes",
+             distinct attributes, of the IDs and value ranges LaunchConfig::set lists",
             self.id.0, self.capacity
         )
     }

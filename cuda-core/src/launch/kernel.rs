@@ -1,11 +1,14 @@
 //! The launch calls: `cuLaunchKernelEx` with a pointer array or a packed buffer, the
 //! layout-checked packed launch, and plain `cuLaunchKernel`.
 //!
-//! None of them allocates or records an event: each builds the `CUlaunchConfig` (or the
-//! `extra` array) on the stack and makes one driver call, after making the function's
-//! context current when it is not already (one `cuCtxGetCurrent`; a push and pop only on
-//! a thread where another context, or none, is current). The stream must belong to that
-//! context.
+//! None of them allocates or records an event: each builds the `CUlaunchConfig`, its
+//! attribute array ([`RawAttributes`](super::RawAttributes), only the attributes set
+//! written) and the `extra` array on the stack and makes one driver call, after making
+//! the function's context current when it is not already (one `cuCtxGetCurrent`; a push
+//! and pop only on a thread where another context, or none, is current). The stream must
+//! belong to that context. After a `cuLaunchKernelEx`, the device node the driver may
+//! have written is copied back into the configuration
+//! ([`LaunchConfig::device_node`]).
 
 use core::ffi::c_void;
 use core::ptr;
@@ -54,18 +57,20 @@ use crate::function::Function;
 pub unsafe fn launch<A: KernelArgs>(f: &Function, cfg: &LaunchConfig<'_>, args: &A) -> Result<()> {
     cfg.require_stream()?;
     let g = f.enter()?;
-    let raw = cfg.as_raw();
     let mut ptrs = args.arg_ptrs();
-    // SAFETY: `raw` points at `cfg`'s attribute array, valid and not otherwise borrowed
-    // for this call (see `LaunchConfig`); `ptrs` holds `A::COUNT` pointers into `args`,
-    // alive for the call; the driver copies the parameters before returning; the
-    // function's context is current. The kernel-side contract is the caller's.
-    unsafe {
-        drv!(
-            g.cu,
-            cuLaunchKernelEx(&raw, f.as_raw(), ptrs.as_mut_ptr(), ptr::null_mut())
-        )
-    }
+    cfg.with_raw(|raw| {
+        // SAFETY: `raw` points at the attribute array `with_raw` built on this stack,
+        // alive and not otherwise borrowed for the call; `ptrs` holds `A::COUNT`
+        // pointers into `args`, alive for the call; the driver copies the parameters
+        // before returning; the function's context is current. The kernel-side contract
+        // is the caller's.
+        unsafe {
+            drv!(
+                g.cu,
+                cuLaunchKernelEx(raw, f.as_raw(), ptrs.as_mut_ptr(), ptr::null_mut())
+            )
+        }
+    })
 }
 
 /// `cuLaunchKernelEx` with the parameters in one packed buffer
@@ -92,7 +97,6 @@ pub unsafe fn launch_packed<const CAP: usize, const N: usize>(
 ) -> Result<()> {
     cfg.require_stream()?;
     let g = f.enter()?;
-    let raw = cfg.as_raw();
     let mut size: usize = packed.len();
     let mut extra: [*mut c_void; 5] = [
         CU_LAUNCH_PARAM_BUFFER_POINTER,
@@ -101,15 +105,18 @@ pub unsafe fn launch_packed<const CAP: usize, const N: usize>(
         ptr::from_mut(&mut size).cast::<c_void>(),
         CU_LAUNCH_PARAM_END,
     ];
-    // SAFETY: `extra` is a well-formed, END-terminated list whose buffer pointer and size
-    // pointer are alive for the call; the driver only reads them. `raw` as in `launch`;
-    // the function's context is current. The kernel-side contract is the caller's.
-    unsafe {
-        drv!(
-            g.cu,
-            cuLaunchKernelEx(&raw, f.as_raw(), ptr::null_mut(), extra.as_mut_ptr())
-        )
-    }
+    cfg.with_raw(|raw| {
+        // SAFETY: `extra` is a well-formed, END-terminated list whose buffer pointer and
+        // size pointer are alive for the call; the driver only reads them. `raw` as in
+        // `launch`; the function's context is current. The kernel-side contract is the
+        // caller's.
+        unsafe {
+            drv!(
+                g.cu,
+                cuLaunchKernelEx(raw, f.as_raw(), ptr::null_mut(), extra.as_mut_ptr())
+            )
+        }
+    })
 }
 
 /// [`launch_packed`] after checking `packed` against the kernel's parameter layout as

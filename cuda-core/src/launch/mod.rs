@@ -2,10 +2,12 @@
 //! `cuLaunchKernelEx` attribute, and the launch calls.
 //!
 //! - [`LaunchConfig`]: grid, block, dynamic shared memory, stream, and up to
-//!   [`MAX_LAUNCH_ATTRIBUTES`] [`LaunchAttribute`]s stored inline (Programmatic
-//!   Dependent Launch, programmatic and launch-completion events, cluster shape and
-//!   scheduling, cooperative, priority, memory sync domains, access policy window,
-//!   device-updatable graph nodes, shared-memory carveout, NVLink-centric scheduling).
+//!   [`MAX_LAUNCH_ATTRIBUTES`] [`LaunchAttribute`]s (Programmatic Dependent Launch,
+//!   programmatic and launch-completion events, cluster shape and scheduling,
+//!   cooperative, priority, memory sync domains, access policy window, device-updatable
+//!   graph nodes, shared-memory carveout, NVLink-centric scheduling), kept in compact
+//!   fields: the whole configuration is at most 128 bytes, and each launch builds the
+//!   driver's `CUlaunchAttribute` array ([`RawAttributes`]) on its stack.
 //! - [`launch`]: `cuLaunchKernelEx` with the arguments as a pointer array
 //!   ([`KernelArgs`](crate::args::KernelArgs), a tuple).
 //! - [`launch_packed`]: `cuLaunchKernelEx` with one packed buffer
@@ -39,12 +41,15 @@ mod verify;
 pub use crate::dim3::Dim3;
 pub use attr::{LaunchAttribute, TooManyAttributes};
 pub use auto_pdl::{AutoPdl, PdlPlan};
-pub use config::{LaunchConfig, MAX_LAUNCH_ATTRIBUTES};
+pub use config::{LaunchConfig, MAX_LAUNCH_ATTRIBUTES, RawAttributes};
 pub use kernel::{launch, launch_checked, launch_packed, launch_plain};
 
 impl From<TooManyAttributes> for crate::error::Error {
     fn from(_: TooManyAttributes) -> Self {
-        Self::InvalidArgument("too many launch attributes (a LaunchConfig holds at most 8)")
+        Self::InvalidArgument(
+            "launch attribute does not fit the LaunchConfig (at most 8 distinct attributes, \
+             of the known IDs and value ranges: see LaunchConfig::set)",
+        )
     }
 }
 

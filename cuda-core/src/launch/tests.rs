@@ -6,10 +6,13 @@ use core::ptr;
 
 use cuda_sys::{
     CUaccessPolicyWindow, CUaccessProperty, CUclusterSchedulingPolicy, CUevent, CUlaunchAttribute,
-    CUlaunchAttributeID as Id, CUlaunchConfig, CUlaunchMemSyncDomain,
+    CUlaunchAttributeID as Id, CUlaunchAttributePortableClusterMode, CUlaunchConfig,
+    CUlaunchMemSyncDomain, CUsharedMemoryMode, CUsynchronizationPolicy,
 };
 
-use super::{Dim3, LaunchAttribute, LaunchConfig, MAX_LAUNCH_ATTRIBUTES, TooManyAttributes};
+use super::{
+    Dim3, LaunchAttribute, LaunchConfig, MAX_LAUNCH_ATTRIBUTES, RawAttributes, TooManyAttributes,
+};
 
 /// The 64 value bytes of an attribute.
 fn value_bytes(a: &CUlaunchAttribute) -> [u8; 64] {
@@ -182,7 +185,8 @@ fn config_fields_and_attribute_array() {
         .and_then(|c| c.programmatic_stream_serialization())
         .and_then(|c| c.priority(-1))
         .unwrap();
-    let raw: CUlaunchConfig = cfg.as_raw();
+    let mut buf = RawAttributes::new();
+    let raw: CUlaunchConfig = cfg.as_raw(&mut buf);
     assert_eq!(
         (raw.gridDimX, raw.gridDimY, raw.gridDimZ),
         (4, 2, 1),
@@ -197,9 +201,10 @@ fn config_fields_and_attribute_array() {
     assert!(raw.hStream.is_null(), "default stream");
     assert_eq!(raw.numAttrs, 3);
     assert!(!raw.attrs.is_null());
-    // SAFETY: `raw.attrs` points at `cfg`'s array of `numAttrs` initialized attributes,
-    // and `cfg` is alive and unchanged.
+    // SAFETY: `raw.attrs` points at `buf`'s array of `numAttrs` initialized attributes,
+    // and `buf` is alive and unchanged.
     let attrs = unsafe { core::slice::from_raw_parts(raw.attrs, raw.numAttrs as usize) };
+    assert_eq!(attrs.len(), buf.as_slice().len());
     let ids: [u32; 3] = core::array::from_fn(|i| attrs[i].id.0);
     assert_eq!(
         ids,
@@ -214,7 +219,8 @@ fn config_fields_and_attribute_array() {
     assert_eq!(value_bytes(&attrs[2]), le32(&[u32::MAX]));
 
     let empty = LaunchConfig::new(1, 1);
-    let raw = empty.as_raw();
+    let raw = empty.as_raw(&mut buf);
+    assert!(buf.as_slice().is_empty(), "refilled from scratch");
     assert!(raw.attrs.is_null());
     assert_eq!(raw.numAttrs, 0);
 }
@@ -223,7 +229,10 @@ fn config_fields_and_attribute_array() {
 fn raw_stream_is_passed_through() {
     // SAFETY: never launched; the handle is only stored.
     let cfg = unsafe { LaunchConfig::new(1, 1).raw_stream(cuda_sys::CU_STREAM_PER_THREAD) };
-    assert_eq!(cfg.as_raw().hStream, cuda_sys::CU_STREAM_PER_THREAD);
+    assert_eq!(
+        cfg.as_raw(&mut RawAttributes::new()).hStream,
+        cuda_sys::CU_STREAM_PER_THREAD
+    );
     assert_eq!(cfg.stream_handle(), cuda_sys::CU_STREAM_PER_THREAD);
 }
 
@@ -238,8 +247,13 @@ fn same_id_replaces() {
     let p = cfg.find(Id::CU_LAUNCH_ATTRIBUTE_PRIORITY).unwrap();
     // SAFETY: the ID says `priority` is the member set.
     assert_eq!(unsafe { p.value.priority }, 5);
+    // In ID order, not in the order they were set.
     assert_eq!(
         cfg.attribute(0).map(|a| a.id),
+        Some(Id::CU_LAUNCH_ATTRIBUTE_COOPERATIVE)
+    );
+    assert_eq!(
+        cfg.attribute(1).map(|a| a.id),
         Some(Id::CU_LAUNCH_ATTRIBUTE_PRIORITY)
     );
     assert!(cfg.attribute(2).is_none());
@@ -283,28 +297,321 @@ fn capacity_error() {
     assert!(!cfg.remove(Id::CU_LAUNCH_ATTRIBUTE_PRIORITY));
     assert_eq!(cfg.num_attributes(), MAX_LAUNCH_ATTRIBUTES - 1);
     assert_eq!(
-        cfg.attribute(1).map(|a| a.id),
+        cfg.attribute(2).map(|a| a.id),
         Some(Id::CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION)
     );
     cfg.set(extra).unwrap();
     cfg.clear_attributes();
     assert_eq!(cfg.num_attributes(), 0);
-    assert!(cfg.as_raw().attrs.is_null());
+    assert!(cfg.as_raw(&mut RawAttributes::new()).attrs.is_null());
 }
 
 #[test]
-fn device_node_reads_the_output_slot() {
+fn device_node_is_copied_back_from_the_launch_array() {
     let cfg = LaunchConfig::new(1, 1)
-        .device_updatable_kernel_node()
+        .priority(1)
+        .and_then(|c| c.device_updatable_kernel_node())
         .unwrap();
     assert_eq!(cfg.device_node(), None, "nothing written yet");
-    let raw = cfg.as_raw();
-    // Write the output as the driver does during a captured launch.
-    // SAFETY: `raw.attrs` points into `cfg`'s `UnsafeCell` array, which nothing else
-    // borrows now.
+    let mut buf = RawAttributes::new();
+    let raw = cfg.as_raw(&mut buf);
+    assert_eq!(raw.numAttrs, 2);
+    assert_eq!(buf.device_node(), None);
+    // Write the output as the driver does during a captured launch: into the array the
+    // launch built, after the priority (ID order).
+    // SAFETY: `raw.attrs` points at `buf`'s two initialized attributes, which nothing
+    // else borrows now.
     unsafe {
-        (*raw.attrs).value.deviceUpdatableKernelNode.devNode = ptr::without_provenance_mut(0x40);
+        let dun = raw.attrs.add(1);
+        assert_eq!(
+            (*dun).id,
+            Id::CU_LAUNCH_ATTRIBUTE_DEVICE_UPDATABLE_KERNEL_NODE
+        );
+        (*dun).value.deviceUpdatableKernelNode.devNode = ptr::without_provenance_mut(0x40);
     }
+    assert_eq!(buf.device_node(), Some(ptr::without_provenance_mut(0x40)));
+    assert_eq!(cfg.device_node(), None, "not copied back yet");
+    cfg.keep_output(&buf);
     assert_eq!(cfg.device_node(), Some(ptr::without_provenance_mut(0x40)));
+    // The copies carry it, as the driver's array did.
+    let a = cfg
+        .find(Id::CU_LAUNCH_ATTRIBUTE_DEVICE_UPDATABLE_KERNEL_NODE)
+        .unwrap();
+    // SAFETY: the ID says `deviceUpdatableKernelNode` is the member set.
+    let (updatable, node) = unsafe {
+        (
+            a.value.deviceUpdatableKernelNode.deviceUpdatable,
+            a.value.deviceUpdatableKernelNode.devNode,
+        )
+    };
+    assert_eq!((updatable, node.addr()), (1, 0x40));
+    assert_eq!(cfg.clone().device_node(), cfg.device_node());
+    // Setting the attribute again, or removing it, forgets the node.
+    let mut again = cfg.clone();
+    again
+        .set(LaunchAttribute::device_updatable_kernel_node(true))
+        .unwrap();
+    assert_eq!(again.device_node(), None);
+    let mut removed = cfg.clone();
+    assert!(removed.remove(Id::CU_LAUNCH_ATTRIBUTE_DEVICE_UPDATABLE_KERNEL_NODE));
+    assert_eq!(removed.device_node(), None);
+    // A configuration without the attribute ignores an array that has one.
+    let plain = LaunchConfig::new(1, 1);
+    plain.keep_output(&buf);
+    assert_eq!(plain.device_node(), None);
     assert_eq!(LaunchConfig::new(1, 1).device_node(), None);
+}
+
+#[test]
+fn values_moved_by_value_stay_small() {
+    // The configuration is built and moved by value through every builder call; its
+    // attributes are kept compact and expanded on the launch's stack.
+    #[cfg(target_pointer_width = "64")]
+    assert!(
+        size_of::<LaunchConfig<'_>>() <= 128,
+        "LaunchConfig is {} bytes",
+        size_of::<LaunchConfig<'_>>()
+    );
+    assert!(
+        size_of::<TooManyAttributes>() <= 64,
+        "TooManyAttributes is {} bytes",
+        size_of::<TooManyAttributes>()
+    );
+    // The transient array holds the driver's form of the attributes, 72 bytes each.
+    assert_eq!(
+        size_of::<RawAttributes>(),
+        MAX_LAUNCH_ATTRIBUTES * 72 + size_of::<usize>()
+    );
+}
+
+/// One attribute of every kind with a typed constructor, non-zero values where the value
+/// has room for them.
+fn every_typed_attribute() -> [LaunchAttribute<'static>; 14] {
+    [
+        LaunchAttribute::access_policy_window(CUaccessPolicyWindow {
+            base_ptr: ptr::without_provenance_mut(0x7000_0000),
+            num_bytes: (1 << 33) + 5,
+            hitRatio: 0.375,
+            hitProp: CUaccessProperty::CU_ACCESS_PROPERTY_PERSISTING,
+            missProp: CUaccessProperty::CU_ACCESS_PROPERTY_STREAMING,
+        }),
+        LaunchAttribute::cooperative(true),
+        LaunchAttribute::cluster_dim(Dim3::new(2, 3, 4)),
+        LaunchAttribute::cluster_scheduling_policy(
+            CUclusterSchedulingPolicy::CU_CLUSTER_SCHEDULING_POLICY_LOAD_BALANCING,
+        ),
+        LaunchAttribute::programmatic_stream_serialization(true),
+        // SAFETY: never launched; the handle is only stored.
+        unsafe { LaunchAttribute::programmatic_event_raw(FAKE_EVENT, true) },
+        LaunchAttribute::priority(i32::MIN + 7),
+        LaunchAttribute::mem_sync_domain_map(3, 250),
+        LaunchAttribute::mem_sync_domain(CUlaunchMemSyncDomain::CU_LAUNCH_MEM_SYNC_DOMAIN_REMOTE),
+        LaunchAttribute::preferred_cluster_dim(Dim3::new(u32::MAX, 1, 65_536)),
+        // SAFETY: as above.
+        unsafe { LaunchAttribute::launch_completion_event_raw(FAKE_EVENT) },
+        LaunchAttribute::device_updatable_kernel_node(true),
+        LaunchAttribute::preferred_shared_memory_carveout(u32::MAX),
+        LaunchAttribute::nvlink_util_centric_scheduling(true),
+    ]
+}
+
+#[test]
+fn every_attribute_comes_back_byte_for_byte() {
+    let all = every_typed_attribute();
+    let falses = [
+        LaunchAttribute::cooperative(false),
+        LaunchAttribute::programmatic_stream_serialization(false),
+        // SAFETY: never launched; the handle is only stored.
+        unsafe { LaunchAttribute::programmatic_event_raw(FAKE_EVENT, false) },
+        LaunchAttribute::device_updatable_kernel_node(false),
+        LaunchAttribute::nvlink_util_centric_scheduling(false),
+    ];
+    for group in all.chunks(MAX_LAUNCH_ATTRIBUTES).chain(falses.chunks(8)) {
+        let mut cfg = LaunchConfig::new(1, 1);
+        // Set in reverse: the array comes out in ID order whatever the order of `set`.
+        for a in group.iter().rev() {
+            cfg.set(*a).unwrap();
+        }
+        assert_eq!(cfg.num_attributes(), group.len());
+        for a in group {
+            let back = cfg.find(a.id()).unwrap();
+            assert_eq!(back.id, a.id());
+            assert_eq!(back.pad, [0; 4]);
+            assert_eq!(value_bytes(&back), value_bytes(a.as_raw()), "{a:?}");
+        }
+        let mut buf = RawAttributes::new();
+        let raw = cfg.as_raw(&mut buf);
+        assert_eq!(raw.numAttrs as usize, group.len());
+        for (k, (got, want)) in buf.as_slice().iter().zip(group).enumerate() {
+            assert_eq!(got.id, want.id());
+            assert_eq!(value_bytes(got), value_bytes(want.as_raw()), "{want:?}");
+            let copy = cfg.attribute(k).unwrap();
+            assert_eq!(value_bytes(&copy), value_bytes(got));
+        }
+    }
+}
+
+/// A raw attribute: `id`, the value zeroed, then `write` applied to it.
+fn raw_attr(id: u32, write: impl FnOnce(&mut CUlaunchAttribute)) -> LaunchAttribute<'static> {
+    let mut a = CUlaunchAttribute {
+        id: Id(id),
+        ..CUlaunchAttribute::default()
+    };
+    write(&mut a);
+    // SAFETY: never launched; every value is zero or a plain number.
+    unsafe { LaunchAttribute::from_raw(a) }
+}
+
+#[test]
+fn raw_attributes_fit_or_are_refused() {
+    // Every ID of the CUDA 13 headers is stored; 0 (ignore), 15 and unknown IDs are not.
+    for id in 0..40 {
+        let mut cfg = LaunchConfig::new(1, 1);
+        let r = cfg.set(raw_attr(id, |_| ())).map(|c| c.num_attributes());
+        if (1..=14).contains(&id) || (16..=18).contains(&id) {
+            assert_eq!(r, Ok(1), "ID {id}");
+            assert_eq!(cfg.find(Id(id)).map(|a| value_bytes(&a)), Some([0; 64]));
+        } else {
+            assert_eq!(
+                r,
+                Err(TooManyAttributes {
+                    id: Id(id),
+                    capacity: MAX_LAUNCH_ATTRIBUTES
+                }),
+                "ID {id}"
+            );
+            assert_eq!(cfg.num_attributes(), 0);
+            assert!(!cfg.remove(Id(id)));
+            assert!(cfg.find(Id(id)).is_none());
+        }
+    }
+
+    // The attributes without a typed constructor keep their enum value.
+    let sync = raw_attr(Id::CU_LAUNCH_ATTRIBUTE_SYNCHRONIZATION_POLICY.0, |a| {
+        a.value.syncPolicy = CUsynchronizationPolicy::CU_SYNC_POLICY_BLOCKING_SYNC;
+    });
+    let portable = raw_attr(Id::CU_LAUNCH_ATTRIBUTE_PORTABLE_CLUSTER_SIZE_MODE.0, |a| {
+        a.value.portableClusterSizeMode = CUlaunchAttributePortableClusterMode(2);
+    });
+    let shmem = raw_attr(Id::CU_LAUNCH_ATTRIBUTE_SHARED_MEMORY_MODE.0, |a| {
+        a.value.sharedMemoryMode = CUsharedMemoryMode(4);
+    });
+    let mut cfg = LaunchConfig::new(1, 1);
+    for a in [sync, portable, shmem] {
+        cfg.set(a).unwrap();
+    }
+    let mut buf = RawAttributes::new();
+    let _ = cfg.as_raw(&mut buf);
+    let got: [[u8; 64]; 3] = core::array::from_fn(|k| value_bytes(&buf.as_slice()[k]));
+    assert_eq!(got, [le32(&[4]), le32(&[2]), le32(&[4])]);
+
+    // Flags kept as one bit: any non-zero value comes back as 1.
+    let coop = raw_attr(Id::CU_LAUNCH_ATTRIBUTE_COOPERATIVE.0, |a| {
+        a.value.cooperative = -7;
+    });
+    let pe = raw_attr(Id::CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_EVENT.0, |a| {
+        a.value.programmaticEvent.event = FAKE_EVENT;
+        a.value.programmaticEvent.flags = 1;
+        a.value.programmaticEvent.triggerAtBlockStart = 9;
+    });
+    let lce = raw_attr(Id::CU_LAUNCH_ATTRIBUTE_LAUNCH_COMPLETION_EVENT.0, |a| {
+        a.value.launchCompletionEvent.event = FAKE_EVENT;
+        a.value.launchCompletionEvent.flags = 1;
+    });
+    let mut cfg = LaunchConfig::new(1, 1);
+    for a in [coop, pe, lce] {
+        cfg.set(a).unwrap();
+    }
+    let _ = cfg.as_raw(&mut buf);
+    let ev = 0x1122_3344_5566_7788u64.to_le_bytes();
+    let [c, p, l] = buf.as_slice() else {
+        panic!("{buf:?}")
+    };
+    assert_eq!(value_bytes(c), le32(&[1]));
+    let p = value_bytes(p);
+    assert_eq!(
+        (&p[..8], &p[8..16], &p[16..]),
+        (&ev[..], &le32(&[1, 1])[..8], &[0; 48][..])
+    );
+    let l = value_bytes(l);
+    assert_eq!(
+        (&l[..8], &l[8..12], &l[12..]),
+        (&ev[..], &1u32.to_le_bytes()[..], &[0; 52][..])
+    );
+
+    // Values the compact storage cannot hold are refused; the configuration keeps what
+    // it had.
+    let mut cfg = LaunchConfig::new(1, 1)
+        .mem_sync_domain(CUlaunchMemSyncDomain::CU_LAUNCH_MEM_SYNC_DOMAIN_REMOTE)
+        .unwrap();
+    let before = value_bytes(&cfg.find(Id::CU_LAUNCH_ATTRIBUTE_MEM_SYNC_DOMAIN).unwrap());
+    let refuse = |cfg: &mut LaunchConfig<'static>, a: LaunchAttribute<'static>| {
+        assert_eq!(
+            cfg.set(a).map(|c| c.num_attributes()),
+            Err(TooManyAttributes {
+                id: a.id(),
+                capacity: MAX_LAUNCH_ATTRIBUTES
+            }),
+            "{a:?}"
+        );
+    };
+    refuse(
+        &mut cfg,
+        LaunchAttribute::mem_sync_domain(CUlaunchMemSyncDomain(256)),
+    );
+    refuse(
+        &mut cfg,
+        LaunchAttribute::cluster_scheduling_policy(CUclusterSchedulingPolicy(1 << 20)),
+    );
+    refuse(
+        &mut cfg,
+        LaunchAttribute::access_policy_window(CUaccessPolicyWindow {
+            missProp: CUaccessProperty(300),
+            ..CUaccessPolicyWindow::default()
+        }),
+    );
+    refuse(
+        &mut cfg,
+        raw_attr(Id::CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_EVENT.0, |a| {
+            a.value.programmaticEvent.flags = 2;
+        }),
+    );
+    refuse(
+        &mut cfg,
+        raw_attr(Id::CU_LAUNCH_ATTRIBUTE_LAUNCH_COMPLETION_EVENT.0, |a| {
+            a.value.launchCompletionEvent.flags = -1;
+        }),
+    );
+    refuse(
+        &mut cfg,
+        raw_attr(Id::CU_LAUNCH_ATTRIBUTE_SHARED_MEMORY_MODE.0, |a| {
+            a.value.sharedMemoryMode = CUsharedMemoryMode(u32::MAX);
+        }),
+    );
+    assert_eq!(cfg.num_attributes(), 1);
+    assert_eq!(
+        value_bytes(&cfg.find(Id::CU_LAUNCH_ATTRIBUTE_MEM_SYNC_DOMAIN).unwrap()),
+        before
+    );
+    // The largest values that fit.
+    cfg.set(LaunchAttribute::mem_sync_domain(CUlaunchMemSyncDomain(255)))
+        .unwrap();
+    assert_eq!(
+        value_bytes(&cfg.find(Id::CU_LAUNCH_ATTRIBUTE_MEM_SYNC_DOMAIN).unwrap()),
+        le32(&[255])
+    );
+}
+
+#[cfg(feature = "std")]
+#[test]
+fn debug_lists_the_ids() {
+    let cfg = LaunchConfig::new(1, 1)
+        .priority(1)
+        .and_then(|c| c.cooperative(true))
+        .unwrap();
+    let s = std::format!("{cfg:?}");
+    assert!(
+        s.contains("CUlaunchAttributeID_enum(2), CUlaunchAttributeID_enum(8)"),
+        "{s}"
+    );
 }
