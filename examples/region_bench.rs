@@ -3,7 +3,8 @@
 //!
 //! ```sh
 //! cargo run --release --example region_bench -- [--cpp region_ref.so] [--rounds N]
-//!     [--csv PATH] [--sweep-csv PATH] [--svg PATH] [--quick] [--no-sweep]
+//!     [--csv PATH] [--sweep-csv PATH] [--samples-csv PATH] [--svg PATH] [--quick]
+//!     [--no-sweep] [--sweep-rounds N] [--no-tune]
 //! ```
 //!
 //! - `chain`: 256 dependent `chain_step` kernels (132 x 256 threads), us per kernel,
@@ -21,8 +22,11 @@
 //! - `sweep`: `auto_step_{u32,u64,v4}` (one thread per element, 4-, 8- and 16-byte
 //!   elements) as graph chains of 64 links from one block to 17 waves, with no PDL, PDL
 //!   early trigger, PDL wait-only and the automatic choice, each point's four variants
-//!   alternating round by round; us per kernel, and the automatic choice against the
-//!   best fixed one. `--svg` draws it.
+//!   alternating round by round (21 rounds, medians; every sample in
+//!   `auto_pdl_samples.csv`); us per kernel, and the automatic choice against the best
+//!   fixed one. The automatic choice is `AutoPdl::tune`'s (7 rounds per plan, measured
+//!   before the sweep's own rounds; `--no-tune`: the rule alone); the rule's choice is
+//!   reported too. `--svg` draws it.
 //!
 //! Speed is reported, not asserted; every chain's values are checked.
 
@@ -101,10 +105,16 @@ fn main() {
             .unwrap_or(if flag("--quick") { 3 } else { 10 }),
         csv: arg_value(&args, "--csv").unwrap_or_else(|| default("region_bench.csv")),
         sweep_csv: arg_value(&args, "--sweep-csv").unwrap_or_else(|| default("auto_pdl_sweep.csv")),
+        samples_csv: arg_value(&args, "--samples-csv")
+            .unwrap_or_else(|| default("auto_pdl_samples.csv")),
+        sweep_rounds: arg_value(&args, "--sweep-rounds")
+            .and_then(|r| r.parse().ok())
+            .unwrap_or(if flag("--quick") { 3 } else { 21 }),
         svg: arg_value(&args, "--svg"),
         cpp: arg_value(&args, "--cpp"),
         quick: flag("--quick"),
         sweep: !flag("--no-sweep"),
+        tune: !flag("--no-tune"),
     };
     let ctx = match open_gpu() {
         Ok(ctx) => ctx,
@@ -123,10 +133,14 @@ struct Opts {
     rounds: usize,
     csv: String,
     sweep_csv: String,
+    samples_csv: String,
+    sweep_rounds: usize,
     svg: Option<String>,
     cpp: Option<String>,
     quick: bool,
     sweep: bool,
+    /// `AutoPdl::tune` at each sweep point (else the rule alone).
+    tune: bool,
 }
 
 fn run(ctx: &Context, o: &Opts) -> R {
@@ -627,7 +641,15 @@ struct Point {
     waves: f64,
     us: [f64; 4],
     plan: PdlPlan,
+    /// What the rule alone picks (`AutoPdl::rule_plan`).
+    rule: PdlPlan,
 }
+
+/// The fixed variants' plans, in `VARIANTS` order.
+const VARIANT_PLANS: [PdlPlan; 3] = [PdlPlan::NONE, PdlPlan::WAIT_ONLY, PdlPlan::EARLY_TRIGGER];
+
+/// Rounds per plan of `AutoPdl::tune` at each sweep point.
+const TUNE_ROUNDS: usize = 7;
 
 fn sweep(ctx: &Context, module: &Module, o: &Opts) -> R {
     let mut stream = Stream::non_blocking(ctx)?;
@@ -636,12 +658,19 @@ fn sweep(ctx: &Context, module: &Module, o: &Opts) -> R {
         Event::new(ctx, EventFlags::empty())?,
     ];
     let mut points = Vec::new();
+    let mut samples = String::from("elem_bytes,blocks,variant,round,us\n");
     for (name, bytes, words) in SWEEP_KERNELS {
         let f = module.function(name)?;
         let auto = AutoPdl::new(&f)?;
         let wave = auto.capacity(BLOCK, 0)? as u32;
+        println!(
+            "# {name}: {} registers per thread, {wave} resident blocks of {BLOCK} threads",
+            f.num_regs()?
+        );
         let mut grids: Vec<u32> = vec![1, 2, 4, 8, 16, 32, 66, 132, 264, 528];
-        for w in [1.0f64, 1.25, 1.5, 2.0, 3.0, 4.0, 6.0, 8.0, 12.0, 16.0, 17.0] {
+        for w in [
+            0.375f64, 0.625, 0.75, 0.875, 1.0, 1.25, 1.5, 2.0, 3.0, 4.0, 6.0, 8.0, 12.0, 16.0, 17.0,
+        ] {
             grids.push((f64::from(wave) * w).round() as u32);
         }
         grids.push(wave + 1);
@@ -664,7 +693,7 @@ fn sweep(ctx: &Context, module: &Module, o: &Opts) -> R {
         for &grid in &grids {
             let n = grid * BLOCK;
             let shape = LaunchConfig::new(grid, BLOCK);
-            let (_, auto_plan) = shape.clone().auto_pdl(&auto)?;
+            let rule_plan = auto.rule_plan(&shape)?;
             let ptrs = [bufs[0].as_raw(), bufs[1].as_raw()];
             let mut regions = [
                 Region::new(ctx),
@@ -673,16 +702,27 @@ fn sweep(ctx: &Context, module: &Module, o: &Opts) -> R {
                 Region::new(ctx),
             ];
             let mut runs = 0u32;
-            for (v, reg) in regions.iter_mut().enumerate() {
+            // The fixed variants' first executions, then `AutoPdl::tune` on them (the plan
+            // it keeps is what `auto_pdl` returns for this shape from then on), then the
+            // automatic variant's first executions.
+            for v in [0, 1, 2, 3] {
+                if v == 3 && o.tune {
+                    auto.tune(&mut stream, &shape, TUNE_ROUNDS, |st, plan| {
+                        let v = VARIANT_PLANS.iter().position(|&p| p == plan).unwrap_or(1);
+                        runs += 1;
+                        regions[v].run(st, |r| sweep_body(r, &f, &auto, &shape, ptrs, n, v))
+                    })?;
+                }
                 for _ in 0..2 {
-                    reg.run(&mut stream, |r| {
+                    regions[v].run(&mut stream, |r| {
                         sweep_body(r, &f, &auto, &shape, ptrs, n, v)
                     })?;
                     runs += 1;
                 }
             }
+            let (_, auto_plan) = shape.clone().auto_pdl(&auto)?;
             let mut us: [Vec<f64>; 4] = Default::default();
-            let rounds = o.rounds.max(3);
+            let rounds = o.sweep_rounds;
             for round in 0..rounds {
                 for s in 0..4 {
                     let v = (s + round) % 4;
@@ -693,6 +733,7 @@ fn sweep(ctx: &Context, module: &Module, o: &Opts) -> R {
                     })? * LINKS as f64
                         / SWEEP_LINKS as f64;
                     us[v].push(t);
+                    let _ = writeln!(samples, "{bytes},{grid},{},{round},{t:.4}", VARIANTS[v]);
                     runs += 1;
                 }
             }
@@ -726,47 +767,68 @@ fn sweep(ctx: &Context, module: &Module, o: &Opts) -> R {
                 waves: f64::from(grid) / f64::from(wave),
                 us: med,
                 plan: auto_plan,
+                rule: rule_plan,
             });
         }
     }
     let mut csv = String::from(
-        "elem_bytes,blocks,waves,none_us,wait_only_us,early_us,auto_us,auto_plan,best,auto_over_best\n",
+        "elem_bytes,blocks,waves,none_us,wait_only_us,early_us,auto_us,auto_plan,best,auto_over_best,rule_plan,rule_over_best\n",
     );
     println!(
         "\nsweep: graph chains of {SWEEP_LINKS} one-thread-per-element kernels, us/kernel (medians of {} rounds)",
-        o.rounds.max(3)
+        o.sweep_rounds
     );
     println!(
-        "{:>5} {:>7} {:>6} {:>9} {:>9} {:>9} {:>9} {:>11} {:>9}",
-        "bytes", "blocks", "waves", "none", "wait", "early", "auto", "auto plan", "auto/best"
+        "{:>5} {:>7} {:>6} {:>9} {:>9} {:>9} {:>9} {:>10} {:>9} {:>10} {:>9}",
+        "bytes",
+        "blocks",
+        "waves",
+        "none",
+        "wait",
+        "early",
+        "auto",
+        "auto plan",
+        "auto/best",
+        "rule plan",
+        "rule/best"
     );
-    let mut worst: f64 = 0.0;
-    let mut within = 0;
+    let (mut worst, mut worst_rule) = (0f64, 0f64);
+    let (mut within, mut within_rule) = (0, 0);
     for p in &points {
         let best = p.us[..3].iter().copied().fold(f64::INFINITY, f64::min);
         let best_name = VARIANTS[p.us[..3].iter().position(|&x| x == best).unwrap_or(0)];
         let ratio = p.us[3] / best;
+        // The rule's plan is one of the fixed variants: its time is that variant's.
+        let rule_v = VARIANT_PLANS.iter().position(|&x| x == p.rule).unwrap_or(0);
+        let rule_ratio = p.us[rule_v] / best;
         worst = worst.max(ratio);
-        if ratio <= 1.02 {
-            within += 1;
-        }
-        let plan = plan_name(p.plan);
+        worst_rule = worst_rule.max(rule_ratio);
+        within += usize::from(ratio <= 1.02);
+        within_rule += usize::from(rule_ratio <= 1.02);
+        let (plan, rule) = (plan_name(p.plan), plan_name(p.rule));
         let _ = writeln!(
             csv,
-            "{},{},{:.4},{:.4},{:.4},{:.4},{:.4},{plan},{best_name},{ratio:.4}",
+            "{},{},{:.4},{:.4},{:.4},{:.4},{:.4},{plan},{best_name},{ratio:.4},{rule},{rule_ratio:.4}",
             p.bytes, p.blocks, p.waves, p.us[0], p.us[1], p.us[2], p.us[3]
         );
         println!(
-            "{:>5} {:>7} {:>6.2} {:>9.3} {:>9.3} {:>9.3} {:>9.3} {plan:>11} {ratio:>9.3}",
+            "{:>5} {:>7} {:>6.2} {:>9.3} {:>9.3} {:>9.3} {:>9.3} {plan:>10} {ratio:>9.3} {rule:>10} {rule_ratio:>9.3}",
             p.bytes, p.blocks, p.waves, p.us[0], p.us[1], p.us[2], p.us[3]
         );
     }
     println!(
-        "auto within 2% of the best fixed choice at {within} of {} points; worst auto/best {worst:.3}",
+        "auto ({}) within 2% of the best fixed choice at {within} of {} points; worst auto/best {worst:.3}",
+        if o.tune { "tuned" } else { "rule" },
+        points.len()
+    );
+    println!(
+        "the rule alone (AutoPdl::rule_plan) within 2% at {within_rule} of {} points; worst {worst_rule:.3}",
         points.len()
     );
     std::fs::write(&o.sweep_csv, &csv)?;
     println!("# wrote {}", o.sweep_csv);
+    std::fs::write(&o.samples_csv, &samples)?;
+    println!("# wrote {}", o.samples_csv);
     if let Some(path) = &o.svg {
         std::fs::write(path, svg(&points, &ctx.device().name()?.to_string()))?;
         println!("# wrote {path}");

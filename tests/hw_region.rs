@@ -10,8 +10,12 @@
 //!   exact.
 //! - An invalid launch, a bad memset and a failing body return the errors the same calls
 //!   return outside a region, and the region stays usable.
+//! - Device-to-host copies into a pinned buffer bound to the region, replayed 200 times
+//!   with changing sources and values, read back exactly.
 //! - Automatic PDL never changes results: chains of one-thread-per-element kernels from
-//!   one block to four waves, on a stream and in a region, under every plan.
+//!   one block to four waves, on a stream and in a region, under every plan; a plan
+//!   measured by `AutoPdl::tune` is the one later launches of that shape get, and its
+//!   chains (and the tuning's own) are exact.
 //!
 //! Kernels (ptx/src/region.rs, ptx/src/chain.rs): `region_axpb`, `auto_step_u32`,
 //! `chain_step`.
@@ -22,7 +26,8 @@ use std::sync::atomic::{AtomicU32, Ordering};
 use cuda_core::graph::Region;
 use cuda_core::launch::{AutoPdl, LaunchConfig, PdlPlan, launch};
 use cuda_core::{
-    Context, Device, DeviceBuffer, DevicePtr, Error, Event, EventFlags, Module, Stream,
+    Context, Device, DeviceBuffer, DevicePtr, Error, Event, EventFlags, Module, PinnedHostBuffer,
+    Stream,
 };
 use cuda_sys::CUgraphDependencyType;
 use cuda_workspace::{Outcome, TestResult, check, check_eq, ptx, require_sm};
@@ -37,6 +42,8 @@ fn main() {
             pdl_in_a_region_becomes_programmatic_edges,
             errors_match_the_stream_errors_and_the_region_stays_usable,
             auto_pdl_never_changes_results,
+            auto_pdl_tune_keeps_the_measured_plan,
+            device_to_host_copies_in_a_region,
         ],
     );
 }
@@ -508,5 +515,145 @@ fn auto_pdl_never_changes_results() -> TestResult {
         })?;
         check_chain(&stream, &format!("region, {grid} blocks"), &mut expect)?;
     }
+    Ok(())
+}
+
+/// `AutoPdl::tune` runs the caller's chain under each plan (all of them exact), keeps
+/// the fastest for the shape, and `auto_pdl` returns it until `clear_tuned`.
+fn auto_pdl_tune_keeps_the_measured_plan() -> TestResult {
+    let (ctx, module, mut stream) = setup()?;
+    let step = module.function("auto_step_u32")?;
+    let auto = AutoPdl::new(&step)?;
+    let grid = (auto.capacity(THREADS, 0)? / 2) as u32;
+    let n = grid * THREADS;
+    const LINKS: usize = 24;
+    const ROUNDS: usize = 3;
+    let x0: Vec<u32> = (0..n).map(|i| i.wrapping_mul(2_654_435_761)).collect();
+    let bufs = [
+        DeviceBuffer::from_slice(&ctx, &x0)?,
+        DeviceBuffer::<u32>::zeroed(&ctx, n as usize)?,
+    ];
+    let shape = LaunchConfig::new(grid, THREADS);
+    check(
+        matches!(
+            auto.tune(&mut stream, &shape, 0, |_, _| Ok(())),
+            Err(Error::InvalidArgument(_))
+        ),
+        || "0 rounds accepted".into(),
+    )?;
+    let mut samples = [0usize; 3];
+    let chain = |stream: &Stream, plan: PdlPlan| -> Result<(), Error> {
+        for k in 0..LINKS {
+            let mut cfg = shape.clone().stream(stream);
+            plan.apply(&mut cfg)?;
+            // SAFETY: auto_step_u32(in, out, n, plan) between two distinct buffers of n
+            // words; the kernel waits (pdl_auto) when the attribute is set.
+            unsafe {
+                launch(
+                    &step,
+                    &cfg,
+                    &(bufs[k % 2].as_arg(), bufs[(k + 1) % 2].as_arg(), n, plan),
+                )?
+            };
+        }
+        Ok(())
+    };
+    let plans = [PdlPlan::NONE, PdlPlan::WAIT_ONLY, PdlPlan::EARLY_TRIGGER];
+    let tuned = auto.tune(&mut stream, &shape, ROUNDS, |s, plan| {
+        if let Some(i) = plans.iter().position(|&p| p == plan) {
+            samples[i] += 1;
+        }
+        chain(s, plan)
+    })?;
+    check_eq(samples, [ROUNDS; 3], "samples per plan")?;
+    check(plans.contains(&tuned), || format!("tuned plan {tuned:?}"))?;
+    check_eq(auto.tuned(&shape), Some(tuned), "tuned() for the shape")?;
+    let (_, plan) = shape.clone().auto_pdl(&auto)?;
+    check_eq(plan, tuned, "auto_pdl after tune")?;
+    // Another shape still gets the rule.
+    let other = LaunchConfig::new(grid + 1, THREADS);
+    check_eq(
+        auto.plan(&other)?,
+        auto.rule_plan(&other)?,
+        "an untuned shape",
+    )?;
+    // The tuned plan in a region.
+    let mut region = Region::new(&ctx);
+    region.run(&mut stream, |r| {
+        for k in 0..LINKS {
+            let (cfg, plan) = shape.clone().auto_pdl(&auto)?;
+            // SAFETY: as above.
+            unsafe {
+                r.launch(
+                    &step,
+                    &cfg,
+                    &(bufs[k % 2].as_arg(), bufs[(k + 1) % 2].as_arg(), n, plan),
+                )?
+            };
+        }
+        Ok(())
+    })?;
+    stream.synchronize()?;
+    let links = (3 * ROUNDS * LINKS + LINKS) as u32;
+    let want: Vec<u32> = x0.iter().map(|x| x.wrapping_add(links)).collect();
+    same(
+        &read(&bufs[0])?,
+        &want,
+        "tuning chains and the tuned region",
+    )?;
+    drop(region);
+    auto.clear_tuned();
+    check_eq(auto.tuned(&shape), None, "after clear_tuned")?;
+    check_eq(
+        auto.plan(&shape)?,
+        auto.rule_plan(&shape)?,
+        "the rule again",
+    )?;
+    Ok(())
+}
+
+/// A region whose executions memset, transform and copy back to pinned host memory bound
+/// to it: 200 executions alternating two sources and changing the kernel's arguments,
+/// each read back exactly through `Region::host`.
+fn device_to_host_copies_in_a_region() -> TestResult {
+    let (ctx, module, mut stream) = setup()?;
+    let axpb = module.function("region_axpb")?;
+    let src = [
+        DeviceBuffer::<u32>::zeroed(&ctx, N as usize)?,
+        DeviceBuffer::<u32>::zeroed(&ctx, N as usize)?,
+    ];
+    let mut host = PinnedHostBuffer::<u32>::zeroed(&ctx, N as usize)?;
+    let mut region = Region::new(&ctx);
+    let out = region.bind_host(&mut host);
+    for i in 0..200u32 {
+        let s = &src[(i % 2) as usize];
+        let (a, b) = (i + 3, i * 7 + 1);
+        region.run(&mut stream, |r| {
+            r.memset_d32(s, i)?;
+            let cfg = LaunchConfig::new(N / THREADS, THREADS);
+            // SAFETY: region_axpb(in, out, n, a, b) in place on a live buffer of N words.
+            unsafe { r.launch(&axpb, &cfg, &(s.as_arg(), s.as_arg(), N, a, b))? };
+            r.copy_to_host(out, s)
+        })?;
+        let got = region.host(out)?;
+        let want = i.wrapping_mul(a).wrapping_add(b);
+        if let Some(k) = got.iter().position(|&x| x != want) {
+            return Err(Outcome::Fail(format!(
+                "execution {i}: element {k} is {}, expected {want}",
+                got[k]
+            )));
+        }
+    }
+    let st = region.stats();
+    check_eq((st.captures, st.replays), (1, 199), "captures, replays")?;
+    check(st.updated_nodes >= 199 * 3, || {
+        format!("updated nodes {st:?}")
+    })?;
+    drop(region);
+    check_eq(
+        host[0],
+        199u32.wrapping_mul(202).wrapping_add(199 * 7 + 1),
+        "after the region",
+    )?;
     Ok(())
 }

@@ -2,8 +2,11 @@
 //! the first execution is captured and instantiated, a replay with changed arguments
 //! sets exactly the changed nodes and launches the cached executable, a replay with
 //! nothing changed only launches, a new structure is captured again, the least recently
-//! launched executable is evicted beyond the capacity, and an execution the driver
-//! refuses at capture leaves the region usable with its cache as it was.
+//! launched executable is evicted beyond the capacity, an execution the driver
+//! refuses at capture leaves the region usable with its cache as it was, a per-node
+//! setter the driver refuses drops that executable and captures the execution anew
+//! (with its values), and device-to-host copies into a bound pinned buffer are memcpy
+//! nodes whose source a replay sets, read back after a context synchronization.
 //!
 //! The mock keeps graphs as lists of nodes (a kernel's argument values, a memset's
 //! target and value) and logs, at each `cuGraphLaunch`, the values each node of the
@@ -19,14 +22,15 @@ use std::cell::Cell;
 use std::collections::BTreeMap;
 use std::ffi::{CStr, c_char, c_uint, c_void};
 use std::sync::Mutex;
+use std::sync::atomic::{AtomicBool, Ordering};
 
 use cuda_core::graph::Region;
 use cuda_core::launch::LaunchConfig;
-use cuda_core::{Context, Device, DeviceBuffer, Error, Module, Stream};
+use cuda_core::{Context, Device, DeviceBuffer, Error, Module, PinnedHostBuffer, Stream};
 use cuda_sys::{
-    CUDA_KERNEL_NODE_PARAMS, CUDA_MEMSET_NODE_PARAMS, CUcontext, CUdeviceptr, CUfunction, CUgraph,
-    CUgraphEdgeData, CUgraphExec, CUgraphNode, CUlaunchConfig, CUmodule, CUresult, CUstream,
-    CUstreamCaptureMode, CUstreamCaptureStatus,
+    CUDA_KERNEL_NODE_PARAMS, CUDA_MEMCPY3D, CUDA_MEMSET_NODE_PARAMS, CUcontext, CUdeviceptr,
+    CUfunction, CUgraph, CUgraphEdgeData, CUgraphExec, CUgraphNode, CUlaunchConfig, CUmemorytype,
+    CUmodule, CUresult, CUstream, CUstreamCaptureMode, CUstreamCaptureStatus,
 };
 
 /// The mock's one kernel: `axpb(ptr: u64, n: u32, a: f32)`.
@@ -37,6 +41,7 @@ const AXPB: usize = 0xF1;
 enum Node {
     Kernel { grid: u32, ptr: u64, n: u32, a: f32 },
     Memset { dst: u64, value: u32, count: usize },
+    CopyDtoH { dst: usize, src: u64, bytes: usize },
 }
 
 impl Node {
@@ -44,6 +49,7 @@ impl Node {
         match self {
             Node::Kernel { grid, ptr, n, a } => format!("axpb<{grid}>({ptr:#x}, {n}, {a})"),
             Node::Memset { dst, value, count } => format!("memset32({dst:#x}, {value}, {count})"),
+            Node::CopyDtoH { dst, src, bytes } => format!("dtoh({dst:#x} <- {src:#x}, {bytes})"),
         }
     }
 }
@@ -54,6 +60,9 @@ static GRAPHS: Mutex<BTreeMap<usize, (Vec<usize>, bool)>> = Mutex::new(BTreeMap:
 /// Executable graphs: (source node, the node's values in this executable).
 static EXECS: Mutex<BTreeMap<usize, Vec<(usize, Node)>>> = Mutex::new(BTreeMap::new());
 static CAPTURES: Mutex<BTreeMap<usize, usize>> = Mutex::new(BTreeMap::new());
+/// `cuGraphExecKernelNodeSetParams` refuses while set (as the driver does for a change
+/// it cannot apply in place).
+static REFUSE_KERNEL_SET: AtomicBool = AtomicBool::new(false);
 
 thread_local! {
     /// The capture dependency `cuStreamGetCaptureInfo` hands out (read at once).
@@ -284,6 +293,10 @@ unsafe extern "C" fn cu_exec_kernel_set(
     p: *const CUDA_KERNEL_NODE_PARAMS,
 ) -> CUresult {
     let p = unsafe { &*p };
+    if REFUSE_KERNEL_SET.load(Ordering::Relaxed) {
+        log("cuGraphExecKernelNodeSetParams refused".into());
+        return CUresult::CUDA_ERROR_NOT_SUPPORTED;
+    }
     match kernel_node(p.func, p.gridDimX, p.kernelParams) {
         Some(value) => set_node(e, node, value),
         None => CUresult::CUDA_ERROR_INVALID_VALUE,
@@ -305,6 +318,63 @@ unsafe extern "C" fn cu_exec_memset_set(
         count: p.width,
     };
     set_node(e, node, value)
+}
+unsafe extern "C" fn cu_memcpy_dtoh_async(
+    dst: *mut c_void,
+    src: CUdeviceptr,
+    bytes: usize,
+    s: CUstream,
+) -> CUresult {
+    let node = Node::CopyDtoH {
+        dst: dst.addr(),
+        src,
+        bytes,
+    };
+    if !captured(s, node.clone()) {
+        log(format!("run {}", node.describe()));
+    }
+    OK
+}
+unsafe extern "C" fn cu_exec_memcpy_set(
+    e: CUgraphExec,
+    node: CUgraphNode,
+    p: *const CUDA_MEMCPY3D,
+    _ctx: CUcontext,
+) -> CUresult {
+    let p = unsafe { &*p };
+    if p.dstMemoryType != CUmemorytype::CU_MEMORYTYPE_HOST
+        || p.srcMemoryType != CUmemorytype::CU_MEMORYTYPE_DEVICE
+        || p.Height != 1
+        || p.Depth != 1
+    {
+        return CUresult::CUDA_ERROR_INVALID_VALUE;
+    }
+    let value = Node::CopyDtoH {
+        dst: p.dstHost.addr(),
+        src: p.srcDevice,
+        bytes: p.WidthInBytes,
+    };
+    set_node(e, node, value)
+}
+/// Pinned host allocations: address -> layout.
+static HOST: Mutex<BTreeMap<usize, std::alloc::Layout>> = Mutex::new(BTreeMap::new());
+unsafe extern "C" fn cu_mem_alloc_host(p: *mut *mut c_void, bytes: usize) -> CUresult {
+    let Ok(layout) = std::alloc::Layout::from_size_align(bytes.max(1), 64) else {
+        return CUresult::CUDA_ERROR_INVALID_VALUE;
+    };
+    // SAFETY: a non-zero size.
+    let m = unsafe { std::alloc::alloc_zeroed(layout) };
+    lock(&HOST).insert(m.addr(), layout);
+    unsafe { *p = m.cast() };
+    OK
+}
+unsafe extern "C" fn cu_mem_free_host(p: *mut c_void) -> CUresult {
+    match lock(&HOST).remove(&p.addr()) {
+        // SAFETY: allocated above with this layout.
+        Some(layout) => unsafe { std::alloc::dealloc(p.cast(), layout) },
+        None => return CUresult::CUDA_ERROR_INVALID_VALUE,
+    }
+    OK
 }
 unsafe extern "C" fn cu_mem_alloc(p: *mut CUdeviceptr, bytes: usize) -> CUresult {
     unsafe { *p = next::<c_void>().addr() as u64 };
@@ -351,6 +421,11 @@ fn mock_entry(name: &str) -> *mut c_void {
         "cuGraphExecKernelNodeSetParams" => cu_exec_kernel_set as unsafe extern "C" fn(_, _, _) -> _,
         "cuGraphExecMemsetNodeSetParams" =>
             cu_exec_memset_set as unsafe extern "C" fn(_, _, _, _) -> _,
+        "cuMemcpyDtoHAsync" => cu_memcpy_dtoh_async as unsafe extern "C" fn(_, _, _, _) -> _,
+        "cuGraphExecMemcpyNodeSetParams" =>
+            cu_exec_memcpy_set as unsafe extern "C" fn(_, _, _, _) -> _,
+        "cuMemAllocHost" => cu_mem_alloc_host as unsafe extern "C" fn(_, _) -> _,
+        "cuMemFreeHost" => cu_mem_free_host as unsafe extern "C" fn(_) -> _,
         "cuMemAlloc" => cu_mem_alloc as unsafe extern "C" fn(_, _) -> _,
         "cuMemFree" => cu_mem_free as unsafe extern "C" fn(_) -> _,
         "cuModuleGetFunction" => cu_module_get_function as unsafe extern "C" fn(_, _, _) -> _,
@@ -500,4 +575,109 @@ fn regions_against_a_mock_driver() {
         take_log(),
         [format!("cuGraphLaunch [{}, {}]", m(9), k(1.0))]
     );
+
+    // A per-node setter the driver refuses: the executable that refused is dropped (it
+    // may hold a mix of old and new values) and the execution captured anew, with this
+    // execution's values; the next execution sets nodes on the new graph again.
+    REFUSE_KERNEL_SET.store(true, Ordering::Relaxed);
+    execute(&mut region, &mut stream, &f, &a, 9, &[2.0], 4).unwrap();
+    REFUSE_KERNEL_SET.store(false, Ordering::Relaxed);
+    assert_eq!(
+        take_log(),
+        [
+            "cuGraphExecKernelNodeSetParams refused".to_string(),
+            // Dropped after the context's work, then this execution captured.
+            "cuCtxSynchronize".to_string(),
+            "cuGraphExecDestroy (2 nodes)".to_string(),
+            "cuStreamBeginCapture".to_string(),
+            "cuStreamEndCapture".to_string(),
+            "cuGraphInstantiate (2 nodes)".to_string(),
+            format!("cuGraphLaunch [{}, {}]", m(9), k(2.0)),
+        ]
+    );
+    assert_eq!(region.cached(), 2);
+    let before = region.stats();
+    execute(&mut region, &mut stream, &f, &a, 9, &[5.0], 4).unwrap();
+    assert_eq!(
+        take_log(),
+        [
+            format!("set (2 nodes) {} -> {}", k(2.0), k(5.0)),
+            format!("cuGraphLaunch [{}, {}]", m(9), k(5.0)),
+        ]
+    );
+    let after = region.stats();
+    assert_eq!(
+        (
+            after.captures - before.captures,
+            after.replays - before.replays
+        ),
+        (0, 1)
+    );
+    // A refusal while matching a cached graph at the end (not the one launched last):
+    // the same. Back to two kernels (cached); its setter refuses.
+    execute(&mut region, &mut stream, &f, &a, 9, &[1.0, 3.0, 5.0], 4).unwrap();
+    take_log();
+    REFUSE_KERNEL_SET.store(true, Ordering::Relaxed);
+    let r = execute(&mut region, &mut stream, &f, &a, 9, &[6.0], 4);
+    REFUSE_KERNEL_SET.store(false, Ordering::Relaxed);
+    r.unwrap();
+    let log = take_log();
+    assert!(log.contains(&"cuStreamBeginCapture".to_string()), "{log:?}");
+    assert_eq!(
+        log.last(),
+        Some(&format!("cuGraphLaunch [{}, {}]", m(9), k(6.0)))
+    );
+
+    // Device-to-host copies into a bound pinned buffer: captured as a memcpy node, a
+    // changed source sets it, `host` waits for the context before handing out the
+    // slice, and a target of another region is refused.
+    let b = DeviceBuffer::<u32>::new(&ctx, 1024).unwrap();
+    let pb = b.as_raw();
+    let mut host = PinnedHostBuffer::<u32>::zeroed(&ctx, 1024).unwrap();
+    let haddr = host.as_ptr().addr();
+    let mut short = PinnedHostBuffer::<u32>::zeroed(&ctx, 8).unwrap();
+    let mut dtoh = Region::new(&ctx);
+    let out = dtoh.bind_host(&mut host);
+    let short = dtoh.bind_host(&mut short);
+    let c = |src: u64| format!("dtoh({haddr:#x} <- {src:#x}, 4096)");
+    for (src, want) in [
+        (
+            &a,
+            vec![
+                "cuStreamBeginCapture".to_string(),
+                "cuStreamEndCapture".to_string(),
+                "cuGraphInstantiate (2 nodes)".to_string(),
+                format!("cuGraphLaunch [{}, {}]", m(3), c(pa)),
+            ],
+        ),
+        (
+            &b,
+            vec![
+                format!("set (2 nodes) {} -> {}", c(pa), c(pb)),
+                format!("cuGraphLaunch [{}, {}]", m(3), c(pb)),
+            ],
+        ),
+        (&b, vec![format!("cuGraphLaunch [{}, {}]", m(3), c(pb))]),
+    ] {
+        dtoh.run(&mut stream, |r| {
+            r.memset_d32(&a, 3)?;
+            r.copy_to_host(out, src)
+        })
+        .unwrap();
+        assert_eq!(take_log(), want);
+    }
+    assert_eq!(dtoh.host(out).unwrap().len(), 1024);
+    assert_eq!(take_log(), ["cuCtxSynchronize"]);
+    let e = dtoh
+        .run(&mut stream, |r| r.copy_to_host(short, &a))
+        .unwrap_err();
+    assert!(matches!(e, Error::LengthMismatch { .. }), "{e:?}");
+    let other = Region::new(&ctx);
+    assert!(matches!(other.host(out), Err(Error::InvalidArgument(_))));
+    let mut other = other;
+    let e = other
+        .run(&mut stream, |r| r.copy_to_host(out, &a))
+        .unwrap_err();
+    assert!(matches!(e, Error::InvalidArgument(_)), "{e:?}");
+    assert!(take_log().is_empty());
 }

@@ -68,4 +68,4 @@ pub use mem::{GraphMemUsage, graph_mem_attribute, graph_mem_trim};
 pub use node::GraphNode;
 pub use nodes::Memset;
 #[cfg(feature = "alloc")]
-pub use region::{DEFAULT_REGION_CAPACITY, Recorder, Region, RegionStats};
+pub use region::{DEFAULT_REGION_CAPACITY, HostTarget, Recorder, Region, RegionStats};

@@ -1,5 +1,6 @@
 //! Replay regions: ordinary stream work run as a graph. [`Region::run`] calls a body
-//! that issues kernels, memsets, copies, host functions and event waits and records
+//! that issues kernels, memsets, copies (device to device, host to device, device to
+//! host), host functions and event waits and records
 //! through a [`Recorder`] (the same calls, with the same checks and errors, as on a
 //! stream). The first execution of a structure is captured (`cuStreamBeginCapture` /
 //! `cuStreamEndCapture`) and instantiated; a later execution with the same structure
@@ -15,8 +16,10 @@ use alloc::vec::Vec;
 use core::any::TypeId;
 use core::ffi::c_void;
 use core::fmt;
+use core::marker::PhantomData;
 use core::ops::Range;
 use core::ptr;
+use core::sync::atomic::{AtomicUsize, Ordering};
 
 use cuda_sys::{
     CUDA_KERNEL_NODE_PARAMS, CUDA_MEMCPY3D, CUDA_MEMSET_NODE_PARAMS, CUdeviceptr, CUgraphExec,
@@ -34,7 +37,7 @@ use crate::error::{Error, Result, drv};
 use crate::event::Event;
 use crate::function::Function;
 use crate::launch::LaunchConfig;
-use crate::memory::{DeviceBuffer, PinnedHostBuffer, memset_d8, memset_d32, same_len};
+use crate::memory::{DeviceBuffer, PinnedHostBuffer, Pod, memset_d8, memset_d32, same_len};
 use crate::stream::{EventWaitFlags, Stream};
 
 /// How many executable graphs a [`Region::new`] caches.
@@ -48,6 +51,7 @@ enum Kind {
     MemsetD32,
     CopyDtoD,
     CopyHtoD,
+    CopyDtoH,
     HostFn,
 }
 
@@ -156,7 +160,35 @@ fn attr_eq(a: &CUlaunchAttribute, b: &CUlaunchAttribute) -> bool {
     // SAFETY: `pad` spans the whole value union; every attribute of a `LaunchConfig` is
     // built from an all-zero value with one member written, so every byte is
     // initialized.
-    a.id == b.id && unsafe { a.value.pad == b.value.pad }
+    a.id == b.id && {
+        // SAFETY: as above; `[c_char; 64]` and `[u64; 8]` have the same size, and
+        // `read_unaligned` needs no alignment.
+        let (x, y) = unsafe {
+            (
+                ptr::from_ref(&a.value.pad)
+                    .cast::<[u64; 8]>()
+                    .read_unaligned(),
+                ptr::from_ref(&b.value.pad)
+                    .cast::<[u64; 8]>()
+                    .read_unaligned(),
+            )
+        };
+        same(&x, &y)
+    }
+}
+
+/// `a == b` for the short slices of a recording, inline (a call to `memcmp` for a few
+/// words cost more than the comparison).
+#[inline]
+fn same<T: Copy + Eq + core::ops::BitXor<Output = T> + core::ops::BitOr<Output = T> + Default>(
+    a: &[T],
+    b: &[T],
+) -> bool {
+    a.len() == b.len()
+        && a.iter()
+            .zip(b)
+            .fold(T::default(), |acc, (&x, &y)| acc | (x ^ y))
+            == T::default()
 }
 
 type HostClosure = Box<dyn Fn() + Send + Sync + 'static>;
@@ -431,6 +463,54 @@ impl Scratch<'_> {
 /// # Ok(()) }
 /// ```
 ///
+/// Device-to-host copies write pinned host memory that the region borrows mutably
+/// ([`Region::bind_host`]) for `'a`; it is read through [`Region::host`], which waits for
+/// the context's work first and keeps the region from running while the slice lives.
+/// The buffer itself cannot be touched while the region lives:
+///
+/// ```compile_fail,E0502
+/// # fn f(ctx: &cudadrv::Context) -> cudadrv::Result<()> {
+/// use cudadrv::{DeviceBuffer, PinnedHostBuffer, Stream, graph::Region};
+/// let mut stream = Stream::non_blocking(ctx)?;
+/// let mut host = PinnedHostBuffer::<u32>::zeroed(ctx, 64)?;
+/// let dev = DeviceBuffer::<u32>::new(ctx, 64)?;
+/// let mut region = Region::new(ctx);
+/// let out = region.bind_host(&mut host);
+/// region.run(&mut stream, |r| r.copy_to_host(out, &dev))?;
+/// let x = host[0]; // error: the region's graph writes `host`
+/// region.run(&mut stream, |_| Ok(()))?;
+/// # Ok(()) }
+/// ```
+///
+/// nor bound twice:
+///
+/// ```compile_fail,E0499
+/// # fn f(ctx: &cudadrv::Context) -> cudadrv::Result<()> {
+/// use cudadrv::{PinnedHostBuffer, graph::Region};
+/// let mut host = PinnedHostBuffer::<u32>::zeroed(ctx, 64)?;
+/// let mut region = Region::new(ctx);
+/// let a = region.bind_host(&mut host);
+/// let b = region.bind_host(&mut host); // error: already borrowed by the region
+/// # Ok(()) }
+/// ```
+///
+/// and a slice read from it ends before the region runs again:
+///
+/// ```compile_fail,E0502
+/// # fn f(ctx: &cudadrv::Context) -> cudadrv::Result<()> {
+/// use cudadrv::{DeviceBuffer, PinnedHostBuffer, Stream, graph::Region};
+/// let mut stream = Stream::non_blocking(ctx)?;
+/// let mut host = PinnedHostBuffer::<u32>::zeroed(ctx, 64)?;
+/// let dev = DeviceBuffer::<u32>::new(ctx, 64)?;
+/// let mut region = Region::new(ctx);
+/// let out = region.bind_host(&mut host);
+/// region.run(&mut stream, |r| r.copy_to_host(out, &dev))?;
+/// let seen = region.host(out)?;
+/// region.run(&mut stream, |r| r.copy_to_host(out, &dev))?; // error: `seen` borrows it
+/// let x = seen[0];
+/// # Ok(()) }
+/// ```
+///
 /// The recorder lives for one execution only:
 ///
 /// ```compile_fail,E0521
@@ -503,7 +583,39 @@ pub struct Region<'a> {
     sizes: Sizes,
     clock: u64,
     stats: RegionStats,
+    /// Host buffers bound with [`Region::bind_host`]: (address, bytes).
+    sinks: Vec<(usize, usize)>,
+    /// Tells this region's [`HostTarget`]s from other regions'.
+    id: usize,
     _borrows: Borrows<'a>,
+}
+
+/// Region ids (for [`HostTarget`]).
+static REGION_IDS: AtomicUsize = AtomicUsize::new(1);
+
+/// A pinned host buffer bound to one [`Region`] with [`Region::bind_host`]: the target of
+/// [`Recorder::copy_to_host`], read back with [`Region::host`]. A copyable index; the
+/// region holds the buffer's mutable borrow.
+pub struct HostTarget<T> {
+    region: usize,
+    index: usize,
+    _t: PhantomData<fn() -> T>,
+}
+
+impl<T> Clone for HostTarget<T> {
+    fn clone(&self) -> Self {
+        *self
+    }
+}
+
+impl<T> Copy for HostTarget<T> {}
+
+impl<T> fmt::Debug for HostTarget<T> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("HostTarget")
+            .field("index", &self.index)
+            .finish_non_exhaustive()
+    }
 }
 
 impl fmt::Debug for Region<'_> {
@@ -529,8 +641,56 @@ impl<'a> Region<'a> {
             sizes: Sizes::default(),
             clock: 0,
             stats: RegionStats::default(),
+            sinks: Vec::new(),
+            id: REGION_IDS.fetch_add(1, Ordering::Relaxed),
             _borrows: Borrows::default(),
         }
+    }
+
+    /// Binds pinned host memory as the target of device-to-host copies in this region's
+    /// executions ([`Recorder::copy_to_host`]): the region borrows `buf` mutably for
+    /// `'a`, so no Rust code reads or writes it while the region lives except through
+    /// [`host`](Self::host), which waits for the region's work first.
+    pub fn bind_host<T: Pod>(&mut self, buf: &'a mut PinnedHostBuffer<T>) -> HostTarget<T> {
+        let bytes = core::mem::size_of_val::<[T]>(buf);
+        self.sinks.push((buf.as_mut_ptr() as usize, bytes));
+        HostTarget {
+            region: self.id,
+            index: self.sinks.len() - 1,
+            _t: PhantomData,
+        }
+    }
+
+    /// The contents of a host buffer bound with [`bind_host`](Self::bind_host), after
+    /// `cuCtxSynchronize` (so every graph this region launched, on any stream, has
+    /// finished writing it). While the slice lives, the region cannot run.
+    ///
+    /// # Errors
+    /// [`Error::InvalidArgument`] for a target of another region; driver errors of the
+    /// synchronization.
+    #[doc(alias = "cuCtxSynchronize")]
+    pub fn host<T: Pod>(&self, target: HostTarget<T>) -> Result<&[T]> {
+        let (addr, bytes) = self.sink(target)?;
+        self.ctx.synchronize()?;
+        let len = bytes / core::mem::size_of::<T>().max(1);
+        // SAFETY: `addr` is the start of a live `PinnedHostBuffer<T>` of `len` elements,
+        // borrowed mutably by this region for `'a` (no other Rust access); the context's
+        // work is finished and no launch of this region can start while `&self` is
+        // borrowed (`run` takes `&mut self`); the copies that wrote it copied `T`s of a
+        // device buffer, and `T: Pod`.
+        Ok(unsafe { core::slice::from_raw_parts(addr as *const T, len) })
+    }
+
+    fn sink<T>(&self, target: HostTarget<T>) -> Result<(usize, usize)> {
+        if target.region != self.id {
+            return Err(Error::InvalidArgument(
+                "Region: a HostTarget bound to another region",
+            ));
+        }
+        self.sinks
+            .get(target.index)
+            .copied()
+            .ok_or(Error::InvalidArgument("Region: unknown HostTarget"))
     }
 
     /// A region caching up to `capacity` executable graphs.
@@ -625,6 +785,8 @@ impl<'a> Region<'a> {
             updated: 0,
             stream,
             ctx: &self.ctx,
+            sinks: &self.sinks,
+            id: self.id,
         };
         let recorded = body(&mut r);
         // Setters applied while following the last executable count whatever happens:
@@ -937,6 +1099,12 @@ fn copy_params(op: &Op<'_>) -> CUDA_MEMCPY3D {
     if op.key.kind == Kind::CopyHtoD {
         c.srcMemoryType = CUmemorytype::CU_MEMORYTYPE_HOST;
         c.srcHost = op.src as usize as *const c_void;
+    } else if op.key.kind == Kind::CopyDtoH {
+        c.dstMemoryType = CUmemorytype::CU_MEMORYTYPE_HOST;
+        c.dstDevice = 0;
+        c.dstHost = op.dst as usize as *mut c_void;
+        c.srcMemoryType = CUmemorytype::CU_MEMORYTYPE_DEVICE;
+        c.srcDevice = op.src;
     } else {
         c.srcMemoryType = CUmemorytype::CU_MEMORYTYPE_DEVICE;
         c.srcDevice = op.src;
@@ -1048,7 +1216,7 @@ fn issue(rec: &mut Recording<'_>, i: usize, op: &Op<'_>, stream: &Stream) -> Res
                 }
             }
         }
-        Kind::CopyDtoD | Kind::CopyHtoD => {
+        Kind::CopyDtoD | Kind::CopyHtoD | Kind::CopyDtoH => {
             if op.key.bytes == 0 {
                 return Ok(());
             }
@@ -1061,6 +1229,18 @@ fn issue(rec: &mut Recording<'_>, i: usize, op: &Op<'_>, stream: &Stream) -> Res
                     drv!(
                         g.cu,
                         cuMemcpyDtoDAsync(op.dst, op.src, op.key.bytes, stream.as_raw())
+                    )
+                } else if op.key.kind == Kind::CopyDtoH {
+                    // The host side is a region's bound buffer, borrowed mutably for
+                    // `'a` (no Rust access but `Region::host` after a synchronization).
+                    drv!(
+                        g.cu,
+                        cuMemcpyDtoHAsync(
+                            op.dst as usize as *mut c_void,
+                            op.src,
+                            op.key.bytes,
+                            stream.as_raw()
+                        )
                     )
                 } else {
                     drv!(
@@ -1115,6 +1295,9 @@ pub struct Recorder<'r, 'a> {
     updated: u64,
     stream: &'r Stream,
     ctx: &'r Context,
+    /// The region's bound host buffers and id.
+    sinks: &'r [(usize, usize)],
+    id: usize,
 }
 
 impl fmt::Debug for Recorder<'_, '_> {
@@ -1211,20 +1394,27 @@ impl<'a> Recorder<'_, 'a> {
         }
         let set = match op.key.kind {
             Kind::Kernel => {
+                // The keys agree, so both have `nattrs` attributes, each ID once: the
+                // same set if each stored one is found with the same value.
                 let same_attrs = match (cfg, e.rec.attrs.get(old.attrs())) {
                     (Some(cfg), Some(attrs)) => attrs
                         .iter()
-                        .enumerate()
-                        .all(|(k, a)| cfg.attribute(k).is_some_and(|b| attr_eq(a, &b))),
+                        .all(|a| cfg.find(a.id).is_some_and(|b| attr_eq(a, &b))),
                     _ => false,
                 };
-                if !same_attrs || e.rec.params.get(old.params()) != Some(&self.s.params[..]) {
+                if !same_attrs
+                    || !e
+                        .rec
+                        .params
+                        .get(old.params())
+                        .is_some_and(|p| same(p, &self.s.params))
+                {
                     return false;
                 }
                 let Some(stored) = e.rec.words.get_mut(old.words()) else {
                     return false;
                 };
-                if *stored == self.s.words[..] {
+                if same(stored, &self.s.words) {
                     return true;
                 }
                 let Some(f) = op.func else { return false };
@@ -1295,17 +1485,22 @@ impl<'a> Recorder<'_, 'a> {
     ) -> Result<()> {
         type Id = CUlaunchAttributeID;
         self.same_context(f.context(), "cuLaunchKernelEx")?;
-        for k in 0..cfg.num_attributes() {
-            if cfg.attribute(k).is_some_and(|a| {
-                a.id == Id::CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_EVENT
-                    || a.id == Id::CU_LAUNCH_ATTRIBUTE_LAUNCH_COMPLETION_EVENT
-                    || a.id == Id::CU_LAUNCH_ATTRIBUTE_DEVICE_UPDATABLE_KERNEL_NODE
-            }) {
-                return Err(Error::InvalidArgument(
-                    "Region: event and device-node launch attributes are not recorded (use \
-                     programmatic stream serialization; events with Recorder::record_event)",
-                ));
-            }
+        // (`find` of an attribute that is not set is a bit test.)
+        if cfg.num_attributes() != 0
+            && (cfg
+                .find(Id::CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_EVENT)
+                .is_some()
+                || cfg
+                    .find(Id::CU_LAUNCH_ATTRIBUTE_LAUNCH_COMPLETION_EVENT)
+                    .is_some()
+                || cfg
+                    .find(Id::CU_LAUNCH_ATTRIBUTE_DEVICE_UPDATABLE_KERNEL_NODE)
+                    .is_some())
+        {
+            return Err(Error::InvalidArgument(
+                "Region: event and device-node launch attributes are not recorded (use \
+                 programmatic stream serialization; events with Recorder::record_event)",
+            ));
         }
         if A::COUNT > MAX_PARAMS {
             return Err(Error::InvalidArgument("Region: too many kernel parameters"));
@@ -1446,6 +1641,43 @@ impl<'a> Recorder<'_, 'a> {
             dst: dst.as_raw(),
             src: src.as_ptr() as usize as u64,
             ..Op::new(Kind::CopyHtoD)
+        });
+        Ok(())
+    }
+
+    /// `cuMemcpyDtoHAsync`, recorded: `src` copied into the pinned host buffer bound as
+    /// `dst` ([`Region::bind_host`]; same length). The region borrows `src` for `'a`;
+    /// it holds `dst`'s buffer mutably already. Read the result with [`Region::host`].
+    ///
+    /// # Errors
+    /// [`Error::InvalidArgument`] for a target of another region;
+    /// [`Error::LengthMismatch`] when the lengths differ; [`Error::ContextMismatch`] for
+    /// a device buffer of another context.
+    #[doc(alias = "cuMemcpyDtoHAsync")]
+    pub fn copy_to_host<T: Pod>(
+        &mut self,
+        dst: HostTarget<T>,
+        src: &'a DeviceBuffer<T>,
+    ) -> Result<()> {
+        if dst.region != self.id {
+            return Err(Error::InvalidArgument(
+                "Region: a HostTarget bound to another region",
+            ));
+        }
+        let &(addr, bytes) = self
+            .sinks
+            .get(dst.index)
+            .ok_or(Error::InvalidArgument("Region: unknown HostTarget"))?;
+        same_len(bytes / core::mem::size_of::<T>().max(1), src.len())?;
+        self.same_context(src.context(), "cuMemcpyDtoHAsync")?;
+        self.record_memory(Op {
+            key: Key {
+                bytes: src.size_bytes(),
+                ..Key::new(Kind::CopyDtoH)
+            },
+            dst: addr as u64,
+            src: src.as_raw(),
+            ..Op::new(Kind::CopyDtoH)
         });
         Ok(())
     }

@@ -12,7 +12,9 @@ use cuda_sys::CUlaunchAttributeID;
 use super::{LaunchAttribute, LaunchConfig};
 use crate::args::DeviceRepr;
 use crate::error::{Error, Result};
+use crate::event::{Event, EventFlags};
 use crate::function::Function;
+use crate::stream::Stream;
 
 /// The per-launch PDL choice passed to the kernel as one `u32` parameter (the device
 /// type `cudadrv::device::PdlPlan` has the same layout and bits).
@@ -77,6 +79,29 @@ const SLOTS: usize = 4;
 /// One cached occupancy: (threads per block, dynamic shared memory, blocks per SM).
 type Slot = (u32, u32, u32);
 
+/// Measured choices per [`AutoPdl`] (the oldest is replaced when full).
+pub const MAX_TUNED_SHAPES: usize = 8;
+
+/// Most rounds [`AutoPdl::tune`] measures.
+pub const MAX_TUNE_ROUNDS: usize = 32;
+
+/// One measured choice: (threads per block, dynamic shared memory, blocks, plan).
+type Tuned = Option<(u32, u32, u64, PdlPlan)>;
+
+/// The launch's threads per block and blocks.
+fn shape(cfg: &LaunchConfig<'_>) -> Result<(u32, u64)> {
+    let threads = cfg
+        .block
+        .x
+        .checked_mul(cfg.block.y)
+        .and_then(|t| t.checked_mul(cfg.block.z))
+        .ok_or(Error::InvalidArgument(
+            "block of more than u32::MAX threads",
+        ))?;
+    let blocks = u64::from(cfg.grid.x) * u64::from(cfg.grid.y) * u64::from(cfg.grid.z);
+    Ok((threads, blocks))
+}
+
 /// The automatic PDL choice for one function: the device's SM count and a small
 /// occupancy cache, so a launch with a shape seen before makes no driver call and no
 /// allocation.
@@ -97,8 +122,16 @@ type Slot = (u32, u32, u32);
 ///   trigger too from 16 blocks up (up to 28% at 132-264 blocks).
 /// - a kernel that fits nowhere (capacity 0, its launch fails): no PDL.
 ///
-/// `region_bench` measures the rule against the three fixed choices from one block to 17
-/// waves and three element sizes (README, `docs/auto_pdl_sweep.svg`).
+/// No rule from the grid and the occupancy alone is right everywhere: on the H100, at
+/// half a wave (528 blocks of 256 threads) the early trigger made chains of a kernel
+/// moving 4 bytes per thread 10% faster and chains of the same kernel moving 16 bytes
+/// per thread 21% slower, with the same grid, block and occupancy. Where it matters,
+/// [`tune`](AutoPdl::tune) measures the three choices for a shape on the GPU and keeps
+/// the fastest: from then on, launches of that shape (grid, block, dynamic shared
+/// memory) get the measured plan instead of the rule's, with no driver call.
+///
+/// `region_bench` measures the rule and the tuned choice against the three fixed choices
+/// from one block to 17 waves and three element sizes (README, `docs/auto_pdl_sweep.svg`).
 ///
 /// ```no_run
 /// # fn f(step: &cudadrv::Function, stream: &cudadrv::Stream, a: cudadrv::DevicePtr<u32>,
@@ -117,6 +150,8 @@ pub struct AutoPdl<'f> {
     sms: u32,
     slots: Cell<[Slot; SLOTS]>,
     next: Cell<usize>,
+    tuned: Cell<[Tuned; MAX_TUNED_SHAPES]>,
+    next_tuned: Cell<usize>,
 }
 
 impl<'f> AutoPdl<'f> {
@@ -133,6 +168,8 @@ impl<'f> AutoPdl<'f> {
             sms,
             slots: Cell::new([(0, 0, 0); SLOTS]),
             next: Cell::new(0),
+            tuned: Cell::new([None; MAX_TUNED_SHAPES]),
+            next_tuned: Cell::new(0),
         })
     }
 
@@ -167,24 +204,154 @@ impl<'f> AutoPdl<'f> {
         Ok(u64::from(per_sm) * u64::from(self.sms))
     }
 
-    /// The plan for a launch of `cfg`'s shape: early trigger for a grid of at most one
-    /// block per 16 SMs, wait only for a larger one (see [`AutoPdl`]).
+    /// The plan for a launch of `cfg`'s shape: the measured one if [`tune`](Self::tune)
+    /// measured this shape, else the rule's (early trigger for a grid of at most one
+    /// block per 16 SMs, wait only for a larger one; see [`AutoPdl`]).
     ///
     /// # Errors
     /// [`Error::InvalidArgument`] for a block of more than `u32::MAX` threads; driver
     /// errors of the occupancy query.
     pub fn plan(&self, cfg: &LaunchConfig<'_>) -> Result<PdlPlan> {
-        let threads = cfg
-            .block
-            .x
-            .checked_mul(cfg.block.y)
-            .and_then(|t| t.checked_mul(cfg.block.z))
-            .ok_or(Error::InvalidArgument(
-                "block of more than u32::MAX threads",
-            ))?;
-        let blocks = u64::from(cfg.grid.x) * u64::from(cfg.grid.y) * u64::from(cfg.grid.z);
+        let (threads, blocks) = shape(cfg)?;
+        if let Some(plan) = self.tuned_plan(threads, cfg.shared_mem_bytes, blocks) {
+            return Ok(plan);
+        }
         let capacity = self.capacity(threads, cfg.shared_mem_bytes)?;
         Ok(choose(blocks, capacity, self.sms))
+    }
+
+    /// The plan the rule alone picks for `cfg`'s shape (whatever was measured).
+    ///
+    /// # Errors
+    /// As [`plan`](Self::plan).
+    pub fn rule_plan(&self, cfg: &LaunchConfig<'_>) -> Result<PdlPlan> {
+        let (threads, blocks) = shape(cfg)?;
+        let capacity = self.capacity(threads, cfg.shared_mem_bytes)?;
+        Ok(choose(blocks, capacity, self.sms))
+    }
+
+    /// The measured plan for `cfg`'s shape, if [`tune`](Self::tune) measured it (and it
+    /// was not replaced since).
+    #[must_use]
+    pub fn tuned(&self, cfg: &LaunchConfig<'_>) -> Option<PdlPlan> {
+        let (threads, blocks) = shape(cfg).ok()?;
+        self.tuned_plan(threads, cfg.shared_mem_bytes, blocks)
+    }
+
+    fn tuned_plan(&self, threads: u32, smem: u32, blocks: u64) -> Option<PdlPlan> {
+        self.tuned
+            .get()
+            .iter()
+            .flatten()
+            .find(|t| t.0 == threads && t.1 == smem && t.2 == blocks)
+            .map(|t| t.3)
+    }
+
+    /// Keeps `plan` as the choice for launches of `cfg`'s shape (grid, block, dynamic
+    /// shared memory), replacing an earlier choice for it, or the oldest of
+    /// [`MAX_TUNED_SHAPES`] when full. [`tune`](Self::tune) calls it with what it
+    /// measured; a caller that measured otherwise may too.
+    ///
+    /// # Errors
+    /// [`Error::InvalidArgument`] for a block of more than `u32::MAX` threads.
+    pub fn set_tuned(&self, cfg: &LaunchConfig<'_>, plan: PdlPlan) -> Result<()> {
+        let (threads, blocks) = shape(cfg)?;
+        let smem = cfg.shared_mem_bytes;
+        let mut tuned = self.tuned.get();
+        let at = tuned
+            .iter()
+            .position(|t| t.is_some_and(|t| t.0 == threads && t.1 == smem && t.2 == blocks));
+        let i = at.unwrap_or_else(|| {
+            let i = self.next_tuned.get() % MAX_TUNED_SHAPES;
+            self.next_tuned.set(i + 1);
+            i
+        });
+        if let Some(t) = tuned.get_mut(i) {
+            *t = Some((threads, smem, blocks, plan));
+        }
+        self.tuned.set(tuned);
+        Ok(())
+    }
+
+    /// Forgets every measured choice (the rule applies again).
+    pub fn clear_tuned(&self) {
+        self.tuned.set([None; MAX_TUNED_SHAPES]);
+        self.next_tuned.set(0);
+    }
+
+    /// Measures the three choices ([`PdlPlan::NONE`], [`PdlPlan::WAIT_ONLY`],
+    /// [`PdlPlan::EARLY_TRIGGER`]) for launches of `cfg`'s shape and keeps the fastest
+    /// (see [`set_tuned`](Self::set_tuned)), which it returns. `run(stream, plan)` issues
+    /// one sample of the caller's work on `stream` with `plan` (typically a chain of
+    /// launches of this shape, each configured with [`PdlPlan::apply`] and passed
+    /// `plan`); each round times one sample of each plan between two events
+    /// (`cuEventRecord`, `cuEventSynchronize`, `cuEventElapsedTime`), the plans taking
+    /// turns at going first, and the plan with the smallest median wins. The work runs
+    /// for real: `3 x rounds` samples of it.
+    ///
+    /// # Errors
+    /// [`Error::InvalidArgument`] for 0 rounds or more than [`MAX_TUNE_ROUNDS`], or a
+    /// block of more than `u32::MAX` threads; [`Error::ContextMismatch`] for a stream of
+    /// another context; `run`'s errors; driver errors of the events.
+    #[doc(alias = "cuEventElapsedTime")]
+    pub fn tune<F>(
+        &self,
+        stream: &mut Stream,
+        cfg: &LaunchConfig<'_>,
+        rounds: usize,
+        mut run: F,
+    ) -> Result<PdlPlan>
+    where
+        F: FnMut(&mut Stream, PdlPlan) -> Result<()>,
+    {
+        if rounds == 0 || rounds > MAX_TUNE_ROUNDS {
+            return Err(Error::InvalidArgument(
+                "AutoPdl::tune: 1 to MAX_TUNE_ROUNDS rounds",
+            ));
+        }
+        shape(cfg)?;
+        self.f
+            .context()
+            .ensure_same(stream.context(), "cuEventRecord")?;
+        let ctx = stream.context().clone();
+        let events = [
+            Event::new(&ctx, EventFlags::empty())?,
+            Event::new(&ctx, EventFlags::empty())?,
+        ];
+        const PLANS: [PdlPlan; 3] = [PdlPlan::NONE, PdlPlan::WAIT_ONLY, PdlPlan::EARLY_TRIGGER];
+        // ms[plan][round]
+        let mut ms = [[0f32; MAX_TUNE_ROUNDS]; 3];
+        for round in 0..rounds {
+            for k in 0..PLANS.len() {
+                let p = (k + round) % PLANS.len();
+                events[0].record(stream)?;
+                run(stream, PLANS[p])?;
+                events[1].record(stream)?;
+                events[1].synchronize()?;
+                let t = Event::elapsed_ms(&events[0], &events[1])?;
+                if let Some(slot) = ms.get_mut(p).and_then(|row| row.get_mut(round)) {
+                    *slot = t;
+                }
+            }
+        }
+        // The middle sample, or the mean of the middle two (for odd `n`, both indices
+        // are the middle one).
+        let median = |v: &mut [f32]| {
+            v.sort_unstable_by(f32::total_cmp);
+            let n = v.len();
+            let hi = v.get(n / 2).copied().unwrap_or(f32::INFINITY);
+            let lo = v.get(n.saturating_sub(1) / 2).copied().unwrap_or(hi);
+            0.5 * (lo + hi)
+        };
+        let mut best = (f32::INFINITY, PdlPlan::WAIT_ONLY);
+        for (row, plan) in ms.iter_mut().zip(PLANS) {
+            let m = median(&mut row[..rounds]);
+            if m < best.0 {
+                best = (m, plan);
+            }
+        }
+        self.set_tuned(cfg, best.1)?;
+        Ok(best.1)
     }
 }
 
