@@ -94,6 +94,8 @@ pub mod loader;
 mod once;
 mod result;
 mod table;
+#[cfg(unix)]
+mod unix;
 #[cfg(windows)]
 mod win32;
 

@@ -865,10 +865,10 @@ mod tests {
         let loaded = || {
             // SAFETY: RTLD_NOLOAD only looks the library up; the handle it returns (one
             // more reference) is closed at once.
-            let handle = unsafe { libc::dlopen(path.as_ptr(), libc::RTLD_NOW | libc::RTLD_NOLOAD) };
+            let handle = unsafe { crate::unix::dlopen(path.as_ptr(), crate::unix::RTLD_NOW | crate::unix::RTLD_NOLOAD) };
             if !handle.is_null() {
                 // SAFETY: `handle` came from dlopen just above.
-                unsafe { libc::dlclose(handle) };
+                unsafe { crate::unix::dlclose(handle) };
             }
             !handle.is_null()
         };

@@ -102,7 +102,7 @@ impl Library {
     pub unsafe fn open(path: &CStr) -> Result<Self, DlError> {
         // SAFETY: `path` is NUL-terminated; the caller vouches for running the library's
         // initialisers (see `# Safety`).
-        let handle = unsafe { libc::dlopen(path.as_ptr(), libc::RTLD_NOW | libc::RTLD_LOCAL) };
+        let handle = unsafe { crate::unix::dlopen(path.as_ptr(), crate::unix::RTLD_NOW | crate::unix::RTLD_LOCAL) };
         if handle.is_null() {
             Err(DlError::last())
         } else {
@@ -118,7 +118,7 @@ impl Library {
             return core::ptr::null_mut();
         }
         // SAFETY: the handle is open (owned by self) and `symbol` is NUL-terminated.
-        unsafe { libc::dlsym(self.handle, symbol.as_ptr()) }
+        unsafe { crate::unix::dlsym(self.handle, symbol.as_ptr()) }
     }
 
     /// The raw `dlopen` handle (the `HMODULE` on Windows; null for [`Library::none`]).
@@ -132,7 +132,7 @@ impl Drop for Library {
     fn drop(&mut self) {
         if !self.handle.is_null() {
             // SAFETY: the handle came from dlopen and is closed exactly once, here.
-            unsafe { libc::dlclose(self.handle) };
+            unsafe { crate::unix::dlclose(self.handle) };
         }
     }
 }
@@ -239,7 +239,7 @@ impl DlError {
         let mut s = FixedStr::new();
         // SAFETY: dlerror returns null or a NUL-terminated string valid until the next
         // dl* call on this thread; it is copied out at once.
-        let msg = unsafe { libc::dlerror() };
+        let msg = unsafe { crate::unix::dlerror() };
         if msg.is_null() {
             s.push("unknown dlopen error");
         } else {
@@ -502,7 +502,7 @@ pub use crate::win32::getenv;
 pub fn getenv<const N: usize>(name: &CStr) -> Result<Option<FixedStr<N>>, EnvError> {
     // SAFETY: `name` is NUL-terminated. The result is null or points to the variable's
     // NUL-terminated value, which is copied below before this function returns.
-    let value = unsafe { libc::getenv(name.as_ptr()) };
+    let value = unsafe { crate::unix::getenv(name.as_ptr()) };
     if value.is_null() {
         return Ok(None);
     }

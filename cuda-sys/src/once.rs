@@ -172,7 +172,7 @@ impl Backoff {
             #[cfg(unix)]
             // SAFETY: sched_yield takes no arguments and has no preconditions.
             unsafe {
-                libc::sched_yield()
+                crate::unix::sched_yield()
             };
             #[cfg(windows)]
             // SAFETY: SwitchToThread takes no arguments and has no preconditions.
