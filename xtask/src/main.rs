@@ -2,6 +2,7 @@
 
 mod bench;
 mod bindgen;
+mod build_time;
 mod bundle;
 mod driver_abi;
 mod image;
@@ -28,6 +29,12 @@ commands:
                       cudadrv-sys (a vendored one)
   embedded            build examples/bare-metal (aarch64-unknown-none, size budget) and
                       examples/nostd-staticlib
+  build-time [--cudarc] [--runs N]
+                      clean release builds of four small programs against cudadrv (and
+                      with --cudarc the same four against cudarc 0.19): wall times and
+                      where they went (needs an idle machine; not part of `test`)
+  build-cost          the dependency set of cudadrv and the LLVM IR each library emits,
+                      against budgets (part of `test`)
   bindgen-release-check
                       regenerate a copy of cudadrv-sys from the CUDA 12.4 headers in
                       target/ and run its unit tests (what a vendoring user does)
@@ -51,6 +58,8 @@ fn main() {
         Some("bindgen") => bindgen::Args::parse(&args[1..]).and_then(|a| bindgen::run(&root, &a)),
         Some("bindgen-release-check") => bindgen::check_regenerated_release(&root),
         Some("embedded") => image::check(&root),
+        Some("build-time") => build_time::measure(&root, &args[1..]),
+        Some("build-cost") => build_time::check(&root),
         Some("driver-abi") => driver_abi::run(&root, args.iter().any(|a| a == "--check")),
         Some("ptx") => ptx::build(&root, args.iter().any(|a| a == "--check")),
         Some("template") => template::build_and_check(&root),

@@ -90,6 +90,9 @@ pub fn run_all(root: &Path) -> R {
     step("cargo fmt --check");
     run(cargo(root).args(["fmt", "--all", "--", "--check"]))?;
 
+    step("build cost: the libraries' dependencies and the LLVM IR they emit, against budgets");
+    crate::build_time::check(root)?;
+
     step("bindings are current (cargo xtask bindgen --check)");
     crate::bindgen::run(
         root,

@@ -1,0 +1,280 @@
+//! What the two libraries cost a user's build.
+//!
+//! - `cargo xtask build-time [--cudarc] [--runs N]` measures it: four small programs
+//!   (`xtask/build-time/cudadrv/*.rs`: list the devices, copy to the device and back, load
+//!   PTX and launch, time a copy with events), each a fresh crate built clean in release
+//!   with `--timings`, and prints each build's wall time and where it went (every
+//!   compilation unit's start and duration). With `--cudarc` the same four programs
+//!   written against cudarc 0.19 (`xtask/build-time/cudarc/*.rs`; features `std`,
+//!   `driver`, `nvrtc` for its `Ptx` type, `dynamic-loading`, `cuda-12080`) are built the
+//!   same way, and the mean walls are compared. Timings need an otherwise idle machine;
+//!   this is a tool, not a CI step.
+//! - `cargo xtask build-cost` is the CI check that keeps the cost from creeping back: the
+//!   libraries' dependency set (a new dependency is a compilation unit on every user's
+//!   critical path) and the LLVM IR each library hands to LLVM (release, one codegen
+//!   unit, before optimization, the lines of function bodies), against budgets. Those counts are
+//!   what the compiler's back end spends its time on, and unlike a timing they do not
+//!   depend on the machine's load.
+
+use std::path::{Path, PathBuf};
+use std::time::Instant;
+
+use crate::{R, cargo, run};
+
+/// The programs: file stem, one line on what it does.
+const PROGRAMS: [&str; 4] = ["devices", "copy", "launch", "events"];
+
+/// The cudarc release and features the comparison builds against.
+const CUDARC: &str = r#"cudarc = { version = "=0.19.10", default-features = false, features = ["std", "driver", "nvrtc", "dynamic-loading", "cuda-12080"] }"#;
+
+/// Every package a Linux host build of each library (default features) compiles,
+/// besides the two libraries themselves: cudadrv-sys declares the few C functions it
+/// needs itself (nothing to compile before it), cudadrv adds `libc` for the file
+/// descriptors of `ipc` (feature `std`) and `bitflags`.
+const ALLOWED_DEPENDENCIES: [(&str, &[&str]); 2] = [
+    ("cudadrv-sys", &["static_assertions"]),
+    ("cudadrv", &["bitflags", "libc", "static_assertions"]),
+];
+
+/// The most lines of LLVM IR function bodies each library may emit before optimization
+/// (release, default features, one codegen unit): about 15% above what they emit today
+/// (cudadrv-sys 22,640, cudadrv 177,521), so that a regression of the kind this check was
+/// written for fails it (cudadrv-sys's tables filled by one straight-line function per
+/// table emitted 79,095) and ordinary growth has room.
+const IR_BUDGETS: [(&str, &str, usize); 2] = [
+    ("cudadrv-sys", "cudadrv_sys", 26_000),
+    ("cudadrv", "cudadrv", 205_000),
+];
+
+/// `cargo xtask build-time [--cudarc] [--runs N]`.
+pub fn measure(root: &Path, args: &[String]) -> R {
+    let with_cudarc = args.iter().any(|a| a == "--cudarc");
+    let runs: usize = match args.iter().position(|a| a == "--runs") {
+        Some(i) => args
+            .get(i + 1)
+            .and_then(|n| n.parse().ok())
+            .ok_or("--runs takes a number")?,
+        None => 1,
+    };
+    let mut libs = vec![(
+        "cudadrv",
+        format!(
+            "cudadrv = {{ path = {:?} }}",
+            root.join("cuda-core").display().to_string()
+        ),
+    )];
+    if with_cudarc {
+        libs.push(("cudarc", CUDARC.to_string()));
+    }
+    let base = root.join("target/build-time");
+    let mut means = Vec::new();
+    for (lib, dependency) in &libs {
+        let mut walls = Vec::new();
+        for program in PROGRAMS {
+            let dir = base.join(format!("{lib}-{program}"));
+            write_program(root, &dir, lib, program, dependency)?;
+            for _ in 0..runs {
+                let target = dir.join("target");
+                if target.exists() {
+                    std::fs::remove_dir_all(&target)?;
+                }
+                let start = Instant::now();
+                run(cargo(&dir).args(["build", "--release", "--quiet", "--timings"]))?;
+                let wall = start.elapsed().as_secs_f64();
+                walls.push(wall);
+                println!("{lib} {program}: {wall:.2} s");
+                let html = std::fs::read_to_string(target.join("cargo-timings/cargo-timing.html"))?;
+                for unit in units(&html) {
+                    println!(
+                        "    {:<20} {:<22} start {:>5.2}  {:>5.2} s",
+                        unit.name, unit.target, unit.start, unit.duration
+                    );
+                }
+            }
+        }
+        let mean = walls.iter().sum::<f64>() / walls.len() as f64;
+        println!("{lib}: mean {mean:.2} s over {} builds", walls.len());
+        means.push((*lib, mean));
+    }
+    if let [(_, ours), (_, theirs)] = means[..] {
+        println!("cudadrv / cudarc: {:.3}", ours / theirs);
+    }
+    Ok(())
+}
+
+/// Writes one program's crate: the manifest (its own workspace), `src/main.rs`, the PTX,
+/// and the workspace's lock file, so that cudadrv's dependencies resolve to the
+/// versions CI tests.
+fn write_program(root: &Path, dir: &Path, lib: &str, program: &str, dependency: &str) -> R {
+    let src = dir.join("src");
+    std::fs::create_dir_all(&src)?;
+    let sources = root.join("xtask/build-time");
+    std::fs::copy(
+        sources.join(lib).join(format!("{program}.rs")),
+        src.join("main.rs"),
+    )?;
+    std::fs::copy(sources.join("kernel.ptx"), src.join("kernel.ptx"))?;
+    std::fs::write(
+        dir.join("Cargo.toml"),
+        format!(
+            "[package]\nname = \"{lib}-{program}\"\nversion = \"0.0.0\"\nedition = \"2024\"\npublish = false\n\n\
+             [dependencies]\n{dependency}\n\n[workspace]\n"
+        ),
+    )?;
+    if lib == "cudadrv" && !dir.join("Cargo.lock").exists() {
+        std::fs::copy(root.join("Cargo.lock"), dir.join("Cargo.lock"))?;
+    }
+    Ok(())
+}
+
+/// One compilation unit of a `--timings` report.
+struct Unit {
+    name: String,
+    target: String,
+    start: f64,
+    duration: f64,
+}
+
+/// The units of cargo's `--timings` HTML report (its `UNIT_DATA` array), read field by
+/// field: each unit is an object with `"name"`, `"target"`, `"start"` and `"duration"`.
+fn units(html: &str) -> Vec<Unit> {
+    let Some(data) = html
+        .split_once("UNIT_DATA = [")
+        .and_then(|(_, rest)| rest.split_once("];"))
+        .map(|(data, _)| data)
+    else {
+        return Vec::new();
+    };
+    data.split("{\"i\":")
+        .skip(1)
+        .filter_map(|unit| {
+            Some(Unit {
+                name: string_field(unit, "name")?,
+                target: string_field(unit, "target").unwrap_or_default(),
+                start: number_field(unit, "start")?,
+                duration: number_field(unit, "duration")?,
+            })
+        })
+        .collect()
+}
+
+fn string_field(object: &str, key: &str) -> Option<String> {
+    let rest = object.split_once(&format!("\"{key}\":\""))?.1;
+    Some(rest.split_once('"')?.0.trim().to_string())
+}
+
+fn number_field(object: &str, key: &str) -> Option<f64> {
+    let rest = object.split_once(&format!("\"{key}\":"))?.1;
+    let end = rest.find([',', '}']).unwrap_or(rest.len());
+    rest[..end].trim().parse().ok()
+}
+
+/// `cargo xtask build-cost`: the dependency set and the IR budgets.
+pub fn check(root: &Path) -> R {
+    for (package, allowed) in ALLOWED_DEPENDENCIES {
+        let output = cargo(root)
+            .args([
+                "tree", "-p", package, "-e", "normal", "--prefix", "none", "--format", "{p}",
+            ])
+            .output()?;
+        if !output.status.success() {
+            return Err(format!(
+                "cargo tree failed: {}",
+                String::from_utf8_lossy(&output.stderr)
+            )
+            .into());
+        }
+        let mut packages: Vec<String> = String::from_utf8_lossy(&output.stdout)
+            .lines()
+            .filter_map(|l| l.split_whitespace().next().map(str::to_string))
+            .filter(|p| p != "cudadrv" && p != "cudadrv-sys")
+            .collect();
+        packages.sort();
+        packages.dedup();
+        let extra: Vec<&String> = packages
+            .iter()
+            .filter(|p| !allowed.contains(&p.as_str()))
+            .collect();
+        println!("  dependencies of {package} (host, default features): {packages:?}");
+        if !extra.is_empty() {
+            return Err(format!(
+                "{package}'s build gained dependencies {extra:?} (allowed: {allowed:?})"
+            )
+            .into());
+        }
+    }
+    let target_dir = root.join("target/build-cost");
+    for (package, crate_name, budget) in IR_BUDGETS {
+        let lines = ir_lines(root, &target_dir, package, crate_name)?;
+        println!("  {package}: {lines} lines of LLVM IR in function bodies; budget {budget}");
+        if lines > budget {
+            return Err(format!(
+                "{package} emits {lines} lines of LLVM IR, over its budget of {budget}"
+            )
+            .into());
+        }
+    }
+    Ok(())
+}
+
+/// Compiles `package`'s library (release, one codegen unit) with `--emit=llvm-ir`,
+/// before LLVM's optimization passes (what those passes and the code generator are
+/// given), and counts the lines inside its function definitions.
+fn ir_lines(root: &Path, target_dir: &Path, package: &str, crate_name: &str) -> R<usize> {
+    let deps = target_dir.join("release/deps");
+    let stale: Vec<PathBuf> = ir_files(&deps, crate_name);
+    for file in stale {
+        std::fs::remove_file(file)?;
+    }
+    run(cargo(root)
+        .args([
+            "rustc",
+            "--release",
+            "--quiet",
+            "--lib",
+            "-p",
+            package,
+            "--target-dir",
+        ])
+        .arg(target_dir)
+        .args([
+            "--",
+            "--emit=llvm-ir",
+            "-Ccodegen-units=1",
+            "-Cno-prepopulate-passes",
+            "-Cpasses=name-anon-globals",
+        ]))?;
+    let files = ir_files(&deps, crate_name);
+    let [file] = &files[..] else {
+        return Err(format!("expected one {crate_name}-*.ll in {}", deps.display()).into());
+    };
+    let ir = std::fs::read_to_string(file)?;
+    let mut inside = false;
+    let mut lines = 0;
+    for line in ir.lines() {
+        if line.starts_with("define ") {
+            inside = true;
+        } else if inside && line == "}" {
+            inside = false;
+        } else if inside {
+            lines += 1;
+        }
+    }
+    Ok(lines)
+}
+
+fn ir_files(deps: &Path, crate_name: &str) -> Vec<PathBuf> {
+    std::fs::read_dir(deps)
+        .map(|entries| {
+            entries
+                .filter_map(|e| e.ok().map(|e| e.path()))
+                .filter(|p| {
+                    p.extension().is_some_and(|x| x == "ll")
+                        && p.file_name()
+                            .and_then(|n| n.to_str())
+                            .is_some_and(|n| n.starts_with(&format!("{crate_name}-")))
+                })
+                .collect()
+        })
+        .unwrap_or_default()
+}
