@@ -116,6 +116,28 @@ mod types {
 }
 pub use types::*;
 
+/// bindgen's layout tests (`generated/layout.rs`): the size and alignment of every type and
+/// the offset of every field, as constant assertions. They cost about a second of
+/// constant evaluation in every build, so they are evaluated where nobody has yet: CI
+/// evaluates them for x86_64 and aarch64 Linux and x86_64 Windows (the unit tests'
+/// build, and the C ABI probe compares the same layouts with the C compiler's), and
+/// every build for any other target evaluates them, so a target whose C ABI lays a type
+/// out otherwise fails to compile instead of running with a wrong layout.
+#[cfg(any(
+    test,
+    not(any(
+        all(target_os = "linux", any(target_arch = "x86_64", target_arch = "aarch64")),
+        all(windows, target_arch = "x86_64"),
+    ))
+))]
+#[rustfmt::skip]
+#[allow(non_snake_case, non_camel_case_types, clippy::all)]
+mod layout {
+    #[allow(unused_imports)]
+    use super::types::*;
+    include!("generated/layout.rs");
+}
+
 #[rustfmt::skip]
 #[allow(non_snake_case, clippy::all, missing_docs)]
 mod driver_fns {

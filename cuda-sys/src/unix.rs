@@ -13,7 +13,7 @@ mod decls {
     /// `<dlfcn.h>` of glibc, musl and 64-bit bionic.
     pub(crate) const RTLD_NOW: c_int = 2;
     pub(crate) const RTLD_LOCAL: c_int = 0;
-    #[cfg(test)]
+    #[cfg(all(test, feature = "loaded"))]
     pub(crate) const RTLD_NOLOAD: c_int = 4;
 
     // glibc before 2.34 keeps the dl* functions in libdl (since 2.34 an empty stub,
@@ -34,7 +34,7 @@ mod decls {
 
 #[cfg(not(any(target_os = "linux", target_os = "android")))]
 mod decls {
-    #[cfg(test)]
+    #[cfg(all(test, feature = "loaded"))]
     pub(crate) use libc::RTLD_NOLOAD;
     pub(crate) use libc::{RTLD_LOCAL, RTLD_NOW, dlclose, dlerror, dlopen, dlsym, getenv, sched_yield};
 }

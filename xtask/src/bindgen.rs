@@ -249,6 +249,24 @@ pub fn generate(includes: &[PathBuf], release: &str) -> R<Vec<(String, String)>>
             split.join(", ")
         }
     );
+    // The layout tests go to a file of their own, which cudadrv-sys compiles where CI has
+    // not already evaluated them (see `mod layout` in lib.rs): each is a constant
+    // evaluation per type and field, a second of every user's build.
+    let (layout_items, items): (Vec<syn::Item>, Vec<syn::Item>) = file
+        .items
+        .drain(..)
+        .partition(|item| layout_test_of(item).is_some());
+    file.items = items;
+    let layout_file = syn::File {
+        shebang: None,
+        attrs: Vec::new(),
+        items: layout_items,
+    };
+    let layout = format!(
+        "{header}//\n// bindgen's layout tests: the size and alignment of every type and the offset of\n\
+         // every field, as constant assertions (per ABI where Windows differs).\n\n{}",
+        prettyplease::unparse(&layout_file)
+    );
     let types = format!("{header}\n{}", prettyplease::unparse(&file));
     let pinned = release == toolkit::HEADERS.release;
     let (driver, pfn_check) = driver_table(&protos, &pfns, &cuda_h, header, pinned)?;
@@ -260,6 +278,7 @@ pub fn generate(includes: &[PathBuf], release: &str) -> R<Vec<(String, String)>>
     );
     Ok(vec![
         ("types.rs".into(), types),
+        ("layout.rs".into(), layout),
         ("driver_fns.rs".into(), driver),
         ("pfn_check.rs".into(), pfn_check),
         ("runtime_fns.rs".into(), runtime),

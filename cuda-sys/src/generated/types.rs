@@ -270,32 +270,12 @@ pub type CUgreenCtx = *mut CUgreenCtx_st;
 pub struct CUuuid_st {
     pub bytes: [::core::ffi::c_char; 16usize],
 }
-#[allow(clippy::unnecessary_operation, clippy::identity_op)]
-const _: () = {
-    ["Size of CUuuid_st"][::core::mem::size_of::<CUuuid_st>() - 16usize];
-    ["Alignment of CUuuid_st"][::core::mem::align_of::<CUuuid_st>() - 1usize];
-    [
-        "Offset of field: CUuuid_st::bytes",
-    ][::core::mem::offset_of!(CUuuid_st, bytes) - 0usize];
-};
 pub type CUuuid = CUuuid_st;
 #[repr(C)]
 #[derive(Debug, Copy, Clone, Hash, PartialEq, Eq)]
 pub struct CUmemFabricHandle_st {
     pub data: [::core::ffi::c_uchar; 64usize],
 }
-#[allow(clippy::unnecessary_operation, clippy::identity_op)]
-const _: () = {
-    [
-        "Size of CUmemFabricHandle_st",
-    ][::core::mem::size_of::<CUmemFabricHandle_st>() - 64usize];
-    [
-        "Alignment of CUmemFabricHandle_st",
-    ][::core::mem::align_of::<CUmemFabricHandle_st>() - 1usize];
-    [
-        "Offset of field: CUmemFabricHandle_st::data",
-    ][::core::mem::offset_of!(CUmemFabricHandle_st, data) - 0usize];
-};
 impl Default for CUmemFabricHandle_st {
     fn default() -> Self {
         let mut s = ::core::mem::MaybeUninit::<Self>::uninit();
@@ -312,18 +292,6 @@ pub type CUmemFabricHandle = CUmemFabricHandle_v1;
 pub struct CUipcEventHandle_st {
     pub reserved: [::core::ffi::c_char; 64usize],
 }
-#[allow(clippy::unnecessary_operation, clippy::identity_op)]
-const _: () = {
-    [
-        "Size of CUipcEventHandle_st",
-    ][::core::mem::size_of::<CUipcEventHandle_st>() - 64usize];
-    [
-        "Alignment of CUipcEventHandle_st",
-    ][::core::mem::align_of::<CUipcEventHandle_st>() - 1usize];
-    [
-        "Offset of field: CUipcEventHandle_st::reserved",
-    ][::core::mem::offset_of!(CUipcEventHandle_st, reserved) - 0usize];
-};
 impl Default for CUipcEventHandle_st {
     fn default() -> Self {
         let mut s = ::core::mem::MaybeUninit::<Self>::uninit();
@@ -340,16 +308,6 @@ pub type CUipcEventHandle = CUipcEventHandle_v1;
 pub struct CUipcMemHandle_st {
     pub reserved: [::core::ffi::c_char; 64usize],
 }
-#[allow(clippy::unnecessary_operation, clippy::identity_op)]
-const _: () = {
-    ["Size of CUipcMemHandle_st"][::core::mem::size_of::<CUipcMemHandle_st>() - 64usize];
-    [
-        "Alignment of CUipcMemHandle_st",
-    ][::core::mem::align_of::<CUipcMemHandle_st>() - 1usize];
-    [
-        "Offset of field: CUipcMemHandle_st::reserved",
-    ][::core::mem::offset_of!(CUipcMemHandle_st, reserved) - 0usize];
-};
 impl Default for CUipcMemHandle_st {
     fn default() -> Self {
         let mut s = ::core::mem::MaybeUninit::<Self>::uninit();
@@ -667,31 +625,6 @@ pub union CUstreamBatchMemOpParams_union_CUstreamMemOpWaitValueParams_st__bindge
     pub value: cuuint32_t,
     pub value64: cuuint64_t,
 }
-#[allow(clippy::unnecessary_operation, clippy::identity_op)]
-const _: () = {
-    [
-        "Size of CUstreamBatchMemOpParams_union_CUstreamMemOpWaitValueParams_st__bindgen_ty_1",
-    ][::core::mem::size_of::<
-        CUstreamBatchMemOpParams_union_CUstreamMemOpWaitValueParams_st__bindgen_ty_1,
-    >() - 8usize];
-    [
-        "Alignment of CUstreamBatchMemOpParams_union_CUstreamMemOpWaitValueParams_st__bindgen_ty_1",
-    ][::core::mem::align_of::<
-        CUstreamBatchMemOpParams_union_CUstreamMemOpWaitValueParams_st__bindgen_ty_1,
-    >() - 8usize];
-    [
-        "Offset of field: CUstreamBatchMemOpParams_union_CUstreamMemOpWaitValueParams_st__bindgen_ty_1::value",
-    ][::core::mem::offset_of!(
-        CUstreamBatchMemOpParams_union_CUstreamMemOpWaitValueParams_st__bindgen_ty_1,
-        value
-    ) - 0usize];
-    [
-        "Offset of field: CUstreamBatchMemOpParams_union_CUstreamMemOpWaitValueParams_st__bindgen_ty_1::value64",
-    ][::core::mem::offset_of!(
-        CUstreamBatchMemOpParams_union_CUstreamMemOpWaitValueParams_st__bindgen_ty_1,
-        value64
-    ) - 0usize];
-};
 impl Default
 for CUstreamBatchMemOpParams_union_CUstreamMemOpWaitValueParams_st__bindgen_ty_1 {
     fn default() -> Self {
@@ -702,39 +635,6 @@ for CUstreamBatchMemOpParams_union_CUstreamMemOpWaitValueParams_st__bindgen_ty_1
         }
     }
 }
-#[allow(clippy::unnecessary_operation, clippy::identity_op)]
-const _: () = {
-    [
-        "Size of CUstreamBatchMemOpParams_union_CUstreamMemOpWaitValueParams_st",
-    ][::core::mem::size_of::<
-        CUstreamBatchMemOpParams_union_CUstreamMemOpWaitValueParams_st,
-    >() - 40usize];
-    [
-        "Alignment of CUstreamBatchMemOpParams_union_CUstreamMemOpWaitValueParams_st",
-    ][::core::mem::align_of::<
-        CUstreamBatchMemOpParams_union_CUstreamMemOpWaitValueParams_st,
-    >() - 8usize];
-    [
-        "Offset of field: CUstreamBatchMemOpParams_union_CUstreamMemOpWaitValueParams_st::operation",
-    ][::core::mem::offset_of!(
-        CUstreamBatchMemOpParams_union_CUstreamMemOpWaitValueParams_st, operation
-    ) - 0usize];
-    [
-        "Offset of field: CUstreamBatchMemOpParams_union_CUstreamMemOpWaitValueParams_st::address",
-    ][::core::mem::offset_of!(
-        CUstreamBatchMemOpParams_union_CUstreamMemOpWaitValueParams_st, address
-    ) - 8usize];
-    [
-        "Offset of field: CUstreamBatchMemOpParams_union_CUstreamMemOpWaitValueParams_st::flags",
-    ][::core::mem::offset_of!(
-        CUstreamBatchMemOpParams_union_CUstreamMemOpWaitValueParams_st, flags
-    ) - 24usize];
-    [
-        "Offset of field: CUstreamBatchMemOpParams_union_CUstreamMemOpWaitValueParams_st::alias",
-    ][::core::mem::offset_of!(
-        CUstreamBatchMemOpParams_union_CUstreamMemOpWaitValueParams_st, alias
-    ) - 32usize];
-};
 impl Default for CUstreamBatchMemOpParams_union_CUstreamMemOpWaitValueParams_st {
     fn default() -> Self {
         let mut s = ::core::mem::MaybeUninit::<Self>::uninit();
@@ -759,31 +659,6 @@ pub union CUstreamBatchMemOpParams_union_CUstreamMemOpWriteValueParams_st__bindg
     pub value: cuuint32_t,
     pub value64: cuuint64_t,
 }
-#[allow(clippy::unnecessary_operation, clippy::identity_op)]
-const _: () = {
-    [
-        "Size of CUstreamBatchMemOpParams_union_CUstreamMemOpWriteValueParams_st__bindgen_ty_1",
-    ][::core::mem::size_of::<
-        CUstreamBatchMemOpParams_union_CUstreamMemOpWriteValueParams_st__bindgen_ty_1,
-    >() - 8usize];
-    [
-        "Alignment of CUstreamBatchMemOpParams_union_CUstreamMemOpWriteValueParams_st__bindgen_ty_1",
-    ][::core::mem::align_of::<
-        CUstreamBatchMemOpParams_union_CUstreamMemOpWriteValueParams_st__bindgen_ty_1,
-    >() - 8usize];
-    [
-        "Offset of field: CUstreamBatchMemOpParams_union_CUstreamMemOpWriteValueParams_st__bindgen_ty_1::value",
-    ][::core::mem::offset_of!(
-        CUstreamBatchMemOpParams_union_CUstreamMemOpWriteValueParams_st__bindgen_ty_1,
-        value
-    ) - 0usize];
-    [
-        "Offset of field: CUstreamBatchMemOpParams_union_CUstreamMemOpWriteValueParams_st__bindgen_ty_1::value64",
-    ][::core::mem::offset_of!(
-        CUstreamBatchMemOpParams_union_CUstreamMemOpWriteValueParams_st__bindgen_ty_1,
-        value64
-    ) - 0usize];
-};
 impl Default
 for CUstreamBatchMemOpParams_union_CUstreamMemOpWriteValueParams_st__bindgen_ty_1 {
     fn default() -> Self {
@@ -794,39 +669,6 @@ for CUstreamBatchMemOpParams_union_CUstreamMemOpWriteValueParams_st__bindgen_ty_
         }
     }
 }
-#[allow(clippy::unnecessary_operation, clippy::identity_op)]
-const _: () = {
-    [
-        "Size of CUstreamBatchMemOpParams_union_CUstreamMemOpWriteValueParams_st",
-    ][::core::mem::size_of::<
-        CUstreamBatchMemOpParams_union_CUstreamMemOpWriteValueParams_st,
-    >() - 40usize];
-    [
-        "Alignment of CUstreamBatchMemOpParams_union_CUstreamMemOpWriteValueParams_st",
-    ][::core::mem::align_of::<
-        CUstreamBatchMemOpParams_union_CUstreamMemOpWriteValueParams_st,
-    >() - 8usize];
-    [
-        "Offset of field: CUstreamBatchMemOpParams_union_CUstreamMemOpWriteValueParams_st::operation",
-    ][::core::mem::offset_of!(
-        CUstreamBatchMemOpParams_union_CUstreamMemOpWriteValueParams_st, operation
-    ) - 0usize];
-    [
-        "Offset of field: CUstreamBatchMemOpParams_union_CUstreamMemOpWriteValueParams_st::address",
-    ][::core::mem::offset_of!(
-        CUstreamBatchMemOpParams_union_CUstreamMemOpWriteValueParams_st, address
-    ) - 8usize];
-    [
-        "Offset of field: CUstreamBatchMemOpParams_union_CUstreamMemOpWriteValueParams_st::flags",
-    ][::core::mem::offset_of!(
-        CUstreamBatchMemOpParams_union_CUstreamMemOpWriteValueParams_st, flags
-    ) - 24usize];
-    [
-        "Offset of field: CUstreamBatchMemOpParams_union_CUstreamMemOpWriteValueParams_st::alias",
-    ][::core::mem::offset_of!(
-        CUstreamBatchMemOpParams_union_CUstreamMemOpWriteValueParams_st, alias
-    ) - 32usize];
-};
 impl Default for CUstreamBatchMemOpParams_union_CUstreamMemOpWriteValueParams_st {
     fn default() -> Self {
         let mut s = ::core::mem::MaybeUninit::<Self>::uninit();
@@ -842,29 +684,6 @@ pub struct CUstreamBatchMemOpParams_union_CUstreamMemOpFlushRemoteWritesParams_s
     pub operation: CUstreamBatchMemOpType,
     pub flags: ::core::ffi::c_uint,
 }
-#[allow(clippy::unnecessary_operation, clippy::identity_op)]
-const _: () = {
-    [
-        "Size of CUstreamBatchMemOpParams_union_CUstreamMemOpFlushRemoteWritesParams_st",
-    ][::core::mem::size_of::<
-        CUstreamBatchMemOpParams_union_CUstreamMemOpFlushRemoteWritesParams_st,
-    >() - 8usize];
-    [
-        "Alignment of CUstreamBatchMemOpParams_union_CUstreamMemOpFlushRemoteWritesParams_st",
-    ][::core::mem::align_of::<
-        CUstreamBatchMemOpParams_union_CUstreamMemOpFlushRemoteWritesParams_st,
-    >() - 4usize];
-    [
-        "Offset of field: CUstreamBatchMemOpParams_union_CUstreamMemOpFlushRemoteWritesParams_st::operation",
-    ][::core::mem::offset_of!(
-        CUstreamBatchMemOpParams_union_CUstreamMemOpFlushRemoteWritesParams_st, operation
-    ) - 0usize];
-    [
-        "Offset of field: CUstreamBatchMemOpParams_union_CUstreamMemOpFlushRemoteWritesParams_st::flags",
-    ][::core::mem::offset_of!(
-        CUstreamBatchMemOpParams_union_CUstreamMemOpFlushRemoteWritesParams_st, flags
-    ) - 4usize];
-};
 impl Default for CUstreamBatchMemOpParams_union_CUstreamMemOpFlushRemoteWritesParams_st {
     fn default() -> Self {
         let mut s = ::core::mem::MaybeUninit::<Self>::uninit();
@@ -880,29 +699,6 @@ pub struct CUstreamBatchMemOpParams_union_CUstreamMemOpMemoryBarrierParams_st {
     pub operation: CUstreamBatchMemOpType,
     pub flags: ::core::ffi::c_uint,
 }
-#[allow(clippy::unnecessary_operation, clippy::identity_op)]
-const _: () = {
-    [
-        "Size of CUstreamBatchMemOpParams_union_CUstreamMemOpMemoryBarrierParams_st",
-    ][::core::mem::size_of::<
-        CUstreamBatchMemOpParams_union_CUstreamMemOpMemoryBarrierParams_st,
-    >() - 8usize];
-    [
-        "Alignment of CUstreamBatchMemOpParams_union_CUstreamMemOpMemoryBarrierParams_st",
-    ][::core::mem::align_of::<
-        CUstreamBatchMemOpParams_union_CUstreamMemOpMemoryBarrierParams_st,
-    >() - 4usize];
-    [
-        "Offset of field: CUstreamBatchMemOpParams_union_CUstreamMemOpMemoryBarrierParams_st::operation",
-    ][::core::mem::offset_of!(
-        CUstreamBatchMemOpParams_union_CUstreamMemOpMemoryBarrierParams_st, operation
-    ) - 0usize];
-    [
-        "Offset of field: CUstreamBatchMemOpParams_union_CUstreamMemOpMemoryBarrierParams_st::flags",
-    ][::core::mem::offset_of!(
-        CUstreamBatchMemOpParams_union_CUstreamMemOpMemoryBarrierParams_st, flags
-    ) - 4usize];
-};
 impl Default for CUstreamBatchMemOpParams_union_CUstreamMemOpMemoryBarrierParams_st {
     fn default() -> Self {
         let mut s = ::core::mem::MaybeUninit::<Self>::uninit();
@@ -923,54 +719,6 @@ pub struct CUstreamBatchMemOpParams_union_CUstreamMemOpAtomicReductionParams_st 
     pub value: cuuint64_t,
     pub alias: CUdeviceptr,
 }
-#[allow(clippy::unnecessary_operation, clippy::identity_op)]
-const _: () = {
-    [
-        "Size of CUstreamBatchMemOpParams_union_CUstreamMemOpAtomicReductionParams_st",
-    ][::core::mem::size_of::<
-        CUstreamBatchMemOpParams_union_CUstreamMemOpAtomicReductionParams_st,
-    >() - 40usize];
-    [
-        "Alignment of CUstreamBatchMemOpParams_union_CUstreamMemOpAtomicReductionParams_st",
-    ][::core::mem::align_of::<
-        CUstreamBatchMemOpParams_union_CUstreamMemOpAtomicReductionParams_st,
-    >() - 8usize];
-    [
-        "Offset of field: CUstreamBatchMemOpParams_union_CUstreamMemOpAtomicReductionParams_st::operation",
-    ][::core::mem::offset_of!(
-        CUstreamBatchMemOpParams_union_CUstreamMemOpAtomicReductionParams_st, operation
-    ) - 0usize];
-    [
-        "Offset of field: CUstreamBatchMemOpParams_union_CUstreamMemOpAtomicReductionParams_st::flags",
-    ][::core::mem::offset_of!(
-        CUstreamBatchMemOpParams_union_CUstreamMemOpAtomicReductionParams_st, flags
-    ) - 4usize];
-    [
-        "Offset of field: CUstreamBatchMemOpParams_union_CUstreamMemOpAtomicReductionParams_st::reductionOp",
-    ][::core::mem::offset_of!(
-        CUstreamBatchMemOpParams_union_CUstreamMemOpAtomicReductionParams_st, reductionOp
-    ) - 8usize];
-    [
-        "Offset of field: CUstreamBatchMemOpParams_union_CUstreamMemOpAtomicReductionParams_st::dataType",
-    ][::core::mem::offset_of!(
-        CUstreamBatchMemOpParams_union_CUstreamMemOpAtomicReductionParams_st, dataType
-    ) - 12usize];
-    [
-        "Offset of field: CUstreamBatchMemOpParams_union_CUstreamMemOpAtomicReductionParams_st::address",
-    ][::core::mem::offset_of!(
-        CUstreamBatchMemOpParams_union_CUstreamMemOpAtomicReductionParams_st, address
-    ) - 16usize];
-    [
-        "Offset of field: CUstreamBatchMemOpParams_union_CUstreamMemOpAtomicReductionParams_st::value",
-    ][::core::mem::offset_of!(
-        CUstreamBatchMemOpParams_union_CUstreamMemOpAtomicReductionParams_st, value
-    ) - 24usize];
-    [
-        "Offset of field: CUstreamBatchMemOpParams_union_CUstreamMemOpAtomicReductionParams_st::alias",
-    ][::core::mem::offset_of!(
-        CUstreamBatchMemOpParams_union_CUstreamMemOpAtomicReductionParams_st, alias
-    ) - 32usize];
-};
 impl Default for CUstreamBatchMemOpParams_union_CUstreamMemOpAtomicReductionParams_st {
     fn default() -> Self {
         let mut s = ::core::mem::MaybeUninit::<Self>::uninit();
@@ -980,37 +728,6 @@ impl Default for CUstreamBatchMemOpParams_union_CUstreamMemOpAtomicReductionPara
         }
     }
 }
-#[allow(clippy::unnecessary_operation, clippy::identity_op)]
-const _: () = {
-    [
-        "Size of CUstreamBatchMemOpParams_union",
-    ][::core::mem::size_of::<CUstreamBatchMemOpParams_union>() - 48usize];
-    [
-        "Alignment of CUstreamBatchMemOpParams_union",
-    ][::core::mem::align_of::<CUstreamBatchMemOpParams_union>() - 8usize];
-    [
-        "Offset of field: CUstreamBatchMemOpParams_union::operation",
-    ][::core::mem::offset_of!(CUstreamBatchMemOpParams_union, operation) - 0usize];
-    [
-        "Offset of field: CUstreamBatchMemOpParams_union::waitValue",
-    ][::core::mem::offset_of!(CUstreamBatchMemOpParams_union, waitValue) - 0usize];
-    [
-        "Offset of field: CUstreamBatchMemOpParams_union::writeValue",
-    ][::core::mem::offset_of!(CUstreamBatchMemOpParams_union, writeValue) - 0usize];
-    [
-        "Offset of field: CUstreamBatchMemOpParams_union::flushRemoteWrites",
-    ][::core::mem::offset_of!(CUstreamBatchMemOpParams_union, flushRemoteWrites)
-        - 0usize];
-    [
-        "Offset of field: CUstreamBatchMemOpParams_union::memoryBarrier",
-    ][::core::mem::offset_of!(CUstreamBatchMemOpParams_union, memoryBarrier) - 0usize];
-    [
-        "Offset of field: CUstreamBatchMemOpParams_union::atomicReduction",
-    ][::core::mem::offset_of!(CUstreamBatchMemOpParams_union, atomicReduction) - 0usize];
-    [
-        "Offset of field: CUstreamBatchMemOpParams_union::pad",
-    ][::core::mem::offset_of!(CUstreamBatchMemOpParams_union, pad) - 0usize];
-};
 impl Default for CUstreamBatchMemOpParams_union {
     fn default() -> Self {
         let mut s = ::core::mem::MaybeUninit::<Self>::uninit();
@@ -1030,28 +747,6 @@ pub struct CUDA_BATCH_MEM_OP_NODE_PARAMS_v1_st {
     pub paramArray: *mut CUstreamBatchMemOpParams,
     pub flags: ::core::ffi::c_uint,
 }
-#[allow(clippy::unnecessary_operation, clippy::identity_op)]
-const _: () = {
-    [
-        "Size of CUDA_BATCH_MEM_OP_NODE_PARAMS_v1_st",
-    ][::core::mem::size_of::<CUDA_BATCH_MEM_OP_NODE_PARAMS_v1_st>() - 32usize];
-    [
-        "Alignment of CUDA_BATCH_MEM_OP_NODE_PARAMS_v1_st",
-    ][::core::mem::align_of::<CUDA_BATCH_MEM_OP_NODE_PARAMS_v1_st>() - 8usize];
-    [
-        "Offset of field: CUDA_BATCH_MEM_OP_NODE_PARAMS_v1_st::ctx",
-    ][::core::mem::offset_of!(CUDA_BATCH_MEM_OP_NODE_PARAMS_v1_st, ctx) - 0usize];
-    [
-        "Offset of field: CUDA_BATCH_MEM_OP_NODE_PARAMS_v1_st::count",
-    ][::core::mem::offset_of!(CUDA_BATCH_MEM_OP_NODE_PARAMS_v1_st, count) - 8usize];
-    [
-        "Offset of field: CUDA_BATCH_MEM_OP_NODE_PARAMS_v1_st::paramArray",
-    ][::core::mem::offset_of!(CUDA_BATCH_MEM_OP_NODE_PARAMS_v1_st, paramArray)
-        - 16usize];
-    [
-        "Offset of field: CUDA_BATCH_MEM_OP_NODE_PARAMS_v1_st::flags",
-    ][::core::mem::offset_of!(CUDA_BATCH_MEM_OP_NODE_PARAMS_v1_st, flags) - 24usize];
-};
 impl Default for CUDA_BATCH_MEM_OP_NODE_PARAMS_v1_st {
     fn default() -> Self {
         let mut s = ::core::mem::MaybeUninit::<Self>::uninit();
@@ -1071,28 +766,6 @@ pub struct CUDA_BATCH_MEM_OP_NODE_PARAMS_v2_st {
     pub paramArray: *mut CUstreamBatchMemOpParams,
     pub flags: ::core::ffi::c_uint,
 }
-#[allow(clippy::unnecessary_operation, clippy::identity_op)]
-const _: () = {
-    [
-        "Size of CUDA_BATCH_MEM_OP_NODE_PARAMS_v2_st",
-    ][::core::mem::size_of::<CUDA_BATCH_MEM_OP_NODE_PARAMS_v2_st>() - 32usize];
-    [
-        "Alignment of CUDA_BATCH_MEM_OP_NODE_PARAMS_v2_st",
-    ][::core::mem::align_of::<CUDA_BATCH_MEM_OP_NODE_PARAMS_v2_st>() - 8usize];
-    [
-        "Offset of field: CUDA_BATCH_MEM_OP_NODE_PARAMS_v2_st::ctx",
-    ][::core::mem::offset_of!(CUDA_BATCH_MEM_OP_NODE_PARAMS_v2_st, ctx) - 0usize];
-    [
-        "Offset of field: CUDA_BATCH_MEM_OP_NODE_PARAMS_v2_st::count",
-    ][::core::mem::offset_of!(CUDA_BATCH_MEM_OP_NODE_PARAMS_v2_st, count) - 8usize];
-    [
-        "Offset of field: CUDA_BATCH_MEM_OP_NODE_PARAMS_v2_st::paramArray",
-    ][::core::mem::offset_of!(CUDA_BATCH_MEM_OP_NODE_PARAMS_v2_st, paramArray)
-        - 16usize];
-    [
-        "Offset of field: CUDA_BATCH_MEM_OP_NODE_PARAMS_v2_st::flags",
-    ][::core::mem::offset_of!(CUDA_BATCH_MEM_OP_NODE_PARAMS_v2_st, flags) - 24usize];
-};
 impl Default for CUDA_BATCH_MEM_OP_NODE_PARAMS_v2_st {
     fn default() -> Self {
         let mut s = ::core::mem::MaybeUninit::<Self>::uninit();
@@ -1150,35 +823,6 @@ pub union CUasyncNotificationInfo_st__bindgen_ty_1 {
 pub struct CUasyncNotificationInfo_st__bindgen_ty_1__bindgen_ty_1 {
     pub bytesOverBudget: ::core::ffi::c_ulonglong,
 }
-#[allow(clippy::unnecessary_operation, clippy::identity_op)]
-const _: () = {
-    [
-        "Size of CUasyncNotificationInfo_st__bindgen_ty_1__bindgen_ty_1",
-    ][::core::mem::size_of::<CUasyncNotificationInfo_st__bindgen_ty_1__bindgen_ty_1>()
-        - 8usize];
-    [
-        "Alignment of CUasyncNotificationInfo_st__bindgen_ty_1__bindgen_ty_1",
-    ][::core::mem::align_of::<CUasyncNotificationInfo_st__bindgen_ty_1__bindgen_ty_1>()
-        - 8usize];
-    [
-        "Offset of field: CUasyncNotificationInfo_st__bindgen_ty_1__bindgen_ty_1::bytesOverBudget",
-    ][::core::mem::offset_of!(
-        CUasyncNotificationInfo_st__bindgen_ty_1__bindgen_ty_1, bytesOverBudget
-    ) - 0usize];
-};
-#[allow(clippy::unnecessary_operation, clippy::identity_op)]
-const _: () = {
-    [
-        "Size of CUasyncNotificationInfo_st__bindgen_ty_1",
-    ][::core::mem::size_of::<CUasyncNotificationInfo_st__bindgen_ty_1>() - 8usize];
-    [
-        "Alignment of CUasyncNotificationInfo_st__bindgen_ty_1",
-    ][::core::mem::align_of::<CUasyncNotificationInfo_st__bindgen_ty_1>() - 8usize];
-    [
-        "Offset of field: CUasyncNotificationInfo_st__bindgen_ty_1::overBudget",
-    ][::core::mem::offset_of!(CUasyncNotificationInfo_st__bindgen_ty_1, overBudget)
-        - 0usize];
-};
 impl Default for CUasyncNotificationInfo_st__bindgen_ty_1 {
     fn default() -> Self {
         let mut s = ::core::mem::MaybeUninit::<Self>::uninit();
@@ -1188,21 +832,6 @@ impl Default for CUasyncNotificationInfo_st__bindgen_ty_1 {
         }
     }
 }
-#[allow(clippy::unnecessary_operation, clippy::identity_op)]
-const _: () = {
-    [
-        "Size of CUasyncNotificationInfo_st",
-    ][::core::mem::size_of::<CUasyncNotificationInfo_st>() - 16usize];
-    [
-        "Alignment of CUasyncNotificationInfo_st",
-    ][::core::mem::align_of::<CUasyncNotificationInfo_st>() - 8usize];
-    [
-        "Offset of field: CUasyncNotificationInfo_st::type_",
-    ][::core::mem::offset_of!(CUasyncNotificationInfo_st, type_) - 0usize];
-    [
-        "Offset of field: CUasyncNotificationInfo_st::info",
-    ][::core::mem::offset_of!(CUasyncNotificationInfo_st, info) - 8usize];
-};
 impl Default for CUasyncNotificationInfo_st {
     fn default() -> Self {
         let mut s = ::core::mem::MaybeUninit::<Self>::uninit();
@@ -1876,41 +1505,6 @@ pub struct CUdevprop_st {
     pub clockRate: ::core::ffi::c_int,
     pub textureAlign: ::core::ffi::c_int,
 }
-#[allow(clippy::unnecessary_operation, clippy::identity_op)]
-const _: () = {
-    ["Size of CUdevprop_st"][::core::mem::size_of::<CUdevprop_st>() - 56usize];
-    ["Alignment of CUdevprop_st"][::core::mem::align_of::<CUdevprop_st>() - 4usize];
-    [
-        "Offset of field: CUdevprop_st::maxThreadsPerBlock",
-    ][::core::mem::offset_of!(CUdevprop_st, maxThreadsPerBlock) - 0usize];
-    [
-        "Offset of field: CUdevprop_st::maxThreadsDim",
-    ][::core::mem::offset_of!(CUdevprop_st, maxThreadsDim) - 4usize];
-    [
-        "Offset of field: CUdevprop_st::maxGridSize",
-    ][::core::mem::offset_of!(CUdevprop_st, maxGridSize) - 16usize];
-    [
-        "Offset of field: CUdevprop_st::sharedMemPerBlock",
-    ][::core::mem::offset_of!(CUdevprop_st, sharedMemPerBlock) - 28usize];
-    [
-        "Offset of field: CUdevprop_st::totalConstantMemory",
-    ][::core::mem::offset_of!(CUdevprop_st, totalConstantMemory) - 32usize];
-    [
-        "Offset of field: CUdevprop_st::SIMDWidth",
-    ][::core::mem::offset_of!(CUdevprop_st, SIMDWidth) - 36usize];
-    [
-        "Offset of field: CUdevprop_st::memPitch",
-    ][::core::mem::offset_of!(CUdevprop_st, memPitch) - 40usize];
-    [
-        "Offset of field: CUdevprop_st::regsPerBlock",
-    ][::core::mem::offset_of!(CUdevprop_st, regsPerBlock) - 44usize];
-    [
-        "Offset of field: CUdevprop_st::clockRate",
-    ][::core::mem::offset_of!(CUdevprop_st, clockRate) - 48usize];
-    [
-        "Offset of field: CUdevprop_st::textureAlign",
-    ][::core::mem::offset_of!(CUdevprop_st, textureAlign) - 52usize];
-};
 pub type CUdevprop_v1 = CUdevprop_st;
 pub type CUdevprop = CUdevprop_v1;
 impl CUpointer_attribute_enum {
@@ -2410,30 +2004,6 @@ pub struct CUaccessPolicyWindow_st {
     pub hitProp: CUaccessProperty,
     pub missProp: CUaccessProperty,
 }
-#[allow(clippy::unnecessary_operation, clippy::identity_op)]
-const _: () = {
-    [
-        "Size of CUaccessPolicyWindow_st",
-    ][::core::mem::size_of::<CUaccessPolicyWindow_st>() - 32usize];
-    [
-        "Alignment of CUaccessPolicyWindow_st",
-    ][::core::mem::align_of::<CUaccessPolicyWindow_st>() - 8usize];
-    [
-        "Offset of field: CUaccessPolicyWindow_st::base_ptr",
-    ][::core::mem::offset_of!(CUaccessPolicyWindow_st, base_ptr) - 0usize];
-    [
-        "Offset of field: CUaccessPolicyWindow_st::num_bytes",
-    ][::core::mem::offset_of!(CUaccessPolicyWindow_st, num_bytes) - 8usize];
-    [
-        "Offset of field: CUaccessPolicyWindow_st::hitRatio",
-    ][::core::mem::offset_of!(CUaccessPolicyWindow_st, hitRatio) - 16usize];
-    [
-        "Offset of field: CUaccessPolicyWindow_st::hitProp",
-    ][::core::mem::offset_of!(CUaccessPolicyWindow_st, hitProp) - 20usize];
-    [
-        "Offset of field: CUaccessPolicyWindow_st::missProp",
-    ][::core::mem::offset_of!(CUaccessPolicyWindow_st, missProp) - 24usize];
-};
 impl Default for CUaccessPolicyWindow_st {
     fn default() -> Self {
         let mut s = ::core::mem::MaybeUninit::<Self>::uninit();
@@ -2459,45 +2029,6 @@ pub struct CUDA_KERNEL_NODE_PARAMS_st {
     pub kernelParams: *mut *mut ::core::ffi::c_void,
     pub extra: *mut *mut ::core::ffi::c_void,
 }
-#[allow(clippy::unnecessary_operation, clippy::identity_op)]
-const _: () = {
-    [
-        "Size of CUDA_KERNEL_NODE_PARAMS_st",
-    ][::core::mem::size_of::<CUDA_KERNEL_NODE_PARAMS_st>() - 56usize];
-    [
-        "Alignment of CUDA_KERNEL_NODE_PARAMS_st",
-    ][::core::mem::align_of::<CUDA_KERNEL_NODE_PARAMS_st>() - 8usize];
-    [
-        "Offset of field: CUDA_KERNEL_NODE_PARAMS_st::func",
-    ][::core::mem::offset_of!(CUDA_KERNEL_NODE_PARAMS_st, func) - 0usize];
-    [
-        "Offset of field: CUDA_KERNEL_NODE_PARAMS_st::gridDimX",
-    ][::core::mem::offset_of!(CUDA_KERNEL_NODE_PARAMS_st, gridDimX) - 8usize];
-    [
-        "Offset of field: CUDA_KERNEL_NODE_PARAMS_st::gridDimY",
-    ][::core::mem::offset_of!(CUDA_KERNEL_NODE_PARAMS_st, gridDimY) - 12usize];
-    [
-        "Offset of field: CUDA_KERNEL_NODE_PARAMS_st::gridDimZ",
-    ][::core::mem::offset_of!(CUDA_KERNEL_NODE_PARAMS_st, gridDimZ) - 16usize];
-    [
-        "Offset of field: CUDA_KERNEL_NODE_PARAMS_st::blockDimX",
-    ][::core::mem::offset_of!(CUDA_KERNEL_NODE_PARAMS_st, blockDimX) - 20usize];
-    [
-        "Offset of field: CUDA_KERNEL_NODE_PARAMS_st::blockDimY",
-    ][::core::mem::offset_of!(CUDA_KERNEL_NODE_PARAMS_st, blockDimY) - 24usize];
-    [
-        "Offset of field: CUDA_KERNEL_NODE_PARAMS_st::blockDimZ",
-    ][::core::mem::offset_of!(CUDA_KERNEL_NODE_PARAMS_st, blockDimZ) - 28usize];
-    [
-        "Offset of field: CUDA_KERNEL_NODE_PARAMS_st::sharedMemBytes",
-    ][::core::mem::offset_of!(CUDA_KERNEL_NODE_PARAMS_st, sharedMemBytes) - 32usize];
-    [
-        "Offset of field: CUDA_KERNEL_NODE_PARAMS_st::kernelParams",
-    ][::core::mem::offset_of!(CUDA_KERNEL_NODE_PARAMS_st, kernelParams) - 40usize];
-    [
-        "Offset of field: CUDA_KERNEL_NODE_PARAMS_st::extra",
-    ][::core::mem::offset_of!(CUDA_KERNEL_NODE_PARAMS_st, extra) - 48usize];
-};
 impl Default for CUDA_KERNEL_NODE_PARAMS_st {
     fn default() -> Self {
         let mut s = ::core::mem::MaybeUninit::<Self>::uninit();
@@ -2524,51 +2055,6 @@ pub struct CUDA_KERNEL_NODE_PARAMS_v2_st {
     pub kern: CUkernel,
     pub ctx: CUcontext,
 }
-#[allow(clippy::unnecessary_operation, clippy::identity_op)]
-const _: () = {
-    [
-        "Size of CUDA_KERNEL_NODE_PARAMS_v2_st",
-    ][::core::mem::size_of::<CUDA_KERNEL_NODE_PARAMS_v2_st>() - 72usize];
-    [
-        "Alignment of CUDA_KERNEL_NODE_PARAMS_v2_st",
-    ][::core::mem::align_of::<CUDA_KERNEL_NODE_PARAMS_v2_st>() - 8usize];
-    [
-        "Offset of field: CUDA_KERNEL_NODE_PARAMS_v2_st::func",
-    ][::core::mem::offset_of!(CUDA_KERNEL_NODE_PARAMS_v2_st, func) - 0usize];
-    [
-        "Offset of field: CUDA_KERNEL_NODE_PARAMS_v2_st::gridDimX",
-    ][::core::mem::offset_of!(CUDA_KERNEL_NODE_PARAMS_v2_st, gridDimX) - 8usize];
-    [
-        "Offset of field: CUDA_KERNEL_NODE_PARAMS_v2_st::gridDimY",
-    ][::core::mem::offset_of!(CUDA_KERNEL_NODE_PARAMS_v2_st, gridDimY) - 12usize];
-    [
-        "Offset of field: CUDA_KERNEL_NODE_PARAMS_v2_st::gridDimZ",
-    ][::core::mem::offset_of!(CUDA_KERNEL_NODE_PARAMS_v2_st, gridDimZ) - 16usize];
-    [
-        "Offset of field: CUDA_KERNEL_NODE_PARAMS_v2_st::blockDimX",
-    ][::core::mem::offset_of!(CUDA_KERNEL_NODE_PARAMS_v2_st, blockDimX) - 20usize];
-    [
-        "Offset of field: CUDA_KERNEL_NODE_PARAMS_v2_st::blockDimY",
-    ][::core::mem::offset_of!(CUDA_KERNEL_NODE_PARAMS_v2_st, blockDimY) - 24usize];
-    [
-        "Offset of field: CUDA_KERNEL_NODE_PARAMS_v2_st::blockDimZ",
-    ][::core::mem::offset_of!(CUDA_KERNEL_NODE_PARAMS_v2_st, blockDimZ) - 28usize];
-    [
-        "Offset of field: CUDA_KERNEL_NODE_PARAMS_v2_st::sharedMemBytes",
-    ][::core::mem::offset_of!(CUDA_KERNEL_NODE_PARAMS_v2_st, sharedMemBytes) - 32usize];
-    [
-        "Offset of field: CUDA_KERNEL_NODE_PARAMS_v2_st::kernelParams",
-    ][::core::mem::offset_of!(CUDA_KERNEL_NODE_PARAMS_v2_st, kernelParams) - 40usize];
-    [
-        "Offset of field: CUDA_KERNEL_NODE_PARAMS_v2_st::extra",
-    ][::core::mem::offset_of!(CUDA_KERNEL_NODE_PARAMS_v2_st, extra) - 48usize];
-    [
-        "Offset of field: CUDA_KERNEL_NODE_PARAMS_v2_st::kern",
-    ][::core::mem::offset_of!(CUDA_KERNEL_NODE_PARAMS_v2_st, kern) - 56usize];
-    [
-        "Offset of field: CUDA_KERNEL_NODE_PARAMS_v2_st::ctx",
-    ][::core::mem::offset_of!(CUDA_KERNEL_NODE_PARAMS_v2_st, ctx) - 64usize];
-};
 impl Default for CUDA_KERNEL_NODE_PARAMS_v2_st {
     fn default() -> Self {
         let mut s = ::core::mem::MaybeUninit::<Self>::uninit();
@@ -2596,51 +2082,6 @@ pub struct CUDA_KERNEL_NODE_PARAMS_v3_st {
     pub kern: CUkernel,
     pub ctx: CUcontext,
 }
-#[allow(clippy::unnecessary_operation, clippy::identity_op)]
-const _: () = {
-    [
-        "Size of CUDA_KERNEL_NODE_PARAMS_v3_st",
-    ][::core::mem::size_of::<CUDA_KERNEL_NODE_PARAMS_v3_st>() - 72usize];
-    [
-        "Alignment of CUDA_KERNEL_NODE_PARAMS_v3_st",
-    ][::core::mem::align_of::<CUDA_KERNEL_NODE_PARAMS_v3_st>() - 8usize];
-    [
-        "Offset of field: CUDA_KERNEL_NODE_PARAMS_v3_st::func",
-    ][::core::mem::offset_of!(CUDA_KERNEL_NODE_PARAMS_v3_st, func) - 0usize];
-    [
-        "Offset of field: CUDA_KERNEL_NODE_PARAMS_v3_st::gridDimX",
-    ][::core::mem::offset_of!(CUDA_KERNEL_NODE_PARAMS_v3_st, gridDimX) - 8usize];
-    [
-        "Offset of field: CUDA_KERNEL_NODE_PARAMS_v3_st::gridDimY",
-    ][::core::mem::offset_of!(CUDA_KERNEL_NODE_PARAMS_v3_st, gridDimY) - 12usize];
-    [
-        "Offset of field: CUDA_KERNEL_NODE_PARAMS_v3_st::gridDimZ",
-    ][::core::mem::offset_of!(CUDA_KERNEL_NODE_PARAMS_v3_st, gridDimZ) - 16usize];
-    [
-        "Offset of field: CUDA_KERNEL_NODE_PARAMS_v3_st::blockDimX",
-    ][::core::mem::offset_of!(CUDA_KERNEL_NODE_PARAMS_v3_st, blockDimX) - 20usize];
-    [
-        "Offset of field: CUDA_KERNEL_NODE_PARAMS_v3_st::blockDimY",
-    ][::core::mem::offset_of!(CUDA_KERNEL_NODE_PARAMS_v3_st, blockDimY) - 24usize];
-    [
-        "Offset of field: CUDA_KERNEL_NODE_PARAMS_v3_st::blockDimZ",
-    ][::core::mem::offset_of!(CUDA_KERNEL_NODE_PARAMS_v3_st, blockDimZ) - 28usize];
-    [
-        "Offset of field: CUDA_KERNEL_NODE_PARAMS_v3_st::sharedMemBytes",
-    ][::core::mem::offset_of!(CUDA_KERNEL_NODE_PARAMS_v3_st, sharedMemBytes) - 32usize];
-    [
-        "Offset of field: CUDA_KERNEL_NODE_PARAMS_v3_st::kernelParams",
-    ][::core::mem::offset_of!(CUDA_KERNEL_NODE_PARAMS_v3_st, kernelParams) - 40usize];
-    [
-        "Offset of field: CUDA_KERNEL_NODE_PARAMS_v3_st::extra",
-    ][::core::mem::offset_of!(CUDA_KERNEL_NODE_PARAMS_v3_st, extra) - 48usize];
-    [
-        "Offset of field: CUDA_KERNEL_NODE_PARAMS_v3_st::kern",
-    ][::core::mem::offset_of!(CUDA_KERNEL_NODE_PARAMS_v3_st, kern) - 56usize];
-    [
-        "Offset of field: CUDA_KERNEL_NODE_PARAMS_v3_st::ctx",
-    ][::core::mem::offset_of!(CUDA_KERNEL_NODE_PARAMS_v3_st, ctx) - 64usize];
-};
 impl Default for CUDA_KERNEL_NODE_PARAMS_v3_st {
     fn default() -> Self {
         let mut s = ::core::mem::MaybeUninit::<Self>::uninit();
@@ -2661,33 +2102,6 @@ pub struct CUDA_MEMSET_NODE_PARAMS_st {
     pub width: usize,
     pub height: usize,
 }
-#[allow(clippy::unnecessary_operation, clippy::identity_op)]
-const _: () = {
-    [
-        "Size of CUDA_MEMSET_NODE_PARAMS_st",
-    ][::core::mem::size_of::<CUDA_MEMSET_NODE_PARAMS_st>() - 40usize];
-    [
-        "Alignment of CUDA_MEMSET_NODE_PARAMS_st",
-    ][::core::mem::align_of::<CUDA_MEMSET_NODE_PARAMS_st>() - 8usize];
-    [
-        "Offset of field: CUDA_MEMSET_NODE_PARAMS_st::dst",
-    ][::core::mem::offset_of!(CUDA_MEMSET_NODE_PARAMS_st, dst) - 0usize];
-    [
-        "Offset of field: CUDA_MEMSET_NODE_PARAMS_st::pitch",
-    ][::core::mem::offset_of!(CUDA_MEMSET_NODE_PARAMS_st, pitch) - 8usize];
-    [
-        "Offset of field: CUDA_MEMSET_NODE_PARAMS_st::value",
-    ][::core::mem::offset_of!(CUDA_MEMSET_NODE_PARAMS_st, value) - 16usize];
-    [
-        "Offset of field: CUDA_MEMSET_NODE_PARAMS_st::elementSize",
-    ][::core::mem::offset_of!(CUDA_MEMSET_NODE_PARAMS_st, elementSize) - 20usize];
-    [
-        "Offset of field: CUDA_MEMSET_NODE_PARAMS_st::width",
-    ][::core::mem::offset_of!(CUDA_MEMSET_NODE_PARAMS_st, width) - 24usize];
-    [
-        "Offset of field: CUDA_MEMSET_NODE_PARAMS_st::height",
-    ][::core::mem::offset_of!(CUDA_MEMSET_NODE_PARAMS_st, height) - 32usize];
-};
 pub type CUDA_MEMSET_NODE_PARAMS_v1 = CUDA_MEMSET_NODE_PARAMS_st;
 pub type CUDA_MEMSET_NODE_PARAMS = CUDA_MEMSET_NODE_PARAMS_v1;
 #[repr(C)]
@@ -2701,36 +2115,6 @@ pub struct CUDA_MEMSET_NODE_PARAMS_v2_st {
     pub height: usize,
     pub ctx: CUcontext,
 }
-#[allow(clippy::unnecessary_operation, clippy::identity_op)]
-const _: () = {
-    [
-        "Size of CUDA_MEMSET_NODE_PARAMS_v2_st",
-    ][::core::mem::size_of::<CUDA_MEMSET_NODE_PARAMS_v2_st>() - 48usize];
-    [
-        "Alignment of CUDA_MEMSET_NODE_PARAMS_v2_st",
-    ][::core::mem::align_of::<CUDA_MEMSET_NODE_PARAMS_v2_st>() - 8usize];
-    [
-        "Offset of field: CUDA_MEMSET_NODE_PARAMS_v2_st::dst",
-    ][::core::mem::offset_of!(CUDA_MEMSET_NODE_PARAMS_v2_st, dst) - 0usize];
-    [
-        "Offset of field: CUDA_MEMSET_NODE_PARAMS_v2_st::pitch",
-    ][::core::mem::offset_of!(CUDA_MEMSET_NODE_PARAMS_v2_st, pitch) - 8usize];
-    [
-        "Offset of field: CUDA_MEMSET_NODE_PARAMS_v2_st::value",
-    ][::core::mem::offset_of!(CUDA_MEMSET_NODE_PARAMS_v2_st, value) - 16usize];
-    [
-        "Offset of field: CUDA_MEMSET_NODE_PARAMS_v2_st::elementSize",
-    ][::core::mem::offset_of!(CUDA_MEMSET_NODE_PARAMS_v2_st, elementSize) - 20usize];
-    [
-        "Offset of field: CUDA_MEMSET_NODE_PARAMS_v2_st::width",
-    ][::core::mem::offset_of!(CUDA_MEMSET_NODE_PARAMS_v2_st, width) - 24usize];
-    [
-        "Offset of field: CUDA_MEMSET_NODE_PARAMS_v2_st::height",
-    ][::core::mem::offset_of!(CUDA_MEMSET_NODE_PARAMS_v2_st, height) - 32usize];
-    [
-        "Offset of field: CUDA_MEMSET_NODE_PARAMS_v2_st::ctx",
-    ][::core::mem::offset_of!(CUDA_MEMSET_NODE_PARAMS_v2_st, ctx) - 40usize];
-};
 impl Default for CUDA_MEMSET_NODE_PARAMS_v2_st {
     fn default() -> Self {
         let mut s = ::core::mem::MaybeUninit::<Self>::uninit();
@@ -2747,21 +2131,6 @@ pub struct CUDA_HOST_NODE_PARAMS_st {
     pub fn_: CUhostFn,
     pub userData: *mut ::core::ffi::c_void,
 }
-#[allow(clippy::unnecessary_operation, clippy::identity_op)]
-const _: () = {
-    [
-        "Size of CUDA_HOST_NODE_PARAMS_st",
-    ][::core::mem::size_of::<CUDA_HOST_NODE_PARAMS_st>() - 16usize];
-    [
-        "Alignment of CUDA_HOST_NODE_PARAMS_st",
-    ][::core::mem::align_of::<CUDA_HOST_NODE_PARAMS_st>() - 8usize];
-    [
-        "Offset of field: CUDA_HOST_NODE_PARAMS_st::fn_",
-    ][::core::mem::offset_of!(CUDA_HOST_NODE_PARAMS_st, fn_) - 0usize];
-    [
-        "Offset of field: CUDA_HOST_NODE_PARAMS_st::userData",
-    ][::core::mem::offset_of!(CUDA_HOST_NODE_PARAMS_st, userData) - 8usize];
-};
 impl Default for CUDA_HOST_NODE_PARAMS_st {
     fn default() -> Self {
         let mut s = ::core::mem::MaybeUninit::<Self>::uninit();
@@ -2787,21 +2156,6 @@ pub union CUDA_HOST_NODE_PARAMS_v2_st__bindgen_ty_1 {
     pub ctx: CUcontext,
     pub gCtx: CUgreenCtx,
 }
-#[allow(clippy::unnecessary_operation, clippy::identity_op)]
-const _: () = {
-    [
-        "Size of CUDA_HOST_NODE_PARAMS_v2_st__bindgen_ty_1",
-    ][::core::mem::size_of::<CUDA_HOST_NODE_PARAMS_v2_st__bindgen_ty_1>() - 8usize];
-    [
-        "Alignment of CUDA_HOST_NODE_PARAMS_v2_st__bindgen_ty_1",
-    ][::core::mem::align_of::<CUDA_HOST_NODE_PARAMS_v2_st__bindgen_ty_1>() - 8usize];
-    [
-        "Offset of field: CUDA_HOST_NODE_PARAMS_v2_st__bindgen_ty_1::ctx",
-    ][::core::mem::offset_of!(CUDA_HOST_NODE_PARAMS_v2_st__bindgen_ty_1, ctx) - 0usize];
-    [
-        "Offset of field: CUDA_HOST_NODE_PARAMS_v2_st__bindgen_ty_1::gCtx",
-    ][::core::mem::offset_of!(CUDA_HOST_NODE_PARAMS_v2_st__bindgen_ty_1, gCtx) - 0usize];
-};
 impl Default for CUDA_HOST_NODE_PARAMS_v2_st__bindgen_ty_1 {
     fn default() -> Self {
         let mut s = ::core::mem::MaybeUninit::<Self>::uninit();
@@ -2811,24 +2165,6 @@ impl Default for CUDA_HOST_NODE_PARAMS_v2_st__bindgen_ty_1 {
         }
     }
 }
-#[allow(clippy::unnecessary_operation, clippy::identity_op)]
-const _: () = {
-    [
-        "Size of CUDA_HOST_NODE_PARAMS_v2_st",
-    ][::core::mem::size_of::<CUDA_HOST_NODE_PARAMS_v2_st>() - 32usize];
-    [
-        "Alignment of CUDA_HOST_NODE_PARAMS_v2_st",
-    ][::core::mem::align_of::<CUDA_HOST_NODE_PARAMS_v2_st>() - 8usize];
-    [
-        "Offset of field: CUDA_HOST_NODE_PARAMS_v2_st::fn_",
-    ][::core::mem::offset_of!(CUDA_HOST_NODE_PARAMS_v2_st, fn_) - 0usize];
-    [
-        "Offset of field: CUDA_HOST_NODE_PARAMS_v2_st::userData",
-    ][::core::mem::offset_of!(CUDA_HOST_NODE_PARAMS_v2_st, userData) - 8usize];
-    [
-        "Offset of field: CUDA_HOST_NODE_PARAMS_v2_st::syncMode",
-    ][::core::mem::offset_of!(CUDA_HOST_NODE_PARAMS_v2_st, syncMode) - 16usize];
-};
 impl Default for CUDA_HOST_NODE_PARAMS_v2_st {
     fn default() -> Self {
         let mut s = ::core::mem::MaybeUninit::<Self>::uninit();
@@ -2863,30 +2199,6 @@ pub struct CUDA_CONDITIONAL_NODE_PARAMS {
     pub phGraph_out: *mut CUgraph,
     pub ctx: CUcontext,
 }
-#[allow(clippy::unnecessary_operation, clippy::identity_op)]
-const _: () = {
-    [
-        "Size of CUDA_CONDITIONAL_NODE_PARAMS",
-    ][::core::mem::size_of::<CUDA_CONDITIONAL_NODE_PARAMS>() - 32usize];
-    [
-        "Alignment of CUDA_CONDITIONAL_NODE_PARAMS",
-    ][::core::mem::align_of::<CUDA_CONDITIONAL_NODE_PARAMS>() - 8usize];
-    [
-        "Offset of field: CUDA_CONDITIONAL_NODE_PARAMS::handle",
-    ][::core::mem::offset_of!(CUDA_CONDITIONAL_NODE_PARAMS, handle) - 0usize];
-    [
-        "Offset of field: CUDA_CONDITIONAL_NODE_PARAMS::type_",
-    ][::core::mem::offset_of!(CUDA_CONDITIONAL_NODE_PARAMS, type_) - 8usize];
-    [
-        "Offset of field: CUDA_CONDITIONAL_NODE_PARAMS::size",
-    ][::core::mem::offset_of!(CUDA_CONDITIONAL_NODE_PARAMS, size) - 12usize];
-    [
-        "Offset of field: CUDA_CONDITIONAL_NODE_PARAMS::phGraph_out",
-    ][::core::mem::offset_of!(CUDA_CONDITIONAL_NODE_PARAMS, phGraph_out) - 16usize];
-    [
-        "Offset of field: CUDA_CONDITIONAL_NODE_PARAMS::ctx",
-    ][::core::mem::offset_of!(CUDA_CONDITIONAL_NODE_PARAMS, ctx) - 24usize];
-};
 impl Default for CUDA_CONDITIONAL_NODE_PARAMS {
     fn default() -> Self {
         let mut s = ::core::mem::MaybeUninit::<Self>::uninit();
@@ -2964,27 +2276,6 @@ pub struct CUgraphEdgeData_st {
     pub type_: ::core::ffi::c_uchar,
     pub reserved: [::core::ffi::c_uchar; 5usize],
 }
-#[allow(clippy::unnecessary_operation, clippy::identity_op)]
-const _: () = {
-    [
-        "Size of CUgraphEdgeData_st",
-    ][::core::mem::size_of::<CUgraphEdgeData_st>() - 8usize];
-    [
-        "Alignment of CUgraphEdgeData_st",
-    ][::core::mem::align_of::<CUgraphEdgeData_st>() - 1usize];
-    [
-        "Offset of field: CUgraphEdgeData_st::from_port",
-    ][::core::mem::offset_of!(CUgraphEdgeData_st, from_port) - 0usize];
-    [
-        "Offset of field: CUgraphEdgeData_st::to_port",
-    ][::core::mem::offset_of!(CUgraphEdgeData_st, to_port) - 1usize];
-    [
-        "Offset of field: CUgraphEdgeData_st::type_",
-    ][::core::mem::offset_of!(CUgraphEdgeData_st, type_) - 2usize];
-    [
-        "Offset of field: CUgraphEdgeData_st::reserved",
-    ][::core::mem::offset_of!(CUgraphEdgeData_st, reserved) - 3usize];
-};
 pub type CUgraphEdgeData = CUgraphEdgeData_st;
 impl CUgraphInstantiateResult_enum {
     pub const CUDA_GRAPH_INSTANTIATE_SUCCESS: CUgraphInstantiateResult_enum = CUgraphInstantiateResult_enum(
@@ -3018,27 +2309,6 @@ pub struct CUDA_GRAPH_INSTANTIATE_PARAMS_st {
     pub hErrNode_out: CUgraphNode,
     pub result_out: CUgraphInstantiateResult,
 }
-#[allow(clippy::unnecessary_operation, clippy::identity_op)]
-const _: () = {
-    [
-        "Size of CUDA_GRAPH_INSTANTIATE_PARAMS_st",
-    ][::core::mem::size_of::<CUDA_GRAPH_INSTANTIATE_PARAMS_st>() - 32usize];
-    [
-        "Alignment of CUDA_GRAPH_INSTANTIATE_PARAMS_st",
-    ][::core::mem::align_of::<CUDA_GRAPH_INSTANTIATE_PARAMS_st>() - 8usize];
-    [
-        "Offset of field: CUDA_GRAPH_INSTANTIATE_PARAMS_st::flags",
-    ][::core::mem::offset_of!(CUDA_GRAPH_INSTANTIATE_PARAMS_st, flags) - 0usize];
-    [
-        "Offset of field: CUDA_GRAPH_INSTANTIATE_PARAMS_st::hUploadStream",
-    ][::core::mem::offset_of!(CUDA_GRAPH_INSTANTIATE_PARAMS_st, hUploadStream) - 8usize];
-    [
-        "Offset of field: CUDA_GRAPH_INSTANTIATE_PARAMS_st::hErrNode_out",
-    ][::core::mem::offset_of!(CUDA_GRAPH_INSTANTIATE_PARAMS_st, hErrNode_out) - 16usize];
-    [
-        "Offset of field: CUDA_GRAPH_INSTANTIATE_PARAMS_st::result_out",
-    ][::core::mem::offset_of!(CUDA_GRAPH_INSTANTIATE_PARAMS_st, result_out) - 24usize];
-};
 impl Default for CUDA_GRAPH_INSTANTIATE_PARAMS_st {
     fn default() -> Self {
         let mut s = ::core::mem::MaybeUninit::<Self>::uninit();
@@ -3103,21 +2373,6 @@ pub struct CUlaunchMemSyncDomainMap_st {
     pub default_: ::core::ffi::c_uchar,
     pub remote: ::core::ffi::c_uchar,
 }
-#[allow(clippy::unnecessary_operation, clippy::identity_op)]
-const _: () = {
-    [
-        "Size of CUlaunchMemSyncDomainMap_st",
-    ][::core::mem::size_of::<CUlaunchMemSyncDomainMap_st>() - 2usize];
-    [
-        "Alignment of CUlaunchMemSyncDomainMap_st",
-    ][::core::mem::align_of::<CUlaunchMemSyncDomainMap_st>() - 1usize];
-    [
-        "Offset of field: CUlaunchMemSyncDomainMap_st::default_",
-    ][::core::mem::offset_of!(CUlaunchMemSyncDomainMap_st, default_) - 0usize];
-    [
-        "Offset of field: CUlaunchMemSyncDomainMap_st::remote",
-    ][::core::mem::offset_of!(CUlaunchMemSyncDomainMap_st, remote) - 1usize];
-};
 pub type CUlaunchMemSyncDomainMap = CUlaunchMemSyncDomainMap_st;
 impl CUlaunchAttributePortableClusterMode_enum {
     pub const CU_LAUNCH_PORTABLE_CLUSTER_MODE_DEFAULT: CUlaunchAttributePortableClusterMode_enum = CUlaunchAttributePortableClusterMode_enum(
@@ -3244,24 +2499,6 @@ pub struct CUlaunchAttributeValue_union__bindgen_ty_1 {
     pub y: ::core::ffi::c_uint,
     pub z: ::core::ffi::c_uint,
 }
-#[allow(clippy::unnecessary_operation, clippy::identity_op)]
-const _: () = {
-    [
-        "Size of CUlaunchAttributeValue_union__bindgen_ty_1",
-    ][::core::mem::size_of::<CUlaunchAttributeValue_union__bindgen_ty_1>() - 12usize];
-    [
-        "Alignment of CUlaunchAttributeValue_union__bindgen_ty_1",
-    ][::core::mem::align_of::<CUlaunchAttributeValue_union__bindgen_ty_1>() - 4usize];
-    [
-        "Offset of field: CUlaunchAttributeValue_union__bindgen_ty_1::x",
-    ][::core::mem::offset_of!(CUlaunchAttributeValue_union__bindgen_ty_1, x) - 0usize];
-    [
-        "Offset of field: CUlaunchAttributeValue_union__bindgen_ty_1::y",
-    ][::core::mem::offset_of!(CUlaunchAttributeValue_union__bindgen_ty_1, y) - 4usize];
-    [
-        "Offset of field: CUlaunchAttributeValue_union__bindgen_ty_1::z",
-    ][::core::mem::offset_of!(CUlaunchAttributeValue_union__bindgen_ty_1, z) - 8usize];
-};
 #[repr(C)]
 #[derive(Debug, Copy, Clone, Hash, PartialEq, Eq)]
 pub struct CUlaunchAttributeValue_union__bindgen_ty_2 {
@@ -3269,28 +2506,6 @@ pub struct CUlaunchAttributeValue_union__bindgen_ty_2 {
     pub flags: ::core::ffi::c_int,
     pub triggerAtBlockStart: ::core::ffi::c_int,
 }
-#[allow(clippy::unnecessary_operation, clippy::identity_op)]
-const _: () = {
-    [
-        "Size of CUlaunchAttributeValue_union__bindgen_ty_2",
-    ][::core::mem::size_of::<CUlaunchAttributeValue_union__bindgen_ty_2>() - 16usize];
-    [
-        "Alignment of CUlaunchAttributeValue_union__bindgen_ty_2",
-    ][::core::mem::align_of::<CUlaunchAttributeValue_union__bindgen_ty_2>() - 8usize];
-    [
-        "Offset of field: CUlaunchAttributeValue_union__bindgen_ty_2::event",
-    ][::core::mem::offset_of!(CUlaunchAttributeValue_union__bindgen_ty_2, event)
-        - 0usize];
-    [
-        "Offset of field: CUlaunchAttributeValue_union__bindgen_ty_2::flags",
-    ][::core::mem::offset_of!(CUlaunchAttributeValue_union__bindgen_ty_2, flags)
-        - 8usize];
-    [
-        "Offset of field: CUlaunchAttributeValue_union__bindgen_ty_2::triggerAtBlockStart",
-    ][::core::mem::offset_of!(
-        CUlaunchAttributeValue_union__bindgen_ty_2, triggerAtBlockStart
-    ) - 12usize];
-};
 impl Default for CUlaunchAttributeValue_union__bindgen_ty_2 {
     fn default() -> Self {
         let mut s = ::core::mem::MaybeUninit::<Self>::uninit();
@@ -3306,23 +2521,6 @@ pub struct CUlaunchAttributeValue_union__bindgen_ty_3 {
     pub event: CUevent,
     pub flags: ::core::ffi::c_int,
 }
-#[allow(clippy::unnecessary_operation, clippy::identity_op)]
-const _: () = {
-    [
-        "Size of CUlaunchAttributeValue_union__bindgen_ty_3",
-    ][::core::mem::size_of::<CUlaunchAttributeValue_union__bindgen_ty_3>() - 16usize];
-    [
-        "Alignment of CUlaunchAttributeValue_union__bindgen_ty_3",
-    ][::core::mem::align_of::<CUlaunchAttributeValue_union__bindgen_ty_3>() - 8usize];
-    [
-        "Offset of field: CUlaunchAttributeValue_union__bindgen_ty_3::event",
-    ][::core::mem::offset_of!(CUlaunchAttributeValue_union__bindgen_ty_3, event)
-        - 0usize];
-    [
-        "Offset of field: CUlaunchAttributeValue_union__bindgen_ty_3::flags",
-    ][::core::mem::offset_of!(CUlaunchAttributeValue_union__bindgen_ty_3, flags)
-        - 8usize];
-};
 impl Default for CUlaunchAttributeValue_union__bindgen_ty_3 {
     fn default() -> Self {
         let mut s = ::core::mem::MaybeUninit::<Self>::uninit();
@@ -3339,48 +2537,12 @@ pub struct CUlaunchAttributeValue_union__bindgen_ty_4 {
     pub y: ::core::ffi::c_uint,
     pub z: ::core::ffi::c_uint,
 }
-#[allow(clippy::unnecessary_operation, clippy::identity_op)]
-const _: () = {
-    [
-        "Size of CUlaunchAttributeValue_union__bindgen_ty_4",
-    ][::core::mem::size_of::<CUlaunchAttributeValue_union__bindgen_ty_4>() - 12usize];
-    [
-        "Alignment of CUlaunchAttributeValue_union__bindgen_ty_4",
-    ][::core::mem::align_of::<CUlaunchAttributeValue_union__bindgen_ty_4>() - 4usize];
-    [
-        "Offset of field: CUlaunchAttributeValue_union__bindgen_ty_4::x",
-    ][::core::mem::offset_of!(CUlaunchAttributeValue_union__bindgen_ty_4, x) - 0usize];
-    [
-        "Offset of field: CUlaunchAttributeValue_union__bindgen_ty_4::y",
-    ][::core::mem::offset_of!(CUlaunchAttributeValue_union__bindgen_ty_4, y) - 4usize];
-    [
-        "Offset of field: CUlaunchAttributeValue_union__bindgen_ty_4::z",
-    ][::core::mem::offset_of!(CUlaunchAttributeValue_union__bindgen_ty_4, z) - 8usize];
-};
 #[repr(C)]
 #[derive(Debug, Copy, Clone, Hash, PartialEq, Eq)]
 pub struct CUlaunchAttributeValue_union__bindgen_ty_5 {
     pub deviceUpdatable: ::core::ffi::c_int,
     pub devNode: CUgraphDeviceNode,
 }
-#[allow(clippy::unnecessary_operation, clippy::identity_op)]
-const _: () = {
-    [
-        "Size of CUlaunchAttributeValue_union__bindgen_ty_5",
-    ][::core::mem::size_of::<CUlaunchAttributeValue_union__bindgen_ty_5>() - 16usize];
-    [
-        "Alignment of CUlaunchAttributeValue_union__bindgen_ty_5",
-    ][::core::mem::align_of::<CUlaunchAttributeValue_union__bindgen_ty_5>() - 8usize];
-    [
-        "Offset of field: CUlaunchAttributeValue_union__bindgen_ty_5::deviceUpdatable",
-    ][::core::mem::offset_of!(
-        CUlaunchAttributeValue_union__bindgen_ty_5, deviceUpdatable
-    ) - 0usize];
-    [
-        "Offset of field: CUlaunchAttributeValue_union__bindgen_ty_5::devNode",
-    ][::core::mem::offset_of!(CUlaunchAttributeValue_union__bindgen_ty_5, devNode)
-        - 8usize];
-};
 impl Default for CUlaunchAttributeValue_union__bindgen_ty_5 {
     fn default() -> Self {
         let mut s = ::core::mem::MaybeUninit::<Self>::uninit();
@@ -3390,79 +2552,6 @@ impl Default for CUlaunchAttributeValue_union__bindgen_ty_5 {
         }
     }
 }
-#[allow(clippy::unnecessary_operation, clippy::identity_op)]
-const _: () = {
-    [
-        "Size of CUlaunchAttributeValue_union",
-    ][::core::mem::size_of::<CUlaunchAttributeValue_union>() - 64usize];
-    [
-        "Alignment of CUlaunchAttributeValue_union",
-    ][::core::mem::align_of::<CUlaunchAttributeValue_union>() - 8usize];
-    [
-        "Offset of field: CUlaunchAttributeValue_union::pad",
-    ][::core::mem::offset_of!(CUlaunchAttributeValue_union, pad) - 0usize];
-    [
-        "Offset of field: CUlaunchAttributeValue_union::accessPolicyWindow",
-    ][::core::mem::offset_of!(CUlaunchAttributeValue_union, accessPolicyWindow)
-        - 0usize];
-    [
-        "Offset of field: CUlaunchAttributeValue_union::cooperative",
-    ][::core::mem::offset_of!(CUlaunchAttributeValue_union, cooperative) - 0usize];
-    [
-        "Offset of field: CUlaunchAttributeValue_union::syncPolicy",
-    ][::core::mem::offset_of!(CUlaunchAttributeValue_union, syncPolicy) - 0usize];
-    [
-        "Offset of field: CUlaunchAttributeValue_union::clusterDim",
-    ][::core::mem::offset_of!(CUlaunchAttributeValue_union, clusterDim) - 0usize];
-    [
-        "Offset of field: CUlaunchAttributeValue_union::clusterSchedulingPolicyPreference",
-    ][::core::mem::offset_of!(
-        CUlaunchAttributeValue_union, clusterSchedulingPolicyPreference
-    ) - 0usize];
-    [
-        "Offset of field: CUlaunchAttributeValue_union::programmaticStreamSerializationAllowed",
-    ][::core::mem::offset_of!(
-        CUlaunchAttributeValue_union, programmaticStreamSerializationAllowed
-    ) - 0usize];
-    [
-        "Offset of field: CUlaunchAttributeValue_union::programmaticEvent",
-    ][::core::mem::offset_of!(CUlaunchAttributeValue_union, programmaticEvent) - 0usize];
-    [
-        "Offset of field: CUlaunchAttributeValue_union::launchCompletionEvent",
-    ][::core::mem::offset_of!(CUlaunchAttributeValue_union, launchCompletionEvent)
-        - 0usize];
-    [
-        "Offset of field: CUlaunchAttributeValue_union::priority",
-    ][::core::mem::offset_of!(CUlaunchAttributeValue_union, priority) - 0usize];
-    [
-        "Offset of field: CUlaunchAttributeValue_union::memSyncDomainMap",
-    ][::core::mem::offset_of!(CUlaunchAttributeValue_union, memSyncDomainMap) - 0usize];
-    [
-        "Offset of field: CUlaunchAttributeValue_union::memSyncDomain",
-    ][::core::mem::offset_of!(CUlaunchAttributeValue_union, memSyncDomain) - 0usize];
-    [
-        "Offset of field: CUlaunchAttributeValue_union::preferredClusterDim",
-    ][::core::mem::offset_of!(CUlaunchAttributeValue_union, preferredClusterDim)
-        - 0usize];
-    [
-        "Offset of field: CUlaunchAttributeValue_union::deviceUpdatableKernelNode",
-    ][::core::mem::offset_of!(CUlaunchAttributeValue_union, deviceUpdatableKernelNode)
-        - 0usize];
-    [
-        "Offset of field: CUlaunchAttributeValue_union::sharedMemCarveout",
-    ][::core::mem::offset_of!(CUlaunchAttributeValue_union, sharedMemCarveout) - 0usize];
-    [
-        "Offset of field: CUlaunchAttributeValue_union::nvlinkUtilCentricScheduling",
-    ][::core::mem::offset_of!(CUlaunchAttributeValue_union, nvlinkUtilCentricScheduling)
-        - 0usize];
-    [
-        "Offset of field: CUlaunchAttributeValue_union::portableClusterSizeMode",
-    ][::core::mem::offset_of!(CUlaunchAttributeValue_union, portableClusterSizeMode)
-        - 0usize];
-    [
-        "Offset of field: CUlaunchAttributeValue_union::sharedMemoryMode",
-    ][::core::mem::offset_of!(CUlaunchAttributeValue_union, sharedMemoryMode) - 0usize];
-};
 impl Default for CUlaunchAttributeValue_union {
     fn default() -> Self {
         let mut s = ::core::mem::MaybeUninit::<Self>::uninit();
@@ -3480,24 +2569,6 @@ pub struct CUlaunchAttribute_st {
     pub pad: [::core::ffi::c_char; 4usize],
     pub value: CUlaunchAttributeValue,
 }
-#[allow(clippy::unnecessary_operation, clippy::identity_op)]
-const _: () = {
-    [
-        "Size of CUlaunchAttribute_st",
-    ][::core::mem::size_of::<CUlaunchAttribute_st>() - 72usize];
-    [
-        "Alignment of CUlaunchAttribute_st",
-    ][::core::mem::align_of::<CUlaunchAttribute_st>() - 8usize];
-    [
-        "Offset of field: CUlaunchAttribute_st::id",
-    ][::core::mem::offset_of!(CUlaunchAttribute_st, id) - 0usize];
-    [
-        "Offset of field: CUlaunchAttribute_st::pad",
-    ][::core::mem::offset_of!(CUlaunchAttribute_st, pad) - 4usize];
-    [
-        "Offset of field: CUlaunchAttribute_st::value",
-    ][::core::mem::offset_of!(CUlaunchAttribute_st, value) - 8usize];
-};
 impl Default for CUlaunchAttribute_st {
     fn default() -> Self {
         let mut s = ::core::mem::MaybeUninit::<Self>::uninit();
@@ -3522,43 +2593,6 @@ pub struct CUlaunchConfig_st {
     pub attrs: *mut CUlaunchAttribute,
     pub numAttrs: ::core::ffi::c_uint,
 }
-#[allow(clippy::unnecessary_operation, clippy::identity_op)]
-const _: () = {
-    ["Size of CUlaunchConfig_st"][::core::mem::size_of::<CUlaunchConfig_st>() - 56usize];
-    [
-        "Alignment of CUlaunchConfig_st",
-    ][::core::mem::align_of::<CUlaunchConfig_st>() - 8usize];
-    [
-        "Offset of field: CUlaunchConfig_st::gridDimX",
-    ][::core::mem::offset_of!(CUlaunchConfig_st, gridDimX) - 0usize];
-    [
-        "Offset of field: CUlaunchConfig_st::gridDimY",
-    ][::core::mem::offset_of!(CUlaunchConfig_st, gridDimY) - 4usize];
-    [
-        "Offset of field: CUlaunchConfig_st::gridDimZ",
-    ][::core::mem::offset_of!(CUlaunchConfig_st, gridDimZ) - 8usize];
-    [
-        "Offset of field: CUlaunchConfig_st::blockDimX",
-    ][::core::mem::offset_of!(CUlaunchConfig_st, blockDimX) - 12usize];
-    [
-        "Offset of field: CUlaunchConfig_st::blockDimY",
-    ][::core::mem::offset_of!(CUlaunchConfig_st, blockDimY) - 16usize];
-    [
-        "Offset of field: CUlaunchConfig_st::blockDimZ",
-    ][::core::mem::offset_of!(CUlaunchConfig_st, blockDimZ) - 20usize];
-    [
-        "Offset of field: CUlaunchConfig_st::sharedMemBytes",
-    ][::core::mem::offset_of!(CUlaunchConfig_st, sharedMemBytes) - 24usize];
-    [
-        "Offset of field: CUlaunchConfig_st::hStream",
-    ][::core::mem::offset_of!(CUlaunchConfig_st, hStream) - 32usize];
-    [
-        "Offset of field: CUlaunchConfig_st::attrs",
-    ][::core::mem::offset_of!(CUlaunchConfig_st, attrs) - 40usize];
-    [
-        "Offset of field: CUlaunchConfig_st::numAttrs",
-    ][::core::mem::offset_of!(CUlaunchConfig_st, numAttrs) - 48usize];
-};
 impl Default for CUlaunchConfig_st {
     fn default() -> Self {
         let mut s = ::core::mem::MaybeUninit::<Self>::uninit();
@@ -3652,18 +2686,6 @@ pub use self::CUexecAffinityType_enum as CUexecAffinityType;
 pub struct CUexecAffinitySmCount_st {
     pub val: ::core::ffi::c_uint,
 }
-#[allow(clippy::unnecessary_operation, clippy::identity_op)]
-const _: () = {
-    [
-        "Size of CUexecAffinitySmCount_st",
-    ][::core::mem::size_of::<CUexecAffinitySmCount_st>() - 4usize];
-    [
-        "Alignment of CUexecAffinitySmCount_st",
-    ][::core::mem::align_of::<CUexecAffinitySmCount_st>() - 4usize];
-    [
-        "Offset of field: CUexecAffinitySmCount_st::val",
-    ][::core::mem::offset_of!(CUexecAffinitySmCount_st, val) - 0usize];
-};
 pub type CUexecAffinitySmCount_v1 = CUexecAffinitySmCount_st;
 pub type CUexecAffinitySmCount = CUexecAffinitySmCount_v1;
 #[repr(C)]
@@ -3677,18 +2699,6 @@ pub struct CUexecAffinityParam_st {
 pub union CUexecAffinityParam_st__bindgen_ty_1 {
     pub smCount: CUexecAffinitySmCount,
 }
-#[allow(clippy::unnecessary_operation, clippy::identity_op)]
-const _: () = {
-    [
-        "Size of CUexecAffinityParam_st__bindgen_ty_1",
-    ][::core::mem::size_of::<CUexecAffinityParam_st__bindgen_ty_1>() - 4usize];
-    [
-        "Alignment of CUexecAffinityParam_st__bindgen_ty_1",
-    ][::core::mem::align_of::<CUexecAffinityParam_st__bindgen_ty_1>() - 4usize];
-    [
-        "Offset of field: CUexecAffinityParam_st__bindgen_ty_1::smCount",
-    ][::core::mem::offset_of!(CUexecAffinityParam_st__bindgen_ty_1, smCount) - 0usize];
-};
 impl Default for CUexecAffinityParam_st__bindgen_ty_1 {
     fn default() -> Self {
         let mut s = ::core::mem::MaybeUninit::<Self>::uninit();
@@ -3698,21 +2708,6 @@ impl Default for CUexecAffinityParam_st__bindgen_ty_1 {
         }
     }
 }
-#[allow(clippy::unnecessary_operation, clippy::identity_op)]
-const _: () = {
-    [
-        "Size of CUexecAffinityParam_st",
-    ][::core::mem::size_of::<CUexecAffinityParam_st>() - 8usize];
-    [
-        "Alignment of CUexecAffinityParam_st",
-    ][::core::mem::align_of::<CUexecAffinityParam_st>() - 4usize];
-    [
-        "Offset of field: CUexecAffinityParam_st::type_",
-    ][::core::mem::offset_of!(CUexecAffinityParam_st, type_) - 0usize];
-    [
-        "Offset of field: CUexecAffinityParam_st::param",
-    ][::core::mem::offset_of!(CUexecAffinityParam_st, param) - 4usize];
-};
 impl Default for CUexecAffinityParam_st {
     fn default() -> Self {
         let mut s = ::core::mem::MaybeUninit::<Self>::uninit();
@@ -3740,19 +2735,6 @@ pub struct CUctxCigParam_st {
     pub sharedDataType: CUcigDataType,
     pub sharedData: *mut ::core::ffi::c_void,
 }
-#[allow(clippy::unnecessary_operation, clippy::identity_op)]
-const _: () = {
-    ["Size of CUctxCigParam_st"][::core::mem::size_of::<CUctxCigParam_st>() - 16usize];
-    [
-        "Alignment of CUctxCigParam_st",
-    ][::core::mem::align_of::<CUctxCigParam_st>() - 8usize];
-    [
-        "Offset of field: CUctxCigParam_st::sharedDataType",
-    ][::core::mem::offset_of!(CUctxCigParam_st, sharedDataType) - 0usize];
-    [
-        "Offset of field: CUctxCigParam_st::sharedData",
-    ][::core::mem::offset_of!(CUctxCigParam_st, sharedData) - 8usize];
-};
 impl Default for CUctxCigParam_st {
     fn default() -> Self {
         let mut s = ::core::mem::MaybeUninit::<Self>::uninit();
@@ -3770,24 +2752,6 @@ pub struct CUctxCreateParams_st {
     pub numExecAffinityParams: ::core::ffi::c_int,
     pub cigParams: *mut CUctxCigParam,
 }
-#[allow(clippy::unnecessary_operation, clippy::identity_op)]
-const _: () = {
-    [
-        "Size of CUctxCreateParams_st",
-    ][::core::mem::size_of::<CUctxCreateParams_st>() - 24usize];
-    [
-        "Alignment of CUctxCreateParams_st",
-    ][::core::mem::align_of::<CUctxCreateParams_st>() - 8usize];
-    [
-        "Offset of field: CUctxCreateParams_st::execAffinityParams",
-    ][::core::mem::offset_of!(CUctxCreateParams_st, execAffinityParams) - 0usize];
-    [
-        "Offset of field: CUctxCreateParams_st::numExecAffinityParams",
-    ][::core::mem::offset_of!(CUctxCreateParams_st, numExecAffinityParams) - 8usize];
-    [
-        "Offset of field: CUctxCreateParams_st::cigParams",
-    ][::core::mem::offset_of!(CUctxCreateParams_st, cigParams) - 16usize];
-};
 impl Default for CUctxCreateParams_st {
     fn default() -> Self {
         let mut s = ::core::mem::MaybeUninit::<Self>::uninit();
@@ -3816,21 +2780,6 @@ pub struct CUstreamCigParam_st {
     pub streamSharedDataType: CUstreamCigDataType,
     pub streamSharedData: *mut ::core::ffi::c_void,
 }
-#[allow(clippy::unnecessary_operation, clippy::identity_op)]
-const _: () = {
-    [
-        "Size of CUstreamCigParam_st",
-    ][::core::mem::size_of::<CUstreamCigParam_st>() - 16usize];
-    [
-        "Alignment of CUstreamCigParam_st",
-    ][::core::mem::align_of::<CUstreamCigParam_st>() - 8usize];
-    [
-        "Offset of field: CUstreamCigParam_st::streamSharedDataType",
-    ][::core::mem::offset_of!(CUstreamCigParam_st, streamSharedDataType) - 0usize];
-    [
-        "Offset of field: CUstreamCigParam_st::streamSharedData",
-    ][::core::mem::offset_of!(CUstreamCigParam_st, streamSharedData) - 8usize];
-};
 impl Default for CUstreamCigParam_st {
     fn default() -> Self {
         let mut s = ::core::mem::MaybeUninit::<Self>::uninit();
@@ -3846,18 +2795,6 @@ pub type CUstreamCigParam = CUstreamCigParam_st;
 pub struct CUstreamCigCaptureParams_st {
     pub streamCigParams: *mut CUstreamCigParam,
 }
-#[allow(clippy::unnecessary_operation, clippy::identity_op)]
-const _: () = {
-    [
-        "Size of CUstreamCigCaptureParams_st",
-    ][::core::mem::size_of::<CUstreamCigCaptureParams_st>() - 8usize];
-    [
-        "Alignment of CUstreamCigCaptureParams_st",
-    ][::core::mem::align_of::<CUstreamCigCaptureParams_st>() - 8usize];
-    [
-        "Offset of field: CUstreamCigCaptureParams_st::streamCigParams",
-    ][::core::mem::offset_of!(CUstreamCigCaptureParams_st, streamCigParams) - 0usize];
-};
 impl Default for CUstreamCigCaptureParams_st {
     fn default() -> Self {
         let mut s = ::core::mem::MaybeUninit::<Self>::uninit();
@@ -3889,34 +2826,6 @@ pub struct CUlibraryHostUniversalFunctionAndDataTable_st {
     pub dataTable: *mut ::core::ffi::c_void,
     pub dataWindowSize: usize,
 }
-#[allow(clippy::unnecessary_operation, clippy::identity_op)]
-const _: () = {
-    [
-        "Size of CUlibraryHostUniversalFunctionAndDataTable_st",
-    ][::core::mem::size_of::<CUlibraryHostUniversalFunctionAndDataTable_st>() - 32usize];
-    [
-        "Alignment of CUlibraryHostUniversalFunctionAndDataTable_st",
-    ][::core::mem::align_of::<CUlibraryHostUniversalFunctionAndDataTable_st>() - 8usize];
-    [
-        "Offset of field: CUlibraryHostUniversalFunctionAndDataTable_st::functionTable",
-    ][::core::mem::offset_of!(
-        CUlibraryHostUniversalFunctionAndDataTable_st, functionTable
-    ) - 0usize];
-    [
-        "Offset of field: CUlibraryHostUniversalFunctionAndDataTable_st::functionWindowSize",
-    ][::core::mem::offset_of!(
-        CUlibraryHostUniversalFunctionAndDataTable_st, functionWindowSize
-    ) - 8usize];
-    [
-        "Offset of field: CUlibraryHostUniversalFunctionAndDataTable_st::dataTable",
-    ][::core::mem::offset_of!(CUlibraryHostUniversalFunctionAndDataTable_st, dataTable)
-        - 16usize];
-    [
-        "Offset of field: CUlibraryHostUniversalFunctionAndDataTable_st::dataWindowSize",
-    ][::core::mem::offset_of!(
-        CUlibraryHostUniversalFunctionAndDataTable_st, dataWindowSize
-    ) - 24usize];
-};
 impl Default for CUlibraryHostUniversalFunctionAndDataTable_st {
     fn default() -> Self {
         let mut s = ::core::mem::MaybeUninit::<Self>::uninit();
@@ -4120,61 +3029,6 @@ pub struct CUDA_MEMCPY2D_st {
     pub WidthInBytes: usize,
     pub Height: usize,
 }
-#[allow(clippy::unnecessary_operation, clippy::identity_op)]
-const _: () = {
-    ["Size of CUDA_MEMCPY2D_st"][::core::mem::size_of::<CUDA_MEMCPY2D_st>() - 128usize];
-    [
-        "Alignment of CUDA_MEMCPY2D_st",
-    ][::core::mem::align_of::<CUDA_MEMCPY2D_st>() - 8usize];
-    [
-        "Offset of field: CUDA_MEMCPY2D_st::srcXInBytes",
-    ][::core::mem::offset_of!(CUDA_MEMCPY2D_st, srcXInBytes) - 0usize];
-    [
-        "Offset of field: CUDA_MEMCPY2D_st::srcY",
-    ][::core::mem::offset_of!(CUDA_MEMCPY2D_st, srcY) - 8usize];
-    [
-        "Offset of field: CUDA_MEMCPY2D_st::srcMemoryType",
-    ][::core::mem::offset_of!(CUDA_MEMCPY2D_st, srcMemoryType) - 16usize];
-    [
-        "Offset of field: CUDA_MEMCPY2D_st::srcHost",
-    ][::core::mem::offset_of!(CUDA_MEMCPY2D_st, srcHost) - 24usize];
-    [
-        "Offset of field: CUDA_MEMCPY2D_st::srcDevice",
-    ][::core::mem::offset_of!(CUDA_MEMCPY2D_st, srcDevice) - 32usize];
-    [
-        "Offset of field: CUDA_MEMCPY2D_st::srcArray",
-    ][::core::mem::offset_of!(CUDA_MEMCPY2D_st, srcArray) - 40usize];
-    [
-        "Offset of field: CUDA_MEMCPY2D_st::srcPitch",
-    ][::core::mem::offset_of!(CUDA_MEMCPY2D_st, srcPitch) - 48usize];
-    [
-        "Offset of field: CUDA_MEMCPY2D_st::dstXInBytes",
-    ][::core::mem::offset_of!(CUDA_MEMCPY2D_st, dstXInBytes) - 56usize];
-    [
-        "Offset of field: CUDA_MEMCPY2D_st::dstY",
-    ][::core::mem::offset_of!(CUDA_MEMCPY2D_st, dstY) - 64usize];
-    [
-        "Offset of field: CUDA_MEMCPY2D_st::dstMemoryType",
-    ][::core::mem::offset_of!(CUDA_MEMCPY2D_st, dstMemoryType) - 72usize];
-    [
-        "Offset of field: CUDA_MEMCPY2D_st::dstHost",
-    ][::core::mem::offset_of!(CUDA_MEMCPY2D_st, dstHost) - 80usize];
-    [
-        "Offset of field: CUDA_MEMCPY2D_st::dstDevice",
-    ][::core::mem::offset_of!(CUDA_MEMCPY2D_st, dstDevice) - 88usize];
-    [
-        "Offset of field: CUDA_MEMCPY2D_st::dstArray",
-    ][::core::mem::offset_of!(CUDA_MEMCPY2D_st, dstArray) - 96usize];
-    [
-        "Offset of field: CUDA_MEMCPY2D_st::dstPitch",
-    ][::core::mem::offset_of!(CUDA_MEMCPY2D_st, dstPitch) - 104usize];
-    [
-        "Offset of field: CUDA_MEMCPY2D_st::WidthInBytes",
-    ][::core::mem::offset_of!(CUDA_MEMCPY2D_st, WidthInBytes) - 112usize];
-    [
-        "Offset of field: CUDA_MEMCPY2D_st::Height",
-    ][::core::mem::offset_of!(CUDA_MEMCPY2D_st, Height) - 120usize];
-};
 impl Default for CUDA_MEMCPY2D_st {
     fn default() -> Self {
         let mut s = ::core::mem::MaybeUninit::<Self>::uninit();
@@ -4215,88 +3069,6 @@ pub struct CUDA_MEMCPY3D_st {
     pub Height: usize,
     pub Depth: usize,
 }
-#[allow(clippy::unnecessary_operation, clippy::identity_op)]
-const _: () = {
-    ["Size of CUDA_MEMCPY3D_st"][::core::mem::size_of::<CUDA_MEMCPY3D_st>() - 200usize];
-    [
-        "Alignment of CUDA_MEMCPY3D_st",
-    ][::core::mem::align_of::<CUDA_MEMCPY3D_st>() - 8usize];
-    [
-        "Offset of field: CUDA_MEMCPY3D_st::srcXInBytes",
-    ][::core::mem::offset_of!(CUDA_MEMCPY3D_st, srcXInBytes) - 0usize];
-    [
-        "Offset of field: CUDA_MEMCPY3D_st::srcY",
-    ][::core::mem::offset_of!(CUDA_MEMCPY3D_st, srcY) - 8usize];
-    [
-        "Offset of field: CUDA_MEMCPY3D_st::srcZ",
-    ][::core::mem::offset_of!(CUDA_MEMCPY3D_st, srcZ) - 16usize];
-    [
-        "Offset of field: CUDA_MEMCPY3D_st::srcLOD",
-    ][::core::mem::offset_of!(CUDA_MEMCPY3D_st, srcLOD) - 24usize];
-    [
-        "Offset of field: CUDA_MEMCPY3D_st::srcMemoryType",
-    ][::core::mem::offset_of!(CUDA_MEMCPY3D_st, srcMemoryType) - 32usize];
-    [
-        "Offset of field: CUDA_MEMCPY3D_st::srcHost",
-    ][::core::mem::offset_of!(CUDA_MEMCPY3D_st, srcHost) - 40usize];
-    [
-        "Offset of field: CUDA_MEMCPY3D_st::srcDevice",
-    ][::core::mem::offset_of!(CUDA_MEMCPY3D_st, srcDevice) - 48usize];
-    [
-        "Offset of field: CUDA_MEMCPY3D_st::srcArray",
-    ][::core::mem::offset_of!(CUDA_MEMCPY3D_st, srcArray) - 56usize];
-    [
-        "Offset of field: CUDA_MEMCPY3D_st::reserved0",
-    ][::core::mem::offset_of!(CUDA_MEMCPY3D_st, reserved0) - 64usize];
-    [
-        "Offset of field: CUDA_MEMCPY3D_st::srcPitch",
-    ][::core::mem::offset_of!(CUDA_MEMCPY3D_st, srcPitch) - 72usize];
-    [
-        "Offset of field: CUDA_MEMCPY3D_st::srcHeight",
-    ][::core::mem::offset_of!(CUDA_MEMCPY3D_st, srcHeight) - 80usize];
-    [
-        "Offset of field: CUDA_MEMCPY3D_st::dstXInBytes",
-    ][::core::mem::offset_of!(CUDA_MEMCPY3D_st, dstXInBytes) - 88usize];
-    [
-        "Offset of field: CUDA_MEMCPY3D_st::dstY",
-    ][::core::mem::offset_of!(CUDA_MEMCPY3D_st, dstY) - 96usize];
-    [
-        "Offset of field: CUDA_MEMCPY3D_st::dstZ",
-    ][::core::mem::offset_of!(CUDA_MEMCPY3D_st, dstZ) - 104usize];
-    [
-        "Offset of field: CUDA_MEMCPY3D_st::dstLOD",
-    ][::core::mem::offset_of!(CUDA_MEMCPY3D_st, dstLOD) - 112usize];
-    [
-        "Offset of field: CUDA_MEMCPY3D_st::dstMemoryType",
-    ][::core::mem::offset_of!(CUDA_MEMCPY3D_st, dstMemoryType) - 120usize];
-    [
-        "Offset of field: CUDA_MEMCPY3D_st::dstHost",
-    ][::core::mem::offset_of!(CUDA_MEMCPY3D_st, dstHost) - 128usize];
-    [
-        "Offset of field: CUDA_MEMCPY3D_st::dstDevice",
-    ][::core::mem::offset_of!(CUDA_MEMCPY3D_st, dstDevice) - 136usize];
-    [
-        "Offset of field: CUDA_MEMCPY3D_st::dstArray",
-    ][::core::mem::offset_of!(CUDA_MEMCPY3D_st, dstArray) - 144usize];
-    [
-        "Offset of field: CUDA_MEMCPY3D_st::reserved1",
-    ][::core::mem::offset_of!(CUDA_MEMCPY3D_st, reserved1) - 152usize];
-    [
-        "Offset of field: CUDA_MEMCPY3D_st::dstPitch",
-    ][::core::mem::offset_of!(CUDA_MEMCPY3D_st, dstPitch) - 160usize];
-    [
-        "Offset of field: CUDA_MEMCPY3D_st::dstHeight",
-    ][::core::mem::offset_of!(CUDA_MEMCPY3D_st, dstHeight) - 168usize];
-    [
-        "Offset of field: CUDA_MEMCPY3D_st::WidthInBytes",
-    ][::core::mem::offset_of!(CUDA_MEMCPY3D_st, WidthInBytes) - 176usize];
-    [
-        "Offset of field: CUDA_MEMCPY3D_st::Height",
-    ][::core::mem::offset_of!(CUDA_MEMCPY3D_st, Height) - 184usize];
-    [
-        "Offset of field: CUDA_MEMCPY3D_st::Depth",
-    ][::core::mem::offset_of!(CUDA_MEMCPY3D_st, Depth) - 192usize];
-};
 impl Default for CUDA_MEMCPY3D_st {
     fn default() -> Self {
         let mut s = ::core::mem::MaybeUninit::<Self>::uninit();
@@ -4337,90 +3109,6 @@ pub struct CUDA_MEMCPY3D_PEER_st {
     pub Height: usize,
     pub Depth: usize,
 }
-#[allow(clippy::unnecessary_operation, clippy::identity_op)]
-const _: () = {
-    [
-        "Size of CUDA_MEMCPY3D_PEER_st",
-    ][::core::mem::size_of::<CUDA_MEMCPY3D_PEER_st>() - 200usize];
-    [
-        "Alignment of CUDA_MEMCPY3D_PEER_st",
-    ][::core::mem::align_of::<CUDA_MEMCPY3D_PEER_st>() - 8usize];
-    [
-        "Offset of field: CUDA_MEMCPY3D_PEER_st::srcXInBytes",
-    ][::core::mem::offset_of!(CUDA_MEMCPY3D_PEER_st, srcXInBytes) - 0usize];
-    [
-        "Offset of field: CUDA_MEMCPY3D_PEER_st::srcY",
-    ][::core::mem::offset_of!(CUDA_MEMCPY3D_PEER_st, srcY) - 8usize];
-    [
-        "Offset of field: CUDA_MEMCPY3D_PEER_st::srcZ",
-    ][::core::mem::offset_of!(CUDA_MEMCPY3D_PEER_st, srcZ) - 16usize];
-    [
-        "Offset of field: CUDA_MEMCPY3D_PEER_st::srcLOD",
-    ][::core::mem::offset_of!(CUDA_MEMCPY3D_PEER_st, srcLOD) - 24usize];
-    [
-        "Offset of field: CUDA_MEMCPY3D_PEER_st::srcMemoryType",
-    ][::core::mem::offset_of!(CUDA_MEMCPY3D_PEER_st, srcMemoryType) - 32usize];
-    [
-        "Offset of field: CUDA_MEMCPY3D_PEER_st::srcHost",
-    ][::core::mem::offset_of!(CUDA_MEMCPY3D_PEER_st, srcHost) - 40usize];
-    [
-        "Offset of field: CUDA_MEMCPY3D_PEER_st::srcDevice",
-    ][::core::mem::offset_of!(CUDA_MEMCPY3D_PEER_st, srcDevice) - 48usize];
-    [
-        "Offset of field: CUDA_MEMCPY3D_PEER_st::srcArray",
-    ][::core::mem::offset_of!(CUDA_MEMCPY3D_PEER_st, srcArray) - 56usize];
-    [
-        "Offset of field: CUDA_MEMCPY3D_PEER_st::srcContext",
-    ][::core::mem::offset_of!(CUDA_MEMCPY3D_PEER_st, srcContext) - 64usize];
-    [
-        "Offset of field: CUDA_MEMCPY3D_PEER_st::srcPitch",
-    ][::core::mem::offset_of!(CUDA_MEMCPY3D_PEER_st, srcPitch) - 72usize];
-    [
-        "Offset of field: CUDA_MEMCPY3D_PEER_st::srcHeight",
-    ][::core::mem::offset_of!(CUDA_MEMCPY3D_PEER_st, srcHeight) - 80usize];
-    [
-        "Offset of field: CUDA_MEMCPY3D_PEER_st::dstXInBytes",
-    ][::core::mem::offset_of!(CUDA_MEMCPY3D_PEER_st, dstXInBytes) - 88usize];
-    [
-        "Offset of field: CUDA_MEMCPY3D_PEER_st::dstY",
-    ][::core::mem::offset_of!(CUDA_MEMCPY3D_PEER_st, dstY) - 96usize];
-    [
-        "Offset of field: CUDA_MEMCPY3D_PEER_st::dstZ",
-    ][::core::mem::offset_of!(CUDA_MEMCPY3D_PEER_st, dstZ) - 104usize];
-    [
-        "Offset of field: CUDA_MEMCPY3D_PEER_st::dstLOD",
-    ][::core::mem::offset_of!(CUDA_MEMCPY3D_PEER_st, dstLOD) - 112usize];
-    [
-        "Offset of field: CUDA_MEMCPY3D_PEER_st::dstMemoryType",
-    ][::core::mem::offset_of!(CUDA_MEMCPY3D_PEER_st, dstMemoryType) - 120usize];
-    [
-        "Offset of field: CUDA_MEMCPY3D_PEER_st::dstHost",
-    ][::core::mem::offset_of!(CUDA_MEMCPY3D_PEER_st, dstHost) - 128usize];
-    [
-        "Offset of field: CUDA_MEMCPY3D_PEER_st::dstDevice",
-    ][::core::mem::offset_of!(CUDA_MEMCPY3D_PEER_st, dstDevice) - 136usize];
-    [
-        "Offset of field: CUDA_MEMCPY3D_PEER_st::dstArray",
-    ][::core::mem::offset_of!(CUDA_MEMCPY3D_PEER_st, dstArray) - 144usize];
-    [
-        "Offset of field: CUDA_MEMCPY3D_PEER_st::dstContext",
-    ][::core::mem::offset_of!(CUDA_MEMCPY3D_PEER_st, dstContext) - 152usize];
-    [
-        "Offset of field: CUDA_MEMCPY3D_PEER_st::dstPitch",
-    ][::core::mem::offset_of!(CUDA_MEMCPY3D_PEER_st, dstPitch) - 160usize];
-    [
-        "Offset of field: CUDA_MEMCPY3D_PEER_st::dstHeight",
-    ][::core::mem::offset_of!(CUDA_MEMCPY3D_PEER_st, dstHeight) - 168usize];
-    [
-        "Offset of field: CUDA_MEMCPY3D_PEER_st::WidthInBytes",
-    ][::core::mem::offset_of!(CUDA_MEMCPY3D_PEER_st, WidthInBytes) - 176usize];
-    [
-        "Offset of field: CUDA_MEMCPY3D_PEER_st::Height",
-    ][::core::mem::offset_of!(CUDA_MEMCPY3D_PEER_st, Height) - 184usize];
-    [
-        "Offset of field: CUDA_MEMCPY3D_PEER_st::Depth",
-    ][::core::mem::offset_of!(CUDA_MEMCPY3D_PEER_st, Depth) - 192usize];
-};
 impl Default for CUDA_MEMCPY3D_PEER_st {
     fn default() -> Self {
         let mut s = ::core::mem::MaybeUninit::<Self>::uninit();
@@ -4440,27 +3128,6 @@ pub struct CUDA_MEMCPY_NODE_PARAMS_st {
     pub copyCtx: CUcontext,
     pub copyParams: CUDA_MEMCPY3D,
 }
-#[allow(clippy::unnecessary_operation, clippy::identity_op)]
-const _: () = {
-    [
-        "Size of CUDA_MEMCPY_NODE_PARAMS_st",
-    ][::core::mem::size_of::<CUDA_MEMCPY_NODE_PARAMS_st>() - 216usize];
-    [
-        "Alignment of CUDA_MEMCPY_NODE_PARAMS_st",
-    ][::core::mem::align_of::<CUDA_MEMCPY_NODE_PARAMS_st>() - 8usize];
-    [
-        "Offset of field: CUDA_MEMCPY_NODE_PARAMS_st::flags",
-    ][::core::mem::offset_of!(CUDA_MEMCPY_NODE_PARAMS_st, flags) - 0usize];
-    [
-        "Offset of field: CUDA_MEMCPY_NODE_PARAMS_st::reserved",
-    ][::core::mem::offset_of!(CUDA_MEMCPY_NODE_PARAMS_st, reserved) - 4usize];
-    [
-        "Offset of field: CUDA_MEMCPY_NODE_PARAMS_st::copyCtx",
-    ][::core::mem::offset_of!(CUDA_MEMCPY_NODE_PARAMS_st, copyCtx) - 8usize];
-    [
-        "Offset of field: CUDA_MEMCPY_NODE_PARAMS_st::copyParams",
-    ][::core::mem::offset_of!(CUDA_MEMCPY_NODE_PARAMS_st, copyParams) - 16usize];
-};
 impl Default for CUDA_MEMCPY_NODE_PARAMS_st {
     fn default() -> Self {
         let mut s = ::core::mem::MaybeUninit::<Self>::uninit();
@@ -4479,27 +3146,6 @@ pub struct CUDA_ARRAY_DESCRIPTOR_st {
     pub Format: CUarray_format,
     pub NumChannels: ::core::ffi::c_uint,
 }
-#[allow(clippy::unnecessary_operation, clippy::identity_op)]
-const _: () = {
-    [
-        "Size of CUDA_ARRAY_DESCRIPTOR_st",
-    ][::core::mem::size_of::<CUDA_ARRAY_DESCRIPTOR_st>() - 24usize];
-    [
-        "Alignment of CUDA_ARRAY_DESCRIPTOR_st",
-    ][::core::mem::align_of::<CUDA_ARRAY_DESCRIPTOR_st>() - 8usize];
-    [
-        "Offset of field: CUDA_ARRAY_DESCRIPTOR_st::Width",
-    ][::core::mem::offset_of!(CUDA_ARRAY_DESCRIPTOR_st, Width) - 0usize];
-    [
-        "Offset of field: CUDA_ARRAY_DESCRIPTOR_st::Height",
-    ][::core::mem::offset_of!(CUDA_ARRAY_DESCRIPTOR_st, Height) - 8usize];
-    [
-        "Offset of field: CUDA_ARRAY_DESCRIPTOR_st::Format",
-    ][::core::mem::offset_of!(CUDA_ARRAY_DESCRIPTOR_st, Format) - 16usize];
-    [
-        "Offset of field: CUDA_ARRAY_DESCRIPTOR_st::NumChannels",
-    ][::core::mem::offset_of!(CUDA_ARRAY_DESCRIPTOR_st, NumChannels) - 20usize];
-};
 impl Default for CUDA_ARRAY_DESCRIPTOR_st {
     fn default() -> Self {
         let mut s = ::core::mem::MaybeUninit::<Self>::uninit();
@@ -4521,33 +3167,6 @@ pub struct CUDA_ARRAY3D_DESCRIPTOR_st {
     pub NumChannels: ::core::ffi::c_uint,
     pub Flags: ::core::ffi::c_uint,
 }
-#[allow(clippy::unnecessary_operation, clippy::identity_op)]
-const _: () = {
-    [
-        "Size of CUDA_ARRAY3D_DESCRIPTOR_st",
-    ][::core::mem::size_of::<CUDA_ARRAY3D_DESCRIPTOR_st>() - 40usize];
-    [
-        "Alignment of CUDA_ARRAY3D_DESCRIPTOR_st",
-    ][::core::mem::align_of::<CUDA_ARRAY3D_DESCRIPTOR_st>() - 8usize];
-    [
-        "Offset of field: CUDA_ARRAY3D_DESCRIPTOR_st::Width",
-    ][::core::mem::offset_of!(CUDA_ARRAY3D_DESCRIPTOR_st, Width) - 0usize];
-    [
-        "Offset of field: CUDA_ARRAY3D_DESCRIPTOR_st::Height",
-    ][::core::mem::offset_of!(CUDA_ARRAY3D_DESCRIPTOR_st, Height) - 8usize];
-    [
-        "Offset of field: CUDA_ARRAY3D_DESCRIPTOR_st::Depth",
-    ][::core::mem::offset_of!(CUDA_ARRAY3D_DESCRIPTOR_st, Depth) - 16usize];
-    [
-        "Offset of field: CUDA_ARRAY3D_DESCRIPTOR_st::Format",
-    ][::core::mem::offset_of!(CUDA_ARRAY3D_DESCRIPTOR_st, Format) - 24usize];
-    [
-        "Offset of field: CUDA_ARRAY3D_DESCRIPTOR_st::NumChannels",
-    ][::core::mem::offset_of!(CUDA_ARRAY3D_DESCRIPTOR_st, NumChannels) - 28usize];
-    [
-        "Offset of field: CUDA_ARRAY3D_DESCRIPTOR_st::Flags",
-    ][::core::mem::offset_of!(CUDA_ARRAY3D_DESCRIPTOR_st, Flags) - 32usize];
-};
 impl Default for CUDA_ARRAY3D_DESCRIPTOR_st {
     fn default() -> Self {
         let mut s = ::core::mem::MaybeUninit::<Self>::uninit();
@@ -4575,52 +3194,6 @@ pub struct CUDA_ARRAY_SPARSE_PROPERTIES_st__bindgen_ty_1 {
     pub height: ::core::ffi::c_uint,
     pub depth: ::core::ffi::c_uint,
 }
-#[allow(clippy::unnecessary_operation, clippy::identity_op)]
-const _: () = {
-    [
-        "Size of CUDA_ARRAY_SPARSE_PROPERTIES_st__bindgen_ty_1",
-    ][::core::mem::size_of::<CUDA_ARRAY_SPARSE_PROPERTIES_st__bindgen_ty_1>() - 12usize];
-    [
-        "Alignment of CUDA_ARRAY_SPARSE_PROPERTIES_st__bindgen_ty_1",
-    ][::core::mem::align_of::<CUDA_ARRAY_SPARSE_PROPERTIES_st__bindgen_ty_1>() - 4usize];
-    [
-        "Offset of field: CUDA_ARRAY_SPARSE_PROPERTIES_st__bindgen_ty_1::width",
-    ][::core::mem::offset_of!(CUDA_ARRAY_SPARSE_PROPERTIES_st__bindgen_ty_1, width)
-        - 0usize];
-    [
-        "Offset of field: CUDA_ARRAY_SPARSE_PROPERTIES_st__bindgen_ty_1::height",
-    ][::core::mem::offset_of!(CUDA_ARRAY_SPARSE_PROPERTIES_st__bindgen_ty_1, height)
-        - 4usize];
-    [
-        "Offset of field: CUDA_ARRAY_SPARSE_PROPERTIES_st__bindgen_ty_1::depth",
-    ][::core::mem::offset_of!(CUDA_ARRAY_SPARSE_PROPERTIES_st__bindgen_ty_1, depth)
-        - 8usize];
-};
-#[allow(clippy::unnecessary_operation, clippy::identity_op)]
-const _: () = {
-    [
-        "Size of CUDA_ARRAY_SPARSE_PROPERTIES_st",
-    ][::core::mem::size_of::<CUDA_ARRAY_SPARSE_PROPERTIES_st>() - 48usize];
-    [
-        "Alignment of CUDA_ARRAY_SPARSE_PROPERTIES_st",
-    ][::core::mem::align_of::<CUDA_ARRAY_SPARSE_PROPERTIES_st>() - 8usize];
-    [
-        "Offset of field: CUDA_ARRAY_SPARSE_PROPERTIES_st::tileExtent",
-    ][::core::mem::offset_of!(CUDA_ARRAY_SPARSE_PROPERTIES_st, tileExtent) - 0usize];
-    [
-        "Offset of field: CUDA_ARRAY_SPARSE_PROPERTIES_st::miptailFirstLevel",
-    ][::core::mem::offset_of!(CUDA_ARRAY_SPARSE_PROPERTIES_st, miptailFirstLevel)
-        - 12usize];
-    [
-        "Offset of field: CUDA_ARRAY_SPARSE_PROPERTIES_st::miptailSize",
-    ][::core::mem::offset_of!(CUDA_ARRAY_SPARSE_PROPERTIES_st, miptailSize) - 16usize];
-    [
-        "Offset of field: CUDA_ARRAY_SPARSE_PROPERTIES_st::flags",
-    ][::core::mem::offset_of!(CUDA_ARRAY_SPARSE_PROPERTIES_st, flags) - 24usize];
-    [
-        "Offset of field: CUDA_ARRAY_SPARSE_PROPERTIES_st::reserved",
-    ][::core::mem::offset_of!(CUDA_ARRAY_SPARSE_PROPERTIES_st, reserved) - 28usize];
-};
 pub type CUDA_ARRAY_SPARSE_PROPERTIES_v1 = CUDA_ARRAY_SPARSE_PROPERTIES_st;
 pub type CUDA_ARRAY_SPARSE_PROPERTIES = CUDA_ARRAY_SPARSE_PROPERTIES_v1;
 #[repr(C)]
@@ -4630,24 +3203,6 @@ pub struct CUDA_ARRAY_MEMORY_REQUIREMENTS_st {
     pub alignment: usize,
     pub reserved: [::core::ffi::c_uint; 4usize],
 }
-#[allow(clippy::unnecessary_operation, clippy::identity_op)]
-const _: () = {
-    [
-        "Size of CUDA_ARRAY_MEMORY_REQUIREMENTS_st",
-    ][::core::mem::size_of::<CUDA_ARRAY_MEMORY_REQUIREMENTS_st>() - 32usize];
-    [
-        "Alignment of CUDA_ARRAY_MEMORY_REQUIREMENTS_st",
-    ][::core::mem::align_of::<CUDA_ARRAY_MEMORY_REQUIREMENTS_st>() - 8usize];
-    [
-        "Offset of field: CUDA_ARRAY_MEMORY_REQUIREMENTS_st::size",
-    ][::core::mem::offset_of!(CUDA_ARRAY_MEMORY_REQUIREMENTS_st, size) - 0usize];
-    [
-        "Offset of field: CUDA_ARRAY_MEMORY_REQUIREMENTS_st::alignment",
-    ][::core::mem::offset_of!(CUDA_ARRAY_MEMORY_REQUIREMENTS_st, alignment) - 8usize];
-    [
-        "Offset of field: CUDA_ARRAY_MEMORY_REQUIREMENTS_st::reserved",
-    ][::core::mem::offset_of!(CUDA_ARRAY_MEMORY_REQUIREMENTS_st, reserved) - 16usize];
-};
 pub type CUDA_ARRAY_MEMORY_REQUIREMENTS_v1 = CUDA_ARRAY_MEMORY_REQUIREMENTS_st;
 pub type CUDA_ARRAY_MEMORY_REQUIREMENTS = CUDA_ARRAY_MEMORY_REQUIREMENTS_v1;
 #[repr(C)]
@@ -4671,21 +3226,6 @@ pub union CUDA_RESOURCE_DESC_st__bindgen_ty_1 {
 pub struct CUDA_RESOURCE_DESC_st__bindgen_ty_1__bindgen_ty_1 {
     pub hArray: CUarray,
 }
-#[allow(clippy::unnecessary_operation, clippy::identity_op)]
-const _: () = {
-    [
-        "Size of CUDA_RESOURCE_DESC_st__bindgen_ty_1__bindgen_ty_1",
-    ][::core::mem::size_of::<CUDA_RESOURCE_DESC_st__bindgen_ty_1__bindgen_ty_1>()
-        - 8usize];
-    [
-        "Alignment of CUDA_RESOURCE_DESC_st__bindgen_ty_1__bindgen_ty_1",
-    ][::core::mem::align_of::<CUDA_RESOURCE_DESC_st__bindgen_ty_1__bindgen_ty_1>()
-        - 8usize];
-    [
-        "Offset of field: CUDA_RESOURCE_DESC_st__bindgen_ty_1__bindgen_ty_1::hArray",
-    ][::core::mem::offset_of!(CUDA_RESOURCE_DESC_st__bindgen_ty_1__bindgen_ty_1, hArray)
-        - 0usize];
-};
 impl Default for CUDA_RESOURCE_DESC_st__bindgen_ty_1__bindgen_ty_1 {
     fn default() -> Self {
         let mut s = ::core::mem::MaybeUninit::<Self>::uninit();
@@ -4700,22 +3240,6 @@ impl Default for CUDA_RESOURCE_DESC_st__bindgen_ty_1__bindgen_ty_1 {
 pub struct CUDA_RESOURCE_DESC_st__bindgen_ty_1__bindgen_ty_2 {
     pub hMipmappedArray: CUmipmappedArray,
 }
-#[allow(clippy::unnecessary_operation, clippy::identity_op)]
-const _: () = {
-    [
-        "Size of CUDA_RESOURCE_DESC_st__bindgen_ty_1__bindgen_ty_2",
-    ][::core::mem::size_of::<CUDA_RESOURCE_DESC_st__bindgen_ty_1__bindgen_ty_2>()
-        - 8usize];
-    [
-        "Alignment of CUDA_RESOURCE_DESC_st__bindgen_ty_1__bindgen_ty_2",
-    ][::core::mem::align_of::<CUDA_RESOURCE_DESC_st__bindgen_ty_1__bindgen_ty_2>()
-        - 8usize];
-    [
-        "Offset of field: CUDA_RESOURCE_DESC_st__bindgen_ty_1__bindgen_ty_2::hMipmappedArray",
-    ][::core::mem::offset_of!(
-        CUDA_RESOURCE_DESC_st__bindgen_ty_1__bindgen_ty_2, hMipmappedArray
-    ) - 0usize];
-};
 impl Default for CUDA_RESOURCE_DESC_st__bindgen_ty_1__bindgen_ty_2 {
     fn default() -> Self {
         let mut s = ::core::mem::MaybeUninit::<Self>::uninit();
@@ -4733,35 +3257,6 @@ pub struct CUDA_RESOURCE_DESC_st__bindgen_ty_1__bindgen_ty_3 {
     pub numChannels: ::core::ffi::c_uint,
     pub sizeInBytes: usize,
 }
-#[allow(clippy::unnecessary_operation, clippy::identity_op)]
-const _: () = {
-    [
-        "Size of CUDA_RESOURCE_DESC_st__bindgen_ty_1__bindgen_ty_3",
-    ][::core::mem::size_of::<CUDA_RESOURCE_DESC_st__bindgen_ty_1__bindgen_ty_3>()
-        - 24usize];
-    [
-        "Alignment of CUDA_RESOURCE_DESC_st__bindgen_ty_1__bindgen_ty_3",
-    ][::core::mem::align_of::<CUDA_RESOURCE_DESC_st__bindgen_ty_1__bindgen_ty_3>()
-        - 8usize];
-    [
-        "Offset of field: CUDA_RESOURCE_DESC_st__bindgen_ty_1__bindgen_ty_3::devPtr",
-    ][::core::mem::offset_of!(CUDA_RESOURCE_DESC_st__bindgen_ty_1__bindgen_ty_3, devPtr)
-        - 0usize];
-    [
-        "Offset of field: CUDA_RESOURCE_DESC_st__bindgen_ty_1__bindgen_ty_3::format",
-    ][::core::mem::offset_of!(CUDA_RESOURCE_DESC_st__bindgen_ty_1__bindgen_ty_3, format)
-        - 8usize];
-    [
-        "Offset of field: CUDA_RESOURCE_DESC_st__bindgen_ty_1__bindgen_ty_3::numChannels",
-    ][::core::mem::offset_of!(
-        CUDA_RESOURCE_DESC_st__bindgen_ty_1__bindgen_ty_3, numChannels
-    ) - 12usize];
-    [
-        "Offset of field: CUDA_RESOURCE_DESC_st__bindgen_ty_1__bindgen_ty_3::sizeInBytes",
-    ][::core::mem::offset_of!(
-        CUDA_RESOURCE_DESC_st__bindgen_ty_1__bindgen_ty_3, sizeInBytes
-    ) - 16usize];
-};
 impl Default for CUDA_RESOURCE_DESC_st__bindgen_ty_1__bindgen_ty_3 {
     fn default() -> Self {
         let mut s = ::core::mem::MaybeUninit::<Self>::uninit();
@@ -4781,43 +3276,6 @@ pub struct CUDA_RESOURCE_DESC_st__bindgen_ty_1__bindgen_ty_4 {
     pub height: usize,
     pub pitchInBytes: usize,
 }
-#[allow(clippy::unnecessary_operation, clippy::identity_op)]
-const _: () = {
-    [
-        "Size of CUDA_RESOURCE_DESC_st__bindgen_ty_1__bindgen_ty_4",
-    ][::core::mem::size_of::<CUDA_RESOURCE_DESC_st__bindgen_ty_1__bindgen_ty_4>()
-        - 40usize];
-    [
-        "Alignment of CUDA_RESOURCE_DESC_st__bindgen_ty_1__bindgen_ty_4",
-    ][::core::mem::align_of::<CUDA_RESOURCE_DESC_st__bindgen_ty_1__bindgen_ty_4>()
-        - 8usize];
-    [
-        "Offset of field: CUDA_RESOURCE_DESC_st__bindgen_ty_1__bindgen_ty_4::devPtr",
-    ][::core::mem::offset_of!(CUDA_RESOURCE_DESC_st__bindgen_ty_1__bindgen_ty_4, devPtr)
-        - 0usize];
-    [
-        "Offset of field: CUDA_RESOURCE_DESC_st__bindgen_ty_1__bindgen_ty_4::format",
-    ][::core::mem::offset_of!(CUDA_RESOURCE_DESC_st__bindgen_ty_1__bindgen_ty_4, format)
-        - 8usize];
-    [
-        "Offset of field: CUDA_RESOURCE_DESC_st__bindgen_ty_1__bindgen_ty_4::numChannels",
-    ][::core::mem::offset_of!(
-        CUDA_RESOURCE_DESC_st__bindgen_ty_1__bindgen_ty_4, numChannels
-    ) - 12usize];
-    [
-        "Offset of field: CUDA_RESOURCE_DESC_st__bindgen_ty_1__bindgen_ty_4::width",
-    ][::core::mem::offset_of!(CUDA_RESOURCE_DESC_st__bindgen_ty_1__bindgen_ty_4, width)
-        - 16usize];
-    [
-        "Offset of field: CUDA_RESOURCE_DESC_st__bindgen_ty_1__bindgen_ty_4::height",
-    ][::core::mem::offset_of!(CUDA_RESOURCE_DESC_st__bindgen_ty_1__bindgen_ty_4, height)
-        - 24usize];
-    [
-        "Offset of field: CUDA_RESOURCE_DESC_st__bindgen_ty_1__bindgen_ty_4::pitchInBytes",
-    ][::core::mem::offset_of!(
-        CUDA_RESOURCE_DESC_st__bindgen_ty_1__bindgen_ty_4, pitchInBytes
-    ) - 32usize];
-};
 impl Default for CUDA_RESOURCE_DESC_st__bindgen_ty_1__bindgen_ty_4 {
     fn default() -> Self {
         let mut s = ::core::mem::MaybeUninit::<Self>::uninit();
@@ -4832,46 +3290,6 @@ impl Default for CUDA_RESOURCE_DESC_st__bindgen_ty_1__bindgen_ty_4 {
 pub struct CUDA_RESOURCE_DESC_st__bindgen_ty_1__bindgen_ty_5 {
     pub reserved: [::core::ffi::c_int; 32usize],
 }
-#[allow(clippy::unnecessary_operation, clippy::identity_op)]
-const _: () = {
-    [
-        "Size of CUDA_RESOURCE_DESC_st__bindgen_ty_1__bindgen_ty_5",
-    ][::core::mem::size_of::<CUDA_RESOURCE_DESC_st__bindgen_ty_1__bindgen_ty_5>()
-        - 128usize];
-    [
-        "Alignment of CUDA_RESOURCE_DESC_st__bindgen_ty_1__bindgen_ty_5",
-    ][::core::mem::align_of::<CUDA_RESOURCE_DESC_st__bindgen_ty_1__bindgen_ty_5>()
-        - 4usize];
-    [
-        "Offset of field: CUDA_RESOURCE_DESC_st__bindgen_ty_1__bindgen_ty_5::reserved",
-    ][::core::mem::offset_of!(
-        CUDA_RESOURCE_DESC_st__bindgen_ty_1__bindgen_ty_5, reserved
-    ) - 0usize];
-};
-#[allow(clippy::unnecessary_operation, clippy::identity_op)]
-const _: () = {
-    [
-        "Size of CUDA_RESOURCE_DESC_st__bindgen_ty_1",
-    ][::core::mem::size_of::<CUDA_RESOURCE_DESC_st__bindgen_ty_1>() - 128usize];
-    [
-        "Alignment of CUDA_RESOURCE_DESC_st__bindgen_ty_1",
-    ][::core::mem::align_of::<CUDA_RESOURCE_DESC_st__bindgen_ty_1>() - 8usize];
-    [
-        "Offset of field: CUDA_RESOURCE_DESC_st__bindgen_ty_1::array",
-    ][::core::mem::offset_of!(CUDA_RESOURCE_DESC_st__bindgen_ty_1, array) - 0usize];
-    [
-        "Offset of field: CUDA_RESOURCE_DESC_st__bindgen_ty_1::mipmap",
-    ][::core::mem::offset_of!(CUDA_RESOURCE_DESC_st__bindgen_ty_1, mipmap) - 0usize];
-    [
-        "Offset of field: CUDA_RESOURCE_DESC_st__bindgen_ty_1::linear",
-    ][::core::mem::offset_of!(CUDA_RESOURCE_DESC_st__bindgen_ty_1, linear) - 0usize];
-    [
-        "Offset of field: CUDA_RESOURCE_DESC_st__bindgen_ty_1::pitch2D",
-    ][::core::mem::offset_of!(CUDA_RESOURCE_DESC_st__bindgen_ty_1, pitch2D) - 0usize];
-    [
-        "Offset of field: CUDA_RESOURCE_DESC_st__bindgen_ty_1::reserved",
-    ][::core::mem::offset_of!(CUDA_RESOURCE_DESC_st__bindgen_ty_1, reserved) - 0usize];
-};
 impl Default for CUDA_RESOURCE_DESC_st__bindgen_ty_1 {
     fn default() -> Self {
         let mut s = ::core::mem::MaybeUninit::<Self>::uninit();
@@ -4881,24 +3299,6 @@ impl Default for CUDA_RESOURCE_DESC_st__bindgen_ty_1 {
         }
     }
 }
-#[allow(clippy::unnecessary_operation, clippy::identity_op)]
-const _: () = {
-    [
-        "Size of CUDA_RESOURCE_DESC_st",
-    ][::core::mem::size_of::<CUDA_RESOURCE_DESC_st>() - 144usize];
-    [
-        "Alignment of CUDA_RESOURCE_DESC_st",
-    ][::core::mem::align_of::<CUDA_RESOURCE_DESC_st>() - 8usize];
-    [
-        "Offset of field: CUDA_RESOURCE_DESC_st::resType",
-    ][::core::mem::offset_of!(CUDA_RESOURCE_DESC_st, resType) - 0usize];
-    [
-        "Offset of field: CUDA_RESOURCE_DESC_st::res",
-    ][::core::mem::offset_of!(CUDA_RESOURCE_DESC_st, res) - 8usize];
-    [
-        "Offset of field: CUDA_RESOURCE_DESC_st::flags",
-    ][::core::mem::offset_of!(CUDA_RESOURCE_DESC_st, flags) - 136usize];
-};
 impl Default for CUDA_RESOURCE_DESC_st {
     fn default() -> Self {
         let mut s = ::core::mem::MaybeUninit::<Self>::uninit();
@@ -4924,45 +3324,6 @@ pub struct CUDA_TEXTURE_DESC_st {
     pub borderColor: [f32; 4usize],
     pub reserved: [::core::ffi::c_int; 12usize],
 }
-#[allow(clippy::unnecessary_operation, clippy::identity_op)]
-const _: () = {
-    [
-        "Size of CUDA_TEXTURE_DESC_st",
-    ][::core::mem::size_of::<CUDA_TEXTURE_DESC_st>() - 104usize];
-    [
-        "Alignment of CUDA_TEXTURE_DESC_st",
-    ][::core::mem::align_of::<CUDA_TEXTURE_DESC_st>() - 4usize];
-    [
-        "Offset of field: CUDA_TEXTURE_DESC_st::addressMode",
-    ][::core::mem::offset_of!(CUDA_TEXTURE_DESC_st, addressMode) - 0usize];
-    [
-        "Offset of field: CUDA_TEXTURE_DESC_st::filterMode",
-    ][::core::mem::offset_of!(CUDA_TEXTURE_DESC_st, filterMode) - 12usize];
-    [
-        "Offset of field: CUDA_TEXTURE_DESC_st::flags",
-    ][::core::mem::offset_of!(CUDA_TEXTURE_DESC_st, flags) - 16usize];
-    [
-        "Offset of field: CUDA_TEXTURE_DESC_st::maxAnisotropy",
-    ][::core::mem::offset_of!(CUDA_TEXTURE_DESC_st, maxAnisotropy) - 20usize];
-    [
-        "Offset of field: CUDA_TEXTURE_DESC_st::mipmapFilterMode",
-    ][::core::mem::offset_of!(CUDA_TEXTURE_DESC_st, mipmapFilterMode) - 24usize];
-    [
-        "Offset of field: CUDA_TEXTURE_DESC_st::mipmapLevelBias",
-    ][::core::mem::offset_of!(CUDA_TEXTURE_DESC_st, mipmapLevelBias) - 28usize];
-    [
-        "Offset of field: CUDA_TEXTURE_DESC_st::minMipmapLevelClamp",
-    ][::core::mem::offset_of!(CUDA_TEXTURE_DESC_st, minMipmapLevelClamp) - 32usize];
-    [
-        "Offset of field: CUDA_TEXTURE_DESC_st::maxMipmapLevelClamp",
-    ][::core::mem::offset_of!(CUDA_TEXTURE_DESC_st, maxMipmapLevelClamp) - 36usize];
-    [
-        "Offset of field: CUDA_TEXTURE_DESC_st::borderColor",
-    ][::core::mem::offset_of!(CUDA_TEXTURE_DESC_st, borderColor) - 40usize];
-    [
-        "Offset of field: CUDA_TEXTURE_DESC_st::reserved",
-    ][::core::mem::offset_of!(CUDA_TEXTURE_DESC_st, reserved) - 56usize];
-};
 impl Default for CUDA_TEXTURE_DESC_st {
     fn default() -> Self {
         let mut s = ::core::mem::MaybeUninit::<Self>::uninit();
@@ -5098,42 +3459,6 @@ pub struct CUDA_RESOURCE_VIEW_DESC_st {
     pub lastLayer: ::core::ffi::c_uint,
     pub reserved: [::core::ffi::c_uint; 16usize],
 }
-#[allow(clippy::unnecessary_operation, clippy::identity_op)]
-const _: () = {
-    [
-        "Size of CUDA_RESOURCE_VIEW_DESC_st",
-    ][::core::mem::size_of::<CUDA_RESOURCE_VIEW_DESC_st>() - 112usize];
-    [
-        "Alignment of CUDA_RESOURCE_VIEW_DESC_st",
-    ][::core::mem::align_of::<CUDA_RESOURCE_VIEW_DESC_st>() - 8usize];
-    [
-        "Offset of field: CUDA_RESOURCE_VIEW_DESC_st::format",
-    ][::core::mem::offset_of!(CUDA_RESOURCE_VIEW_DESC_st, format) - 0usize];
-    [
-        "Offset of field: CUDA_RESOURCE_VIEW_DESC_st::width",
-    ][::core::mem::offset_of!(CUDA_RESOURCE_VIEW_DESC_st, width) - 8usize];
-    [
-        "Offset of field: CUDA_RESOURCE_VIEW_DESC_st::height",
-    ][::core::mem::offset_of!(CUDA_RESOURCE_VIEW_DESC_st, height) - 16usize];
-    [
-        "Offset of field: CUDA_RESOURCE_VIEW_DESC_st::depth",
-    ][::core::mem::offset_of!(CUDA_RESOURCE_VIEW_DESC_st, depth) - 24usize];
-    [
-        "Offset of field: CUDA_RESOURCE_VIEW_DESC_st::firstMipmapLevel",
-    ][::core::mem::offset_of!(CUDA_RESOURCE_VIEW_DESC_st, firstMipmapLevel) - 32usize];
-    [
-        "Offset of field: CUDA_RESOURCE_VIEW_DESC_st::lastMipmapLevel",
-    ][::core::mem::offset_of!(CUDA_RESOURCE_VIEW_DESC_st, lastMipmapLevel) - 36usize];
-    [
-        "Offset of field: CUDA_RESOURCE_VIEW_DESC_st::firstLayer",
-    ][::core::mem::offset_of!(CUDA_RESOURCE_VIEW_DESC_st, firstLayer) - 40usize];
-    [
-        "Offset of field: CUDA_RESOURCE_VIEW_DESC_st::lastLayer",
-    ][::core::mem::offset_of!(CUDA_RESOURCE_VIEW_DESC_st, lastLayer) - 44usize];
-    [
-        "Offset of field: CUDA_RESOURCE_VIEW_DESC_st::reserved",
-    ][::core::mem::offset_of!(CUDA_RESOURCE_VIEW_DESC_st, reserved) - 48usize];
-};
 impl Default for CUDA_RESOURCE_VIEW_DESC_st {
     fn default() -> Self {
         let mut s = ::core::mem::MaybeUninit::<Self>::uninit();
@@ -5151,16 +3476,6 @@ pub type CUDA_RESOURCE_VIEW_DESC = CUDA_RESOURCE_VIEW_DESC_v1;
 pub struct CUtensorMap_st {
     pub opaque: [cuuint64_t; 16usize],
 }
-#[allow(clippy::unnecessary_operation, clippy::identity_op)]
-const _: () = {
-    ["Size of CUtensorMap_st"][::core::mem::size_of::<CUtensorMap_st>() - 128usize];
-    [
-        "Alignment of CUtensorMap_st",
-    ][::core::mem::align_of::<CUtensorMap_st>() - 128usize];
-    [
-        "Offset of field: CUtensorMap_st::opaque",
-    ][::core::mem::offset_of!(CUtensorMap_st, opaque) - 0usize];
-};
 impl Default for CUtensorMap_st {
     fn default() -> Self {
         let mut s = ::core::mem::MaybeUninit::<Self>::uninit();
@@ -5330,22 +3645,6 @@ pub struct CUDA_POINTER_ATTRIBUTE_P2P_TOKENS_st {
     pub p2pToken: ::core::ffi::c_ulonglong,
     pub vaSpaceToken: ::core::ffi::c_uint,
 }
-#[allow(clippy::unnecessary_operation, clippy::identity_op)]
-const _: () = {
-    [
-        "Size of CUDA_POINTER_ATTRIBUTE_P2P_TOKENS_st",
-    ][::core::mem::size_of::<CUDA_POINTER_ATTRIBUTE_P2P_TOKENS_st>() - 16usize];
-    [
-        "Alignment of CUDA_POINTER_ATTRIBUTE_P2P_TOKENS_st",
-    ][::core::mem::align_of::<CUDA_POINTER_ATTRIBUTE_P2P_TOKENS_st>() - 8usize];
-    [
-        "Offset of field: CUDA_POINTER_ATTRIBUTE_P2P_TOKENS_st::p2pToken",
-    ][::core::mem::offset_of!(CUDA_POINTER_ATTRIBUTE_P2P_TOKENS_st, p2pToken) - 0usize];
-    [
-        "Offset of field: CUDA_POINTER_ATTRIBUTE_P2P_TOKENS_st::vaSpaceToken",
-    ][::core::mem::offset_of!(CUDA_POINTER_ATTRIBUTE_P2P_TOKENS_st, vaSpaceToken)
-        - 8usize];
-};
 pub type CUDA_POINTER_ATTRIBUTE_P2P_TOKENS_v1 = CUDA_POINTER_ATTRIBUTE_P2P_TOKENS_st;
 pub type CUDA_POINTER_ATTRIBUTE_P2P_TOKENS = CUDA_POINTER_ATTRIBUTE_P2P_TOKENS_v1;
 impl CUDA_POINTER_ATTRIBUTE_ACCESS_FLAGS_enum {
@@ -5377,45 +3676,6 @@ pub struct CUDA_LAUNCH_PARAMS_st {
     pub hStream: CUstream,
     pub kernelParams: *mut *mut ::core::ffi::c_void,
 }
-#[allow(clippy::unnecessary_operation, clippy::identity_op)]
-const _: () = {
-    [
-        "Size of CUDA_LAUNCH_PARAMS_st",
-    ][::core::mem::size_of::<CUDA_LAUNCH_PARAMS_st>() - 56usize];
-    [
-        "Alignment of CUDA_LAUNCH_PARAMS_st",
-    ][::core::mem::align_of::<CUDA_LAUNCH_PARAMS_st>() - 8usize];
-    [
-        "Offset of field: CUDA_LAUNCH_PARAMS_st::function",
-    ][::core::mem::offset_of!(CUDA_LAUNCH_PARAMS_st, function) - 0usize];
-    [
-        "Offset of field: CUDA_LAUNCH_PARAMS_st::gridDimX",
-    ][::core::mem::offset_of!(CUDA_LAUNCH_PARAMS_st, gridDimX) - 8usize];
-    [
-        "Offset of field: CUDA_LAUNCH_PARAMS_st::gridDimY",
-    ][::core::mem::offset_of!(CUDA_LAUNCH_PARAMS_st, gridDimY) - 12usize];
-    [
-        "Offset of field: CUDA_LAUNCH_PARAMS_st::gridDimZ",
-    ][::core::mem::offset_of!(CUDA_LAUNCH_PARAMS_st, gridDimZ) - 16usize];
-    [
-        "Offset of field: CUDA_LAUNCH_PARAMS_st::blockDimX",
-    ][::core::mem::offset_of!(CUDA_LAUNCH_PARAMS_st, blockDimX) - 20usize];
-    [
-        "Offset of field: CUDA_LAUNCH_PARAMS_st::blockDimY",
-    ][::core::mem::offset_of!(CUDA_LAUNCH_PARAMS_st, blockDimY) - 24usize];
-    [
-        "Offset of field: CUDA_LAUNCH_PARAMS_st::blockDimZ",
-    ][::core::mem::offset_of!(CUDA_LAUNCH_PARAMS_st, blockDimZ) - 28usize];
-    [
-        "Offset of field: CUDA_LAUNCH_PARAMS_st::sharedMemBytes",
-    ][::core::mem::offset_of!(CUDA_LAUNCH_PARAMS_st, sharedMemBytes) - 32usize];
-    [
-        "Offset of field: CUDA_LAUNCH_PARAMS_st::hStream",
-    ][::core::mem::offset_of!(CUDA_LAUNCH_PARAMS_st, hStream) - 40usize];
-    [
-        "Offset of field: CUDA_LAUNCH_PARAMS_st::kernelParams",
-    ][::core::mem::offset_of!(CUDA_LAUNCH_PARAMS_st, kernelParams) - 48usize];
-};
 impl Default for CUDA_LAUNCH_PARAMS_st {
     fn default() -> Self {
         let mut s = ::core::mem::MaybeUninit::<Self>::uninit();
@@ -5482,29 +3742,6 @@ pub struct CUDA_EXTERNAL_MEMORY_HANDLE_DESC_st__bindgen_ty_1__bindgen_ty_1 {
     pub handle: *mut ::core::ffi::c_void,
     pub name: *const ::core::ffi::c_void,
 }
-#[allow(clippy::unnecessary_operation, clippy::identity_op)]
-const _: () = {
-    [
-        "Size of CUDA_EXTERNAL_MEMORY_HANDLE_DESC_st__bindgen_ty_1__bindgen_ty_1",
-    ][::core::mem::size_of::<
-        CUDA_EXTERNAL_MEMORY_HANDLE_DESC_st__bindgen_ty_1__bindgen_ty_1,
-    >() - 16usize];
-    [
-        "Alignment of CUDA_EXTERNAL_MEMORY_HANDLE_DESC_st__bindgen_ty_1__bindgen_ty_1",
-    ][::core::mem::align_of::<
-        CUDA_EXTERNAL_MEMORY_HANDLE_DESC_st__bindgen_ty_1__bindgen_ty_1,
-    >() - 8usize];
-    [
-        "Offset of field: CUDA_EXTERNAL_MEMORY_HANDLE_DESC_st__bindgen_ty_1__bindgen_ty_1::handle",
-    ][::core::mem::offset_of!(
-        CUDA_EXTERNAL_MEMORY_HANDLE_DESC_st__bindgen_ty_1__bindgen_ty_1, handle
-    ) - 0usize];
-    [
-        "Offset of field: CUDA_EXTERNAL_MEMORY_HANDLE_DESC_st__bindgen_ty_1__bindgen_ty_1::name",
-    ][::core::mem::offset_of!(
-        CUDA_EXTERNAL_MEMORY_HANDLE_DESC_st__bindgen_ty_1__bindgen_ty_1, name
-    ) - 8usize];
-};
 impl Default for CUDA_EXTERNAL_MEMORY_HANDLE_DESC_st__bindgen_ty_1__bindgen_ty_1 {
     fn default() -> Self {
         let mut s = ::core::mem::MaybeUninit::<Self>::uninit();
@@ -5514,30 +3751,6 @@ impl Default for CUDA_EXTERNAL_MEMORY_HANDLE_DESC_st__bindgen_ty_1__bindgen_ty_1
         }
     }
 }
-#[allow(clippy::unnecessary_operation, clippy::identity_op)]
-const _: () = {
-    [
-        "Size of CUDA_EXTERNAL_MEMORY_HANDLE_DESC_st__bindgen_ty_1",
-    ][::core::mem::size_of::<CUDA_EXTERNAL_MEMORY_HANDLE_DESC_st__bindgen_ty_1>()
-        - 16usize];
-    [
-        "Alignment of CUDA_EXTERNAL_MEMORY_HANDLE_DESC_st__bindgen_ty_1",
-    ][::core::mem::align_of::<CUDA_EXTERNAL_MEMORY_HANDLE_DESC_st__bindgen_ty_1>()
-        - 8usize];
-    [
-        "Offset of field: CUDA_EXTERNAL_MEMORY_HANDLE_DESC_st__bindgen_ty_1::fd",
-    ][::core::mem::offset_of!(CUDA_EXTERNAL_MEMORY_HANDLE_DESC_st__bindgen_ty_1, fd)
-        - 0usize];
-    [
-        "Offset of field: CUDA_EXTERNAL_MEMORY_HANDLE_DESC_st__bindgen_ty_1::win32",
-    ][::core::mem::offset_of!(CUDA_EXTERNAL_MEMORY_HANDLE_DESC_st__bindgen_ty_1, win32)
-        - 0usize];
-    [
-        "Offset of field: CUDA_EXTERNAL_MEMORY_HANDLE_DESC_st__bindgen_ty_1::nvSciBufObject",
-    ][::core::mem::offset_of!(
-        CUDA_EXTERNAL_MEMORY_HANDLE_DESC_st__bindgen_ty_1, nvSciBufObject
-    ) - 0usize];
-};
 impl Default for CUDA_EXTERNAL_MEMORY_HANDLE_DESC_st__bindgen_ty_1 {
     fn default() -> Self {
         let mut s = ::core::mem::MaybeUninit::<Self>::uninit();
@@ -5547,30 +3760,6 @@ impl Default for CUDA_EXTERNAL_MEMORY_HANDLE_DESC_st__bindgen_ty_1 {
         }
     }
 }
-#[allow(clippy::unnecessary_operation, clippy::identity_op)]
-const _: () = {
-    [
-        "Size of CUDA_EXTERNAL_MEMORY_HANDLE_DESC_st",
-    ][::core::mem::size_of::<CUDA_EXTERNAL_MEMORY_HANDLE_DESC_st>() - 104usize];
-    [
-        "Alignment of CUDA_EXTERNAL_MEMORY_HANDLE_DESC_st",
-    ][::core::mem::align_of::<CUDA_EXTERNAL_MEMORY_HANDLE_DESC_st>() - 8usize];
-    [
-        "Offset of field: CUDA_EXTERNAL_MEMORY_HANDLE_DESC_st::type_",
-    ][::core::mem::offset_of!(CUDA_EXTERNAL_MEMORY_HANDLE_DESC_st, type_) - 0usize];
-    [
-        "Offset of field: CUDA_EXTERNAL_MEMORY_HANDLE_DESC_st::handle",
-    ][::core::mem::offset_of!(CUDA_EXTERNAL_MEMORY_HANDLE_DESC_st, handle) - 8usize];
-    [
-        "Offset of field: CUDA_EXTERNAL_MEMORY_HANDLE_DESC_st::size",
-    ][::core::mem::offset_of!(CUDA_EXTERNAL_MEMORY_HANDLE_DESC_st, size) - 24usize];
-    [
-        "Offset of field: CUDA_EXTERNAL_MEMORY_HANDLE_DESC_st::flags",
-    ][::core::mem::offset_of!(CUDA_EXTERNAL_MEMORY_HANDLE_DESC_st, flags) - 32usize];
-    [
-        "Offset of field: CUDA_EXTERNAL_MEMORY_HANDLE_DESC_st::reserved",
-    ][::core::mem::offset_of!(CUDA_EXTERNAL_MEMORY_HANDLE_DESC_st, reserved) - 36usize];
-};
 impl Default for CUDA_EXTERNAL_MEMORY_HANDLE_DESC_st {
     fn default() -> Self {
         let mut s = ::core::mem::MaybeUninit::<Self>::uninit();
@@ -5590,27 +3779,6 @@ pub struct CUDA_EXTERNAL_MEMORY_BUFFER_DESC_st {
     pub flags: ::core::ffi::c_uint,
     pub reserved: [::core::ffi::c_uint; 16usize],
 }
-#[allow(clippy::unnecessary_operation, clippy::identity_op)]
-const _: () = {
-    [
-        "Size of CUDA_EXTERNAL_MEMORY_BUFFER_DESC_st",
-    ][::core::mem::size_of::<CUDA_EXTERNAL_MEMORY_BUFFER_DESC_st>() - 88usize];
-    [
-        "Alignment of CUDA_EXTERNAL_MEMORY_BUFFER_DESC_st",
-    ][::core::mem::align_of::<CUDA_EXTERNAL_MEMORY_BUFFER_DESC_st>() - 8usize];
-    [
-        "Offset of field: CUDA_EXTERNAL_MEMORY_BUFFER_DESC_st::offset",
-    ][::core::mem::offset_of!(CUDA_EXTERNAL_MEMORY_BUFFER_DESC_st, offset) - 0usize];
-    [
-        "Offset of field: CUDA_EXTERNAL_MEMORY_BUFFER_DESC_st::size",
-    ][::core::mem::offset_of!(CUDA_EXTERNAL_MEMORY_BUFFER_DESC_st, size) - 8usize];
-    [
-        "Offset of field: CUDA_EXTERNAL_MEMORY_BUFFER_DESC_st::flags",
-    ][::core::mem::offset_of!(CUDA_EXTERNAL_MEMORY_BUFFER_DESC_st, flags) - 16usize];
-    [
-        "Offset of field: CUDA_EXTERNAL_MEMORY_BUFFER_DESC_st::reserved",
-    ][::core::mem::offset_of!(CUDA_EXTERNAL_MEMORY_BUFFER_DESC_st, reserved) - 20usize];
-};
 pub type CUDA_EXTERNAL_MEMORY_BUFFER_DESC_v1 = CUDA_EXTERNAL_MEMORY_BUFFER_DESC_st;
 pub type CUDA_EXTERNAL_MEMORY_BUFFER_DESC = CUDA_EXTERNAL_MEMORY_BUFFER_DESC_v1;
 #[repr(C)]
@@ -5621,31 +3789,6 @@ pub struct CUDA_EXTERNAL_MEMORY_MIPMAPPED_ARRAY_DESC_st {
     pub numLevels: ::core::ffi::c_uint,
     pub reserved: [::core::ffi::c_uint; 16usize],
 }
-#[allow(clippy::unnecessary_operation, clippy::identity_op)]
-const _: () = {
-    [
-        "Size of CUDA_EXTERNAL_MEMORY_MIPMAPPED_ARRAY_DESC_st",
-    ][::core::mem::size_of::<CUDA_EXTERNAL_MEMORY_MIPMAPPED_ARRAY_DESC_st>() - 120usize];
-    [
-        "Alignment of CUDA_EXTERNAL_MEMORY_MIPMAPPED_ARRAY_DESC_st",
-    ][::core::mem::align_of::<CUDA_EXTERNAL_MEMORY_MIPMAPPED_ARRAY_DESC_st>() - 8usize];
-    [
-        "Offset of field: CUDA_EXTERNAL_MEMORY_MIPMAPPED_ARRAY_DESC_st::offset",
-    ][::core::mem::offset_of!(CUDA_EXTERNAL_MEMORY_MIPMAPPED_ARRAY_DESC_st, offset)
-        - 0usize];
-    [
-        "Offset of field: CUDA_EXTERNAL_MEMORY_MIPMAPPED_ARRAY_DESC_st::arrayDesc",
-    ][::core::mem::offset_of!(CUDA_EXTERNAL_MEMORY_MIPMAPPED_ARRAY_DESC_st, arrayDesc)
-        - 8usize];
-    [
-        "Offset of field: CUDA_EXTERNAL_MEMORY_MIPMAPPED_ARRAY_DESC_st::numLevels",
-    ][::core::mem::offset_of!(CUDA_EXTERNAL_MEMORY_MIPMAPPED_ARRAY_DESC_st, numLevels)
-        - 48usize];
-    [
-        "Offset of field: CUDA_EXTERNAL_MEMORY_MIPMAPPED_ARRAY_DESC_st::reserved",
-    ][::core::mem::offset_of!(CUDA_EXTERNAL_MEMORY_MIPMAPPED_ARRAY_DESC_st, reserved)
-        - 52usize];
-};
 impl Default for CUDA_EXTERNAL_MEMORY_MIPMAPPED_ARRAY_DESC_st {
     fn default() -> Self {
         let mut s = ::core::mem::MaybeUninit::<Self>::uninit();
@@ -5714,29 +3857,6 @@ pub struct CUDA_EXTERNAL_SEMAPHORE_HANDLE_DESC_st__bindgen_ty_1__bindgen_ty_1 {
     pub handle: *mut ::core::ffi::c_void,
     pub name: *const ::core::ffi::c_void,
 }
-#[allow(clippy::unnecessary_operation, clippy::identity_op)]
-const _: () = {
-    [
-        "Size of CUDA_EXTERNAL_SEMAPHORE_HANDLE_DESC_st__bindgen_ty_1__bindgen_ty_1",
-    ][::core::mem::size_of::<
-        CUDA_EXTERNAL_SEMAPHORE_HANDLE_DESC_st__bindgen_ty_1__bindgen_ty_1,
-    >() - 16usize];
-    [
-        "Alignment of CUDA_EXTERNAL_SEMAPHORE_HANDLE_DESC_st__bindgen_ty_1__bindgen_ty_1",
-    ][::core::mem::align_of::<
-        CUDA_EXTERNAL_SEMAPHORE_HANDLE_DESC_st__bindgen_ty_1__bindgen_ty_1,
-    >() - 8usize];
-    [
-        "Offset of field: CUDA_EXTERNAL_SEMAPHORE_HANDLE_DESC_st__bindgen_ty_1__bindgen_ty_1::handle",
-    ][::core::mem::offset_of!(
-        CUDA_EXTERNAL_SEMAPHORE_HANDLE_DESC_st__bindgen_ty_1__bindgen_ty_1, handle
-    ) - 0usize];
-    [
-        "Offset of field: CUDA_EXTERNAL_SEMAPHORE_HANDLE_DESC_st__bindgen_ty_1__bindgen_ty_1::name",
-    ][::core::mem::offset_of!(
-        CUDA_EXTERNAL_SEMAPHORE_HANDLE_DESC_st__bindgen_ty_1__bindgen_ty_1, name
-    ) - 8usize];
-};
 impl Default for CUDA_EXTERNAL_SEMAPHORE_HANDLE_DESC_st__bindgen_ty_1__bindgen_ty_1 {
     fn default() -> Self {
         let mut s = ::core::mem::MaybeUninit::<Self>::uninit();
@@ -5746,31 +3866,6 @@ impl Default for CUDA_EXTERNAL_SEMAPHORE_HANDLE_DESC_st__bindgen_ty_1__bindgen_t
         }
     }
 }
-#[allow(clippy::unnecessary_operation, clippy::identity_op)]
-const _: () = {
-    [
-        "Size of CUDA_EXTERNAL_SEMAPHORE_HANDLE_DESC_st__bindgen_ty_1",
-    ][::core::mem::size_of::<CUDA_EXTERNAL_SEMAPHORE_HANDLE_DESC_st__bindgen_ty_1>()
-        - 16usize];
-    [
-        "Alignment of CUDA_EXTERNAL_SEMAPHORE_HANDLE_DESC_st__bindgen_ty_1",
-    ][::core::mem::align_of::<CUDA_EXTERNAL_SEMAPHORE_HANDLE_DESC_st__bindgen_ty_1>()
-        - 8usize];
-    [
-        "Offset of field: CUDA_EXTERNAL_SEMAPHORE_HANDLE_DESC_st__bindgen_ty_1::fd",
-    ][::core::mem::offset_of!(CUDA_EXTERNAL_SEMAPHORE_HANDLE_DESC_st__bindgen_ty_1, fd)
-        - 0usize];
-    [
-        "Offset of field: CUDA_EXTERNAL_SEMAPHORE_HANDLE_DESC_st__bindgen_ty_1::win32",
-    ][::core::mem::offset_of!(
-        CUDA_EXTERNAL_SEMAPHORE_HANDLE_DESC_st__bindgen_ty_1, win32
-    ) - 0usize];
-    [
-        "Offset of field: CUDA_EXTERNAL_SEMAPHORE_HANDLE_DESC_st__bindgen_ty_1::nvSciSyncObj",
-    ][::core::mem::offset_of!(
-        CUDA_EXTERNAL_SEMAPHORE_HANDLE_DESC_st__bindgen_ty_1, nvSciSyncObj
-    ) - 0usize];
-};
 impl Default for CUDA_EXTERNAL_SEMAPHORE_HANDLE_DESC_st__bindgen_ty_1 {
     fn default() -> Self {
         let mut s = ::core::mem::MaybeUninit::<Self>::uninit();
@@ -5780,28 +3875,6 @@ impl Default for CUDA_EXTERNAL_SEMAPHORE_HANDLE_DESC_st__bindgen_ty_1 {
         }
     }
 }
-#[allow(clippy::unnecessary_operation, clippy::identity_op)]
-const _: () = {
-    [
-        "Size of CUDA_EXTERNAL_SEMAPHORE_HANDLE_DESC_st",
-    ][::core::mem::size_of::<CUDA_EXTERNAL_SEMAPHORE_HANDLE_DESC_st>() - 96usize];
-    [
-        "Alignment of CUDA_EXTERNAL_SEMAPHORE_HANDLE_DESC_st",
-    ][::core::mem::align_of::<CUDA_EXTERNAL_SEMAPHORE_HANDLE_DESC_st>() - 8usize];
-    [
-        "Offset of field: CUDA_EXTERNAL_SEMAPHORE_HANDLE_DESC_st::type_",
-    ][::core::mem::offset_of!(CUDA_EXTERNAL_SEMAPHORE_HANDLE_DESC_st, type_) - 0usize];
-    [
-        "Offset of field: CUDA_EXTERNAL_SEMAPHORE_HANDLE_DESC_st::handle",
-    ][::core::mem::offset_of!(CUDA_EXTERNAL_SEMAPHORE_HANDLE_DESC_st, handle) - 8usize];
-    [
-        "Offset of field: CUDA_EXTERNAL_SEMAPHORE_HANDLE_DESC_st::flags",
-    ][::core::mem::offset_of!(CUDA_EXTERNAL_SEMAPHORE_HANDLE_DESC_st, flags) - 24usize];
-    [
-        "Offset of field: CUDA_EXTERNAL_SEMAPHORE_HANDLE_DESC_st::reserved",
-    ][::core::mem::offset_of!(CUDA_EXTERNAL_SEMAPHORE_HANDLE_DESC_st, reserved)
-        - 28usize];
-};
 impl Default for CUDA_EXTERNAL_SEMAPHORE_HANDLE_DESC_st {
     fn default() -> Self {
         let mut s = ::core::mem::MaybeUninit::<Self>::uninit();
@@ -5833,53 +3906,12 @@ pub struct CUDA_EXTERNAL_SEMAPHORE_SIGNAL_PARAMS_st__bindgen_ty_1 {
 pub struct CUDA_EXTERNAL_SEMAPHORE_SIGNAL_PARAMS_st__bindgen_ty_1__bindgen_ty_1 {
     pub value: ::core::ffi::c_ulonglong,
 }
-#[allow(clippy::unnecessary_operation, clippy::identity_op)]
-const _: () = {
-    [
-        "Size of CUDA_EXTERNAL_SEMAPHORE_SIGNAL_PARAMS_st__bindgen_ty_1__bindgen_ty_1",
-    ][::core::mem::size_of::<
-        CUDA_EXTERNAL_SEMAPHORE_SIGNAL_PARAMS_st__bindgen_ty_1__bindgen_ty_1,
-    >() - 8usize];
-    [
-        "Alignment of CUDA_EXTERNAL_SEMAPHORE_SIGNAL_PARAMS_st__bindgen_ty_1__bindgen_ty_1",
-    ][::core::mem::align_of::<
-        CUDA_EXTERNAL_SEMAPHORE_SIGNAL_PARAMS_st__bindgen_ty_1__bindgen_ty_1,
-    >() - 8usize];
-    [
-        "Offset of field: CUDA_EXTERNAL_SEMAPHORE_SIGNAL_PARAMS_st__bindgen_ty_1__bindgen_ty_1::value",
-    ][::core::mem::offset_of!(
-        CUDA_EXTERNAL_SEMAPHORE_SIGNAL_PARAMS_st__bindgen_ty_1__bindgen_ty_1, value
-    ) - 0usize];
-};
 #[repr(C)]
 #[derive(Copy, Clone)]
 pub union CUDA_EXTERNAL_SEMAPHORE_SIGNAL_PARAMS_st__bindgen_ty_1__bindgen_ty_2 {
     pub fence: *mut ::core::ffi::c_void,
     pub reserved: ::core::ffi::c_ulonglong,
 }
-#[allow(clippy::unnecessary_operation, clippy::identity_op)]
-const _: () = {
-    [
-        "Size of CUDA_EXTERNAL_SEMAPHORE_SIGNAL_PARAMS_st__bindgen_ty_1__bindgen_ty_2",
-    ][::core::mem::size_of::<
-        CUDA_EXTERNAL_SEMAPHORE_SIGNAL_PARAMS_st__bindgen_ty_1__bindgen_ty_2,
-    >() - 8usize];
-    [
-        "Alignment of CUDA_EXTERNAL_SEMAPHORE_SIGNAL_PARAMS_st__bindgen_ty_1__bindgen_ty_2",
-    ][::core::mem::align_of::<
-        CUDA_EXTERNAL_SEMAPHORE_SIGNAL_PARAMS_st__bindgen_ty_1__bindgen_ty_2,
-    >() - 8usize];
-    [
-        "Offset of field: CUDA_EXTERNAL_SEMAPHORE_SIGNAL_PARAMS_st__bindgen_ty_1__bindgen_ty_2::fence",
-    ][::core::mem::offset_of!(
-        CUDA_EXTERNAL_SEMAPHORE_SIGNAL_PARAMS_st__bindgen_ty_1__bindgen_ty_2, fence
-    ) - 0usize];
-    [
-        "Offset of field: CUDA_EXTERNAL_SEMAPHORE_SIGNAL_PARAMS_st__bindgen_ty_1__bindgen_ty_2::reserved",
-    ][::core::mem::offset_of!(
-        CUDA_EXTERNAL_SEMAPHORE_SIGNAL_PARAMS_st__bindgen_ty_1__bindgen_ty_2, reserved
-    ) - 0usize];
-};
 impl Default for CUDA_EXTERNAL_SEMAPHORE_SIGNAL_PARAMS_st__bindgen_ty_1__bindgen_ty_2 {
     fn default() -> Self {
         let mut s = ::core::mem::MaybeUninit::<Self>::uninit();
@@ -5894,55 +3926,6 @@ impl Default for CUDA_EXTERNAL_SEMAPHORE_SIGNAL_PARAMS_st__bindgen_ty_1__bindgen
 pub struct CUDA_EXTERNAL_SEMAPHORE_SIGNAL_PARAMS_st__bindgen_ty_1__bindgen_ty_3 {
     pub key: ::core::ffi::c_ulonglong,
 }
-#[allow(clippy::unnecessary_operation, clippy::identity_op)]
-const _: () = {
-    [
-        "Size of CUDA_EXTERNAL_SEMAPHORE_SIGNAL_PARAMS_st__bindgen_ty_1__bindgen_ty_3",
-    ][::core::mem::size_of::<
-        CUDA_EXTERNAL_SEMAPHORE_SIGNAL_PARAMS_st__bindgen_ty_1__bindgen_ty_3,
-    >() - 8usize];
-    [
-        "Alignment of CUDA_EXTERNAL_SEMAPHORE_SIGNAL_PARAMS_st__bindgen_ty_1__bindgen_ty_3",
-    ][::core::mem::align_of::<
-        CUDA_EXTERNAL_SEMAPHORE_SIGNAL_PARAMS_st__bindgen_ty_1__bindgen_ty_3,
-    >() - 8usize];
-    [
-        "Offset of field: CUDA_EXTERNAL_SEMAPHORE_SIGNAL_PARAMS_st__bindgen_ty_1__bindgen_ty_3::key",
-    ][::core::mem::offset_of!(
-        CUDA_EXTERNAL_SEMAPHORE_SIGNAL_PARAMS_st__bindgen_ty_1__bindgen_ty_3, key
-    ) - 0usize];
-};
-#[allow(clippy::unnecessary_operation, clippy::identity_op)]
-const _: () = {
-    [
-        "Size of CUDA_EXTERNAL_SEMAPHORE_SIGNAL_PARAMS_st__bindgen_ty_1",
-    ][::core::mem::size_of::<CUDA_EXTERNAL_SEMAPHORE_SIGNAL_PARAMS_st__bindgen_ty_1>()
-        - 72usize];
-    [
-        "Alignment of CUDA_EXTERNAL_SEMAPHORE_SIGNAL_PARAMS_st__bindgen_ty_1",
-    ][::core::mem::align_of::<CUDA_EXTERNAL_SEMAPHORE_SIGNAL_PARAMS_st__bindgen_ty_1>()
-        - 8usize];
-    [
-        "Offset of field: CUDA_EXTERNAL_SEMAPHORE_SIGNAL_PARAMS_st__bindgen_ty_1::fence",
-    ][::core::mem::offset_of!(
-        CUDA_EXTERNAL_SEMAPHORE_SIGNAL_PARAMS_st__bindgen_ty_1, fence
-    ) - 0usize];
-    [
-        "Offset of field: CUDA_EXTERNAL_SEMAPHORE_SIGNAL_PARAMS_st__bindgen_ty_1::nvSciSync",
-    ][::core::mem::offset_of!(
-        CUDA_EXTERNAL_SEMAPHORE_SIGNAL_PARAMS_st__bindgen_ty_1, nvSciSync
-    ) - 8usize];
-    [
-        "Offset of field: CUDA_EXTERNAL_SEMAPHORE_SIGNAL_PARAMS_st__bindgen_ty_1::keyedMutex",
-    ][::core::mem::offset_of!(
-        CUDA_EXTERNAL_SEMAPHORE_SIGNAL_PARAMS_st__bindgen_ty_1, keyedMutex
-    ) - 16usize];
-    [
-        "Offset of field: CUDA_EXTERNAL_SEMAPHORE_SIGNAL_PARAMS_st__bindgen_ty_1::reserved",
-    ][::core::mem::offset_of!(
-        CUDA_EXTERNAL_SEMAPHORE_SIGNAL_PARAMS_st__bindgen_ty_1, reserved
-    ) - 24usize];
-};
 impl Default for CUDA_EXTERNAL_SEMAPHORE_SIGNAL_PARAMS_st__bindgen_ty_1 {
     fn default() -> Self {
         let mut s = ::core::mem::MaybeUninit::<Self>::uninit();
@@ -5952,27 +3935,6 @@ impl Default for CUDA_EXTERNAL_SEMAPHORE_SIGNAL_PARAMS_st__bindgen_ty_1 {
         }
     }
 }
-#[allow(clippy::unnecessary_operation, clippy::identity_op)]
-const _: () = {
-    [
-        "Size of CUDA_EXTERNAL_SEMAPHORE_SIGNAL_PARAMS_st",
-    ][::core::mem::size_of::<CUDA_EXTERNAL_SEMAPHORE_SIGNAL_PARAMS_st>() - 144usize];
-    [
-        "Alignment of CUDA_EXTERNAL_SEMAPHORE_SIGNAL_PARAMS_st",
-    ][::core::mem::align_of::<CUDA_EXTERNAL_SEMAPHORE_SIGNAL_PARAMS_st>() - 8usize];
-    [
-        "Offset of field: CUDA_EXTERNAL_SEMAPHORE_SIGNAL_PARAMS_st::params",
-    ][::core::mem::offset_of!(CUDA_EXTERNAL_SEMAPHORE_SIGNAL_PARAMS_st, params)
-        - 0usize];
-    [
-        "Offset of field: CUDA_EXTERNAL_SEMAPHORE_SIGNAL_PARAMS_st::flags",
-    ][::core::mem::offset_of!(CUDA_EXTERNAL_SEMAPHORE_SIGNAL_PARAMS_st, flags)
-        - 72usize];
-    [
-        "Offset of field: CUDA_EXTERNAL_SEMAPHORE_SIGNAL_PARAMS_st::reserved",
-    ][::core::mem::offset_of!(CUDA_EXTERNAL_SEMAPHORE_SIGNAL_PARAMS_st, reserved)
-        - 76usize];
-};
 impl Default for CUDA_EXTERNAL_SEMAPHORE_SIGNAL_PARAMS_st {
     fn default() -> Self {
         let mut s = ::core::mem::MaybeUninit::<Self>::uninit();
@@ -6004,53 +3966,12 @@ pub struct CUDA_EXTERNAL_SEMAPHORE_WAIT_PARAMS_st__bindgen_ty_1 {
 pub struct CUDA_EXTERNAL_SEMAPHORE_WAIT_PARAMS_st__bindgen_ty_1__bindgen_ty_1 {
     pub value: ::core::ffi::c_ulonglong,
 }
-#[allow(clippy::unnecessary_operation, clippy::identity_op)]
-const _: () = {
-    [
-        "Size of CUDA_EXTERNAL_SEMAPHORE_WAIT_PARAMS_st__bindgen_ty_1__bindgen_ty_1",
-    ][::core::mem::size_of::<
-        CUDA_EXTERNAL_SEMAPHORE_WAIT_PARAMS_st__bindgen_ty_1__bindgen_ty_1,
-    >() - 8usize];
-    [
-        "Alignment of CUDA_EXTERNAL_SEMAPHORE_WAIT_PARAMS_st__bindgen_ty_1__bindgen_ty_1",
-    ][::core::mem::align_of::<
-        CUDA_EXTERNAL_SEMAPHORE_WAIT_PARAMS_st__bindgen_ty_1__bindgen_ty_1,
-    >() - 8usize];
-    [
-        "Offset of field: CUDA_EXTERNAL_SEMAPHORE_WAIT_PARAMS_st__bindgen_ty_1__bindgen_ty_1::value",
-    ][::core::mem::offset_of!(
-        CUDA_EXTERNAL_SEMAPHORE_WAIT_PARAMS_st__bindgen_ty_1__bindgen_ty_1, value
-    ) - 0usize];
-};
 #[repr(C)]
 #[derive(Copy, Clone)]
 pub union CUDA_EXTERNAL_SEMAPHORE_WAIT_PARAMS_st__bindgen_ty_1__bindgen_ty_2 {
     pub fence: *mut ::core::ffi::c_void,
     pub reserved: ::core::ffi::c_ulonglong,
 }
-#[allow(clippy::unnecessary_operation, clippy::identity_op)]
-const _: () = {
-    [
-        "Size of CUDA_EXTERNAL_SEMAPHORE_WAIT_PARAMS_st__bindgen_ty_1__bindgen_ty_2",
-    ][::core::mem::size_of::<
-        CUDA_EXTERNAL_SEMAPHORE_WAIT_PARAMS_st__bindgen_ty_1__bindgen_ty_2,
-    >() - 8usize];
-    [
-        "Alignment of CUDA_EXTERNAL_SEMAPHORE_WAIT_PARAMS_st__bindgen_ty_1__bindgen_ty_2",
-    ][::core::mem::align_of::<
-        CUDA_EXTERNAL_SEMAPHORE_WAIT_PARAMS_st__bindgen_ty_1__bindgen_ty_2,
-    >() - 8usize];
-    [
-        "Offset of field: CUDA_EXTERNAL_SEMAPHORE_WAIT_PARAMS_st__bindgen_ty_1__bindgen_ty_2::fence",
-    ][::core::mem::offset_of!(
-        CUDA_EXTERNAL_SEMAPHORE_WAIT_PARAMS_st__bindgen_ty_1__bindgen_ty_2, fence
-    ) - 0usize];
-    [
-        "Offset of field: CUDA_EXTERNAL_SEMAPHORE_WAIT_PARAMS_st__bindgen_ty_1__bindgen_ty_2::reserved",
-    ][::core::mem::offset_of!(
-        CUDA_EXTERNAL_SEMAPHORE_WAIT_PARAMS_st__bindgen_ty_1__bindgen_ty_2, reserved
-    ) - 0usize];
-};
 impl Default for CUDA_EXTERNAL_SEMAPHORE_WAIT_PARAMS_st__bindgen_ty_1__bindgen_ty_2 {
     fn default() -> Self {
         let mut s = ::core::mem::MaybeUninit::<Self>::uninit();
@@ -6066,60 +3987,6 @@ pub struct CUDA_EXTERNAL_SEMAPHORE_WAIT_PARAMS_st__bindgen_ty_1__bindgen_ty_3 {
     pub key: ::core::ffi::c_ulonglong,
     pub timeoutMs: ::core::ffi::c_uint,
 }
-#[allow(clippy::unnecessary_operation, clippy::identity_op)]
-const _: () = {
-    [
-        "Size of CUDA_EXTERNAL_SEMAPHORE_WAIT_PARAMS_st__bindgen_ty_1__bindgen_ty_3",
-    ][::core::mem::size_of::<
-        CUDA_EXTERNAL_SEMAPHORE_WAIT_PARAMS_st__bindgen_ty_1__bindgen_ty_3,
-    >() - 16usize];
-    [
-        "Alignment of CUDA_EXTERNAL_SEMAPHORE_WAIT_PARAMS_st__bindgen_ty_1__bindgen_ty_3",
-    ][::core::mem::align_of::<
-        CUDA_EXTERNAL_SEMAPHORE_WAIT_PARAMS_st__bindgen_ty_1__bindgen_ty_3,
-    >() - 8usize];
-    [
-        "Offset of field: CUDA_EXTERNAL_SEMAPHORE_WAIT_PARAMS_st__bindgen_ty_1__bindgen_ty_3::key",
-    ][::core::mem::offset_of!(
-        CUDA_EXTERNAL_SEMAPHORE_WAIT_PARAMS_st__bindgen_ty_1__bindgen_ty_3, key
-    ) - 0usize];
-    [
-        "Offset of field: CUDA_EXTERNAL_SEMAPHORE_WAIT_PARAMS_st__bindgen_ty_1__bindgen_ty_3::timeoutMs",
-    ][::core::mem::offset_of!(
-        CUDA_EXTERNAL_SEMAPHORE_WAIT_PARAMS_st__bindgen_ty_1__bindgen_ty_3, timeoutMs
-    ) - 8usize];
-};
-#[allow(clippy::unnecessary_operation, clippy::identity_op)]
-const _: () = {
-    [
-        "Size of CUDA_EXTERNAL_SEMAPHORE_WAIT_PARAMS_st__bindgen_ty_1",
-    ][::core::mem::size_of::<CUDA_EXTERNAL_SEMAPHORE_WAIT_PARAMS_st__bindgen_ty_1>()
-        - 72usize];
-    [
-        "Alignment of CUDA_EXTERNAL_SEMAPHORE_WAIT_PARAMS_st__bindgen_ty_1",
-    ][::core::mem::align_of::<CUDA_EXTERNAL_SEMAPHORE_WAIT_PARAMS_st__bindgen_ty_1>()
-        - 8usize];
-    [
-        "Offset of field: CUDA_EXTERNAL_SEMAPHORE_WAIT_PARAMS_st__bindgen_ty_1::fence",
-    ][::core::mem::offset_of!(
-        CUDA_EXTERNAL_SEMAPHORE_WAIT_PARAMS_st__bindgen_ty_1, fence
-    ) - 0usize];
-    [
-        "Offset of field: CUDA_EXTERNAL_SEMAPHORE_WAIT_PARAMS_st__bindgen_ty_1::nvSciSync",
-    ][::core::mem::offset_of!(
-        CUDA_EXTERNAL_SEMAPHORE_WAIT_PARAMS_st__bindgen_ty_1, nvSciSync
-    ) - 8usize];
-    [
-        "Offset of field: CUDA_EXTERNAL_SEMAPHORE_WAIT_PARAMS_st__bindgen_ty_1::keyedMutex",
-    ][::core::mem::offset_of!(
-        CUDA_EXTERNAL_SEMAPHORE_WAIT_PARAMS_st__bindgen_ty_1, keyedMutex
-    ) - 16usize];
-    [
-        "Offset of field: CUDA_EXTERNAL_SEMAPHORE_WAIT_PARAMS_st__bindgen_ty_1::reserved",
-    ][::core::mem::offset_of!(
-        CUDA_EXTERNAL_SEMAPHORE_WAIT_PARAMS_st__bindgen_ty_1, reserved
-    ) - 32usize];
-};
 impl Default for CUDA_EXTERNAL_SEMAPHORE_WAIT_PARAMS_st__bindgen_ty_1 {
     fn default() -> Self {
         let mut s = ::core::mem::MaybeUninit::<Self>::uninit();
@@ -6129,25 +3996,6 @@ impl Default for CUDA_EXTERNAL_SEMAPHORE_WAIT_PARAMS_st__bindgen_ty_1 {
         }
     }
 }
-#[allow(clippy::unnecessary_operation, clippy::identity_op)]
-const _: () = {
-    [
-        "Size of CUDA_EXTERNAL_SEMAPHORE_WAIT_PARAMS_st",
-    ][::core::mem::size_of::<CUDA_EXTERNAL_SEMAPHORE_WAIT_PARAMS_st>() - 144usize];
-    [
-        "Alignment of CUDA_EXTERNAL_SEMAPHORE_WAIT_PARAMS_st",
-    ][::core::mem::align_of::<CUDA_EXTERNAL_SEMAPHORE_WAIT_PARAMS_st>() - 8usize];
-    [
-        "Offset of field: CUDA_EXTERNAL_SEMAPHORE_WAIT_PARAMS_st::params",
-    ][::core::mem::offset_of!(CUDA_EXTERNAL_SEMAPHORE_WAIT_PARAMS_st, params) - 0usize];
-    [
-        "Offset of field: CUDA_EXTERNAL_SEMAPHORE_WAIT_PARAMS_st::flags",
-    ][::core::mem::offset_of!(CUDA_EXTERNAL_SEMAPHORE_WAIT_PARAMS_st, flags) - 72usize];
-    [
-        "Offset of field: CUDA_EXTERNAL_SEMAPHORE_WAIT_PARAMS_st::reserved",
-    ][::core::mem::offset_of!(CUDA_EXTERNAL_SEMAPHORE_WAIT_PARAMS_st, reserved)
-        - 76usize];
-};
 impl Default for CUDA_EXTERNAL_SEMAPHORE_WAIT_PARAMS_st {
     fn default() -> Self {
         let mut s = ::core::mem::MaybeUninit::<Self>::uninit();
@@ -6166,24 +4014,6 @@ pub struct CUDA_EXT_SEM_SIGNAL_NODE_PARAMS_st {
     pub paramsArray: *const CUDA_EXTERNAL_SEMAPHORE_SIGNAL_PARAMS,
     pub numExtSems: ::core::ffi::c_uint,
 }
-#[allow(clippy::unnecessary_operation, clippy::identity_op)]
-const _: () = {
-    [
-        "Size of CUDA_EXT_SEM_SIGNAL_NODE_PARAMS_st",
-    ][::core::mem::size_of::<CUDA_EXT_SEM_SIGNAL_NODE_PARAMS_st>() - 24usize];
-    [
-        "Alignment of CUDA_EXT_SEM_SIGNAL_NODE_PARAMS_st",
-    ][::core::mem::align_of::<CUDA_EXT_SEM_SIGNAL_NODE_PARAMS_st>() - 8usize];
-    [
-        "Offset of field: CUDA_EXT_SEM_SIGNAL_NODE_PARAMS_st::extSemArray",
-    ][::core::mem::offset_of!(CUDA_EXT_SEM_SIGNAL_NODE_PARAMS_st, extSemArray) - 0usize];
-    [
-        "Offset of field: CUDA_EXT_SEM_SIGNAL_NODE_PARAMS_st::paramsArray",
-    ][::core::mem::offset_of!(CUDA_EXT_SEM_SIGNAL_NODE_PARAMS_st, paramsArray) - 8usize];
-    [
-        "Offset of field: CUDA_EXT_SEM_SIGNAL_NODE_PARAMS_st::numExtSems",
-    ][::core::mem::offset_of!(CUDA_EXT_SEM_SIGNAL_NODE_PARAMS_st, numExtSems) - 16usize];
-};
 impl Default for CUDA_EXT_SEM_SIGNAL_NODE_PARAMS_st {
     fn default() -> Self {
         let mut s = ::core::mem::MaybeUninit::<Self>::uninit();
@@ -6209,25 +4039,6 @@ pub union CUDA_EXT_SEM_SIGNAL_NODE_PARAMS_v2_st__bindgen_ty_1 {
     pub ctx: CUcontext,
     pub gCtx: CUgreenCtx,
 }
-#[allow(clippy::unnecessary_operation, clippy::identity_op)]
-const _: () = {
-    [
-        "Size of CUDA_EXT_SEM_SIGNAL_NODE_PARAMS_v2_st__bindgen_ty_1",
-    ][::core::mem::size_of::<CUDA_EXT_SEM_SIGNAL_NODE_PARAMS_v2_st__bindgen_ty_1>()
-        - 8usize];
-    [
-        "Alignment of CUDA_EXT_SEM_SIGNAL_NODE_PARAMS_v2_st__bindgen_ty_1",
-    ][::core::mem::align_of::<CUDA_EXT_SEM_SIGNAL_NODE_PARAMS_v2_st__bindgen_ty_1>()
-        - 8usize];
-    [
-        "Offset of field: CUDA_EXT_SEM_SIGNAL_NODE_PARAMS_v2_st__bindgen_ty_1::ctx",
-    ][::core::mem::offset_of!(CUDA_EXT_SEM_SIGNAL_NODE_PARAMS_v2_st__bindgen_ty_1, ctx)
-        - 0usize];
-    [
-        "Offset of field: CUDA_EXT_SEM_SIGNAL_NODE_PARAMS_v2_st__bindgen_ty_1::gCtx",
-    ][::core::mem::offset_of!(CUDA_EXT_SEM_SIGNAL_NODE_PARAMS_v2_st__bindgen_ty_1, gCtx)
-        - 0usize];
-};
 impl Default for CUDA_EXT_SEM_SIGNAL_NODE_PARAMS_v2_st__bindgen_ty_1 {
     fn default() -> Self {
         let mut s = ::core::mem::MaybeUninit::<Self>::uninit();
@@ -6237,27 +4048,6 @@ impl Default for CUDA_EXT_SEM_SIGNAL_NODE_PARAMS_v2_st__bindgen_ty_1 {
         }
     }
 }
-#[allow(clippy::unnecessary_operation, clippy::identity_op)]
-const _: () = {
-    [
-        "Size of CUDA_EXT_SEM_SIGNAL_NODE_PARAMS_v2_st",
-    ][::core::mem::size_of::<CUDA_EXT_SEM_SIGNAL_NODE_PARAMS_v2_st>() - 32usize];
-    [
-        "Alignment of CUDA_EXT_SEM_SIGNAL_NODE_PARAMS_v2_st",
-    ][::core::mem::align_of::<CUDA_EXT_SEM_SIGNAL_NODE_PARAMS_v2_st>() - 8usize];
-    [
-        "Offset of field: CUDA_EXT_SEM_SIGNAL_NODE_PARAMS_v2_st::extSemArray",
-    ][::core::mem::offset_of!(CUDA_EXT_SEM_SIGNAL_NODE_PARAMS_v2_st, extSemArray)
-        - 0usize];
-    [
-        "Offset of field: CUDA_EXT_SEM_SIGNAL_NODE_PARAMS_v2_st::paramsArray",
-    ][::core::mem::offset_of!(CUDA_EXT_SEM_SIGNAL_NODE_PARAMS_v2_st, paramsArray)
-        - 8usize];
-    [
-        "Offset of field: CUDA_EXT_SEM_SIGNAL_NODE_PARAMS_v2_st::numExtSems",
-    ][::core::mem::offset_of!(CUDA_EXT_SEM_SIGNAL_NODE_PARAMS_v2_st, numExtSems)
-        - 16usize];
-};
 impl Default for CUDA_EXT_SEM_SIGNAL_NODE_PARAMS_v2_st {
     fn default() -> Self {
         let mut s = ::core::mem::MaybeUninit::<Self>::uninit();
@@ -6275,24 +4065,6 @@ pub struct CUDA_EXT_SEM_WAIT_NODE_PARAMS_st {
     pub paramsArray: *const CUDA_EXTERNAL_SEMAPHORE_WAIT_PARAMS,
     pub numExtSems: ::core::ffi::c_uint,
 }
-#[allow(clippy::unnecessary_operation, clippy::identity_op)]
-const _: () = {
-    [
-        "Size of CUDA_EXT_SEM_WAIT_NODE_PARAMS_st",
-    ][::core::mem::size_of::<CUDA_EXT_SEM_WAIT_NODE_PARAMS_st>() - 24usize];
-    [
-        "Alignment of CUDA_EXT_SEM_WAIT_NODE_PARAMS_st",
-    ][::core::mem::align_of::<CUDA_EXT_SEM_WAIT_NODE_PARAMS_st>() - 8usize];
-    [
-        "Offset of field: CUDA_EXT_SEM_WAIT_NODE_PARAMS_st::extSemArray",
-    ][::core::mem::offset_of!(CUDA_EXT_SEM_WAIT_NODE_PARAMS_st, extSemArray) - 0usize];
-    [
-        "Offset of field: CUDA_EXT_SEM_WAIT_NODE_PARAMS_st::paramsArray",
-    ][::core::mem::offset_of!(CUDA_EXT_SEM_WAIT_NODE_PARAMS_st, paramsArray) - 8usize];
-    [
-        "Offset of field: CUDA_EXT_SEM_WAIT_NODE_PARAMS_st::numExtSems",
-    ][::core::mem::offset_of!(CUDA_EXT_SEM_WAIT_NODE_PARAMS_st, numExtSems) - 16usize];
-};
 impl Default for CUDA_EXT_SEM_WAIT_NODE_PARAMS_st {
     fn default() -> Self {
         let mut s = ::core::mem::MaybeUninit::<Self>::uninit();
@@ -6318,25 +4090,6 @@ pub union CUDA_EXT_SEM_WAIT_NODE_PARAMS_v2_st__bindgen_ty_1 {
     pub ctx: CUcontext,
     pub gCtx: CUgreenCtx,
 }
-#[allow(clippy::unnecessary_operation, clippy::identity_op)]
-const _: () = {
-    [
-        "Size of CUDA_EXT_SEM_WAIT_NODE_PARAMS_v2_st__bindgen_ty_1",
-    ][::core::mem::size_of::<CUDA_EXT_SEM_WAIT_NODE_PARAMS_v2_st__bindgen_ty_1>()
-        - 8usize];
-    [
-        "Alignment of CUDA_EXT_SEM_WAIT_NODE_PARAMS_v2_st__bindgen_ty_1",
-    ][::core::mem::align_of::<CUDA_EXT_SEM_WAIT_NODE_PARAMS_v2_st__bindgen_ty_1>()
-        - 8usize];
-    [
-        "Offset of field: CUDA_EXT_SEM_WAIT_NODE_PARAMS_v2_st__bindgen_ty_1::ctx",
-    ][::core::mem::offset_of!(CUDA_EXT_SEM_WAIT_NODE_PARAMS_v2_st__bindgen_ty_1, ctx)
-        - 0usize];
-    [
-        "Offset of field: CUDA_EXT_SEM_WAIT_NODE_PARAMS_v2_st__bindgen_ty_1::gCtx",
-    ][::core::mem::offset_of!(CUDA_EXT_SEM_WAIT_NODE_PARAMS_v2_st__bindgen_ty_1, gCtx)
-        - 0usize];
-};
 impl Default for CUDA_EXT_SEM_WAIT_NODE_PARAMS_v2_st__bindgen_ty_1 {
     fn default() -> Self {
         let mut s = ::core::mem::MaybeUninit::<Self>::uninit();
@@ -6346,27 +4099,6 @@ impl Default for CUDA_EXT_SEM_WAIT_NODE_PARAMS_v2_st__bindgen_ty_1 {
         }
     }
 }
-#[allow(clippy::unnecessary_operation, clippy::identity_op)]
-const _: () = {
-    [
-        "Size of CUDA_EXT_SEM_WAIT_NODE_PARAMS_v2_st",
-    ][::core::mem::size_of::<CUDA_EXT_SEM_WAIT_NODE_PARAMS_v2_st>() - 32usize];
-    [
-        "Alignment of CUDA_EXT_SEM_WAIT_NODE_PARAMS_v2_st",
-    ][::core::mem::align_of::<CUDA_EXT_SEM_WAIT_NODE_PARAMS_v2_st>() - 8usize];
-    [
-        "Offset of field: CUDA_EXT_SEM_WAIT_NODE_PARAMS_v2_st::extSemArray",
-    ][::core::mem::offset_of!(CUDA_EXT_SEM_WAIT_NODE_PARAMS_v2_st, extSemArray)
-        - 0usize];
-    [
-        "Offset of field: CUDA_EXT_SEM_WAIT_NODE_PARAMS_v2_st::paramsArray",
-    ][::core::mem::offset_of!(CUDA_EXT_SEM_WAIT_NODE_PARAMS_v2_st, paramsArray)
-        - 8usize];
-    [
-        "Offset of field: CUDA_EXT_SEM_WAIT_NODE_PARAMS_v2_st::numExtSems",
-    ][::core::mem::offset_of!(CUDA_EXT_SEM_WAIT_NODE_PARAMS_v2_st, numExtSems)
-        - 16usize];
-};
 impl Default for CUDA_EXT_SEM_WAIT_NODE_PARAMS_v2_st {
     fn default() -> Self {
         let mut s = ::core::mem::MaybeUninit::<Self>::uninit();
@@ -6557,21 +4289,6 @@ pub union CUarrayMapInfo_st__bindgen_ty_1 {
     pub mipmap: CUmipmappedArray,
     pub array: CUarray,
 }
-#[allow(clippy::unnecessary_operation, clippy::identity_op)]
-const _: () = {
-    [
-        "Size of CUarrayMapInfo_st__bindgen_ty_1",
-    ][::core::mem::size_of::<CUarrayMapInfo_st__bindgen_ty_1>() - 8usize];
-    [
-        "Alignment of CUarrayMapInfo_st__bindgen_ty_1",
-    ][::core::mem::align_of::<CUarrayMapInfo_st__bindgen_ty_1>() - 8usize];
-    [
-        "Offset of field: CUarrayMapInfo_st__bindgen_ty_1::mipmap",
-    ][::core::mem::offset_of!(CUarrayMapInfo_st__bindgen_ty_1, mipmap) - 0usize];
-    [
-        "Offset of field: CUarrayMapInfo_st__bindgen_ty_1::array",
-    ][::core::mem::offset_of!(CUarrayMapInfo_st__bindgen_ty_1, array) - 0usize];
-};
 impl Default for CUarrayMapInfo_st__bindgen_ty_1 {
     fn default() -> Self {
         let mut s = ::core::mem::MaybeUninit::<Self>::uninit();
@@ -6599,48 +4316,6 @@ pub struct CUarrayMapInfo_st__bindgen_ty_2__bindgen_ty_1 {
     pub extentHeight: ::core::ffi::c_uint,
     pub extentDepth: ::core::ffi::c_uint,
 }
-#[allow(clippy::unnecessary_operation, clippy::identity_op)]
-const _: () = {
-    [
-        "Size of CUarrayMapInfo_st__bindgen_ty_2__bindgen_ty_1",
-    ][::core::mem::size_of::<CUarrayMapInfo_st__bindgen_ty_2__bindgen_ty_1>() - 32usize];
-    [
-        "Alignment of CUarrayMapInfo_st__bindgen_ty_2__bindgen_ty_1",
-    ][::core::mem::align_of::<CUarrayMapInfo_st__bindgen_ty_2__bindgen_ty_1>() - 4usize];
-    [
-        "Offset of field: CUarrayMapInfo_st__bindgen_ty_2__bindgen_ty_1::level",
-    ][::core::mem::offset_of!(CUarrayMapInfo_st__bindgen_ty_2__bindgen_ty_1, level)
-        - 0usize];
-    [
-        "Offset of field: CUarrayMapInfo_st__bindgen_ty_2__bindgen_ty_1::layer",
-    ][::core::mem::offset_of!(CUarrayMapInfo_st__bindgen_ty_2__bindgen_ty_1, layer)
-        - 4usize];
-    [
-        "Offset of field: CUarrayMapInfo_st__bindgen_ty_2__bindgen_ty_1::offsetX",
-    ][::core::mem::offset_of!(CUarrayMapInfo_st__bindgen_ty_2__bindgen_ty_1, offsetX)
-        - 8usize];
-    [
-        "Offset of field: CUarrayMapInfo_st__bindgen_ty_2__bindgen_ty_1::offsetY",
-    ][::core::mem::offset_of!(CUarrayMapInfo_st__bindgen_ty_2__bindgen_ty_1, offsetY)
-        - 12usize];
-    [
-        "Offset of field: CUarrayMapInfo_st__bindgen_ty_2__bindgen_ty_1::offsetZ",
-    ][::core::mem::offset_of!(CUarrayMapInfo_st__bindgen_ty_2__bindgen_ty_1, offsetZ)
-        - 16usize];
-    [
-        "Offset of field: CUarrayMapInfo_st__bindgen_ty_2__bindgen_ty_1::extentWidth",
-    ][::core::mem::offset_of!(CUarrayMapInfo_st__bindgen_ty_2__bindgen_ty_1, extentWidth)
-        - 20usize];
-    [
-        "Offset of field: CUarrayMapInfo_st__bindgen_ty_2__bindgen_ty_1::extentHeight",
-    ][::core::mem::offset_of!(
-        CUarrayMapInfo_st__bindgen_ty_2__bindgen_ty_1, extentHeight
-    ) - 24usize];
-    [
-        "Offset of field: CUarrayMapInfo_st__bindgen_ty_2__bindgen_ty_1::extentDepth",
-    ][::core::mem::offset_of!(CUarrayMapInfo_st__bindgen_ty_2__bindgen_ty_1, extentDepth)
-        - 28usize];
-};
 #[repr(C)]
 #[derive(Debug, Default, Copy, Clone, Hash, PartialEq, Eq)]
 pub struct CUarrayMapInfo_st__bindgen_ty_2__bindgen_ty_2 {
@@ -6648,42 +4323,6 @@ pub struct CUarrayMapInfo_st__bindgen_ty_2__bindgen_ty_2 {
     pub offset: ::core::ffi::c_ulonglong,
     pub size: ::core::ffi::c_ulonglong,
 }
-#[allow(clippy::unnecessary_operation, clippy::identity_op)]
-const _: () = {
-    [
-        "Size of CUarrayMapInfo_st__bindgen_ty_2__bindgen_ty_2",
-    ][::core::mem::size_of::<CUarrayMapInfo_st__bindgen_ty_2__bindgen_ty_2>() - 24usize];
-    [
-        "Alignment of CUarrayMapInfo_st__bindgen_ty_2__bindgen_ty_2",
-    ][::core::mem::align_of::<CUarrayMapInfo_st__bindgen_ty_2__bindgen_ty_2>() - 8usize];
-    [
-        "Offset of field: CUarrayMapInfo_st__bindgen_ty_2__bindgen_ty_2::layer",
-    ][::core::mem::offset_of!(CUarrayMapInfo_st__bindgen_ty_2__bindgen_ty_2, layer)
-        - 0usize];
-    [
-        "Offset of field: CUarrayMapInfo_st__bindgen_ty_2__bindgen_ty_2::offset",
-    ][::core::mem::offset_of!(CUarrayMapInfo_st__bindgen_ty_2__bindgen_ty_2, offset)
-        - 8usize];
-    [
-        "Offset of field: CUarrayMapInfo_st__bindgen_ty_2__bindgen_ty_2::size",
-    ][::core::mem::offset_of!(CUarrayMapInfo_st__bindgen_ty_2__bindgen_ty_2, size)
-        - 16usize];
-};
-#[allow(clippy::unnecessary_operation, clippy::identity_op)]
-const _: () = {
-    [
-        "Size of CUarrayMapInfo_st__bindgen_ty_2",
-    ][::core::mem::size_of::<CUarrayMapInfo_st__bindgen_ty_2>() - 32usize];
-    [
-        "Alignment of CUarrayMapInfo_st__bindgen_ty_2",
-    ][::core::mem::align_of::<CUarrayMapInfo_st__bindgen_ty_2>() - 8usize];
-    [
-        "Offset of field: CUarrayMapInfo_st__bindgen_ty_2::sparseLevel",
-    ][::core::mem::offset_of!(CUarrayMapInfo_st__bindgen_ty_2, sparseLevel) - 0usize];
-    [
-        "Offset of field: CUarrayMapInfo_st__bindgen_ty_2::miptail",
-    ][::core::mem::offset_of!(CUarrayMapInfo_st__bindgen_ty_2, miptail) - 0usize];
-};
 impl Default for CUarrayMapInfo_st__bindgen_ty_2 {
     fn default() -> Self {
         let mut s = ::core::mem::MaybeUninit::<Self>::uninit();
@@ -6698,18 +4337,6 @@ impl Default for CUarrayMapInfo_st__bindgen_ty_2 {
 pub union CUarrayMapInfo_st__bindgen_ty_3 {
     pub memHandle: CUmemGenericAllocationHandle,
 }
-#[allow(clippy::unnecessary_operation, clippy::identity_op)]
-const _: () = {
-    [
-        "Size of CUarrayMapInfo_st__bindgen_ty_3",
-    ][::core::mem::size_of::<CUarrayMapInfo_st__bindgen_ty_3>() - 8usize];
-    [
-        "Alignment of CUarrayMapInfo_st__bindgen_ty_3",
-    ][::core::mem::align_of::<CUarrayMapInfo_st__bindgen_ty_3>() - 8usize];
-    [
-        "Offset of field: CUarrayMapInfo_st__bindgen_ty_3::memHandle",
-    ][::core::mem::offset_of!(CUarrayMapInfo_st__bindgen_ty_3, memHandle) - 0usize];
-};
 impl Default for CUarrayMapInfo_st__bindgen_ty_3 {
     fn default() -> Self {
         let mut s = ::core::mem::MaybeUninit::<Self>::uninit();
@@ -6719,46 +4346,6 @@ impl Default for CUarrayMapInfo_st__bindgen_ty_3 {
         }
     }
 }
-#[allow(clippy::unnecessary_operation, clippy::identity_op)]
-const _: () = {
-    ["Size of CUarrayMapInfo_st"][::core::mem::size_of::<CUarrayMapInfo_st>() - 96usize];
-    [
-        "Alignment of CUarrayMapInfo_st",
-    ][::core::mem::align_of::<CUarrayMapInfo_st>() - 8usize];
-    [
-        "Offset of field: CUarrayMapInfo_st::resourceType",
-    ][::core::mem::offset_of!(CUarrayMapInfo_st, resourceType) - 0usize];
-    [
-        "Offset of field: CUarrayMapInfo_st::resource",
-    ][::core::mem::offset_of!(CUarrayMapInfo_st, resource) - 8usize];
-    [
-        "Offset of field: CUarrayMapInfo_st::subresourceType",
-    ][::core::mem::offset_of!(CUarrayMapInfo_st, subresourceType) - 16usize];
-    [
-        "Offset of field: CUarrayMapInfo_st::subresource",
-    ][::core::mem::offset_of!(CUarrayMapInfo_st, subresource) - 24usize];
-    [
-        "Offset of field: CUarrayMapInfo_st::memOperationType",
-    ][::core::mem::offset_of!(CUarrayMapInfo_st, memOperationType) - 56usize];
-    [
-        "Offset of field: CUarrayMapInfo_st::memHandleType",
-    ][::core::mem::offset_of!(CUarrayMapInfo_st, memHandleType) - 60usize];
-    [
-        "Offset of field: CUarrayMapInfo_st::memHandle",
-    ][::core::mem::offset_of!(CUarrayMapInfo_st, memHandle) - 64usize];
-    [
-        "Offset of field: CUarrayMapInfo_st::offset",
-    ][::core::mem::offset_of!(CUarrayMapInfo_st, offset) - 72usize];
-    [
-        "Offset of field: CUarrayMapInfo_st::deviceBitMask",
-    ][::core::mem::offset_of!(CUarrayMapInfo_st, deviceBitMask) - 80usize];
-    [
-        "Offset of field: CUarrayMapInfo_st::flags",
-    ][::core::mem::offset_of!(CUarrayMapInfo_st, flags) - 84usize];
-    [
-        "Offset of field: CUarrayMapInfo_st::reserved",
-    ][::core::mem::offset_of!(CUarrayMapInfo_st, reserved) - 88usize];
-};
 impl Default for CUarrayMapInfo_st {
     fn default() -> Self {
         let mut s = ::core::mem::MaybeUninit::<Self>::uninit();
@@ -6788,39 +4375,6 @@ pub struct CUmemLocation_st__bindgen_ty_1__bindgen_ty_1 {
     pub deviceId: ::core::ffi::c_uchar,
     pub localityDomainId: ::core::ffi::c_uchar,
 }
-#[allow(clippy::unnecessary_operation, clippy::identity_op)]
-const _: () = {
-    [
-        "Size of CUmemLocation_st__bindgen_ty_1__bindgen_ty_1",
-    ][::core::mem::size_of::<CUmemLocation_st__bindgen_ty_1__bindgen_ty_1>() - 2usize];
-    [
-        "Alignment of CUmemLocation_st__bindgen_ty_1__bindgen_ty_1",
-    ][::core::mem::align_of::<CUmemLocation_st__bindgen_ty_1__bindgen_ty_1>() - 1usize];
-    [
-        "Offset of field: CUmemLocation_st__bindgen_ty_1__bindgen_ty_1::deviceId",
-    ][::core::mem::offset_of!(CUmemLocation_st__bindgen_ty_1__bindgen_ty_1, deviceId)
-        - 0usize];
-    [
-        "Offset of field: CUmemLocation_st__bindgen_ty_1__bindgen_ty_1::localityDomainId",
-    ][::core::mem::offset_of!(
-        CUmemLocation_st__bindgen_ty_1__bindgen_ty_1, localityDomainId
-    ) - 1usize];
-};
-#[allow(clippy::unnecessary_operation, clippy::identity_op)]
-const _: () = {
-    [
-        "Size of CUmemLocation_st__bindgen_ty_1",
-    ][::core::mem::size_of::<CUmemLocation_st__bindgen_ty_1>() - 4usize];
-    [
-        "Alignment of CUmemLocation_st__bindgen_ty_1",
-    ][::core::mem::align_of::<CUmemLocation_st__bindgen_ty_1>() - 4usize];
-    [
-        "Offset of field: CUmemLocation_st__bindgen_ty_1::id",
-    ][::core::mem::offset_of!(CUmemLocation_st__bindgen_ty_1, id) - 0usize];
-    [
-        "Offset of field: CUmemLocation_st__bindgen_ty_1::localized",
-    ][::core::mem::offset_of!(CUmemLocation_st__bindgen_ty_1, localized) - 0usize];
-};
 impl Default for CUmemLocation_st__bindgen_ty_1 {
     fn default() -> Self {
         let mut s = ::core::mem::MaybeUninit::<Self>::uninit();
@@ -6830,16 +4384,6 @@ impl Default for CUmemLocation_st__bindgen_ty_1 {
         }
     }
 }
-#[allow(clippy::unnecessary_operation, clippy::identity_op)]
-const _: () = {
-    ["Size of CUmemLocation_st"][::core::mem::size_of::<CUmemLocation_st>() - 8usize];
-    [
-        "Alignment of CUmemLocation_st",
-    ][::core::mem::align_of::<CUmemLocation_st>() - 4usize];
-    [
-        "Offset of field: CUmemLocation_st::type_",
-    ][::core::mem::offset_of!(CUmemLocation_st, type_) - 0usize];
-};
 impl Default for CUmemLocation_st {
     fn default() -> Self {
         let mut s = ::core::mem::MaybeUninit::<Self>::uninit();
@@ -6880,53 +4424,6 @@ pub struct CUmemAllocationProp_st__bindgen_ty_1 {
     pub usage: ::core::ffi::c_ushort,
     pub reserved: [::core::ffi::c_uchar; 4usize],
 }
-#[allow(clippy::unnecessary_operation, clippy::identity_op)]
-const _: () = {
-    [
-        "Size of CUmemAllocationProp_st__bindgen_ty_1",
-    ][::core::mem::size_of::<CUmemAllocationProp_st__bindgen_ty_1>() - 8usize];
-    [
-        "Alignment of CUmemAllocationProp_st__bindgen_ty_1",
-    ][::core::mem::align_of::<CUmemAllocationProp_st__bindgen_ty_1>() - 2usize];
-    [
-        "Offset of field: CUmemAllocationProp_st__bindgen_ty_1::compressionType",
-    ][::core::mem::offset_of!(CUmemAllocationProp_st__bindgen_ty_1, compressionType)
-        - 0usize];
-    [
-        "Offset of field: CUmemAllocationProp_st__bindgen_ty_1::gpuDirectRDMACapable",
-    ][::core::mem::offset_of!(CUmemAllocationProp_st__bindgen_ty_1, gpuDirectRDMACapable)
-        - 1usize];
-    [
-        "Offset of field: CUmemAllocationProp_st__bindgen_ty_1::usage",
-    ][::core::mem::offset_of!(CUmemAllocationProp_st__bindgen_ty_1, usage) - 2usize];
-    [
-        "Offset of field: CUmemAllocationProp_st__bindgen_ty_1::reserved",
-    ][::core::mem::offset_of!(CUmemAllocationProp_st__bindgen_ty_1, reserved) - 4usize];
-};
-#[allow(clippy::unnecessary_operation, clippy::identity_op)]
-const _: () = {
-    [
-        "Size of CUmemAllocationProp_st",
-    ][::core::mem::size_of::<CUmemAllocationProp_st>() - 32usize];
-    [
-        "Alignment of CUmemAllocationProp_st",
-    ][::core::mem::align_of::<CUmemAllocationProp_st>() - 8usize];
-    [
-        "Offset of field: CUmemAllocationProp_st::type_",
-    ][::core::mem::offset_of!(CUmemAllocationProp_st, type_) - 0usize];
-    [
-        "Offset of field: CUmemAllocationProp_st::requestedHandleTypes",
-    ][::core::mem::offset_of!(CUmemAllocationProp_st, requestedHandleTypes) - 4usize];
-    [
-        "Offset of field: CUmemAllocationProp_st::location",
-    ][::core::mem::offset_of!(CUmemAllocationProp_st, location) - 8usize];
-    [
-        "Offset of field: CUmemAllocationProp_st::win32HandleMetaData",
-    ][::core::mem::offset_of!(CUmemAllocationProp_st, win32HandleMetaData) - 16usize];
-    [
-        "Offset of field: CUmemAllocationProp_st::allocFlags",
-    ][::core::mem::offset_of!(CUmemAllocationProp_st, allocFlags) - 24usize];
-};
 impl Default for CUmemAllocationProp_st {
     fn default() -> Self {
         let mut s = ::core::mem::MaybeUninit::<Self>::uninit();
@@ -6958,27 +4455,6 @@ pub struct CUmulticastObjectProp_st {
     pub handleTypes: ::core::ffi::c_ulonglong,
     pub flags: ::core::ffi::c_ulonglong,
 }
-#[allow(clippy::unnecessary_operation, clippy::identity_op)]
-const _: () = {
-    [
-        "Size of CUmulticastObjectProp_st",
-    ][::core::mem::size_of::<CUmulticastObjectProp_st>() - 32usize];
-    [
-        "Alignment of CUmulticastObjectProp_st",
-    ][::core::mem::align_of::<CUmulticastObjectProp_st>() - 8usize];
-    [
-        "Offset of field: CUmulticastObjectProp_st::numDevices",
-    ][::core::mem::offset_of!(CUmulticastObjectProp_st, numDevices) - 0usize];
-    [
-        "Offset of field: CUmulticastObjectProp_st::size",
-    ][::core::mem::offset_of!(CUmulticastObjectProp_st, size) - 8usize];
-    [
-        "Offset of field: CUmulticastObjectProp_st::handleTypes",
-    ][::core::mem::offset_of!(CUmulticastObjectProp_st, handleTypes) - 16usize];
-    [
-        "Offset of field: CUmulticastObjectProp_st::flags",
-    ][::core::mem::offset_of!(CUmulticastObjectProp_st, flags) - 24usize];
-};
 pub type CUmulticastObjectProp_v1 = CUmulticastObjectProp_st;
 pub type CUmulticastObjectProp = CUmulticastObjectProp_v1;
 #[repr(C)]
@@ -6987,21 +4463,6 @@ pub struct CUmemAccessDesc_st {
     pub location: CUmemLocation,
     pub flags: CUmemAccess_flags,
 }
-#[allow(clippy::unnecessary_operation, clippy::identity_op)]
-const _: () = {
-    [
-        "Size of CUmemAccessDesc_st",
-    ][::core::mem::size_of::<CUmemAccessDesc_st>() - 12usize];
-    [
-        "Alignment of CUmemAccessDesc_st",
-    ][::core::mem::align_of::<CUmemAccessDesc_st>() - 4usize];
-    [
-        "Offset of field: CUmemAccessDesc_st::location",
-    ][::core::mem::offset_of!(CUmemAccessDesc_st, location) - 0usize];
-    [
-        "Offset of field: CUmemAccessDesc_st::flags",
-    ][::core::mem::offset_of!(CUmemAccessDesc_st, flags) - 8usize];
-};
 impl Default for CUmemAccessDesc_st {
     fn default() -> Self {
         let mut s = ::core::mem::MaybeUninit::<Self>::uninit();
@@ -7053,24 +4514,6 @@ pub struct CUgraphExecUpdateResultInfo_st {
     pub errorNode: CUgraphNode,
     pub errorFromNode: CUgraphNode,
 }
-#[allow(clippy::unnecessary_operation, clippy::identity_op)]
-const _: () = {
-    [
-        "Size of CUgraphExecUpdateResultInfo_st",
-    ][::core::mem::size_of::<CUgraphExecUpdateResultInfo_st>() - 24usize];
-    [
-        "Alignment of CUgraphExecUpdateResultInfo_st",
-    ][::core::mem::align_of::<CUgraphExecUpdateResultInfo_st>() - 8usize];
-    [
-        "Offset of field: CUgraphExecUpdateResultInfo_st::result",
-    ][::core::mem::offset_of!(CUgraphExecUpdateResultInfo_st, result) - 0usize];
-    [
-        "Offset of field: CUgraphExecUpdateResultInfo_st::errorNode",
-    ][::core::mem::offset_of!(CUgraphExecUpdateResultInfo_st, errorNode) - 8usize];
-    [
-        "Offset of field: CUgraphExecUpdateResultInfo_st::errorFromNode",
-    ][::core::mem::offset_of!(CUgraphExecUpdateResultInfo_st, errorFromNode) - 16usize];
-};
 impl Default for CUgraphExecUpdateResultInfo_st {
     fn default() -> Self {
         let mut s = ::core::mem::MaybeUninit::<Self>::uninit();
@@ -7145,37 +4588,6 @@ pub struct CUmemPoolProps_st {
     pub gpuDirectRDMACapable: ::core::ffi::c_uchar,
     pub reserved: [::core::ffi::c_uchar; 53usize],
 }
-#[allow(clippy::unnecessary_operation, clippy::identity_op)]
-const _: () = {
-    ["Size of CUmemPoolProps_st"][::core::mem::size_of::<CUmemPoolProps_st>() - 88usize];
-    [
-        "Alignment of CUmemPoolProps_st",
-    ][::core::mem::align_of::<CUmemPoolProps_st>() - 8usize];
-    [
-        "Offset of field: CUmemPoolProps_st::allocType",
-    ][::core::mem::offset_of!(CUmemPoolProps_st, allocType) - 0usize];
-    [
-        "Offset of field: CUmemPoolProps_st::handleTypes",
-    ][::core::mem::offset_of!(CUmemPoolProps_st, handleTypes) - 4usize];
-    [
-        "Offset of field: CUmemPoolProps_st::location",
-    ][::core::mem::offset_of!(CUmemPoolProps_st, location) - 8usize];
-    [
-        "Offset of field: CUmemPoolProps_st::win32SecurityAttributes",
-    ][::core::mem::offset_of!(CUmemPoolProps_st, win32SecurityAttributes) - 16usize];
-    [
-        "Offset of field: CUmemPoolProps_st::maxSize",
-    ][::core::mem::offset_of!(CUmemPoolProps_st, maxSize) - 24usize];
-    [
-        "Offset of field: CUmemPoolProps_st::usage",
-    ][::core::mem::offset_of!(CUmemPoolProps_st, usage) - 32usize];
-    [
-        "Offset of field: CUmemPoolProps_st::gpuDirectRDMACapable",
-    ][::core::mem::offset_of!(CUmemPoolProps_st, gpuDirectRDMACapable) - 34usize];
-    [
-        "Offset of field: CUmemPoolProps_st::reserved",
-    ][::core::mem::offset_of!(CUmemPoolProps_st, reserved) - 35usize];
-};
 impl Default for CUmemPoolProps_st {
     fn default() -> Self {
         let mut s = ::core::mem::MaybeUninit::<Self>::uninit();
@@ -7192,18 +4604,6 @@ pub type CUmemPoolProps = CUmemPoolProps_v1;
 pub struct CUmemPoolPtrExportData_st {
     pub reserved: [::core::ffi::c_uchar; 64usize],
 }
-#[allow(clippy::unnecessary_operation, clippy::identity_op)]
-const _: () = {
-    [
-        "Size of CUmemPoolPtrExportData_st",
-    ][::core::mem::size_of::<CUmemPoolPtrExportData_st>() - 64usize];
-    [
-        "Alignment of CUmemPoolPtrExportData_st",
-    ][::core::mem::align_of::<CUmemPoolPtrExportData_st>() - 1usize];
-    [
-        "Offset of field: CUmemPoolPtrExportData_st::reserved",
-    ][::core::mem::offset_of!(CUmemPoolPtrExportData_st, reserved) - 0usize];
-};
 impl Default for CUmemPoolPtrExportData_st {
     fn default() -> Self {
         let mut s = ::core::mem::MaybeUninit::<Self>::uninit();
@@ -7254,27 +4654,6 @@ pub struct CUmemcpyAttributes_st {
     pub dstLocHint: CUmemLocation,
     pub flags: ::core::ffi::c_uint,
 }
-#[allow(clippy::unnecessary_operation, clippy::identity_op)]
-const _: () = {
-    [
-        "Size of CUmemcpyAttributes_st",
-    ][::core::mem::size_of::<CUmemcpyAttributes_st>() - 24usize];
-    [
-        "Alignment of CUmemcpyAttributes_st",
-    ][::core::mem::align_of::<CUmemcpyAttributes_st>() - 4usize];
-    [
-        "Offset of field: CUmemcpyAttributes_st::srcAccessOrder",
-    ][::core::mem::offset_of!(CUmemcpyAttributes_st, srcAccessOrder) - 0usize];
-    [
-        "Offset of field: CUmemcpyAttributes_st::srcLocHint",
-    ][::core::mem::offset_of!(CUmemcpyAttributes_st, srcLocHint) - 4usize];
-    [
-        "Offset of field: CUmemcpyAttributes_st::dstLocHint",
-    ][::core::mem::offset_of!(CUmemcpyAttributes_st, dstLocHint) - 12usize];
-    [
-        "Offset of field: CUmemcpyAttributes_st::flags",
-    ][::core::mem::offset_of!(CUmemcpyAttributes_st, flags) - 20usize];
-};
 impl Default for CUmemcpyAttributes_st {
     fn default() -> Self {
         let mut s = ::core::mem::MaybeUninit::<Self>::uninit();
@@ -7308,20 +4687,6 @@ pub struct CUoffset3D_st {
     pub y: usize,
     pub z: usize,
 }
-#[allow(clippy::unnecessary_operation, clippy::identity_op)]
-const _: () = {
-    ["Size of CUoffset3D_st"][::core::mem::size_of::<CUoffset3D_st>() - 24usize];
-    ["Alignment of CUoffset3D_st"][::core::mem::align_of::<CUoffset3D_st>() - 8usize];
-    [
-        "Offset of field: CUoffset3D_st::x",
-    ][::core::mem::offset_of!(CUoffset3D_st, x) - 0usize];
-    [
-        "Offset of field: CUoffset3D_st::y",
-    ][::core::mem::offset_of!(CUoffset3D_st, y) - 8usize];
-    [
-        "Offset of field: CUoffset3D_st::z",
-    ][::core::mem::offset_of!(CUoffset3D_st, z) - 16usize];
-};
 pub type CUoffset3D_v1 = CUoffset3D_st;
 pub type CUoffset3D = CUoffset3D_v1;
 #[repr(C)]
@@ -7331,20 +4696,6 @@ pub struct CUextent3D_st {
     pub height: usize,
     pub depth: usize,
 }
-#[allow(clippy::unnecessary_operation, clippy::identity_op)]
-const _: () = {
-    ["Size of CUextent3D_st"][::core::mem::size_of::<CUextent3D_st>() - 24usize];
-    ["Alignment of CUextent3D_st"][::core::mem::align_of::<CUextent3D_st>() - 8usize];
-    [
-        "Offset of field: CUextent3D_st::width",
-    ][::core::mem::offset_of!(CUextent3D_st, width) - 0usize];
-    [
-        "Offset of field: CUextent3D_st::height",
-    ][::core::mem::offset_of!(CUextent3D_st, height) - 8usize];
-    [
-        "Offset of field: CUextent3D_st::depth",
-    ][::core::mem::offset_of!(CUextent3D_st, depth) - 16usize];
-};
 pub type CUextent3D_v1 = CUextent3D_st;
 pub type CUextent3D = CUextent3D_v1;
 #[repr(C)]
@@ -7367,35 +4718,6 @@ pub struct CUmemcpy3DOperand_st__bindgen_ty_1__bindgen_ty_1 {
     pub layerHeight: usize,
     pub locHint: CUmemLocation,
 }
-#[allow(clippy::unnecessary_operation, clippy::identity_op)]
-const _: () = {
-    [
-        "Size of CUmemcpy3DOperand_st__bindgen_ty_1__bindgen_ty_1",
-    ][::core::mem::size_of::<CUmemcpy3DOperand_st__bindgen_ty_1__bindgen_ty_1>()
-        - 32usize];
-    [
-        "Alignment of CUmemcpy3DOperand_st__bindgen_ty_1__bindgen_ty_1",
-    ][::core::mem::align_of::<CUmemcpy3DOperand_st__bindgen_ty_1__bindgen_ty_1>()
-        - 8usize];
-    [
-        "Offset of field: CUmemcpy3DOperand_st__bindgen_ty_1__bindgen_ty_1::ptr",
-    ][::core::mem::offset_of!(CUmemcpy3DOperand_st__bindgen_ty_1__bindgen_ty_1, ptr)
-        - 0usize];
-    [
-        "Offset of field: CUmemcpy3DOperand_st__bindgen_ty_1__bindgen_ty_1::rowLength",
-    ][::core::mem::offset_of!(
-        CUmemcpy3DOperand_st__bindgen_ty_1__bindgen_ty_1, rowLength
-    ) - 8usize];
-    [
-        "Offset of field: CUmemcpy3DOperand_st__bindgen_ty_1__bindgen_ty_1::layerHeight",
-    ][::core::mem::offset_of!(
-        CUmemcpy3DOperand_st__bindgen_ty_1__bindgen_ty_1, layerHeight
-    ) - 16usize];
-    [
-        "Offset of field: CUmemcpy3DOperand_st__bindgen_ty_1__bindgen_ty_1::locHint",
-    ][::core::mem::offset_of!(CUmemcpy3DOperand_st__bindgen_ty_1__bindgen_ty_1, locHint)
-        - 24usize];
-};
 impl Default for CUmemcpy3DOperand_st__bindgen_ty_1__bindgen_ty_1 {
     fn default() -> Self {
         let mut s = ::core::mem::MaybeUninit::<Self>::uninit();
@@ -7411,25 +4733,6 @@ pub struct CUmemcpy3DOperand_st__bindgen_ty_1__bindgen_ty_2 {
     pub array: CUarray,
     pub offset: CUoffset3D,
 }
-#[allow(clippy::unnecessary_operation, clippy::identity_op)]
-const _: () = {
-    [
-        "Size of CUmemcpy3DOperand_st__bindgen_ty_1__bindgen_ty_2",
-    ][::core::mem::size_of::<CUmemcpy3DOperand_st__bindgen_ty_1__bindgen_ty_2>()
-        - 32usize];
-    [
-        "Alignment of CUmemcpy3DOperand_st__bindgen_ty_1__bindgen_ty_2",
-    ][::core::mem::align_of::<CUmemcpy3DOperand_st__bindgen_ty_1__bindgen_ty_2>()
-        - 8usize];
-    [
-        "Offset of field: CUmemcpy3DOperand_st__bindgen_ty_1__bindgen_ty_2::array",
-    ][::core::mem::offset_of!(CUmemcpy3DOperand_st__bindgen_ty_1__bindgen_ty_2, array)
-        - 0usize];
-    [
-        "Offset of field: CUmemcpy3DOperand_st__bindgen_ty_1__bindgen_ty_2::offset",
-    ][::core::mem::offset_of!(CUmemcpy3DOperand_st__bindgen_ty_1__bindgen_ty_2, offset)
-        - 8usize];
-};
 impl Default for CUmemcpy3DOperand_st__bindgen_ty_1__bindgen_ty_2 {
     fn default() -> Self {
         let mut s = ::core::mem::MaybeUninit::<Self>::uninit();
@@ -7439,21 +4742,6 @@ impl Default for CUmemcpy3DOperand_st__bindgen_ty_1__bindgen_ty_2 {
         }
     }
 }
-#[allow(clippy::unnecessary_operation, clippy::identity_op)]
-const _: () = {
-    [
-        "Size of CUmemcpy3DOperand_st__bindgen_ty_1",
-    ][::core::mem::size_of::<CUmemcpy3DOperand_st__bindgen_ty_1>() - 32usize];
-    [
-        "Alignment of CUmemcpy3DOperand_st__bindgen_ty_1",
-    ][::core::mem::align_of::<CUmemcpy3DOperand_st__bindgen_ty_1>() - 8usize];
-    [
-        "Offset of field: CUmemcpy3DOperand_st__bindgen_ty_1::ptr",
-    ][::core::mem::offset_of!(CUmemcpy3DOperand_st__bindgen_ty_1, ptr) - 0usize];
-    [
-        "Offset of field: CUmemcpy3DOperand_st__bindgen_ty_1::array",
-    ][::core::mem::offset_of!(CUmemcpy3DOperand_st__bindgen_ty_1, array) - 0usize];
-};
 impl Default for CUmemcpy3DOperand_st__bindgen_ty_1 {
     fn default() -> Self {
         let mut s = ::core::mem::MaybeUninit::<Self>::uninit();
@@ -7463,21 +4751,6 @@ impl Default for CUmemcpy3DOperand_st__bindgen_ty_1 {
         }
     }
 }
-#[allow(clippy::unnecessary_operation, clippy::identity_op)]
-const _: () = {
-    [
-        "Size of CUmemcpy3DOperand_st",
-    ][::core::mem::size_of::<CUmemcpy3DOperand_st>() - 40usize];
-    [
-        "Alignment of CUmemcpy3DOperand_st",
-    ][::core::mem::align_of::<CUmemcpy3DOperand_st>() - 8usize];
-    [
-        "Offset of field: CUmemcpy3DOperand_st::type_",
-    ][::core::mem::offset_of!(CUmemcpy3DOperand_st, type_) - 0usize];
-    [
-        "Offset of field: CUmemcpy3DOperand_st::op",
-    ][::core::mem::offset_of!(CUmemcpy3DOperand_st, op) - 8usize];
-};
 impl Default for CUmemcpy3DOperand_st {
     fn default() -> Self {
         let mut s = ::core::mem::MaybeUninit::<Self>::uninit();
@@ -7498,30 +4771,6 @@ pub struct CUDA_MEMCPY3D_BATCH_OP_st {
     pub srcAccessOrder: CUmemcpySrcAccessOrder,
     pub flags: ::core::ffi::c_uint,
 }
-#[allow(clippy::unnecessary_operation, clippy::identity_op)]
-const _: () = {
-    [
-        "Size of CUDA_MEMCPY3D_BATCH_OP_st",
-    ][::core::mem::size_of::<CUDA_MEMCPY3D_BATCH_OP_st>() - 112usize];
-    [
-        "Alignment of CUDA_MEMCPY3D_BATCH_OP_st",
-    ][::core::mem::align_of::<CUDA_MEMCPY3D_BATCH_OP_st>() - 8usize];
-    [
-        "Offset of field: CUDA_MEMCPY3D_BATCH_OP_st::src",
-    ][::core::mem::offset_of!(CUDA_MEMCPY3D_BATCH_OP_st, src) - 0usize];
-    [
-        "Offset of field: CUDA_MEMCPY3D_BATCH_OP_st::dst",
-    ][::core::mem::offset_of!(CUDA_MEMCPY3D_BATCH_OP_st, dst) - 40usize];
-    [
-        "Offset of field: CUDA_MEMCPY3D_BATCH_OP_st::extent",
-    ][::core::mem::offset_of!(CUDA_MEMCPY3D_BATCH_OP_st, extent) - 80usize];
-    [
-        "Offset of field: CUDA_MEMCPY3D_BATCH_OP_st::srcAccessOrder",
-    ][::core::mem::offset_of!(CUDA_MEMCPY3D_BATCH_OP_st, srcAccessOrder) - 104usize];
-    [
-        "Offset of field: CUDA_MEMCPY3D_BATCH_OP_st::flags",
-    ][::core::mem::offset_of!(CUDA_MEMCPY3D_BATCH_OP_st, flags) - 108usize];
-};
 impl Default for CUDA_MEMCPY3D_BATCH_OP_st {
     fn default() -> Self {
         let mut s = ::core::mem::MaybeUninit::<Self>::uninit();
@@ -7542,31 +4791,6 @@ pub struct CUDA_MEM_ALLOC_NODE_PARAMS_v1_st {
     pub bytesize: usize,
     pub dptr: CUdeviceptr,
 }
-#[allow(clippy::unnecessary_operation, clippy::identity_op)]
-const _: () = {
-    [
-        "Size of CUDA_MEM_ALLOC_NODE_PARAMS_v1_st",
-    ][::core::mem::size_of::<CUDA_MEM_ALLOC_NODE_PARAMS_v1_st>() - 120usize];
-    [
-        "Alignment of CUDA_MEM_ALLOC_NODE_PARAMS_v1_st",
-    ][::core::mem::align_of::<CUDA_MEM_ALLOC_NODE_PARAMS_v1_st>() - 8usize];
-    [
-        "Offset of field: CUDA_MEM_ALLOC_NODE_PARAMS_v1_st::poolProps",
-    ][::core::mem::offset_of!(CUDA_MEM_ALLOC_NODE_PARAMS_v1_st, poolProps) - 0usize];
-    [
-        "Offset of field: CUDA_MEM_ALLOC_NODE_PARAMS_v1_st::accessDescs",
-    ][::core::mem::offset_of!(CUDA_MEM_ALLOC_NODE_PARAMS_v1_st, accessDescs) - 88usize];
-    [
-        "Offset of field: CUDA_MEM_ALLOC_NODE_PARAMS_v1_st::accessDescCount",
-    ][::core::mem::offset_of!(CUDA_MEM_ALLOC_NODE_PARAMS_v1_st, accessDescCount)
-        - 96usize];
-    [
-        "Offset of field: CUDA_MEM_ALLOC_NODE_PARAMS_v1_st::bytesize",
-    ][::core::mem::offset_of!(CUDA_MEM_ALLOC_NODE_PARAMS_v1_st, bytesize) - 104usize];
-    [
-        "Offset of field: CUDA_MEM_ALLOC_NODE_PARAMS_v1_st::dptr",
-    ][::core::mem::offset_of!(CUDA_MEM_ALLOC_NODE_PARAMS_v1_st, dptr) - 112usize];
-};
 impl Default for CUDA_MEM_ALLOC_NODE_PARAMS_v1_st {
     fn default() -> Self {
         let mut s = ::core::mem::MaybeUninit::<Self>::uninit();
@@ -7587,31 +4811,6 @@ pub struct CUDA_MEM_ALLOC_NODE_PARAMS_v2_st {
     pub bytesize: usize,
     pub dptr: CUdeviceptr,
 }
-#[allow(clippy::unnecessary_operation, clippy::identity_op)]
-const _: () = {
-    [
-        "Size of CUDA_MEM_ALLOC_NODE_PARAMS_v2_st",
-    ][::core::mem::size_of::<CUDA_MEM_ALLOC_NODE_PARAMS_v2_st>() - 120usize];
-    [
-        "Alignment of CUDA_MEM_ALLOC_NODE_PARAMS_v2_st",
-    ][::core::mem::align_of::<CUDA_MEM_ALLOC_NODE_PARAMS_v2_st>() - 8usize];
-    [
-        "Offset of field: CUDA_MEM_ALLOC_NODE_PARAMS_v2_st::poolProps",
-    ][::core::mem::offset_of!(CUDA_MEM_ALLOC_NODE_PARAMS_v2_st, poolProps) - 0usize];
-    [
-        "Offset of field: CUDA_MEM_ALLOC_NODE_PARAMS_v2_st::accessDescs",
-    ][::core::mem::offset_of!(CUDA_MEM_ALLOC_NODE_PARAMS_v2_st, accessDescs) - 88usize];
-    [
-        "Offset of field: CUDA_MEM_ALLOC_NODE_PARAMS_v2_st::accessDescCount",
-    ][::core::mem::offset_of!(CUDA_MEM_ALLOC_NODE_PARAMS_v2_st, accessDescCount)
-        - 96usize];
-    [
-        "Offset of field: CUDA_MEM_ALLOC_NODE_PARAMS_v2_st::bytesize",
-    ][::core::mem::offset_of!(CUDA_MEM_ALLOC_NODE_PARAMS_v2_st, bytesize) - 104usize];
-    [
-        "Offset of field: CUDA_MEM_ALLOC_NODE_PARAMS_v2_st::dptr",
-    ][::core::mem::offset_of!(CUDA_MEM_ALLOC_NODE_PARAMS_v2_st, dptr) - 112usize];
-};
 impl Default for CUDA_MEM_ALLOC_NODE_PARAMS_v2_st {
     fn default() -> Self {
         let mut s = ::core::mem::MaybeUninit::<Self>::uninit();
@@ -7627,18 +4826,6 @@ pub type CUDA_MEM_ALLOC_NODE_PARAMS_v2 = CUDA_MEM_ALLOC_NODE_PARAMS_v2_st;
 pub struct CUDA_MEM_FREE_NODE_PARAMS_st {
     pub dptr: CUdeviceptr,
 }
-#[allow(clippy::unnecessary_operation, clippy::identity_op)]
-const _: () = {
-    [
-        "Size of CUDA_MEM_FREE_NODE_PARAMS_st",
-    ][::core::mem::size_of::<CUDA_MEM_FREE_NODE_PARAMS_st>() - 8usize];
-    [
-        "Alignment of CUDA_MEM_FREE_NODE_PARAMS_st",
-    ][::core::mem::align_of::<CUDA_MEM_FREE_NODE_PARAMS_st>() - 8usize];
-    [
-        "Offset of field: CUDA_MEM_FREE_NODE_PARAMS_st::dptr",
-    ][::core::mem::offset_of!(CUDA_MEM_FREE_NODE_PARAMS_st, dptr) - 0usize];
-};
 pub type CUDA_MEM_FREE_NODE_PARAMS = CUDA_MEM_FREE_NODE_PARAMS_st;
 impl CUgraphMem_attribute_enum {
     pub const CU_GRAPH_MEM_ATTR_USED_MEM_CURRENT: CUgraphMem_attribute_enum = CUgraphMem_attribute_enum(
@@ -7679,21 +4866,6 @@ pub struct CUDA_CHILD_GRAPH_NODE_PARAMS_st {
     pub graph: CUgraph,
     pub ownership: CUgraphChildGraphNodeOwnership,
 }
-#[allow(clippy::unnecessary_operation, clippy::identity_op)]
-const _: () = {
-    [
-        "Size of CUDA_CHILD_GRAPH_NODE_PARAMS_st",
-    ][::core::mem::size_of::<CUDA_CHILD_GRAPH_NODE_PARAMS_st>() - 16usize];
-    [
-        "Alignment of CUDA_CHILD_GRAPH_NODE_PARAMS_st",
-    ][::core::mem::align_of::<CUDA_CHILD_GRAPH_NODE_PARAMS_st>() - 8usize];
-    [
-        "Offset of field: CUDA_CHILD_GRAPH_NODE_PARAMS_st::graph",
-    ][::core::mem::offset_of!(CUDA_CHILD_GRAPH_NODE_PARAMS_st, graph) - 0usize];
-    [
-        "Offset of field: CUDA_CHILD_GRAPH_NODE_PARAMS_st::ownership",
-    ][::core::mem::offset_of!(CUDA_CHILD_GRAPH_NODE_PARAMS_st, ownership) - 8usize];
-};
 impl Default for CUDA_CHILD_GRAPH_NODE_PARAMS_st {
     fn default() -> Self {
         let mut s = ::core::mem::MaybeUninit::<Self>::uninit();
@@ -7716,24 +4888,6 @@ pub union CUDA_EVENT_RECORD_NODE_PARAMS_st__bindgen_ty_1 {
     pub ctx: CUcontext,
     pub gCtx: CUgreenCtx,
 }
-#[allow(clippy::unnecessary_operation, clippy::identity_op)]
-const _: () = {
-    [
-        "Size of CUDA_EVENT_RECORD_NODE_PARAMS_st__bindgen_ty_1",
-    ][::core::mem::size_of::<CUDA_EVENT_RECORD_NODE_PARAMS_st__bindgen_ty_1>() - 8usize];
-    [
-        "Alignment of CUDA_EVENT_RECORD_NODE_PARAMS_st__bindgen_ty_1",
-    ][::core::mem::align_of::<CUDA_EVENT_RECORD_NODE_PARAMS_st__bindgen_ty_1>()
-        - 8usize];
-    [
-        "Offset of field: CUDA_EVENT_RECORD_NODE_PARAMS_st__bindgen_ty_1::ctx",
-    ][::core::mem::offset_of!(CUDA_EVENT_RECORD_NODE_PARAMS_st__bindgen_ty_1, ctx)
-        - 0usize];
-    [
-        "Offset of field: CUDA_EVENT_RECORD_NODE_PARAMS_st__bindgen_ty_1::gCtx",
-    ][::core::mem::offset_of!(CUDA_EVENT_RECORD_NODE_PARAMS_st__bindgen_ty_1, gCtx)
-        - 0usize];
-};
 impl Default for CUDA_EVENT_RECORD_NODE_PARAMS_st__bindgen_ty_1 {
     fn default() -> Self {
         let mut s = ::core::mem::MaybeUninit::<Self>::uninit();
@@ -7743,18 +4897,6 @@ impl Default for CUDA_EVENT_RECORD_NODE_PARAMS_st__bindgen_ty_1 {
         }
     }
 }
-#[allow(clippy::unnecessary_operation, clippy::identity_op)]
-const _: () = {
-    [
-        "Size of CUDA_EVENT_RECORD_NODE_PARAMS_st",
-    ][::core::mem::size_of::<CUDA_EVENT_RECORD_NODE_PARAMS_st>() - 16usize];
-    [
-        "Alignment of CUDA_EVENT_RECORD_NODE_PARAMS_st",
-    ][::core::mem::align_of::<CUDA_EVENT_RECORD_NODE_PARAMS_st>() - 8usize];
-    [
-        "Offset of field: CUDA_EVENT_RECORD_NODE_PARAMS_st::event",
-    ][::core::mem::offset_of!(CUDA_EVENT_RECORD_NODE_PARAMS_st, event) - 0usize];
-};
 impl Default for CUDA_EVENT_RECORD_NODE_PARAMS_st {
     fn default() -> Self {
         let mut s = ::core::mem::MaybeUninit::<Self>::uninit();
@@ -7770,18 +4912,6 @@ pub type CUDA_EVENT_RECORD_NODE_PARAMS = CUDA_EVENT_RECORD_NODE_PARAMS_st;
 pub struct CUDA_EVENT_WAIT_NODE_PARAMS_st {
     pub event: CUevent,
 }
-#[allow(clippy::unnecessary_operation, clippy::identity_op)]
-const _: () = {
-    [
-        "Size of CUDA_EVENT_WAIT_NODE_PARAMS_st",
-    ][::core::mem::size_of::<CUDA_EVENT_WAIT_NODE_PARAMS_st>() - 8usize];
-    [
-        "Alignment of CUDA_EVENT_WAIT_NODE_PARAMS_st",
-    ][::core::mem::align_of::<CUDA_EVENT_WAIT_NODE_PARAMS_st>() - 8usize];
-    [
-        "Offset of field: CUDA_EVENT_WAIT_NODE_PARAMS_st::event",
-    ][::core::mem::offset_of!(CUDA_EVENT_WAIT_NODE_PARAMS_st, event) - 0usize];
-};
 impl Default for CUDA_EVENT_WAIT_NODE_PARAMS_st {
     fn default() -> Self {
         let mut s = ::core::mem::MaybeUninit::<Self>::uninit();
@@ -7810,25 +4940,6 @@ pub union CUDA_MEMCPY_BATCH_NODE_PARAMS_V1_st__bindgen_ty_1 {
     pub ctx: CUcontext,
     pub gCtx: CUgreenCtx,
 }
-#[allow(clippy::unnecessary_operation, clippy::identity_op)]
-const _: () = {
-    [
-        "Size of CUDA_MEMCPY_BATCH_NODE_PARAMS_V1_st__bindgen_ty_1",
-    ][::core::mem::size_of::<CUDA_MEMCPY_BATCH_NODE_PARAMS_V1_st__bindgen_ty_1>()
-        - 8usize];
-    [
-        "Alignment of CUDA_MEMCPY_BATCH_NODE_PARAMS_V1_st__bindgen_ty_1",
-    ][::core::mem::align_of::<CUDA_MEMCPY_BATCH_NODE_PARAMS_V1_st__bindgen_ty_1>()
-        - 8usize];
-    [
-        "Offset of field: CUDA_MEMCPY_BATCH_NODE_PARAMS_V1_st__bindgen_ty_1::ctx",
-    ][::core::mem::offset_of!(CUDA_MEMCPY_BATCH_NODE_PARAMS_V1_st__bindgen_ty_1, ctx)
-        - 0usize];
-    [
-        "Offset of field: CUDA_MEMCPY_BATCH_NODE_PARAMS_V1_st__bindgen_ty_1::gCtx",
-    ][::core::mem::offset_of!(CUDA_MEMCPY_BATCH_NODE_PARAMS_V1_st__bindgen_ty_1, gCtx)
-        - 0usize];
-};
 impl Default for CUDA_MEMCPY_BATCH_NODE_PARAMS_V1_st__bindgen_ty_1 {
     fn default() -> Self {
         let mut s = ::core::mem::MaybeUninit::<Self>::uninit();
@@ -7838,36 +4949,6 @@ impl Default for CUDA_MEMCPY_BATCH_NODE_PARAMS_V1_st__bindgen_ty_1 {
         }
     }
 }
-#[allow(clippy::unnecessary_operation, clippy::identity_op)]
-const _: () = {
-    [
-        "Size of CUDA_MEMCPY_BATCH_NODE_PARAMS_V1_st",
-    ][::core::mem::size_of::<CUDA_MEMCPY_BATCH_NODE_PARAMS_V1_st>() - 64usize];
-    [
-        "Alignment of CUDA_MEMCPY_BATCH_NODE_PARAMS_V1_st",
-    ][::core::mem::align_of::<CUDA_MEMCPY_BATCH_NODE_PARAMS_V1_st>() - 8usize];
-    [
-        "Offset of field: CUDA_MEMCPY_BATCH_NODE_PARAMS_V1_st::count",
-    ][::core::mem::offset_of!(CUDA_MEMCPY_BATCH_NODE_PARAMS_V1_st, count) - 0usize];
-    [
-        "Offset of field: CUDA_MEMCPY_BATCH_NODE_PARAMS_V1_st::dsts",
-    ][::core::mem::offset_of!(CUDA_MEMCPY_BATCH_NODE_PARAMS_V1_st, dsts) - 8usize];
-    [
-        "Offset of field: CUDA_MEMCPY_BATCH_NODE_PARAMS_V1_st::srcs",
-    ][::core::mem::offset_of!(CUDA_MEMCPY_BATCH_NODE_PARAMS_V1_st, srcs) - 16usize];
-    [
-        "Offset of field: CUDA_MEMCPY_BATCH_NODE_PARAMS_V1_st::sizes",
-    ][::core::mem::offset_of!(CUDA_MEMCPY_BATCH_NODE_PARAMS_V1_st, sizes) - 24usize];
-    [
-        "Offset of field: CUDA_MEMCPY_BATCH_NODE_PARAMS_V1_st::attrs",
-    ][::core::mem::offset_of!(CUDA_MEMCPY_BATCH_NODE_PARAMS_V1_st, attrs) - 32usize];
-    [
-        "Offset of field: CUDA_MEMCPY_BATCH_NODE_PARAMS_V1_st::attrsIdxs",
-    ][::core::mem::offset_of!(CUDA_MEMCPY_BATCH_NODE_PARAMS_V1_st, attrsIdxs) - 40usize];
-    [
-        "Offset of field: CUDA_MEMCPY_BATCH_NODE_PARAMS_V1_st::numAttrs",
-    ][::core::mem::offset_of!(CUDA_MEMCPY_BATCH_NODE_PARAMS_V1_st, numAttrs) - 48usize];
-};
 impl Default for CUDA_MEMCPY_BATCH_NODE_PARAMS_V1_st {
     fn default() -> Self {
         let mut s = ::core::mem::MaybeUninit::<Self>::uninit();
@@ -7895,26 +4976,6 @@ pub union CUDA_FABRIC_CPY_BATCH_NODE_PARAMS_V1_st__bindgen_ty_1 {
     pub ctx: CUcontext,
     pub gCtx: CUgreenCtx,
 }
-#[allow(clippy::unnecessary_operation, clippy::identity_op)]
-const _: () = {
-    [
-        "Size of CUDA_FABRIC_CPY_BATCH_NODE_PARAMS_V1_st__bindgen_ty_1",
-    ][::core::mem::size_of::<CUDA_FABRIC_CPY_BATCH_NODE_PARAMS_V1_st__bindgen_ty_1>()
-        - 8usize];
-    [
-        "Alignment of CUDA_FABRIC_CPY_BATCH_NODE_PARAMS_V1_st__bindgen_ty_1",
-    ][::core::mem::align_of::<CUDA_FABRIC_CPY_BATCH_NODE_PARAMS_V1_st__bindgen_ty_1>()
-        - 8usize];
-    [
-        "Offset of field: CUDA_FABRIC_CPY_BATCH_NODE_PARAMS_V1_st__bindgen_ty_1::ctx",
-    ][::core::mem::offset_of!(CUDA_FABRIC_CPY_BATCH_NODE_PARAMS_V1_st__bindgen_ty_1, ctx)
-        - 0usize];
-    [
-        "Offset of field: CUDA_FABRIC_CPY_BATCH_NODE_PARAMS_V1_st__bindgen_ty_1::gCtx",
-    ][::core::mem::offset_of!(
-        CUDA_FABRIC_CPY_BATCH_NODE_PARAMS_V1_st__bindgen_ty_1, gCtx
-    ) - 0usize];
-};
 impl Default for CUDA_FABRIC_CPY_BATCH_NODE_PARAMS_V1_st__bindgen_ty_1 {
     fn default() -> Self {
         let mut s = ::core::mem::MaybeUninit::<Self>::uninit();
@@ -7924,24 +4985,6 @@ impl Default for CUDA_FABRIC_CPY_BATCH_NODE_PARAMS_V1_st__bindgen_ty_1 {
         }
     }
 }
-#[allow(clippy::unnecessary_operation, clippy::identity_op)]
-const _: () = {
-    [
-        "Size of CUDA_FABRIC_CPY_BATCH_NODE_PARAMS_V1_st",
-    ][::core::mem::size_of::<CUDA_FABRIC_CPY_BATCH_NODE_PARAMS_V1_st>() - 32usize];
-    [
-        "Alignment of CUDA_FABRIC_CPY_BATCH_NODE_PARAMS_V1_st",
-    ][::core::mem::align_of::<CUDA_FABRIC_CPY_BATCH_NODE_PARAMS_V1_st>() - 8usize];
-    [
-        "Offset of field: CUDA_FABRIC_CPY_BATCH_NODE_PARAMS_V1_st::numOps",
-    ][::core::mem::offset_of!(CUDA_FABRIC_CPY_BATCH_NODE_PARAMS_V1_st, numOps) - 0usize];
-    [
-        "Offset of field: CUDA_FABRIC_CPY_BATCH_NODE_PARAMS_V1_st::opList",
-    ][::core::mem::offset_of!(CUDA_FABRIC_CPY_BATCH_NODE_PARAMS_V1_st, opList) - 8usize];
-    [
-        "Offset of field: CUDA_FABRIC_CPY_BATCH_NODE_PARAMS_V1_st::flags",
-    ][::core::mem::offset_of!(CUDA_FABRIC_CPY_BATCH_NODE_PARAMS_V1_st, flags) - 16usize];
-};
 impl Default for CUDA_FABRIC_CPY_BATCH_NODE_PARAMS_V1_st {
     fn default() -> Self {
         let mut s = ::core::mem::MaybeUninit::<Self>::uninit();
@@ -7982,68 +5025,6 @@ pub union CUgraphNodeParams_st__bindgen_ty_1 {
     pub fabricCpyBatch: CUDA_FABRIC_CPY_BATCH_NODE_PARAMS_V1,
     pub asBytes: [::core::ffi::c_char; 232usize],
 }
-#[allow(clippy::unnecessary_operation, clippy::identity_op)]
-const _: () = {
-    [
-        "Size of CUgraphNodeParams_st__bindgen_ty_1",
-    ][::core::mem::size_of::<CUgraphNodeParams_st__bindgen_ty_1>() - 232usize];
-    [
-        "Alignment of CUgraphNodeParams_st__bindgen_ty_1",
-    ][::core::mem::align_of::<CUgraphNodeParams_st__bindgen_ty_1>() - 8usize];
-    [
-        "Offset of field: CUgraphNodeParams_st__bindgen_ty_1::reserved1",
-    ][::core::mem::offset_of!(CUgraphNodeParams_st__bindgen_ty_1, reserved1) - 0usize];
-    [
-        "Offset of field: CUgraphNodeParams_st__bindgen_ty_1::kernel",
-    ][::core::mem::offset_of!(CUgraphNodeParams_st__bindgen_ty_1, kernel) - 0usize];
-    [
-        "Offset of field: CUgraphNodeParams_st__bindgen_ty_1::memcpy",
-    ][::core::mem::offset_of!(CUgraphNodeParams_st__bindgen_ty_1, memcpy) - 0usize];
-    [
-        "Offset of field: CUgraphNodeParams_st__bindgen_ty_1::memset",
-    ][::core::mem::offset_of!(CUgraphNodeParams_st__bindgen_ty_1, memset) - 0usize];
-    [
-        "Offset of field: CUgraphNodeParams_st__bindgen_ty_1::host",
-    ][::core::mem::offset_of!(CUgraphNodeParams_st__bindgen_ty_1, host) - 0usize];
-    [
-        "Offset of field: CUgraphNodeParams_st__bindgen_ty_1::graph",
-    ][::core::mem::offset_of!(CUgraphNodeParams_st__bindgen_ty_1, graph) - 0usize];
-    [
-        "Offset of field: CUgraphNodeParams_st__bindgen_ty_1::eventWait",
-    ][::core::mem::offset_of!(CUgraphNodeParams_st__bindgen_ty_1, eventWait) - 0usize];
-    [
-        "Offset of field: CUgraphNodeParams_st__bindgen_ty_1::eventRecord",
-    ][::core::mem::offset_of!(CUgraphNodeParams_st__bindgen_ty_1, eventRecord) - 0usize];
-    [
-        "Offset of field: CUgraphNodeParams_st__bindgen_ty_1::extSemSignal",
-    ][::core::mem::offset_of!(CUgraphNodeParams_st__bindgen_ty_1, extSemSignal)
-        - 0usize];
-    [
-        "Offset of field: CUgraphNodeParams_st__bindgen_ty_1::extSemWait",
-    ][::core::mem::offset_of!(CUgraphNodeParams_st__bindgen_ty_1, extSemWait) - 0usize];
-    [
-        "Offset of field: CUgraphNodeParams_st__bindgen_ty_1::alloc",
-    ][::core::mem::offset_of!(CUgraphNodeParams_st__bindgen_ty_1, alloc) - 0usize];
-    [
-        "Offset of field: CUgraphNodeParams_st__bindgen_ty_1::free",
-    ][::core::mem::offset_of!(CUgraphNodeParams_st__bindgen_ty_1, free) - 0usize];
-    [
-        "Offset of field: CUgraphNodeParams_st__bindgen_ty_1::memOp",
-    ][::core::mem::offset_of!(CUgraphNodeParams_st__bindgen_ty_1, memOp) - 0usize];
-    [
-        "Offset of field: CUgraphNodeParams_st__bindgen_ty_1::conditional",
-    ][::core::mem::offset_of!(CUgraphNodeParams_st__bindgen_ty_1, conditional) - 0usize];
-    [
-        "Offset of field: CUgraphNodeParams_st__bindgen_ty_1::memcpyBatch",
-    ][::core::mem::offset_of!(CUgraphNodeParams_st__bindgen_ty_1, memcpyBatch) - 0usize];
-    [
-        "Offset of field: CUgraphNodeParams_st__bindgen_ty_1::fabricCpyBatch",
-    ][::core::mem::offset_of!(CUgraphNodeParams_st__bindgen_ty_1, fabricCpyBatch)
-        - 0usize];
-    [
-        "Offset of field: CUgraphNodeParams_st__bindgen_ty_1::asBytes",
-    ][::core::mem::offset_of!(CUgraphNodeParams_st__bindgen_ty_1, asBytes) - 0usize];
-};
 impl Default for CUgraphNodeParams_st__bindgen_ty_1 {
     fn default() -> Self {
         let mut s = ::core::mem::MaybeUninit::<Self>::uninit();
@@ -8053,24 +5034,6 @@ impl Default for CUgraphNodeParams_st__bindgen_ty_1 {
         }
     }
 }
-#[allow(clippy::unnecessary_operation, clippy::identity_op)]
-const _: () = {
-    [
-        "Size of CUgraphNodeParams_st",
-    ][::core::mem::size_of::<CUgraphNodeParams_st>() - 256usize];
-    [
-        "Alignment of CUgraphNodeParams_st",
-    ][::core::mem::align_of::<CUgraphNodeParams_st>() - 8usize];
-    [
-        "Offset of field: CUgraphNodeParams_st::type_",
-    ][::core::mem::offset_of!(CUgraphNodeParams_st, type_) - 0usize];
-    [
-        "Offset of field: CUgraphNodeParams_st::reserved0",
-    ][::core::mem::offset_of!(CUgraphNodeParams_st, reserved0) - 4usize];
-    [
-        "Offset of field: CUgraphNodeParams_st::reserved2",
-    ][::core::mem::offset_of!(CUgraphNodeParams_st, reserved2) - 248usize];
-};
 impl Default for CUgraphNodeParams_st {
     fn default() -> Self {
         let mut s = ::core::mem::MaybeUninit::<Self>::uninit();
@@ -8260,26 +5223,6 @@ pub struct CUcheckpointCustomStoragePerDeviceData_st {
     pub size: usize,
     pub stream: CUstream,
 }
-#[allow(clippy::unnecessary_operation, clippy::identity_op)]
-const _: () = {
-    [
-        "Size of CUcheckpointCustomStoragePerDeviceData_st",
-    ][::core::mem::size_of::<CUcheckpointCustomStoragePerDeviceData_st>() - 24usize];
-    [
-        "Alignment of CUcheckpointCustomStoragePerDeviceData_st",
-    ][::core::mem::align_of::<CUcheckpointCustomStoragePerDeviceData_st>() - 8usize];
-    [
-        "Offset of field: CUcheckpointCustomStoragePerDeviceData_st::devPtr",
-    ][::core::mem::offset_of!(CUcheckpointCustomStoragePerDeviceData_st, devPtr)
-        - 0usize];
-    [
-        "Offset of field: CUcheckpointCustomStoragePerDeviceData_st::size",
-    ][::core::mem::offset_of!(CUcheckpointCustomStoragePerDeviceData_st, size) - 8usize];
-    [
-        "Offset of field: CUcheckpointCustomStoragePerDeviceData_st::stream",
-    ][::core::mem::offset_of!(CUcheckpointCustomStoragePerDeviceData_st, stream)
-        - 16usize];
-};
 impl Default for CUcheckpointCustomStoragePerDeviceData_st {
     fn default() -> Self {
         let mut s = ::core::mem::MaybeUninit::<Self>::uninit();
@@ -8303,24 +5246,6 @@ pub struct CUcheckpointCustomStorageInfo_st {
     pub perDeviceData: *mut CUcheckpointCustomStoragePerDeviceData,
     pub deviceCount: ::core::ffi::c_uint,
 }
-#[allow(clippy::unnecessary_operation, clippy::identity_op)]
-const _: () = {
-    [
-        "Size of CUcheckpointCustomStorageInfo_st",
-    ][::core::mem::size_of::<CUcheckpointCustomStorageInfo_st>() - 24usize];
-    [
-        "Alignment of CUcheckpointCustomStorageInfo_st",
-    ][::core::mem::align_of::<CUcheckpointCustomStorageInfo_st>() - 8usize];
-    [
-        "Offset of field: CUcheckpointCustomStorageInfo_st::handle",
-    ][::core::mem::offset_of!(CUcheckpointCustomStorageInfo_st, handle) - 0usize];
-    [
-        "Offset of field: CUcheckpointCustomStorageInfo_st::perDeviceData",
-    ][::core::mem::offset_of!(CUcheckpointCustomStorageInfo_st, perDeviceData) - 8usize];
-    [
-        "Offset of field: CUcheckpointCustomStorageInfo_st::deviceCount",
-    ][::core::mem::offset_of!(CUcheckpointCustomStorageInfo_st, deviceCount) - 16usize];
-};
 impl Default for CUcheckpointCustomStorageInfo_st {
     fn default() -> Self {
         let mut s = ::core::mem::MaybeUninit::<Self>::uninit();
@@ -8338,24 +5263,6 @@ pub struct CUcheckpointLockArgs_st {
     pub reserved0: ::core::ffi::c_uint,
     pub reserved1: [cuuint64_t; 7usize],
 }
-#[allow(clippy::unnecessary_operation, clippy::identity_op)]
-const _: () = {
-    [
-        "Size of CUcheckpointLockArgs_st",
-    ][::core::mem::size_of::<CUcheckpointLockArgs_st>() - 64usize];
-    [
-        "Alignment of CUcheckpointLockArgs_st",
-    ][::core::mem::align_of::<CUcheckpointLockArgs_st>() - 8usize];
-    [
-        "Offset of field: CUcheckpointLockArgs_st::timeoutMs",
-    ][::core::mem::offset_of!(CUcheckpointLockArgs_st, timeoutMs) - 0usize];
-    [
-        "Offset of field: CUcheckpointLockArgs_st::reserved0",
-    ][::core::mem::offset_of!(CUcheckpointLockArgs_st, reserved0) - 4usize];
-    [
-        "Offset of field: CUcheckpointLockArgs_st::reserved1",
-    ][::core::mem::offset_of!(CUcheckpointLockArgs_st, reserved1) - 8usize];
-};
 pub type CUcheckpointLockArgs = CUcheckpointLockArgs_st;
 #[repr(C)]
 #[derive(Debug, Copy, Clone, Hash, PartialEq, Eq)]
@@ -8363,22 +5270,6 @@ pub struct CUcheckpointCheckpointArgs_st {
     pub customStorageInfo_out: *mut *mut CUcheckpointCustomStorageInfo,
     pub reserved: [::core::ffi::c_char; 56usize],
 }
-#[allow(clippy::unnecessary_operation, clippy::identity_op)]
-const _: () = {
-    [
-        "Size of CUcheckpointCheckpointArgs_st",
-    ][::core::mem::size_of::<CUcheckpointCheckpointArgs_st>() - 64usize];
-    [
-        "Alignment of CUcheckpointCheckpointArgs_st",
-    ][::core::mem::align_of::<CUcheckpointCheckpointArgs_st>() - 8usize];
-    [
-        "Offset of field: CUcheckpointCheckpointArgs_st::customStorageInfo_out",
-    ][::core::mem::offset_of!(CUcheckpointCheckpointArgs_st, customStorageInfo_out)
-        - 0usize];
-    [
-        "Offset of field: CUcheckpointCheckpointArgs_st::reserved",
-    ][::core::mem::offset_of!(CUcheckpointCheckpointArgs_st, reserved) - 8usize];
-};
 impl Default for CUcheckpointCheckpointArgs_st {
     fn default() -> Self {
         let mut s = ::core::mem::MaybeUninit::<Self>::uninit();
@@ -8395,21 +5286,6 @@ pub struct CUcheckpointGpuPair_st {
     pub oldUuid: CUuuid,
     pub newUuid: CUuuid,
 }
-#[allow(clippy::unnecessary_operation, clippy::identity_op)]
-const _: () = {
-    [
-        "Size of CUcheckpointGpuPair_st",
-    ][::core::mem::size_of::<CUcheckpointGpuPair_st>() - 32usize];
-    [
-        "Alignment of CUcheckpointGpuPair_st",
-    ][::core::mem::align_of::<CUcheckpointGpuPair_st>() - 1usize];
-    [
-        "Offset of field: CUcheckpointGpuPair_st::oldUuid",
-    ][::core::mem::offset_of!(CUcheckpointGpuPair_st, oldUuid) - 0usize];
-    [
-        "Offset of field: CUcheckpointGpuPair_st::newUuid",
-    ][::core::mem::offset_of!(CUcheckpointGpuPair_st, newUuid) - 16usize];
-};
 pub type CUcheckpointGpuPair = CUcheckpointGpuPair_st;
 #[repr(C)]
 #[derive(Debug, Copy, Clone, Hash, PartialEq, Eq)]
@@ -8420,31 +5296,6 @@ pub struct CUcheckpointRestoreArgs_st {
     pub customStorageInfo_out: *mut *mut CUcheckpointCustomStorageInfo,
     pub reserved: [::core::ffi::c_char; 40usize],
 }
-#[allow(clippy::unnecessary_operation, clippy::identity_op)]
-const _: () = {
-    [
-        "Size of CUcheckpointRestoreArgs_st",
-    ][::core::mem::size_of::<CUcheckpointRestoreArgs_st>() - 64usize];
-    [
-        "Alignment of CUcheckpointRestoreArgs_st",
-    ][::core::mem::align_of::<CUcheckpointRestoreArgs_st>() - 8usize];
-    [
-        "Offset of field: CUcheckpointRestoreArgs_st::gpuPairs",
-    ][::core::mem::offset_of!(CUcheckpointRestoreArgs_st, gpuPairs) - 0usize];
-    [
-        "Offset of field: CUcheckpointRestoreArgs_st::gpuPairsCount",
-    ][::core::mem::offset_of!(CUcheckpointRestoreArgs_st, gpuPairsCount) - 8usize];
-    [
-        "Offset of field: CUcheckpointRestoreArgs_st::padding0",
-    ][::core::mem::offset_of!(CUcheckpointRestoreArgs_st, padding0) - 12usize];
-    [
-        "Offset of field: CUcheckpointRestoreArgs_st::customStorageInfo_out",
-    ][::core::mem::offset_of!(CUcheckpointRestoreArgs_st, customStorageInfo_out)
-        - 16usize];
-    [
-        "Offset of field: CUcheckpointRestoreArgs_st::reserved",
-    ][::core::mem::offset_of!(CUcheckpointRestoreArgs_st, reserved) - 24usize];
-};
 impl Default for CUcheckpointRestoreArgs_st {
     fn default() -> Self {
         let mut s = ::core::mem::MaybeUninit::<Self>::uninit();
@@ -8460,18 +5311,6 @@ pub type CUcheckpointRestoreArgs = CUcheckpointRestoreArgs_st;
 pub struct CUcheckpointUnlockArgs_st {
     pub reserved: [cuuint64_t; 8usize],
 }
-#[allow(clippy::unnecessary_operation, clippy::identity_op)]
-const _: () = {
-    [
-        "Size of CUcheckpointUnlockArgs_st",
-    ][::core::mem::size_of::<CUcheckpointUnlockArgs_st>() - 64usize];
-    [
-        "Alignment of CUcheckpointUnlockArgs_st",
-    ][::core::mem::align_of::<CUcheckpointUnlockArgs_st>() - 8usize];
-    [
-        "Offset of field: CUcheckpointUnlockArgs_st::reserved",
-    ][::core::mem::offset_of!(CUcheckpointUnlockArgs_st, reserved) - 0usize];
-};
 pub type CUcheckpointUnlockArgs = CUcheckpointUnlockArgs_st;
 impl CUmoduleLoadingMode_enum {
     pub const CU_MODULE_EAGER_LOADING: CUmoduleLoadingMode_enum = CUmoduleLoadingMode_enum(
@@ -8514,36 +5353,6 @@ pub struct CUmemDecompressParams_st {
     pub algo: CUmemDecompressAlgorithm,
     pub padding: [::core::ffi::c_uchar; 20usize],
 }
-#[allow(clippy::unnecessary_operation, clippy::identity_op)]
-const _: () = {
-    [
-        "Size of CUmemDecompressParams_st",
-    ][::core::mem::size_of::<CUmemDecompressParams_st>() - 64usize];
-    [
-        "Alignment of CUmemDecompressParams_st",
-    ][::core::mem::align_of::<CUmemDecompressParams_st>() - 8usize];
-    [
-        "Offset of field: CUmemDecompressParams_st::srcNumBytes",
-    ][::core::mem::offset_of!(CUmemDecompressParams_st, srcNumBytes) - 0usize];
-    [
-        "Offset of field: CUmemDecompressParams_st::dstNumBytes",
-    ][::core::mem::offset_of!(CUmemDecompressParams_st, dstNumBytes) - 8usize];
-    [
-        "Offset of field: CUmemDecompressParams_st::dstActBytes",
-    ][::core::mem::offset_of!(CUmemDecompressParams_st, dstActBytes) - 16usize];
-    [
-        "Offset of field: CUmemDecompressParams_st::src",
-    ][::core::mem::offset_of!(CUmemDecompressParams_st, src) - 24usize];
-    [
-        "Offset of field: CUmemDecompressParams_st::dst",
-    ][::core::mem::offset_of!(CUmemDecompressParams_st, dst) - 32usize];
-    [
-        "Offset of field: CUmemDecompressParams_st::algo",
-    ][::core::mem::offset_of!(CUmemDecompressParams_st, algo) - 40usize];
-    [
-        "Offset of field: CUmemDecompressParams_st::padding",
-    ][::core::mem::offset_of!(CUmemDecompressParams_st, padding) - 44usize];
-};
 impl Default for CUmemDecompressParams_st {
     fn default() -> Self {
         let mut s = ::core::mem::MaybeUninit::<Self>::uninit();
@@ -8574,19 +5383,6 @@ pub struct CUcliqueInfo_st {
     pub type_: CUcliqueType,
     pub id: ::core::ffi::c_uint,
 }
-#[allow(clippy::unnecessary_operation, clippy::identity_op)]
-const _: () = {
-    ["Size of CUcliqueInfo_st"][::core::mem::size_of::<CUcliqueInfo_st>() - 8usize];
-    [
-        "Alignment of CUcliqueInfo_st",
-    ][::core::mem::align_of::<CUcliqueInfo_st>() - 4usize];
-    [
-        "Offset of field: CUcliqueInfo_st::type_",
-    ][::core::mem::offset_of!(CUcliqueInfo_st, type_) - 0usize];
-    [
-        "Offset of field: CUcliqueInfo_st::id",
-    ][::core::mem::offset_of!(CUcliqueInfo_st, id) - 4usize];
-};
 impl Default for CUcliqueInfo_st {
     fn default() -> Self {
         let mut s = ::core::mem::MaybeUninit::<Self>::uninit();
@@ -8615,18 +5411,6 @@ pub use self::CUlogicalEndpointIpcHandleType_enum as CUlogicalEndpointIpcHandleT
 pub struct CUlogicalEndpointFabricHandle_st {
     pub data: [::core::ffi::c_uchar; 64usize],
 }
-#[allow(clippy::unnecessary_operation, clippy::identity_op)]
-const _: () = {
-    [
-        "Size of CUlogicalEndpointFabricHandle_st",
-    ][::core::mem::size_of::<CUlogicalEndpointFabricHandle_st>() - 64usize];
-    [
-        "Alignment of CUlogicalEndpointFabricHandle_st",
-    ][::core::mem::align_of::<CUlogicalEndpointFabricHandle_st>() - 1usize];
-    [
-        "Offset of field: CUlogicalEndpointFabricHandle_st::data",
-    ][::core::mem::offset_of!(CUlogicalEndpointFabricHandle_st, data) - 0usize];
-};
 impl Default for CUlogicalEndpointFabricHandle_st {
     fn default() -> Self {
         let mut s = ::core::mem::MaybeUninit::<Self>::uninit();
@@ -8684,60 +5468,11 @@ pub union CUlogicalEndpointProp_struct__bindgen_ty_1 {
 pub struct CUlogicalEndpointProp_struct__bindgen_ty_1__bindgen_ty_1 {
     pub device: CUdevice,
 }
-#[allow(clippy::unnecessary_operation, clippy::identity_op)]
-const _: () = {
-    [
-        "Size of CUlogicalEndpointProp_struct__bindgen_ty_1__bindgen_ty_1",
-    ][::core::mem::size_of::<CUlogicalEndpointProp_struct__bindgen_ty_1__bindgen_ty_1>()
-        - 4usize];
-    [
-        "Alignment of CUlogicalEndpointProp_struct__bindgen_ty_1__bindgen_ty_1",
-    ][::core::mem::align_of::<CUlogicalEndpointProp_struct__bindgen_ty_1__bindgen_ty_1>()
-        - 4usize];
-    [
-        "Offset of field: CUlogicalEndpointProp_struct__bindgen_ty_1__bindgen_ty_1::device",
-    ][::core::mem::offset_of!(
-        CUlogicalEndpointProp_struct__bindgen_ty_1__bindgen_ty_1, device
-    ) - 0usize];
-};
 #[repr(C)]
 #[derive(Debug, Default, Copy, Clone, Hash, PartialEq, Eq)]
 pub struct CUlogicalEndpointProp_struct__bindgen_ty_1__bindgen_ty_2 {
     pub numDevices: ::core::ffi::c_uint,
 }
-#[allow(clippy::unnecessary_operation, clippy::identity_op)]
-const _: () = {
-    [
-        "Size of CUlogicalEndpointProp_struct__bindgen_ty_1__bindgen_ty_2",
-    ][::core::mem::size_of::<CUlogicalEndpointProp_struct__bindgen_ty_1__bindgen_ty_2>()
-        - 4usize];
-    [
-        "Alignment of CUlogicalEndpointProp_struct__bindgen_ty_1__bindgen_ty_2",
-    ][::core::mem::align_of::<CUlogicalEndpointProp_struct__bindgen_ty_1__bindgen_ty_2>()
-        - 4usize];
-    [
-        "Offset of field: CUlogicalEndpointProp_struct__bindgen_ty_1__bindgen_ty_2::numDevices",
-    ][::core::mem::offset_of!(
-        CUlogicalEndpointProp_struct__bindgen_ty_1__bindgen_ty_2, numDevices
-    ) - 0usize];
-};
-#[allow(clippy::unnecessary_operation, clippy::identity_op)]
-const _: () = {
-    [
-        "Size of CUlogicalEndpointProp_struct__bindgen_ty_1",
-    ][::core::mem::size_of::<CUlogicalEndpointProp_struct__bindgen_ty_1>() - 4usize];
-    [
-        "Alignment of CUlogicalEndpointProp_struct__bindgen_ty_1",
-    ][::core::mem::align_of::<CUlogicalEndpointProp_struct__bindgen_ty_1>() - 4usize];
-    [
-        "Offset of field: CUlogicalEndpointProp_struct__bindgen_ty_1::unicast",
-    ][::core::mem::offset_of!(CUlogicalEndpointProp_struct__bindgen_ty_1, unicast)
-        - 0usize];
-    [
-        "Offset of field: CUlogicalEndpointProp_struct__bindgen_ty_1::multicast",
-    ][::core::mem::offset_of!(CUlogicalEndpointProp_struct__bindgen_ty_1, multicast)
-        - 0usize];
-};
 impl Default for CUlogicalEndpointProp_struct__bindgen_ty_1 {
     fn default() -> Self {
         let mut s = ::core::mem::MaybeUninit::<Self>::uninit();
@@ -8747,27 +5482,6 @@ impl Default for CUlogicalEndpointProp_struct__bindgen_ty_1 {
         }
     }
 }
-#[allow(clippy::unnecessary_operation, clippy::identity_op)]
-const _: () = {
-    [
-        "Size of CUlogicalEndpointProp_struct",
-    ][::core::mem::size_of::<CUlogicalEndpointProp_struct>() - 24usize];
-    [
-        "Alignment of CUlogicalEndpointProp_struct",
-    ][::core::mem::align_of::<CUlogicalEndpointProp_struct>() - 8usize];
-    [
-        "Offset of field: CUlogicalEndpointProp_struct::type_",
-    ][::core::mem::offset_of!(CUlogicalEndpointProp_struct, type_) - 0usize];
-    [
-        "Offset of field: CUlogicalEndpointProp_struct::size",
-    ][::core::mem::offset_of!(CUlogicalEndpointProp_struct, size) - 8usize];
-    [
-        "Offset of field: CUlogicalEndpointProp_struct::ipcHandleTypes",
-    ][::core::mem::offset_of!(CUlogicalEndpointProp_struct, ipcHandleTypes) - 16usize];
-    [
-        "Offset of field: CUlogicalEndpointProp_struct::flags",
-    ][::core::mem::offset_of!(CUlogicalEndpointProp_struct, flags) - 20usize];
-};
 impl Default for CUlogicalEndpointProp_struct {
     fn default() -> Self {
         let mut s = ::core::mem::MaybeUninit::<Self>::uninit();
@@ -8811,25 +5525,6 @@ pub struct CUfabricCpyOperand_st__bindgen_ty_1__bindgen_ty_1 {
     pub ptr: CUdeviceptr,
     pub locHint: CUmemLocation,
 }
-#[allow(clippy::unnecessary_operation, clippy::identity_op)]
-const _: () = {
-    [
-        "Size of CUfabricCpyOperand_st__bindgen_ty_1__bindgen_ty_1",
-    ][::core::mem::size_of::<CUfabricCpyOperand_st__bindgen_ty_1__bindgen_ty_1>()
-        - 16usize];
-    [
-        "Alignment of CUfabricCpyOperand_st__bindgen_ty_1__bindgen_ty_1",
-    ][::core::mem::align_of::<CUfabricCpyOperand_st__bindgen_ty_1__bindgen_ty_1>()
-        - 8usize];
-    [
-        "Offset of field: CUfabricCpyOperand_st__bindgen_ty_1__bindgen_ty_1::ptr",
-    ][::core::mem::offset_of!(CUfabricCpyOperand_st__bindgen_ty_1__bindgen_ty_1, ptr)
-        - 0usize];
-    [
-        "Offset of field: CUfabricCpyOperand_st__bindgen_ty_1__bindgen_ty_1::locHint",
-    ][::core::mem::offset_of!(CUfabricCpyOperand_st__bindgen_ty_1__bindgen_ty_1, locHint)
-        - 8usize];
-};
 impl Default for CUfabricCpyOperand_st__bindgen_ty_1__bindgen_ty_1 {
     fn default() -> Self {
         let mut s = ::core::mem::MaybeUninit::<Self>::uninit();
@@ -8845,40 +5540,6 @@ pub struct CUfabricCpyOperand_st__bindgen_ty_1__bindgen_ty_2 {
     pub id: CUlogicalEndpointId,
     pub offset: cuuint64_t,
 }
-#[allow(clippy::unnecessary_operation, clippy::identity_op)]
-const _: () = {
-    [
-        "Size of CUfabricCpyOperand_st__bindgen_ty_1__bindgen_ty_2",
-    ][::core::mem::size_of::<CUfabricCpyOperand_st__bindgen_ty_1__bindgen_ty_2>()
-        - 16usize];
-    [
-        "Alignment of CUfabricCpyOperand_st__bindgen_ty_1__bindgen_ty_2",
-    ][::core::mem::align_of::<CUfabricCpyOperand_st__bindgen_ty_1__bindgen_ty_2>()
-        - 8usize];
-    [
-        "Offset of field: CUfabricCpyOperand_st__bindgen_ty_1__bindgen_ty_2::id",
-    ][::core::mem::offset_of!(CUfabricCpyOperand_st__bindgen_ty_1__bindgen_ty_2, id)
-        - 0usize];
-    [
-        "Offset of field: CUfabricCpyOperand_st__bindgen_ty_1__bindgen_ty_2::offset",
-    ][::core::mem::offset_of!(CUfabricCpyOperand_st__bindgen_ty_1__bindgen_ty_2, offset)
-        - 8usize];
-};
-#[allow(clippy::unnecessary_operation, clippy::identity_op)]
-const _: () = {
-    [
-        "Size of CUfabricCpyOperand_st__bindgen_ty_1",
-    ][::core::mem::size_of::<CUfabricCpyOperand_st__bindgen_ty_1>() - 16usize];
-    [
-        "Alignment of CUfabricCpyOperand_st__bindgen_ty_1",
-    ][::core::mem::align_of::<CUfabricCpyOperand_st__bindgen_ty_1>() - 8usize];
-    [
-        "Offset of field: CUfabricCpyOperand_st__bindgen_ty_1::ptr",
-    ][::core::mem::offset_of!(CUfabricCpyOperand_st__bindgen_ty_1, ptr) - 0usize];
-    [
-        "Offset of field: CUfabricCpyOperand_st__bindgen_ty_1::le",
-    ][::core::mem::offset_of!(CUfabricCpyOperand_st__bindgen_ty_1, le) - 0usize];
-};
 impl Default for CUfabricCpyOperand_st__bindgen_ty_1 {
     fn default() -> Self {
         let mut s = ::core::mem::MaybeUninit::<Self>::uninit();
@@ -8888,21 +5549,6 @@ impl Default for CUfabricCpyOperand_st__bindgen_ty_1 {
         }
     }
 }
-#[allow(clippy::unnecessary_operation, clippy::identity_op)]
-const _: () = {
-    [
-        "Size of CUfabricCpyOperand_st",
-    ][::core::mem::size_of::<CUfabricCpyOperand_st>() - 24usize];
-    [
-        "Alignment of CUfabricCpyOperand_st",
-    ][::core::mem::align_of::<CUfabricCpyOperand_st>() - 8usize];
-    [
-        "Offset of field: CUfabricCpyOperand_st::type_",
-    ][::core::mem::offset_of!(CUfabricCpyOperand_st, type_) - 0usize];
-    [
-        "Offset of field: CUfabricCpyOperand_st::op",
-    ][::core::mem::offset_of!(CUfabricCpyOperand_st, op) - 8usize];
-};
 impl Default for CUfabricCpyOperand_st {
     fn default() -> Self {
         let mut s = ::core::mem::MaybeUninit::<Self>::uninit();
@@ -8921,27 +5567,6 @@ pub struct CUDA_FABRIC_COPY_BATCH_OP_st {
     pub size: usize,
     pub flags: ::core::ffi::c_uint,
 }
-#[allow(clippy::unnecessary_operation, clippy::identity_op)]
-const _: () = {
-    [
-        "Size of CUDA_FABRIC_COPY_BATCH_OP_st",
-    ][::core::mem::size_of::<CUDA_FABRIC_COPY_BATCH_OP_st>() - 64usize];
-    [
-        "Alignment of CUDA_FABRIC_COPY_BATCH_OP_st",
-    ][::core::mem::align_of::<CUDA_FABRIC_COPY_BATCH_OP_st>() - 8usize];
-    [
-        "Offset of field: CUDA_FABRIC_COPY_BATCH_OP_st::src",
-    ][::core::mem::offset_of!(CUDA_FABRIC_COPY_BATCH_OP_st, src) - 0usize];
-    [
-        "Offset of field: CUDA_FABRIC_COPY_BATCH_OP_st::dst",
-    ][::core::mem::offset_of!(CUDA_FABRIC_COPY_BATCH_OP_st, dst) - 24usize];
-    [
-        "Offset of field: CUDA_FABRIC_COPY_BATCH_OP_st::size",
-    ][::core::mem::offset_of!(CUDA_FABRIC_COPY_BATCH_OP_st, size) - 48usize];
-    [
-        "Offset of field: CUDA_FABRIC_COPY_BATCH_OP_st::flags",
-    ][::core::mem::offset_of!(CUDA_FABRIC_COPY_BATCH_OP_st, flags) - 56usize];
-};
 impl Default for CUDA_FABRIC_COPY_BATCH_OP_st {
     fn default() -> Self {
         let mut s = ::core::mem::MaybeUninit::<Self>::uninit();
@@ -9136,30 +5761,6 @@ pub struct CUdevSmResource_st {
     pub flags: ::core::ffi::c_uint,
     pub localityDomainId: ::core::ffi::c_uint,
 }
-#[allow(clippy::unnecessary_operation, clippy::identity_op)]
-const _: () = {
-    [
-        "Size of CUdevSmResource_st",
-    ][::core::mem::size_of::<CUdevSmResource_st>() - 20usize];
-    [
-        "Alignment of CUdevSmResource_st",
-    ][::core::mem::align_of::<CUdevSmResource_st>() - 4usize];
-    [
-        "Offset of field: CUdevSmResource_st::smCount",
-    ][::core::mem::offset_of!(CUdevSmResource_st, smCount) - 0usize];
-    [
-        "Offset of field: CUdevSmResource_st::minSmPartitionSize",
-    ][::core::mem::offset_of!(CUdevSmResource_st, minSmPartitionSize) - 4usize];
-    [
-        "Offset of field: CUdevSmResource_st::smCoscheduledAlignment",
-    ][::core::mem::offset_of!(CUdevSmResource_st, smCoscheduledAlignment) - 8usize];
-    [
-        "Offset of field: CUdevSmResource_st::flags",
-    ][::core::mem::offset_of!(CUdevSmResource_st, flags) - 12usize];
-    [
-        "Offset of field: CUdevSmResource_st::localityDomainId",
-    ][::core::mem::offset_of!(CUdevSmResource_st, localityDomainId) - 16usize];
-};
 pub type CUdevSmResource = CUdevSmResource_st;
 impl CUdevWorkqueueConfigScope {
     pub const CU_WORKQUEUE_SCOPE_DEVICE_CTX: CUdevWorkqueueConfigScope = CUdevWorkqueueConfigScope(
@@ -9179,25 +5780,6 @@ pub struct CUdevWorkqueueConfigResource_st {
     pub wqConcurrencyLimit: ::core::ffi::c_uint,
     pub sharingScope: CUdevWorkqueueConfigScope,
 }
-#[allow(clippy::unnecessary_operation, clippy::identity_op)]
-const _: () = {
-    [
-        "Size of CUdevWorkqueueConfigResource_st",
-    ][::core::mem::size_of::<CUdevWorkqueueConfigResource_st>() - 12usize];
-    [
-        "Alignment of CUdevWorkqueueConfigResource_st",
-    ][::core::mem::align_of::<CUdevWorkqueueConfigResource_st>() - 4usize];
-    [
-        "Offset of field: CUdevWorkqueueConfigResource_st::device",
-    ][::core::mem::offset_of!(CUdevWorkqueueConfigResource_st, device) - 0usize];
-    [
-        "Offset of field: CUdevWorkqueueConfigResource_st::wqConcurrencyLimit",
-    ][::core::mem::offset_of!(CUdevWorkqueueConfigResource_st, wqConcurrencyLimit)
-        - 4usize];
-    [
-        "Offset of field: CUdevWorkqueueConfigResource_st::sharingScope",
-    ][::core::mem::offset_of!(CUdevWorkqueueConfigResource_st, sharingScope) - 8usize];
-};
 impl Default for CUdevWorkqueueConfigResource_st {
     fn default() -> Self {
         let mut s = ::core::mem::MaybeUninit::<Self>::uninit();
@@ -9213,18 +5795,6 @@ pub type CUdevWorkqueueConfigResource = CUdevWorkqueueConfigResource_st;
 pub struct CUdevWorkqueueResource_st {
     pub reserved: [::core::ffi::c_uchar; 40usize],
 }
-#[allow(clippy::unnecessary_operation, clippy::identity_op)]
-const _: () = {
-    [
-        "Size of CUdevWorkqueueResource_st",
-    ][::core::mem::size_of::<CUdevWorkqueueResource_st>() - 40usize];
-    [
-        "Alignment of CUdevWorkqueueResource_st",
-    ][::core::mem::align_of::<CUdevWorkqueueResource_st>() - 1usize];
-    [
-        "Offset of field: CUdevWorkqueueResource_st::reserved",
-    ][::core::mem::offset_of!(CUdevWorkqueueResource_st, reserved) - 0usize];
-};
 impl Default for CUdevWorkqueueResource_st {
     fn default() -> Self {
         let mut s = ::core::mem::MaybeUninit::<Self>::uninit();
@@ -9245,37 +5815,6 @@ pub struct CU_DEV_SM_RESOURCE_GROUP_PARAMS_st {
     pub localityDomainId: ::core::ffi::c_uint,
     pub reserved: [::core::ffi::c_uint; 11usize],
 }
-#[allow(clippy::unnecessary_operation, clippy::identity_op)]
-const _: () = {
-    [
-        "Size of CU_DEV_SM_RESOURCE_GROUP_PARAMS_st",
-    ][::core::mem::size_of::<CU_DEV_SM_RESOURCE_GROUP_PARAMS_st>() - 64usize];
-    [
-        "Alignment of CU_DEV_SM_RESOURCE_GROUP_PARAMS_st",
-    ][::core::mem::align_of::<CU_DEV_SM_RESOURCE_GROUP_PARAMS_st>() - 4usize];
-    [
-        "Offset of field: CU_DEV_SM_RESOURCE_GROUP_PARAMS_st::smCount",
-    ][::core::mem::offset_of!(CU_DEV_SM_RESOURCE_GROUP_PARAMS_st, smCount) - 0usize];
-    [
-        "Offset of field: CU_DEV_SM_RESOURCE_GROUP_PARAMS_st::coscheduledSmCount",
-    ][::core::mem::offset_of!(CU_DEV_SM_RESOURCE_GROUP_PARAMS_st, coscheduledSmCount)
-        - 4usize];
-    [
-        "Offset of field: CU_DEV_SM_RESOURCE_GROUP_PARAMS_st::preferredCoscheduledSmCount",
-    ][::core::mem::offset_of!(
-        CU_DEV_SM_RESOURCE_GROUP_PARAMS_st, preferredCoscheduledSmCount
-    ) - 8usize];
-    [
-        "Offset of field: CU_DEV_SM_RESOURCE_GROUP_PARAMS_st::flags",
-    ][::core::mem::offset_of!(CU_DEV_SM_RESOURCE_GROUP_PARAMS_st, flags) - 12usize];
-    [
-        "Offset of field: CU_DEV_SM_RESOURCE_GROUP_PARAMS_st::localityDomainId",
-    ][::core::mem::offset_of!(CU_DEV_SM_RESOURCE_GROUP_PARAMS_st, localityDomainId)
-        - 16usize];
-    [
-        "Offset of field: CU_DEV_SM_RESOURCE_GROUP_PARAMS_st::reserved",
-    ][::core::mem::offset_of!(CU_DEV_SM_RESOURCE_GROUP_PARAMS_st, reserved) - 20usize];
-};
 pub type CU_DEV_SM_RESOURCE_GROUP_PARAMS = CU_DEV_SM_RESOURCE_GROUP_PARAMS_st;
 #[repr(C)]
 #[derive(Copy, Clone)]
@@ -9293,27 +5832,6 @@ pub union CUdevResource_st__bindgen_ty_1 {
     pub wq: CUdevWorkqueueResource,
     pub _oversize: [::core::ffi::c_uchar; 40usize],
 }
-#[allow(clippy::unnecessary_operation, clippy::identity_op)]
-const _: () = {
-    [
-        "Size of CUdevResource_st__bindgen_ty_1",
-    ][::core::mem::size_of::<CUdevResource_st__bindgen_ty_1>() - 40usize];
-    [
-        "Alignment of CUdevResource_st__bindgen_ty_1",
-    ][::core::mem::align_of::<CUdevResource_st__bindgen_ty_1>() - 4usize];
-    [
-        "Offset of field: CUdevResource_st__bindgen_ty_1::sm",
-    ][::core::mem::offset_of!(CUdevResource_st__bindgen_ty_1, sm) - 0usize];
-    [
-        "Offset of field: CUdevResource_st__bindgen_ty_1::wqConfig",
-    ][::core::mem::offset_of!(CUdevResource_st__bindgen_ty_1, wqConfig) - 0usize];
-    [
-        "Offset of field: CUdevResource_st__bindgen_ty_1::wq",
-    ][::core::mem::offset_of!(CUdevResource_st__bindgen_ty_1, wq) - 0usize];
-    [
-        "Offset of field: CUdevResource_st__bindgen_ty_1::_oversize",
-    ][::core::mem::offset_of!(CUdevResource_st__bindgen_ty_1, _oversize) - 0usize];
-};
 impl Default for CUdevResource_st__bindgen_ty_1 {
     fn default() -> Self {
         let mut s = ::core::mem::MaybeUninit::<Self>::uninit();
@@ -9323,22 +5841,6 @@ impl Default for CUdevResource_st__bindgen_ty_1 {
         }
     }
 }
-#[allow(clippy::unnecessary_operation, clippy::identity_op)]
-const _: () = {
-    ["Size of CUdevResource_st"][::core::mem::size_of::<CUdevResource_st>() - 144usize];
-    [
-        "Alignment of CUdevResource_st",
-    ][::core::mem::align_of::<CUdevResource_st>() - 8usize];
-    [
-        "Offset of field: CUdevResource_st::type_",
-    ][::core::mem::offset_of!(CUdevResource_st, type_) - 0usize];
-    [
-        "Offset of field: CUdevResource_st::_internal_padding",
-    ][::core::mem::offset_of!(CUdevResource_st, _internal_padding) - 4usize];
-    [
-        "Offset of field: CUdevResource_st::nextResource",
-    ][::core::mem::offset_of!(CUdevResource_st, nextResource) - 136usize];
-};
 impl Default for CUdevResource_st {
     fn default() -> Self {
         let mut s = ::core::mem::MaybeUninit::<Self>::uninit();
@@ -13412,14 +9914,6 @@ pub struct dim3 {
     pub y: ::core::ffi::c_uint,
     pub z: ::core::ffi::c_uint,
 }
-#[allow(clippy::unnecessary_operation, clippy::identity_op)]
-const _: () = {
-    ["Size of dim3"][::core::mem::size_of::<dim3>() - 12usize];
-    ["Alignment of dim3"][::core::mem::align_of::<dim3>() - 4usize];
-    ["Offset of field: dim3::x"][::core::mem::offset_of!(dim3, x) - 0usize];
-    ["Offset of field: dim3::y"][::core::mem::offset_of!(dim3, y) - 4usize];
-    ["Offset of field: dim3::z"][::core::mem::offset_of!(dim3, z) - 8usize];
-};
 impl cudaError {
     pub const cudaSuccess: cudaError = cudaError(0);
     pub const cudaErrorInvalidValue: cudaError = cudaError(1);
@@ -13724,30 +10218,6 @@ pub struct cudaChannelFormatDesc {
     pub w: ::core::ffi::c_int,
     pub f: cudaChannelFormatKind,
 }
-#[allow(clippy::unnecessary_operation, clippy::identity_op)]
-const _: () = {
-    [
-        "Size of cudaChannelFormatDesc",
-    ][::core::mem::size_of::<cudaChannelFormatDesc>() - 20usize];
-    [
-        "Alignment of cudaChannelFormatDesc",
-    ][::core::mem::align_of::<cudaChannelFormatDesc>() - 4usize];
-    [
-        "Offset of field: cudaChannelFormatDesc::x",
-    ][::core::mem::offset_of!(cudaChannelFormatDesc, x) - 0usize];
-    [
-        "Offset of field: cudaChannelFormatDesc::y",
-    ][::core::mem::offset_of!(cudaChannelFormatDesc, y) - 4usize];
-    [
-        "Offset of field: cudaChannelFormatDesc::z",
-    ][::core::mem::offset_of!(cudaChannelFormatDesc, z) - 8usize];
-    [
-        "Offset of field: cudaChannelFormatDesc::w",
-    ][::core::mem::offset_of!(cudaChannelFormatDesc, w) - 12usize];
-    [
-        "Offset of field: cudaChannelFormatDesc::f",
-    ][::core::mem::offset_of!(cudaChannelFormatDesc, f) - 16usize];
-};
 impl Default for cudaChannelFormatDesc {
     fn default() -> Self {
         let mut s = ::core::mem::MaybeUninit::<Self>::uninit();
@@ -13787,48 +10257,6 @@ pub struct cudaArraySparseProperties__bindgen_ty_1 {
     pub height: ::core::ffi::c_uint,
     pub depth: ::core::ffi::c_uint,
 }
-#[allow(clippy::unnecessary_operation, clippy::identity_op)]
-const _: () = {
-    [
-        "Size of cudaArraySparseProperties__bindgen_ty_1",
-    ][::core::mem::size_of::<cudaArraySparseProperties__bindgen_ty_1>() - 12usize];
-    [
-        "Alignment of cudaArraySparseProperties__bindgen_ty_1",
-    ][::core::mem::align_of::<cudaArraySparseProperties__bindgen_ty_1>() - 4usize];
-    [
-        "Offset of field: cudaArraySparseProperties__bindgen_ty_1::width",
-    ][::core::mem::offset_of!(cudaArraySparseProperties__bindgen_ty_1, width) - 0usize];
-    [
-        "Offset of field: cudaArraySparseProperties__bindgen_ty_1::height",
-    ][::core::mem::offset_of!(cudaArraySparseProperties__bindgen_ty_1, height) - 4usize];
-    [
-        "Offset of field: cudaArraySparseProperties__bindgen_ty_1::depth",
-    ][::core::mem::offset_of!(cudaArraySparseProperties__bindgen_ty_1, depth) - 8usize];
-};
-#[allow(clippy::unnecessary_operation, clippy::identity_op)]
-const _: () = {
-    [
-        "Size of cudaArraySparseProperties",
-    ][::core::mem::size_of::<cudaArraySparseProperties>() - 48usize];
-    [
-        "Alignment of cudaArraySparseProperties",
-    ][::core::mem::align_of::<cudaArraySparseProperties>() - 8usize];
-    [
-        "Offset of field: cudaArraySparseProperties::tileExtent",
-    ][::core::mem::offset_of!(cudaArraySparseProperties, tileExtent) - 0usize];
-    [
-        "Offset of field: cudaArraySparseProperties::miptailFirstLevel",
-    ][::core::mem::offset_of!(cudaArraySparseProperties, miptailFirstLevel) - 12usize];
-    [
-        "Offset of field: cudaArraySparseProperties::miptailSize",
-    ][::core::mem::offset_of!(cudaArraySparseProperties, miptailSize) - 16usize];
-    [
-        "Offset of field: cudaArraySparseProperties::flags",
-    ][::core::mem::offset_of!(cudaArraySparseProperties, flags) - 24usize];
-    [
-        "Offset of field: cudaArraySparseProperties::reserved",
-    ][::core::mem::offset_of!(cudaArraySparseProperties, reserved) - 28usize];
-};
 #[repr(C)]
 #[derive(Debug, Default, Copy, Clone, Hash, PartialEq, Eq)]
 pub struct cudaArrayMemoryRequirements {
@@ -13836,24 +10264,6 @@ pub struct cudaArrayMemoryRequirements {
     pub alignment: usize,
     pub reserved: [::core::ffi::c_uint; 4usize],
 }
-#[allow(clippy::unnecessary_operation, clippy::identity_op)]
-const _: () = {
-    [
-        "Size of cudaArrayMemoryRequirements",
-    ][::core::mem::size_of::<cudaArrayMemoryRequirements>() - 32usize];
-    [
-        "Alignment of cudaArrayMemoryRequirements",
-    ][::core::mem::align_of::<cudaArrayMemoryRequirements>() - 8usize];
-    [
-        "Offset of field: cudaArrayMemoryRequirements::size",
-    ][::core::mem::offset_of!(cudaArrayMemoryRequirements, size) - 0usize];
-    [
-        "Offset of field: cudaArrayMemoryRequirements::alignment",
-    ][::core::mem::offset_of!(cudaArrayMemoryRequirements, alignment) - 8usize];
-    [
-        "Offset of field: cudaArrayMemoryRequirements::reserved",
-    ][::core::mem::offset_of!(cudaArrayMemoryRequirements, reserved) - 16usize];
-};
 impl cudaMemoryType {
     pub const cudaMemoryTypeUnregistered: cudaMemoryType = cudaMemoryType(0);
     pub const cudaMemoryTypeHost: cudaMemoryType = cudaMemoryType(1);
@@ -13881,23 +10291,6 @@ pub struct cudaPitchedPtr {
     pub xsize: usize,
     pub ysize: usize,
 }
-#[allow(clippy::unnecessary_operation, clippy::identity_op)]
-const _: () = {
-    ["Size of cudaPitchedPtr"][::core::mem::size_of::<cudaPitchedPtr>() - 32usize];
-    ["Alignment of cudaPitchedPtr"][::core::mem::align_of::<cudaPitchedPtr>() - 8usize];
-    [
-        "Offset of field: cudaPitchedPtr::ptr",
-    ][::core::mem::offset_of!(cudaPitchedPtr, ptr) - 0usize];
-    [
-        "Offset of field: cudaPitchedPtr::pitch",
-    ][::core::mem::offset_of!(cudaPitchedPtr, pitch) - 8usize];
-    [
-        "Offset of field: cudaPitchedPtr::xsize",
-    ][::core::mem::offset_of!(cudaPitchedPtr, xsize) - 16usize];
-    [
-        "Offset of field: cudaPitchedPtr::ysize",
-    ][::core::mem::offset_of!(cudaPitchedPtr, ysize) - 24usize];
-};
 impl Default for cudaPitchedPtr {
     fn default() -> Self {
         let mut s = ::core::mem::MaybeUninit::<Self>::uninit();
@@ -13914,20 +10307,6 @@ pub struct cudaExtent {
     pub height: usize,
     pub depth: usize,
 }
-#[allow(clippy::unnecessary_operation, clippy::identity_op)]
-const _: () = {
-    ["Size of cudaExtent"][::core::mem::size_of::<cudaExtent>() - 24usize];
-    ["Alignment of cudaExtent"][::core::mem::align_of::<cudaExtent>() - 8usize];
-    [
-        "Offset of field: cudaExtent::width",
-    ][::core::mem::offset_of!(cudaExtent, width) - 0usize];
-    [
-        "Offset of field: cudaExtent::height",
-    ][::core::mem::offset_of!(cudaExtent, height) - 8usize];
-    [
-        "Offset of field: cudaExtent::depth",
-    ][::core::mem::offset_of!(cudaExtent, depth) - 16usize];
-};
 #[repr(C)]
 #[derive(Debug, Default, Copy, Clone, Hash, PartialEq, Eq)]
 pub struct cudaPos {
@@ -13935,14 +10314,6 @@ pub struct cudaPos {
     pub y: usize,
     pub z: usize,
 }
-#[allow(clippy::unnecessary_operation, clippy::identity_op)]
-const _: () = {
-    ["Size of cudaPos"][::core::mem::size_of::<cudaPos>() - 24usize];
-    ["Alignment of cudaPos"][::core::mem::align_of::<cudaPos>() - 8usize];
-    ["Offset of field: cudaPos::x"][::core::mem::offset_of!(cudaPos, x) - 0usize];
-    ["Offset of field: cudaPos::y"][::core::mem::offset_of!(cudaPos, y) - 8usize];
-    ["Offset of field: cudaPos::z"][::core::mem::offset_of!(cudaPos, z) - 16usize];
-};
 #[repr(C)]
 #[derive(Debug, Copy, Clone, Hash, PartialEq, Eq)]
 pub struct cudaMemcpy3DParms {
@@ -13955,39 +10326,6 @@ pub struct cudaMemcpy3DParms {
     pub extent: cudaExtent,
     pub kind: cudaMemcpyKind,
 }
-#[allow(clippy::unnecessary_operation, clippy::identity_op)]
-const _: () = {
-    [
-        "Size of cudaMemcpy3DParms",
-    ][::core::mem::size_of::<cudaMemcpy3DParms>() - 160usize];
-    [
-        "Alignment of cudaMemcpy3DParms",
-    ][::core::mem::align_of::<cudaMemcpy3DParms>() - 8usize];
-    [
-        "Offset of field: cudaMemcpy3DParms::srcArray",
-    ][::core::mem::offset_of!(cudaMemcpy3DParms, srcArray) - 0usize];
-    [
-        "Offset of field: cudaMemcpy3DParms::srcPos",
-    ][::core::mem::offset_of!(cudaMemcpy3DParms, srcPos) - 8usize];
-    [
-        "Offset of field: cudaMemcpy3DParms::srcPtr",
-    ][::core::mem::offset_of!(cudaMemcpy3DParms, srcPtr) - 32usize];
-    [
-        "Offset of field: cudaMemcpy3DParms::dstArray",
-    ][::core::mem::offset_of!(cudaMemcpy3DParms, dstArray) - 64usize];
-    [
-        "Offset of field: cudaMemcpy3DParms::dstPos",
-    ][::core::mem::offset_of!(cudaMemcpy3DParms, dstPos) - 72usize];
-    [
-        "Offset of field: cudaMemcpy3DParms::dstPtr",
-    ][::core::mem::offset_of!(cudaMemcpy3DParms, dstPtr) - 96usize];
-    [
-        "Offset of field: cudaMemcpy3DParms::extent",
-    ][::core::mem::offset_of!(cudaMemcpy3DParms, extent) - 128usize];
-    [
-        "Offset of field: cudaMemcpy3DParms::kind",
-    ][::core::mem::offset_of!(cudaMemcpy3DParms, kind) - 152usize];
-};
 impl Default for cudaMemcpy3DParms {
     fn default() -> Self {
         let mut s = ::core::mem::MaybeUninit::<Self>::uninit();
@@ -14005,27 +10343,6 @@ pub struct cudaMemcpyNodeParams {
     pub ctx: cudaExecutionContext_t,
     pub copyParams: cudaMemcpy3DParms,
 }
-#[allow(clippy::unnecessary_operation, clippy::identity_op)]
-const _: () = {
-    [
-        "Size of cudaMemcpyNodeParams",
-    ][::core::mem::size_of::<cudaMemcpyNodeParams>() - 176usize];
-    [
-        "Alignment of cudaMemcpyNodeParams",
-    ][::core::mem::align_of::<cudaMemcpyNodeParams>() - 8usize];
-    [
-        "Offset of field: cudaMemcpyNodeParams::flags",
-    ][::core::mem::offset_of!(cudaMemcpyNodeParams, flags) - 0usize];
-    [
-        "Offset of field: cudaMemcpyNodeParams::reserved",
-    ][::core::mem::offset_of!(cudaMemcpyNodeParams, reserved) - 4usize];
-    [
-        "Offset of field: cudaMemcpyNodeParams::ctx",
-    ][::core::mem::offset_of!(cudaMemcpyNodeParams, ctx) - 8usize];
-    [
-        "Offset of field: cudaMemcpyNodeParams::copyParams",
-    ][::core::mem::offset_of!(cudaMemcpyNodeParams, copyParams) - 16usize];
-};
 impl Default for cudaMemcpyNodeParams {
     fn default() -> Self {
         let mut s = ::core::mem::MaybeUninit::<Self>::uninit();
@@ -14048,42 +10365,6 @@ pub struct cudaMemcpy3DPeerParms {
     pub dstDevice: ::core::ffi::c_int,
     pub extent: cudaExtent,
 }
-#[allow(clippy::unnecessary_operation, clippy::identity_op)]
-const _: () = {
-    [
-        "Size of cudaMemcpy3DPeerParms",
-    ][::core::mem::size_of::<cudaMemcpy3DPeerParms>() - 168usize];
-    [
-        "Alignment of cudaMemcpy3DPeerParms",
-    ][::core::mem::align_of::<cudaMemcpy3DPeerParms>() - 8usize];
-    [
-        "Offset of field: cudaMemcpy3DPeerParms::srcArray",
-    ][::core::mem::offset_of!(cudaMemcpy3DPeerParms, srcArray) - 0usize];
-    [
-        "Offset of field: cudaMemcpy3DPeerParms::srcPos",
-    ][::core::mem::offset_of!(cudaMemcpy3DPeerParms, srcPos) - 8usize];
-    [
-        "Offset of field: cudaMemcpy3DPeerParms::srcPtr",
-    ][::core::mem::offset_of!(cudaMemcpy3DPeerParms, srcPtr) - 32usize];
-    [
-        "Offset of field: cudaMemcpy3DPeerParms::srcDevice",
-    ][::core::mem::offset_of!(cudaMemcpy3DPeerParms, srcDevice) - 64usize];
-    [
-        "Offset of field: cudaMemcpy3DPeerParms::dstArray",
-    ][::core::mem::offset_of!(cudaMemcpy3DPeerParms, dstArray) - 72usize];
-    [
-        "Offset of field: cudaMemcpy3DPeerParms::dstPos",
-    ][::core::mem::offset_of!(cudaMemcpy3DPeerParms, dstPos) - 80usize];
-    [
-        "Offset of field: cudaMemcpy3DPeerParms::dstPtr",
-    ][::core::mem::offset_of!(cudaMemcpy3DPeerParms, dstPtr) - 104usize];
-    [
-        "Offset of field: cudaMemcpy3DPeerParms::dstDevice",
-    ][::core::mem::offset_of!(cudaMemcpy3DPeerParms, dstDevice) - 136usize];
-    [
-        "Offset of field: cudaMemcpy3DPeerParms::extent",
-    ][::core::mem::offset_of!(cudaMemcpy3DPeerParms, extent) - 144usize];
-};
 impl Default for cudaMemcpy3DPeerParms {
     fn default() -> Self {
         let mut s = ::core::mem::MaybeUninit::<Self>::uninit();
@@ -14103,31 +10384,6 @@ pub struct cudaMemsetParams {
     pub width: usize,
     pub height: usize,
 }
-#[allow(clippy::unnecessary_operation, clippy::identity_op)]
-const _: () = {
-    ["Size of cudaMemsetParams"][::core::mem::size_of::<cudaMemsetParams>() - 40usize];
-    [
-        "Alignment of cudaMemsetParams",
-    ][::core::mem::align_of::<cudaMemsetParams>() - 8usize];
-    [
-        "Offset of field: cudaMemsetParams::dst",
-    ][::core::mem::offset_of!(cudaMemsetParams, dst) - 0usize];
-    [
-        "Offset of field: cudaMemsetParams::pitch",
-    ][::core::mem::offset_of!(cudaMemsetParams, pitch) - 8usize];
-    [
-        "Offset of field: cudaMemsetParams::value",
-    ][::core::mem::offset_of!(cudaMemsetParams, value) - 16usize];
-    [
-        "Offset of field: cudaMemsetParams::elementSize",
-    ][::core::mem::offset_of!(cudaMemsetParams, elementSize) - 20usize];
-    [
-        "Offset of field: cudaMemsetParams::width",
-    ][::core::mem::offset_of!(cudaMemsetParams, width) - 24usize];
-    [
-        "Offset of field: cudaMemsetParams::height",
-    ][::core::mem::offset_of!(cudaMemsetParams, height) - 32usize];
-};
 impl Default for cudaMemsetParams {
     fn default() -> Self {
         let mut s = ::core::mem::MaybeUninit::<Self>::uninit();
@@ -14148,36 +10404,6 @@ pub struct cudaMemsetParamsV2 {
     pub height: usize,
     pub ctx: cudaExecutionContext_t,
 }
-#[allow(clippy::unnecessary_operation, clippy::identity_op)]
-const _: () = {
-    [
-        "Size of cudaMemsetParamsV2",
-    ][::core::mem::size_of::<cudaMemsetParamsV2>() - 48usize];
-    [
-        "Alignment of cudaMemsetParamsV2",
-    ][::core::mem::align_of::<cudaMemsetParamsV2>() - 8usize];
-    [
-        "Offset of field: cudaMemsetParamsV2::dst",
-    ][::core::mem::offset_of!(cudaMemsetParamsV2, dst) - 0usize];
-    [
-        "Offset of field: cudaMemsetParamsV2::pitch",
-    ][::core::mem::offset_of!(cudaMemsetParamsV2, pitch) - 8usize];
-    [
-        "Offset of field: cudaMemsetParamsV2::value",
-    ][::core::mem::offset_of!(cudaMemsetParamsV2, value) - 16usize];
-    [
-        "Offset of field: cudaMemsetParamsV2::elementSize",
-    ][::core::mem::offset_of!(cudaMemsetParamsV2, elementSize) - 20usize];
-    [
-        "Offset of field: cudaMemsetParamsV2::width",
-    ][::core::mem::offset_of!(cudaMemsetParamsV2, width) - 24usize];
-    [
-        "Offset of field: cudaMemsetParamsV2::height",
-    ][::core::mem::offset_of!(cudaMemsetParamsV2, height) - 32usize];
-    [
-        "Offset of field: cudaMemsetParamsV2::ctx",
-    ][::core::mem::offset_of!(cudaMemsetParamsV2, ctx) - 40usize];
-};
 impl Default for cudaMemsetParamsV2 {
     fn default() -> Self {
         let mut s = ::core::mem::MaybeUninit::<Self>::uninit();
@@ -14204,30 +10430,6 @@ pub struct cudaAccessPolicyWindow {
     pub hitProp: cudaAccessProperty,
     pub missProp: cudaAccessProperty,
 }
-#[allow(clippy::unnecessary_operation, clippy::identity_op)]
-const _: () = {
-    [
-        "Size of cudaAccessPolicyWindow",
-    ][::core::mem::size_of::<cudaAccessPolicyWindow>() - 32usize];
-    [
-        "Alignment of cudaAccessPolicyWindow",
-    ][::core::mem::align_of::<cudaAccessPolicyWindow>() - 8usize];
-    [
-        "Offset of field: cudaAccessPolicyWindow::base_ptr",
-    ][::core::mem::offset_of!(cudaAccessPolicyWindow, base_ptr) - 0usize];
-    [
-        "Offset of field: cudaAccessPolicyWindow::num_bytes",
-    ][::core::mem::offset_of!(cudaAccessPolicyWindow, num_bytes) - 8usize];
-    [
-        "Offset of field: cudaAccessPolicyWindow::hitRatio",
-    ][::core::mem::offset_of!(cudaAccessPolicyWindow, hitRatio) - 16usize];
-    [
-        "Offset of field: cudaAccessPolicyWindow::hitProp",
-    ][::core::mem::offset_of!(cudaAccessPolicyWindow, hitProp) - 20usize];
-    [
-        "Offset of field: cudaAccessPolicyWindow::missProp",
-    ][::core::mem::offset_of!(cudaAccessPolicyWindow, missProp) - 24usize];
-};
 impl Default for cudaAccessPolicyWindow {
     fn default() -> Self {
         let mut s = ::core::mem::MaybeUninit::<Self>::uninit();
@@ -14246,21 +10448,6 @@ pub struct cudaHostNodeParams {
     pub fn_: cudaHostFn_t,
     pub userData: *mut ::core::ffi::c_void,
 }
-#[allow(clippy::unnecessary_operation, clippy::identity_op)]
-const _: () = {
-    [
-        "Size of cudaHostNodeParams",
-    ][::core::mem::size_of::<cudaHostNodeParams>() - 16usize];
-    [
-        "Alignment of cudaHostNodeParams",
-    ][::core::mem::align_of::<cudaHostNodeParams>() - 8usize];
-    [
-        "Offset of field: cudaHostNodeParams::fn_",
-    ][::core::mem::offset_of!(cudaHostNodeParams, fn_) - 0usize];
-    [
-        "Offset of field: cudaHostNodeParams::userData",
-    ][::core::mem::offset_of!(cudaHostNodeParams, userData) - 8usize];
-};
 impl Default for cudaHostNodeParams {
     fn default() -> Self {
         let mut s = ::core::mem::MaybeUninit::<Self>::uninit();
@@ -14278,27 +10465,6 @@ pub struct cudaHostNodeParamsV2 {
     pub syncMode: ::core::ffi::c_uint,
     pub ctx: cudaExecutionContext_t,
 }
-#[allow(clippy::unnecessary_operation, clippy::identity_op)]
-const _: () = {
-    [
-        "Size of cudaHostNodeParamsV2",
-    ][::core::mem::size_of::<cudaHostNodeParamsV2>() - 32usize];
-    [
-        "Alignment of cudaHostNodeParamsV2",
-    ][::core::mem::align_of::<cudaHostNodeParamsV2>() - 8usize];
-    [
-        "Offset of field: cudaHostNodeParamsV2::fn_",
-    ][::core::mem::offset_of!(cudaHostNodeParamsV2, fn_) - 0usize];
-    [
-        "Offset of field: cudaHostNodeParamsV2::userData",
-    ][::core::mem::offset_of!(cudaHostNodeParamsV2, userData) - 8usize];
-    [
-        "Offset of field: cudaHostNodeParamsV2::syncMode",
-    ][::core::mem::offset_of!(cudaHostNodeParamsV2, syncMode) - 16usize];
-    [
-        "Offset of field: cudaHostNodeParamsV2::ctx",
-    ][::core::mem::offset_of!(cudaHostNodeParamsV2, ctx) - 24usize];
-};
 impl Default for cudaHostNodeParamsV2 {
     fn default() -> Self {
         let mut s = ::core::mem::MaybeUninit::<Self>::uninit();
@@ -14616,19 +10782,6 @@ pub union cudaResourceDesc__bindgen_ty_1 {
 pub struct cudaResourceDesc__bindgen_ty_1__bindgen_ty_1 {
     pub array: cudaArray_t,
 }
-#[allow(clippy::unnecessary_operation, clippy::identity_op)]
-const _: () = {
-    [
-        "Size of cudaResourceDesc__bindgen_ty_1__bindgen_ty_1",
-    ][::core::mem::size_of::<cudaResourceDesc__bindgen_ty_1__bindgen_ty_1>() - 8usize];
-    [
-        "Alignment of cudaResourceDesc__bindgen_ty_1__bindgen_ty_1",
-    ][::core::mem::align_of::<cudaResourceDesc__bindgen_ty_1__bindgen_ty_1>() - 8usize];
-    [
-        "Offset of field: cudaResourceDesc__bindgen_ty_1__bindgen_ty_1::array",
-    ][::core::mem::offset_of!(cudaResourceDesc__bindgen_ty_1__bindgen_ty_1, array)
-        - 0usize];
-};
 impl Default for cudaResourceDesc__bindgen_ty_1__bindgen_ty_1 {
     fn default() -> Self {
         let mut s = ::core::mem::MaybeUninit::<Self>::uninit();
@@ -14643,19 +10796,6 @@ impl Default for cudaResourceDesc__bindgen_ty_1__bindgen_ty_1 {
 pub struct cudaResourceDesc__bindgen_ty_1__bindgen_ty_2 {
     pub mipmap: cudaMipmappedArray_t,
 }
-#[allow(clippy::unnecessary_operation, clippy::identity_op)]
-const _: () = {
-    [
-        "Size of cudaResourceDesc__bindgen_ty_1__bindgen_ty_2",
-    ][::core::mem::size_of::<cudaResourceDesc__bindgen_ty_1__bindgen_ty_2>() - 8usize];
-    [
-        "Alignment of cudaResourceDesc__bindgen_ty_1__bindgen_ty_2",
-    ][::core::mem::align_of::<cudaResourceDesc__bindgen_ty_1__bindgen_ty_2>() - 8usize];
-    [
-        "Offset of field: cudaResourceDesc__bindgen_ty_1__bindgen_ty_2::mipmap",
-    ][::core::mem::offset_of!(cudaResourceDesc__bindgen_ty_1__bindgen_ty_2, mipmap)
-        - 0usize];
-};
 impl Default for cudaResourceDesc__bindgen_ty_1__bindgen_ty_2 {
     fn default() -> Self {
         let mut s = ::core::mem::MaybeUninit::<Self>::uninit();
@@ -14672,27 +10812,6 @@ pub struct cudaResourceDesc__bindgen_ty_1__bindgen_ty_3 {
     pub desc: cudaChannelFormatDesc,
     pub sizeInBytes: usize,
 }
-#[allow(clippy::unnecessary_operation, clippy::identity_op)]
-const _: () = {
-    [
-        "Size of cudaResourceDesc__bindgen_ty_1__bindgen_ty_3",
-    ][::core::mem::size_of::<cudaResourceDesc__bindgen_ty_1__bindgen_ty_3>() - 40usize];
-    [
-        "Alignment of cudaResourceDesc__bindgen_ty_1__bindgen_ty_3",
-    ][::core::mem::align_of::<cudaResourceDesc__bindgen_ty_1__bindgen_ty_3>() - 8usize];
-    [
-        "Offset of field: cudaResourceDesc__bindgen_ty_1__bindgen_ty_3::devPtr",
-    ][::core::mem::offset_of!(cudaResourceDesc__bindgen_ty_1__bindgen_ty_3, devPtr)
-        - 0usize];
-    [
-        "Offset of field: cudaResourceDesc__bindgen_ty_1__bindgen_ty_3::desc",
-    ][::core::mem::offset_of!(cudaResourceDesc__bindgen_ty_1__bindgen_ty_3, desc)
-        - 8usize];
-    [
-        "Offset of field: cudaResourceDesc__bindgen_ty_1__bindgen_ty_3::sizeInBytes",
-    ][::core::mem::offset_of!(cudaResourceDesc__bindgen_ty_1__bindgen_ty_3, sizeInBytes)
-        - 32usize];
-};
 impl Default for cudaResourceDesc__bindgen_ty_1__bindgen_ty_3 {
     fn default() -> Self {
         let mut s = ::core::mem::MaybeUninit::<Self>::uninit();
@@ -14711,35 +10830,6 @@ pub struct cudaResourceDesc__bindgen_ty_1__bindgen_ty_4 {
     pub height: usize,
     pub pitchInBytes: usize,
 }
-#[allow(clippy::unnecessary_operation, clippy::identity_op)]
-const _: () = {
-    [
-        "Size of cudaResourceDesc__bindgen_ty_1__bindgen_ty_4",
-    ][::core::mem::size_of::<cudaResourceDesc__bindgen_ty_1__bindgen_ty_4>() - 56usize];
-    [
-        "Alignment of cudaResourceDesc__bindgen_ty_1__bindgen_ty_4",
-    ][::core::mem::align_of::<cudaResourceDesc__bindgen_ty_1__bindgen_ty_4>() - 8usize];
-    [
-        "Offset of field: cudaResourceDesc__bindgen_ty_1__bindgen_ty_4::devPtr",
-    ][::core::mem::offset_of!(cudaResourceDesc__bindgen_ty_1__bindgen_ty_4, devPtr)
-        - 0usize];
-    [
-        "Offset of field: cudaResourceDesc__bindgen_ty_1__bindgen_ty_4::desc",
-    ][::core::mem::offset_of!(cudaResourceDesc__bindgen_ty_1__bindgen_ty_4, desc)
-        - 8usize];
-    [
-        "Offset of field: cudaResourceDesc__bindgen_ty_1__bindgen_ty_4::width",
-    ][::core::mem::offset_of!(cudaResourceDesc__bindgen_ty_1__bindgen_ty_4, width)
-        - 32usize];
-    [
-        "Offset of field: cudaResourceDesc__bindgen_ty_1__bindgen_ty_4::height",
-    ][::core::mem::offset_of!(cudaResourceDesc__bindgen_ty_1__bindgen_ty_4, height)
-        - 40usize];
-    [
-        "Offset of field: cudaResourceDesc__bindgen_ty_1__bindgen_ty_4::pitchInBytes",
-    ][::core::mem::offset_of!(cudaResourceDesc__bindgen_ty_1__bindgen_ty_4, pitchInBytes)
-        - 48usize];
-};
 impl Default for cudaResourceDesc__bindgen_ty_1__bindgen_ty_4 {
     fn default() -> Self {
         let mut s = ::core::mem::MaybeUninit::<Self>::uninit();
@@ -14754,43 +10844,6 @@ impl Default for cudaResourceDesc__bindgen_ty_1__bindgen_ty_4 {
 pub struct cudaResourceDesc__bindgen_ty_1__bindgen_ty_5 {
     pub reserved: [::core::ffi::c_int; 32usize],
 }
-#[allow(clippy::unnecessary_operation, clippy::identity_op)]
-const _: () = {
-    [
-        "Size of cudaResourceDesc__bindgen_ty_1__bindgen_ty_5",
-    ][::core::mem::size_of::<cudaResourceDesc__bindgen_ty_1__bindgen_ty_5>() - 128usize];
-    [
-        "Alignment of cudaResourceDesc__bindgen_ty_1__bindgen_ty_5",
-    ][::core::mem::align_of::<cudaResourceDesc__bindgen_ty_1__bindgen_ty_5>() - 4usize];
-    [
-        "Offset of field: cudaResourceDesc__bindgen_ty_1__bindgen_ty_5::reserved",
-    ][::core::mem::offset_of!(cudaResourceDesc__bindgen_ty_1__bindgen_ty_5, reserved)
-        - 0usize];
-};
-#[allow(clippy::unnecessary_operation, clippy::identity_op)]
-const _: () = {
-    [
-        "Size of cudaResourceDesc__bindgen_ty_1",
-    ][::core::mem::size_of::<cudaResourceDesc__bindgen_ty_1>() - 128usize];
-    [
-        "Alignment of cudaResourceDesc__bindgen_ty_1",
-    ][::core::mem::align_of::<cudaResourceDesc__bindgen_ty_1>() - 8usize];
-    [
-        "Offset of field: cudaResourceDesc__bindgen_ty_1::array",
-    ][::core::mem::offset_of!(cudaResourceDesc__bindgen_ty_1, array) - 0usize];
-    [
-        "Offset of field: cudaResourceDesc__bindgen_ty_1::mipmap",
-    ][::core::mem::offset_of!(cudaResourceDesc__bindgen_ty_1, mipmap) - 0usize];
-    [
-        "Offset of field: cudaResourceDesc__bindgen_ty_1::linear",
-    ][::core::mem::offset_of!(cudaResourceDesc__bindgen_ty_1, linear) - 0usize];
-    [
-        "Offset of field: cudaResourceDesc__bindgen_ty_1::pitch2D",
-    ][::core::mem::offset_of!(cudaResourceDesc__bindgen_ty_1, pitch2D) - 0usize];
-    [
-        "Offset of field: cudaResourceDesc__bindgen_ty_1::reserved",
-    ][::core::mem::offset_of!(cudaResourceDesc__bindgen_ty_1, reserved) - 0usize];
-};
 impl Default for cudaResourceDesc__bindgen_ty_1 {
     fn default() -> Self {
         let mut s = ::core::mem::MaybeUninit::<Self>::uninit();
@@ -14800,22 +10853,6 @@ impl Default for cudaResourceDesc__bindgen_ty_1 {
         }
     }
 }
-#[allow(clippy::unnecessary_operation, clippy::identity_op)]
-const _: () = {
-    ["Size of cudaResourceDesc"][::core::mem::size_of::<cudaResourceDesc>() - 144usize];
-    [
-        "Alignment of cudaResourceDesc",
-    ][::core::mem::align_of::<cudaResourceDesc>() - 8usize];
-    [
-        "Offset of field: cudaResourceDesc::resType",
-    ][::core::mem::offset_of!(cudaResourceDesc, resType) - 0usize];
-    [
-        "Offset of field: cudaResourceDesc::res",
-    ][::core::mem::offset_of!(cudaResourceDesc, res) - 8usize];
-    [
-        "Offset of field: cudaResourceDesc::flags",
-    ][::core::mem::offset_of!(cudaResourceDesc, flags) - 136usize];
-};
 impl Default for cudaResourceDesc {
     fn default() -> Self {
         let mut s = ::core::mem::MaybeUninit::<Self>::uninit();
@@ -14838,42 +10875,6 @@ pub struct cudaResourceViewDesc {
     pub lastLayer: ::core::ffi::c_uint,
     pub reserved: [::core::ffi::c_uint; 16usize],
 }
-#[allow(clippy::unnecessary_operation, clippy::identity_op)]
-const _: () = {
-    [
-        "Size of cudaResourceViewDesc",
-    ][::core::mem::size_of::<cudaResourceViewDesc>() - 112usize];
-    [
-        "Alignment of cudaResourceViewDesc",
-    ][::core::mem::align_of::<cudaResourceViewDesc>() - 8usize];
-    [
-        "Offset of field: cudaResourceViewDesc::format",
-    ][::core::mem::offset_of!(cudaResourceViewDesc, format) - 0usize];
-    [
-        "Offset of field: cudaResourceViewDesc::width",
-    ][::core::mem::offset_of!(cudaResourceViewDesc, width) - 8usize];
-    [
-        "Offset of field: cudaResourceViewDesc::height",
-    ][::core::mem::offset_of!(cudaResourceViewDesc, height) - 16usize];
-    [
-        "Offset of field: cudaResourceViewDesc::depth",
-    ][::core::mem::offset_of!(cudaResourceViewDesc, depth) - 24usize];
-    [
-        "Offset of field: cudaResourceViewDesc::firstMipmapLevel",
-    ][::core::mem::offset_of!(cudaResourceViewDesc, firstMipmapLevel) - 32usize];
-    [
-        "Offset of field: cudaResourceViewDesc::lastMipmapLevel",
-    ][::core::mem::offset_of!(cudaResourceViewDesc, lastMipmapLevel) - 36usize];
-    [
-        "Offset of field: cudaResourceViewDesc::firstLayer",
-    ][::core::mem::offset_of!(cudaResourceViewDesc, firstLayer) - 40usize];
-    [
-        "Offset of field: cudaResourceViewDesc::lastLayer",
-    ][::core::mem::offset_of!(cudaResourceViewDesc, lastLayer) - 44usize];
-    [
-        "Offset of field: cudaResourceViewDesc::reserved",
-    ][::core::mem::offset_of!(cudaResourceViewDesc, reserved) - 48usize];
-};
 impl Default for cudaResourceViewDesc {
     fn default() -> Self {
         let mut s = ::core::mem::MaybeUninit::<Self>::uninit();
@@ -14919,40 +10920,6 @@ pub union cudaPointerAttributes__bindgen_ty_1 {
     pub localityDomainOrdinal: ::core::ffi::c_int,
     pub unused: ::core::ffi::c_long,
 }
-#[allow(clippy::unnecessary_operation, clippy::identity_op)]
-#[cfg(not(windows))]
-const _: () = {
-    [
-        "Size of cudaPointerAttributes__bindgen_ty_1",
-    ][::core::mem::size_of::<cudaPointerAttributes__bindgen_ty_1>() - 8usize];
-    [
-        "Alignment of cudaPointerAttributes__bindgen_ty_1",
-    ][::core::mem::align_of::<cudaPointerAttributes__bindgen_ty_1>() - 8usize];
-    [
-        "Offset of field: cudaPointerAttributes__bindgen_ty_1::localityDomainOrdinal",
-    ][::core::mem::offset_of!(cudaPointerAttributes__bindgen_ty_1, localityDomainOrdinal)
-        - 0usize];
-    [
-        "Offset of field: cudaPointerAttributes__bindgen_ty_1::unused",
-    ][::core::mem::offset_of!(cudaPointerAttributes__bindgen_ty_1, unused) - 0usize];
-};
-#[allow(clippy::unnecessary_operation, clippy::identity_op)]
-#[cfg(windows)]
-const _: () = {
-    [
-        "Size of cudaPointerAttributes__bindgen_ty_1",
-    ][::core::mem::size_of::<cudaPointerAttributes__bindgen_ty_1>() - 4usize];
-    [
-        "Alignment of cudaPointerAttributes__bindgen_ty_1",
-    ][::core::mem::align_of::<cudaPointerAttributes__bindgen_ty_1>() - 4usize];
-    [
-        "Offset of field: cudaPointerAttributes__bindgen_ty_1::localityDomainOrdinal",
-    ][::core::mem::offset_of!(cudaPointerAttributes__bindgen_ty_1, localityDomainOrdinal)
-        - 0usize];
-    [
-        "Offset of field: cudaPointerAttributes__bindgen_ty_1::unused",
-    ][::core::mem::offset_of!(cudaPointerAttributes__bindgen_ty_1, unused) - 0usize];
-};
 impl Default for cudaPointerAttributes__bindgen_ty_1 {
     fn default() -> Self {
         let mut s = ::core::mem::MaybeUninit::<Self>::uninit();
@@ -14962,56 +10929,6 @@ impl Default for cudaPointerAttributes__bindgen_ty_1 {
         }
     }
 }
-#[allow(clippy::unnecessary_operation, clippy::identity_op)]
-#[cfg(not(windows))]
-const _: () = {
-    [
-        "Size of cudaPointerAttributes",
-    ][::core::mem::size_of::<cudaPointerAttributes>() - 88usize];
-    [
-        "Alignment of cudaPointerAttributes",
-    ][::core::mem::align_of::<cudaPointerAttributes>() - 8usize];
-    [
-        "Offset of field: cudaPointerAttributes::type_",
-    ][::core::mem::offset_of!(cudaPointerAttributes, type_) - 0usize];
-    [
-        "Offset of field: cudaPointerAttributes::device",
-    ][::core::mem::offset_of!(cudaPointerAttributes, device) - 4usize];
-    [
-        "Offset of field: cudaPointerAttributes::devicePointer",
-    ][::core::mem::offset_of!(cudaPointerAttributes, devicePointer) - 8usize];
-    [
-        "Offset of field: cudaPointerAttributes::hostPointer",
-    ][::core::mem::offset_of!(cudaPointerAttributes, hostPointer) - 16usize];
-    [
-        "Offset of field: cudaPointerAttributes::reserved",
-    ][::core::mem::offset_of!(cudaPointerAttributes, reserved) - 32usize];
-};
-#[allow(clippy::unnecessary_operation, clippy::identity_op)]
-#[cfg(windows)]
-const _: () = {
-    [
-        "Size of cudaPointerAttributes",
-    ][::core::mem::size_of::<cudaPointerAttributes>() - 56usize];
-    [
-        "Alignment of cudaPointerAttributes",
-    ][::core::mem::align_of::<cudaPointerAttributes>() - 8usize];
-    [
-        "Offset of field: cudaPointerAttributes::type_",
-    ][::core::mem::offset_of!(cudaPointerAttributes, type_) - 0usize];
-    [
-        "Offset of field: cudaPointerAttributes::device",
-    ][::core::mem::offset_of!(cudaPointerAttributes, device) - 4usize];
-    [
-        "Offset of field: cudaPointerAttributes::devicePointer",
-    ][::core::mem::offset_of!(cudaPointerAttributes, devicePointer) - 8usize];
-    [
-        "Offset of field: cudaPointerAttributes::hostPointer",
-    ][::core::mem::offset_of!(cudaPointerAttributes, hostPointer) - 16usize];
-    [
-        "Offset of field: cudaPointerAttributes::reserved",
-    ][::core::mem::offset_of!(cudaPointerAttributes, reserved) - 28usize];
-};
 impl Default for cudaPointerAttributes {
     fn default() -> Self {
         let mut s = ::core::mem::MaybeUninit::<Self>::uninit();
@@ -15044,74 +10961,6 @@ pub struct cudaFuncAttributes {
     pub sharedMemoryMode: cudaSharedMemoryMode,
     pub reserved: [::core::ffi::c_int; 14usize],
 }
-#[allow(clippy::unnecessary_operation, clippy::identity_op)]
-const _: () = {
-    [
-        "Size of cudaFuncAttributes",
-    ][::core::mem::size_of::<cudaFuncAttributes>() - 144usize];
-    [
-        "Alignment of cudaFuncAttributes",
-    ][::core::mem::align_of::<cudaFuncAttributes>() - 8usize];
-    [
-        "Offset of field: cudaFuncAttributes::sharedSizeBytes",
-    ][::core::mem::offset_of!(cudaFuncAttributes, sharedSizeBytes) - 0usize];
-    [
-        "Offset of field: cudaFuncAttributes::constSizeBytes",
-    ][::core::mem::offset_of!(cudaFuncAttributes, constSizeBytes) - 8usize];
-    [
-        "Offset of field: cudaFuncAttributes::localSizeBytes",
-    ][::core::mem::offset_of!(cudaFuncAttributes, localSizeBytes) - 16usize];
-    [
-        "Offset of field: cudaFuncAttributes::maxThreadsPerBlock",
-    ][::core::mem::offset_of!(cudaFuncAttributes, maxThreadsPerBlock) - 24usize];
-    [
-        "Offset of field: cudaFuncAttributes::numRegs",
-    ][::core::mem::offset_of!(cudaFuncAttributes, numRegs) - 28usize];
-    [
-        "Offset of field: cudaFuncAttributes::ptxVersion",
-    ][::core::mem::offset_of!(cudaFuncAttributes, ptxVersion) - 32usize];
-    [
-        "Offset of field: cudaFuncAttributes::binaryVersion",
-    ][::core::mem::offset_of!(cudaFuncAttributes, binaryVersion) - 36usize];
-    [
-        "Offset of field: cudaFuncAttributes::cacheModeCA",
-    ][::core::mem::offset_of!(cudaFuncAttributes, cacheModeCA) - 40usize];
-    [
-        "Offset of field: cudaFuncAttributes::maxDynamicSharedSizeBytes",
-    ][::core::mem::offset_of!(cudaFuncAttributes, maxDynamicSharedSizeBytes) - 44usize];
-    [
-        "Offset of field: cudaFuncAttributes::preferredShmemCarveout",
-    ][::core::mem::offset_of!(cudaFuncAttributes, preferredShmemCarveout) - 48usize];
-    [
-        "Offset of field: cudaFuncAttributes::clusterDimMustBeSet",
-    ][::core::mem::offset_of!(cudaFuncAttributes, clusterDimMustBeSet) - 52usize];
-    [
-        "Offset of field: cudaFuncAttributes::requiredClusterWidth",
-    ][::core::mem::offset_of!(cudaFuncAttributes, requiredClusterWidth) - 56usize];
-    [
-        "Offset of field: cudaFuncAttributes::requiredClusterHeight",
-    ][::core::mem::offset_of!(cudaFuncAttributes, requiredClusterHeight) - 60usize];
-    [
-        "Offset of field: cudaFuncAttributes::requiredClusterDepth",
-    ][::core::mem::offset_of!(cudaFuncAttributes, requiredClusterDepth) - 64usize];
-    [
-        "Offset of field: cudaFuncAttributes::clusterSchedulingPolicyPreference",
-    ][::core::mem::offset_of!(cudaFuncAttributes, clusterSchedulingPolicyPreference)
-        - 68usize];
-    [
-        "Offset of field: cudaFuncAttributes::nonPortableClusterSizeAllowed",
-    ][::core::mem::offset_of!(cudaFuncAttributes, nonPortableClusterSizeAllowed)
-        - 72usize];
-    [
-        "Offset of field: cudaFuncAttributes::deviceNodeUpdateStatus",
-    ][::core::mem::offset_of!(cudaFuncAttributes, deviceNodeUpdateStatus) - 76usize];
-    [
-        "Offset of field: cudaFuncAttributes::sharedMemoryMode",
-    ][::core::mem::offset_of!(cudaFuncAttributes, sharedMemoryMode) - 80usize];
-    [
-        "Offset of field: cudaFuncAttributes::reserved",
-    ][::core::mem::offset_of!(cudaFuncAttributes, reserved) - 84usize];
-};
 impl Default for cudaFuncAttributes {
     fn default() -> Self {
         let mut s = ::core::mem::MaybeUninit::<Self>::uninit();
@@ -15555,39 +11404,6 @@ pub struct cudaMemLocation__bindgen_ty_1__bindgen_ty_1 {
     pub deviceId: ::core::ffi::c_uchar,
     pub localityDomainId: ::core::ffi::c_uchar,
 }
-#[allow(clippy::unnecessary_operation, clippy::identity_op)]
-const _: () = {
-    [
-        "Size of cudaMemLocation__bindgen_ty_1__bindgen_ty_1",
-    ][::core::mem::size_of::<cudaMemLocation__bindgen_ty_1__bindgen_ty_1>() - 2usize];
-    [
-        "Alignment of cudaMemLocation__bindgen_ty_1__bindgen_ty_1",
-    ][::core::mem::align_of::<cudaMemLocation__bindgen_ty_1__bindgen_ty_1>() - 1usize];
-    [
-        "Offset of field: cudaMemLocation__bindgen_ty_1__bindgen_ty_1::deviceId",
-    ][::core::mem::offset_of!(cudaMemLocation__bindgen_ty_1__bindgen_ty_1, deviceId)
-        - 0usize];
-    [
-        "Offset of field: cudaMemLocation__bindgen_ty_1__bindgen_ty_1::localityDomainId",
-    ][::core::mem::offset_of!(
-        cudaMemLocation__bindgen_ty_1__bindgen_ty_1, localityDomainId
-    ) - 1usize];
-};
-#[allow(clippy::unnecessary_operation, clippy::identity_op)]
-const _: () = {
-    [
-        "Size of cudaMemLocation__bindgen_ty_1",
-    ][::core::mem::size_of::<cudaMemLocation__bindgen_ty_1>() - 4usize];
-    [
-        "Alignment of cudaMemLocation__bindgen_ty_1",
-    ][::core::mem::align_of::<cudaMemLocation__bindgen_ty_1>() - 4usize];
-    [
-        "Offset of field: cudaMemLocation__bindgen_ty_1::id",
-    ][::core::mem::offset_of!(cudaMemLocation__bindgen_ty_1, id) - 0usize];
-    [
-        "Offset of field: cudaMemLocation__bindgen_ty_1::localized",
-    ][::core::mem::offset_of!(cudaMemLocation__bindgen_ty_1, localized) - 0usize];
-};
 impl Default for cudaMemLocation__bindgen_ty_1 {
     fn default() -> Self {
         let mut s = ::core::mem::MaybeUninit::<Self>::uninit();
@@ -15597,16 +11413,6 @@ impl Default for cudaMemLocation__bindgen_ty_1 {
         }
     }
 }
-#[allow(clippy::unnecessary_operation, clippy::identity_op)]
-const _: () = {
-    ["Size of cudaMemLocation"][::core::mem::size_of::<cudaMemLocation>() - 8usize];
-    [
-        "Alignment of cudaMemLocation",
-    ][::core::mem::align_of::<cudaMemLocation>() - 4usize];
-    [
-        "Offset of field: cudaMemLocation::type_",
-    ][::core::mem::offset_of!(cudaMemLocation, type_) - 0usize];
-};
 impl Default for cudaMemLocation {
     fn default() -> Self {
         let mut s = ::core::mem::MaybeUninit::<Self>::uninit();
@@ -15632,19 +11438,6 @@ pub struct cudaMemAccessDesc {
     pub location: cudaMemLocation,
     pub flags: cudaMemAccessFlags,
 }
-#[allow(clippy::unnecessary_operation, clippy::identity_op)]
-const _: () = {
-    ["Size of cudaMemAccessDesc"][::core::mem::size_of::<cudaMemAccessDesc>() - 12usize];
-    [
-        "Alignment of cudaMemAccessDesc",
-    ][::core::mem::align_of::<cudaMemAccessDesc>() - 4usize];
-    [
-        "Offset of field: cudaMemAccessDesc::location",
-    ][::core::mem::offset_of!(cudaMemAccessDesc, location) - 0usize];
-    [
-        "Offset of field: cudaMemAccessDesc::flags",
-    ][::core::mem::offset_of!(cudaMemAccessDesc, flags) - 8usize];
-};
 impl Default for cudaMemAccessDesc {
     fn default() -> Self {
         let mut s = ::core::mem::MaybeUninit::<Self>::uninit();
@@ -15703,37 +11496,6 @@ pub struct cudaMemPoolProps {
     pub reserved: [::core::ffi::c_uchar; 53usize],
     pub reserved1: ::core::ffi::c_uchar,
 }
-#[allow(clippy::unnecessary_operation, clippy::identity_op)]
-const _: () = {
-    ["Size of cudaMemPoolProps"][::core::mem::size_of::<cudaMemPoolProps>() - 88usize];
-    [
-        "Alignment of cudaMemPoolProps",
-    ][::core::mem::align_of::<cudaMemPoolProps>() - 8usize];
-    [
-        "Offset of field: cudaMemPoolProps::allocType",
-    ][::core::mem::offset_of!(cudaMemPoolProps, allocType) - 0usize];
-    [
-        "Offset of field: cudaMemPoolProps::handleTypes",
-    ][::core::mem::offset_of!(cudaMemPoolProps, handleTypes) - 4usize];
-    [
-        "Offset of field: cudaMemPoolProps::location",
-    ][::core::mem::offset_of!(cudaMemPoolProps, location) - 8usize];
-    [
-        "Offset of field: cudaMemPoolProps::win32SecurityAttributes",
-    ][::core::mem::offset_of!(cudaMemPoolProps, win32SecurityAttributes) - 16usize];
-    [
-        "Offset of field: cudaMemPoolProps::maxSize",
-    ][::core::mem::offset_of!(cudaMemPoolProps, maxSize) - 24usize];
-    [
-        "Offset of field: cudaMemPoolProps::usage",
-    ][::core::mem::offset_of!(cudaMemPoolProps, usage) - 32usize];
-    [
-        "Offset of field: cudaMemPoolProps::reserved",
-    ][::core::mem::offset_of!(cudaMemPoolProps, reserved) - 34usize];
-    [
-        "Offset of field: cudaMemPoolProps::reserved1",
-    ][::core::mem::offset_of!(cudaMemPoolProps, reserved1) - 87usize];
-};
 impl Default for cudaMemPoolProps {
     fn default() -> Self {
         let mut s = ::core::mem::MaybeUninit::<Self>::uninit();
@@ -15748,18 +11510,6 @@ impl Default for cudaMemPoolProps {
 pub struct cudaMemPoolPtrExportData {
     pub reserved: [::core::ffi::c_uchar; 64usize],
 }
-#[allow(clippy::unnecessary_operation, clippy::identity_op)]
-const _: () = {
-    [
-        "Size of cudaMemPoolPtrExportData",
-    ][::core::mem::size_of::<cudaMemPoolPtrExportData>() - 64usize];
-    [
-        "Alignment of cudaMemPoolPtrExportData",
-    ][::core::mem::align_of::<cudaMemPoolPtrExportData>() - 1usize];
-    [
-        "Offset of field: cudaMemPoolPtrExportData::reserved",
-    ][::core::mem::offset_of!(cudaMemPoolPtrExportData, reserved) - 0usize];
-};
 impl Default for cudaMemPoolPtrExportData {
     fn default() -> Self {
         let mut s = ::core::mem::MaybeUninit::<Self>::uninit();
@@ -15778,30 +11528,6 @@ pub struct cudaMemAllocNodeParams {
     pub bytesize: usize,
     pub dptr: *mut ::core::ffi::c_void,
 }
-#[allow(clippy::unnecessary_operation, clippy::identity_op)]
-const _: () = {
-    [
-        "Size of cudaMemAllocNodeParams",
-    ][::core::mem::size_of::<cudaMemAllocNodeParams>() - 120usize];
-    [
-        "Alignment of cudaMemAllocNodeParams",
-    ][::core::mem::align_of::<cudaMemAllocNodeParams>() - 8usize];
-    [
-        "Offset of field: cudaMemAllocNodeParams::poolProps",
-    ][::core::mem::offset_of!(cudaMemAllocNodeParams, poolProps) - 0usize];
-    [
-        "Offset of field: cudaMemAllocNodeParams::accessDescs",
-    ][::core::mem::offset_of!(cudaMemAllocNodeParams, accessDescs) - 88usize];
-    [
-        "Offset of field: cudaMemAllocNodeParams::accessDescCount",
-    ][::core::mem::offset_of!(cudaMemAllocNodeParams, accessDescCount) - 96usize];
-    [
-        "Offset of field: cudaMemAllocNodeParams::bytesize",
-    ][::core::mem::offset_of!(cudaMemAllocNodeParams, bytesize) - 104usize];
-    [
-        "Offset of field: cudaMemAllocNodeParams::dptr",
-    ][::core::mem::offset_of!(cudaMemAllocNodeParams, dptr) - 112usize];
-};
 impl Default for cudaMemAllocNodeParams {
     fn default() -> Self {
         let mut s = ::core::mem::MaybeUninit::<Self>::uninit();
@@ -15820,30 +11546,6 @@ pub struct cudaMemAllocNodeParamsV2 {
     pub bytesize: usize,
     pub dptr: *mut ::core::ffi::c_void,
 }
-#[allow(clippy::unnecessary_operation, clippy::identity_op)]
-const _: () = {
-    [
-        "Size of cudaMemAllocNodeParamsV2",
-    ][::core::mem::size_of::<cudaMemAllocNodeParamsV2>() - 120usize];
-    [
-        "Alignment of cudaMemAllocNodeParamsV2",
-    ][::core::mem::align_of::<cudaMemAllocNodeParamsV2>() - 8usize];
-    [
-        "Offset of field: cudaMemAllocNodeParamsV2::poolProps",
-    ][::core::mem::offset_of!(cudaMemAllocNodeParamsV2, poolProps) - 0usize];
-    [
-        "Offset of field: cudaMemAllocNodeParamsV2::accessDescs",
-    ][::core::mem::offset_of!(cudaMemAllocNodeParamsV2, accessDescs) - 88usize];
-    [
-        "Offset of field: cudaMemAllocNodeParamsV2::accessDescCount",
-    ][::core::mem::offset_of!(cudaMemAllocNodeParamsV2, accessDescCount) - 96usize];
-    [
-        "Offset of field: cudaMemAllocNodeParamsV2::bytesize",
-    ][::core::mem::offset_of!(cudaMemAllocNodeParamsV2, bytesize) - 104usize];
-    [
-        "Offset of field: cudaMemAllocNodeParamsV2::dptr",
-    ][::core::mem::offset_of!(cudaMemAllocNodeParamsV2, dptr) - 112usize];
-};
 impl Default for cudaMemAllocNodeParamsV2 {
     fn default() -> Self {
         let mut s = ::core::mem::MaybeUninit::<Self>::uninit();
@@ -15858,18 +11560,6 @@ impl Default for cudaMemAllocNodeParamsV2 {
 pub struct cudaMemFreeNodeParams {
     pub dptr: *mut ::core::ffi::c_void,
 }
-#[allow(clippy::unnecessary_operation, clippy::identity_op)]
-const _: () = {
-    [
-        "Size of cudaMemFreeNodeParams",
-    ][::core::mem::size_of::<cudaMemFreeNodeParams>() - 8usize];
-    [
-        "Alignment of cudaMemFreeNodeParams",
-    ][::core::mem::align_of::<cudaMemFreeNodeParams>() - 8usize];
-    [
-        "Offset of field: cudaMemFreeNodeParams::dptr",
-    ][::core::mem::offset_of!(cudaMemFreeNodeParams, dptr) - 0usize];
-};
 impl Default for cudaMemFreeNodeParams {
     fn default() -> Self {
         let mut s = ::core::mem::MaybeUninit::<Self>::uninit();
@@ -15933,27 +11623,6 @@ pub struct cudaMemcpyAttributes {
     pub dstLocHint: cudaMemLocation,
     pub flags: ::core::ffi::c_uint,
 }
-#[allow(clippy::unnecessary_operation, clippy::identity_op)]
-const _: () = {
-    [
-        "Size of cudaMemcpyAttributes",
-    ][::core::mem::size_of::<cudaMemcpyAttributes>() - 24usize];
-    [
-        "Alignment of cudaMemcpyAttributes",
-    ][::core::mem::align_of::<cudaMemcpyAttributes>() - 4usize];
-    [
-        "Offset of field: cudaMemcpyAttributes::srcAccessOrder",
-    ][::core::mem::offset_of!(cudaMemcpyAttributes, srcAccessOrder) - 0usize];
-    [
-        "Offset of field: cudaMemcpyAttributes::srcLocHint",
-    ][::core::mem::offset_of!(cudaMemcpyAttributes, srcLocHint) - 4usize];
-    [
-        "Offset of field: cudaMemcpyAttributes::dstLocHint",
-    ][::core::mem::offset_of!(cudaMemcpyAttributes, dstLocHint) - 12usize];
-    [
-        "Offset of field: cudaMemcpyAttributes::flags",
-    ][::core::mem::offset_of!(cudaMemcpyAttributes, flags) - 20usize];
-};
 impl Default for cudaMemcpyAttributes {
     fn default() -> Self {
         let mut s = ::core::mem::MaybeUninit::<Self>::uninit();
@@ -15984,20 +11653,6 @@ pub struct cudaOffset3D {
     pub y: usize,
     pub z: usize,
 }
-#[allow(clippy::unnecessary_operation, clippy::identity_op)]
-const _: () = {
-    ["Size of cudaOffset3D"][::core::mem::size_of::<cudaOffset3D>() - 24usize];
-    ["Alignment of cudaOffset3D"][::core::mem::align_of::<cudaOffset3D>() - 8usize];
-    [
-        "Offset of field: cudaOffset3D::x",
-    ][::core::mem::offset_of!(cudaOffset3D, x) - 0usize];
-    [
-        "Offset of field: cudaOffset3D::y",
-    ][::core::mem::offset_of!(cudaOffset3D, y) - 8usize];
-    [
-        "Offset of field: cudaOffset3D::z",
-    ][::core::mem::offset_of!(cudaOffset3D, z) - 16usize];
-};
 #[repr(C)]
 #[derive(Copy, Clone)]
 pub struct cudaMemcpy3DOperand {
@@ -16018,34 +11673,6 @@ pub struct cudaMemcpy3DOperand__bindgen_ty_1__bindgen_ty_1 {
     pub layerHeight: usize,
     pub locHint: cudaMemLocation,
 }
-#[allow(clippy::unnecessary_operation, clippy::identity_op)]
-const _: () = {
-    [
-        "Size of cudaMemcpy3DOperand__bindgen_ty_1__bindgen_ty_1",
-    ][::core::mem::size_of::<cudaMemcpy3DOperand__bindgen_ty_1__bindgen_ty_1>()
-        - 32usize];
-    [
-        "Alignment of cudaMemcpy3DOperand__bindgen_ty_1__bindgen_ty_1",
-    ][::core::mem::align_of::<cudaMemcpy3DOperand__bindgen_ty_1__bindgen_ty_1>()
-        - 8usize];
-    [
-        "Offset of field: cudaMemcpy3DOperand__bindgen_ty_1__bindgen_ty_1::ptr",
-    ][::core::mem::offset_of!(cudaMemcpy3DOperand__bindgen_ty_1__bindgen_ty_1, ptr)
-        - 0usize];
-    [
-        "Offset of field: cudaMemcpy3DOperand__bindgen_ty_1__bindgen_ty_1::rowLength",
-    ][::core::mem::offset_of!(cudaMemcpy3DOperand__bindgen_ty_1__bindgen_ty_1, rowLength)
-        - 8usize];
-    [
-        "Offset of field: cudaMemcpy3DOperand__bindgen_ty_1__bindgen_ty_1::layerHeight",
-    ][::core::mem::offset_of!(
-        cudaMemcpy3DOperand__bindgen_ty_1__bindgen_ty_1, layerHeight
-    ) - 16usize];
-    [
-        "Offset of field: cudaMemcpy3DOperand__bindgen_ty_1__bindgen_ty_1::locHint",
-    ][::core::mem::offset_of!(cudaMemcpy3DOperand__bindgen_ty_1__bindgen_ty_1, locHint)
-        - 24usize];
-};
 impl Default for cudaMemcpy3DOperand__bindgen_ty_1__bindgen_ty_1 {
     fn default() -> Self {
         let mut s = ::core::mem::MaybeUninit::<Self>::uninit();
@@ -16061,25 +11688,6 @@ pub struct cudaMemcpy3DOperand__bindgen_ty_1__bindgen_ty_2 {
     pub array: cudaArray_t,
     pub offset: cudaOffset3D,
 }
-#[allow(clippy::unnecessary_operation, clippy::identity_op)]
-const _: () = {
-    [
-        "Size of cudaMemcpy3DOperand__bindgen_ty_1__bindgen_ty_2",
-    ][::core::mem::size_of::<cudaMemcpy3DOperand__bindgen_ty_1__bindgen_ty_2>()
-        - 32usize];
-    [
-        "Alignment of cudaMemcpy3DOperand__bindgen_ty_1__bindgen_ty_2",
-    ][::core::mem::align_of::<cudaMemcpy3DOperand__bindgen_ty_1__bindgen_ty_2>()
-        - 8usize];
-    [
-        "Offset of field: cudaMemcpy3DOperand__bindgen_ty_1__bindgen_ty_2::array",
-    ][::core::mem::offset_of!(cudaMemcpy3DOperand__bindgen_ty_1__bindgen_ty_2, array)
-        - 0usize];
-    [
-        "Offset of field: cudaMemcpy3DOperand__bindgen_ty_1__bindgen_ty_2::offset",
-    ][::core::mem::offset_of!(cudaMemcpy3DOperand__bindgen_ty_1__bindgen_ty_2, offset)
-        - 8usize];
-};
 impl Default for cudaMemcpy3DOperand__bindgen_ty_1__bindgen_ty_2 {
     fn default() -> Self {
         let mut s = ::core::mem::MaybeUninit::<Self>::uninit();
@@ -16089,21 +11697,6 @@ impl Default for cudaMemcpy3DOperand__bindgen_ty_1__bindgen_ty_2 {
         }
     }
 }
-#[allow(clippy::unnecessary_operation, clippy::identity_op)]
-const _: () = {
-    [
-        "Size of cudaMemcpy3DOperand__bindgen_ty_1",
-    ][::core::mem::size_of::<cudaMemcpy3DOperand__bindgen_ty_1>() - 32usize];
-    [
-        "Alignment of cudaMemcpy3DOperand__bindgen_ty_1",
-    ][::core::mem::align_of::<cudaMemcpy3DOperand__bindgen_ty_1>() - 8usize];
-    [
-        "Offset of field: cudaMemcpy3DOperand__bindgen_ty_1::ptr",
-    ][::core::mem::offset_of!(cudaMemcpy3DOperand__bindgen_ty_1, ptr) - 0usize];
-    [
-        "Offset of field: cudaMemcpy3DOperand__bindgen_ty_1::array",
-    ][::core::mem::offset_of!(cudaMemcpy3DOperand__bindgen_ty_1, array) - 0usize];
-};
 impl Default for cudaMemcpy3DOperand__bindgen_ty_1 {
     fn default() -> Self {
         let mut s = ::core::mem::MaybeUninit::<Self>::uninit();
@@ -16113,21 +11706,6 @@ impl Default for cudaMemcpy3DOperand__bindgen_ty_1 {
         }
     }
 }
-#[allow(clippy::unnecessary_operation, clippy::identity_op)]
-const _: () = {
-    [
-        "Size of cudaMemcpy3DOperand",
-    ][::core::mem::size_of::<cudaMemcpy3DOperand>() - 40usize];
-    [
-        "Alignment of cudaMemcpy3DOperand",
-    ][::core::mem::align_of::<cudaMemcpy3DOperand>() - 8usize];
-    [
-        "Offset of field: cudaMemcpy3DOperand::type_",
-    ][::core::mem::offset_of!(cudaMemcpy3DOperand, type_) - 0usize];
-    [
-        "Offset of field: cudaMemcpy3DOperand::op",
-    ][::core::mem::offset_of!(cudaMemcpy3DOperand, op) - 8usize];
-};
 impl Default for cudaMemcpy3DOperand {
     fn default() -> Self {
         let mut s = ::core::mem::MaybeUninit::<Self>::uninit();
@@ -16146,30 +11724,6 @@ pub struct cudaMemcpy3DBatchOp {
     pub srcAccessOrder: cudaMemcpySrcAccessOrder,
     pub flags: ::core::ffi::c_uint,
 }
-#[allow(clippy::unnecessary_operation, clippy::identity_op)]
-const _: () = {
-    [
-        "Size of cudaMemcpy3DBatchOp",
-    ][::core::mem::size_of::<cudaMemcpy3DBatchOp>() - 112usize];
-    [
-        "Alignment of cudaMemcpy3DBatchOp",
-    ][::core::mem::align_of::<cudaMemcpy3DBatchOp>() - 8usize];
-    [
-        "Offset of field: cudaMemcpy3DBatchOp::src",
-    ][::core::mem::offset_of!(cudaMemcpy3DBatchOp, src) - 0usize];
-    [
-        "Offset of field: cudaMemcpy3DBatchOp::dst",
-    ][::core::mem::offset_of!(cudaMemcpy3DBatchOp, dst) - 40usize];
-    [
-        "Offset of field: cudaMemcpy3DBatchOp::extent",
-    ][::core::mem::offset_of!(cudaMemcpy3DBatchOp, extent) - 80usize];
-    [
-        "Offset of field: cudaMemcpy3DBatchOp::srcAccessOrder",
-    ][::core::mem::offset_of!(cudaMemcpy3DBatchOp, srcAccessOrder) - 104usize];
-    [
-        "Offset of field: cudaMemcpy3DBatchOp::flags",
-    ][::core::mem::offset_of!(cudaMemcpy3DBatchOp, flags) - 108usize];
-};
 impl Default for cudaMemcpy3DBatchOp {
     fn default() -> Self {
         let mut s = ::core::mem::MaybeUninit::<Self>::uninit();
@@ -16347,297 +11901,6 @@ pub struct cudaDeviceProp {
     pub hostNumaMultinodeIpcSupported: ::core::ffi::c_int,
     pub reserved: [::core::ffi::c_int; 56usize],
 }
-#[allow(clippy::unnecessary_operation, clippy::identity_op)]
-const _: () = {
-    ["Size of cudaDeviceProp"][::core::mem::size_of::<cudaDeviceProp>() - 1008usize];
-    ["Alignment of cudaDeviceProp"][::core::mem::align_of::<cudaDeviceProp>() - 8usize];
-    [
-        "Offset of field: cudaDeviceProp::name",
-    ][::core::mem::offset_of!(cudaDeviceProp, name) - 0usize];
-    [
-        "Offset of field: cudaDeviceProp::uuid",
-    ][::core::mem::offset_of!(cudaDeviceProp, uuid) - 256usize];
-    [
-        "Offset of field: cudaDeviceProp::luid",
-    ][::core::mem::offset_of!(cudaDeviceProp, luid) - 272usize];
-    [
-        "Offset of field: cudaDeviceProp::luidDeviceNodeMask",
-    ][::core::mem::offset_of!(cudaDeviceProp, luidDeviceNodeMask) - 280usize];
-    [
-        "Offset of field: cudaDeviceProp::totalGlobalMem",
-    ][::core::mem::offset_of!(cudaDeviceProp, totalGlobalMem) - 288usize];
-    [
-        "Offset of field: cudaDeviceProp::sharedMemPerBlock",
-    ][::core::mem::offset_of!(cudaDeviceProp, sharedMemPerBlock) - 296usize];
-    [
-        "Offset of field: cudaDeviceProp::regsPerBlock",
-    ][::core::mem::offset_of!(cudaDeviceProp, regsPerBlock) - 304usize];
-    [
-        "Offset of field: cudaDeviceProp::warpSize",
-    ][::core::mem::offset_of!(cudaDeviceProp, warpSize) - 308usize];
-    [
-        "Offset of field: cudaDeviceProp::memPitch",
-    ][::core::mem::offset_of!(cudaDeviceProp, memPitch) - 312usize];
-    [
-        "Offset of field: cudaDeviceProp::maxThreadsPerBlock",
-    ][::core::mem::offset_of!(cudaDeviceProp, maxThreadsPerBlock) - 320usize];
-    [
-        "Offset of field: cudaDeviceProp::maxThreadsDim",
-    ][::core::mem::offset_of!(cudaDeviceProp, maxThreadsDim) - 324usize];
-    [
-        "Offset of field: cudaDeviceProp::maxGridSize",
-    ][::core::mem::offset_of!(cudaDeviceProp, maxGridSize) - 336usize];
-    [
-        "Offset of field: cudaDeviceProp::totalConstMem",
-    ][::core::mem::offset_of!(cudaDeviceProp, totalConstMem) - 352usize];
-    [
-        "Offset of field: cudaDeviceProp::major",
-    ][::core::mem::offset_of!(cudaDeviceProp, major) - 360usize];
-    [
-        "Offset of field: cudaDeviceProp::minor",
-    ][::core::mem::offset_of!(cudaDeviceProp, minor) - 364usize];
-    [
-        "Offset of field: cudaDeviceProp::textureAlignment",
-    ][::core::mem::offset_of!(cudaDeviceProp, textureAlignment) - 368usize];
-    [
-        "Offset of field: cudaDeviceProp::texturePitchAlignment",
-    ][::core::mem::offset_of!(cudaDeviceProp, texturePitchAlignment) - 376usize];
-    [
-        "Offset of field: cudaDeviceProp::multiProcessorCount",
-    ][::core::mem::offset_of!(cudaDeviceProp, multiProcessorCount) - 384usize];
-    [
-        "Offset of field: cudaDeviceProp::integrated",
-    ][::core::mem::offset_of!(cudaDeviceProp, integrated) - 388usize];
-    [
-        "Offset of field: cudaDeviceProp::canMapHostMemory",
-    ][::core::mem::offset_of!(cudaDeviceProp, canMapHostMemory) - 392usize];
-    [
-        "Offset of field: cudaDeviceProp::maxTexture1D",
-    ][::core::mem::offset_of!(cudaDeviceProp, maxTexture1D) - 396usize];
-    [
-        "Offset of field: cudaDeviceProp::maxTexture1DMipmap",
-    ][::core::mem::offset_of!(cudaDeviceProp, maxTexture1DMipmap) - 400usize];
-    [
-        "Offset of field: cudaDeviceProp::maxTexture2D",
-    ][::core::mem::offset_of!(cudaDeviceProp, maxTexture2D) - 404usize];
-    [
-        "Offset of field: cudaDeviceProp::maxTexture2DMipmap",
-    ][::core::mem::offset_of!(cudaDeviceProp, maxTexture2DMipmap) - 412usize];
-    [
-        "Offset of field: cudaDeviceProp::maxTexture2DLinear",
-    ][::core::mem::offset_of!(cudaDeviceProp, maxTexture2DLinear) - 420usize];
-    [
-        "Offset of field: cudaDeviceProp::maxTexture2DGather",
-    ][::core::mem::offset_of!(cudaDeviceProp, maxTexture2DGather) - 432usize];
-    [
-        "Offset of field: cudaDeviceProp::maxTexture3D",
-    ][::core::mem::offset_of!(cudaDeviceProp, maxTexture3D) - 440usize];
-    [
-        "Offset of field: cudaDeviceProp::maxTexture3DAlt",
-    ][::core::mem::offset_of!(cudaDeviceProp, maxTexture3DAlt) - 452usize];
-    [
-        "Offset of field: cudaDeviceProp::maxTextureCubemap",
-    ][::core::mem::offset_of!(cudaDeviceProp, maxTextureCubemap) - 464usize];
-    [
-        "Offset of field: cudaDeviceProp::maxTexture1DLayered",
-    ][::core::mem::offset_of!(cudaDeviceProp, maxTexture1DLayered) - 468usize];
-    [
-        "Offset of field: cudaDeviceProp::maxTexture2DLayered",
-    ][::core::mem::offset_of!(cudaDeviceProp, maxTexture2DLayered) - 476usize];
-    [
-        "Offset of field: cudaDeviceProp::maxTextureCubemapLayered",
-    ][::core::mem::offset_of!(cudaDeviceProp, maxTextureCubemapLayered) - 488usize];
-    [
-        "Offset of field: cudaDeviceProp::maxSurface1D",
-    ][::core::mem::offset_of!(cudaDeviceProp, maxSurface1D) - 496usize];
-    [
-        "Offset of field: cudaDeviceProp::maxSurface2D",
-    ][::core::mem::offset_of!(cudaDeviceProp, maxSurface2D) - 500usize];
-    [
-        "Offset of field: cudaDeviceProp::maxSurface3D",
-    ][::core::mem::offset_of!(cudaDeviceProp, maxSurface3D) - 508usize];
-    [
-        "Offset of field: cudaDeviceProp::maxSurface1DLayered",
-    ][::core::mem::offset_of!(cudaDeviceProp, maxSurface1DLayered) - 520usize];
-    [
-        "Offset of field: cudaDeviceProp::maxSurface2DLayered",
-    ][::core::mem::offset_of!(cudaDeviceProp, maxSurface2DLayered) - 528usize];
-    [
-        "Offset of field: cudaDeviceProp::maxSurfaceCubemap",
-    ][::core::mem::offset_of!(cudaDeviceProp, maxSurfaceCubemap) - 540usize];
-    [
-        "Offset of field: cudaDeviceProp::maxSurfaceCubemapLayered",
-    ][::core::mem::offset_of!(cudaDeviceProp, maxSurfaceCubemapLayered) - 544usize];
-    [
-        "Offset of field: cudaDeviceProp::surfaceAlignment",
-    ][::core::mem::offset_of!(cudaDeviceProp, surfaceAlignment) - 552usize];
-    [
-        "Offset of field: cudaDeviceProp::concurrentKernels",
-    ][::core::mem::offset_of!(cudaDeviceProp, concurrentKernels) - 560usize];
-    [
-        "Offset of field: cudaDeviceProp::ECCEnabled",
-    ][::core::mem::offset_of!(cudaDeviceProp, ECCEnabled) - 564usize];
-    [
-        "Offset of field: cudaDeviceProp::pciBusID",
-    ][::core::mem::offset_of!(cudaDeviceProp, pciBusID) - 568usize];
-    [
-        "Offset of field: cudaDeviceProp::pciDeviceID",
-    ][::core::mem::offset_of!(cudaDeviceProp, pciDeviceID) - 572usize];
-    [
-        "Offset of field: cudaDeviceProp::pciDomainID",
-    ][::core::mem::offset_of!(cudaDeviceProp, pciDomainID) - 576usize];
-    [
-        "Offset of field: cudaDeviceProp::tccDriver",
-    ][::core::mem::offset_of!(cudaDeviceProp, tccDriver) - 580usize];
-    [
-        "Offset of field: cudaDeviceProp::asyncEngineCount",
-    ][::core::mem::offset_of!(cudaDeviceProp, asyncEngineCount) - 584usize];
-    [
-        "Offset of field: cudaDeviceProp::unifiedAddressing",
-    ][::core::mem::offset_of!(cudaDeviceProp, unifiedAddressing) - 588usize];
-    [
-        "Offset of field: cudaDeviceProp::memoryBusWidth",
-    ][::core::mem::offset_of!(cudaDeviceProp, memoryBusWidth) - 592usize];
-    [
-        "Offset of field: cudaDeviceProp::l2CacheSize",
-    ][::core::mem::offset_of!(cudaDeviceProp, l2CacheSize) - 596usize];
-    [
-        "Offset of field: cudaDeviceProp::persistingL2CacheMaxSize",
-    ][::core::mem::offset_of!(cudaDeviceProp, persistingL2CacheMaxSize) - 600usize];
-    [
-        "Offset of field: cudaDeviceProp::maxThreadsPerMultiProcessor",
-    ][::core::mem::offset_of!(cudaDeviceProp, maxThreadsPerMultiProcessor) - 604usize];
-    [
-        "Offset of field: cudaDeviceProp::streamPrioritiesSupported",
-    ][::core::mem::offset_of!(cudaDeviceProp, streamPrioritiesSupported) - 608usize];
-    [
-        "Offset of field: cudaDeviceProp::globalL1CacheSupported",
-    ][::core::mem::offset_of!(cudaDeviceProp, globalL1CacheSupported) - 612usize];
-    [
-        "Offset of field: cudaDeviceProp::localL1CacheSupported",
-    ][::core::mem::offset_of!(cudaDeviceProp, localL1CacheSupported) - 616usize];
-    [
-        "Offset of field: cudaDeviceProp::sharedMemPerMultiprocessor",
-    ][::core::mem::offset_of!(cudaDeviceProp, sharedMemPerMultiprocessor) - 624usize];
-    [
-        "Offset of field: cudaDeviceProp::regsPerMultiprocessor",
-    ][::core::mem::offset_of!(cudaDeviceProp, regsPerMultiprocessor) - 632usize];
-    [
-        "Offset of field: cudaDeviceProp::managedMemory",
-    ][::core::mem::offset_of!(cudaDeviceProp, managedMemory) - 636usize];
-    [
-        "Offset of field: cudaDeviceProp::isMultiGpuBoard",
-    ][::core::mem::offset_of!(cudaDeviceProp, isMultiGpuBoard) - 640usize];
-    [
-        "Offset of field: cudaDeviceProp::multiGpuBoardGroupID",
-    ][::core::mem::offset_of!(cudaDeviceProp, multiGpuBoardGroupID) - 644usize];
-    [
-        "Offset of field: cudaDeviceProp::hostNativeAtomicSupported",
-    ][::core::mem::offset_of!(cudaDeviceProp, hostNativeAtomicSupported) - 648usize];
-    [
-        "Offset of field: cudaDeviceProp::pageableMemoryAccess",
-    ][::core::mem::offset_of!(cudaDeviceProp, pageableMemoryAccess) - 652usize];
-    [
-        "Offset of field: cudaDeviceProp::concurrentManagedAccess",
-    ][::core::mem::offset_of!(cudaDeviceProp, concurrentManagedAccess) - 656usize];
-    [
-        "Offset of field: cudaDeviceProp::computePreemptionSupported",
-    ][::core::mem::offset_of!(cudaDeviceProp, computePreemptionSupported) - 660usize];
-    [
-        "Offset of field: cudaDeviceProp::canUseHostPointerForRegisteredMem",
-    ][::core::mem::offset_of!(cudaDeviceProp, canUseHostPointerForRegisteredMem)
-        - 664usize];
-    [
-        "Offset of field: cudaDeviceProp::cooperativeLaunch",
-    ][::core::mem::offset_of!(cudaDeviceProp, cooperativeLaunch) - 668usize];
-    [
-        "Offset of field: cudaDeviceProp::sharedMemPerBlockOptin",
-    ][::core::mem::offset_of!(cudaDeviceProp, sharedMemPerBlockOptin) - 672usize];
-    [
-        "Offset of field: cudaDeviceProp::pageableMemoryAccessUsesHostPageTables",
-    ][::core::mem::offset_of!(cudaDeviceProp, pageableMemoryAccessUsesHostPageTables)
-        - 680usize];
-    [
-        "Offset of field: cudaDeviceProp::directManagedMemAccessFromHost",
-    ][::core::mem::offset_of!(cudaDeviceProp, directManagedMemAccessFromHost)
-        - 684usize];
-    [
-        "Offset of field: cudaDeviceProp::maxBlocksPerMultiProcessor",
-    ][::core::mem::offset_of!(cudaDeviceProp, maxBlocksPerMultiProcessor) - 688usize];
-    [
-        "Offset of field: cudaDeviceProp::accessPolicyMaxWindowSize",
-    ][::core::mem::offset_of!(cudaDeviceProp, accessPolicyMaxWindowSize) - 692usize];
-    [
-        "Offset of field: cudaDeviceProp::reservedSharedMemPerBlock",
-    ][::core::mem::offset_of!(cudaDeviceProp, reservedSharedMemPerBlock) - 696usize];
-    [
-        "Offset of field: cudaDeviceProp::hostRegisterSupported",
-    ][::core::mem::offset_of!(cudaDeviceProp, hostRegisterSupported) - 704usize];
-    [
-        "Offset of field: cudaDeviceProp::sparseCudaArraySupported",
-    ][::core::mem::offset_of!(cudaDeviceProp, sparseCudaArraySupported) - 708usize];
-    [
-        "Offset of field: cudaDeviceProp::hostRegisterReadOnlySupported",
-    ][::core::mem::offset_of!(cudaDeviceProp, hostRegisterReadOnlySupported) - 712usize];
-    [
-        "Offset of field: cudaDeviceProp::timelineSemaphoreInteropSupported",
-    ][::core::mem::offset_of!(cudaDeviceProp, timelineSemaphoreInteropSupported)
-        - 716usize];
-    [
-        "Offset of field: cudaDeviceProp::memoryPoolsSupported",
-    ][::core::mem::offset_of!(cudaDeviceProp, memoryPoolsSupported) - 720usize];
-    [
-        "Offset of field: cudaDeviceProp::gpuDirectRDMASupported",
-    ][::core::mem::offset_of!(cudaDeviceProp, gpuDirectRDMASupported) - 724usize];
-    [
-        "Offset of field: cudaDeviceProp::gpuDirectRDMAFlushWritesOptions",
-    ][::core::mem::offset_of!(cudaDeviceProp, gpuDirectRDMAFlushWritesOptions)
-        - 728usize];
-    [
-        "Offset of field: cudaDeviceProp::gpuDirectRDMAWritesOrdering",
-    ][::core::mem::offset_of!(cudaDeviceProp, gpuDirectRDMAWritesOrdering) - 732usize];
-    [
-        "Offset of field: cudaDeviceProp::memoryPoolSupportedHandleTypes",
-    ][::core::mem::offset_of!(cudaDeviceProp, memoryPoolSupportedHandleTypes)
-        - 736usize];
-    [
-        "Offset of field: cudaDeviceProp::deferredMappingCudaArraySupported",
-    ][::core::mem::offset_of!(cudaDeviceProp, deferredMappingCudaArraySupported)
-        - 740usize];
-    [
-        "Offset of field: cudaDeviceProp::ipcEventSupported",
-    ][::core::mem::offset_of!(cudaDeviceProp, ipcEventSupported) - 744usize];
-    [
-        "Offset of field: cudaDeviceProp::clusterLaunch",
-    ][::core::mem::offset_of!(cudaDeviceProp, clusterLaunch) - 748usize];
-    [
-        "Offset of field: cudaDeviceProp::unifiedFunctionPointers",
-    ][::core::mem::offset_of!(cudaDeviceProp, unifiedFunctionPointers) - 752usize];
-    [
-        "Offset of field: cudaDeviceProp::deviceNumaConfig",
-    ][::core::mem::offset_of!(cudaDeviceProp, deviceNumaConfig) - 756usize];
-    [
-        "Offset of field: cudaDeviceProp::deviceNumaId",
-    ][::core::mem::offset_of!(cudaDeviceProp, deviceNumaId) - 760usize];
-    [
-        "Offset of field: cudaDeviceProp::mpsEnabled",
-    ][::core::mem::offset_of!(cudaDeviceProp, mpsEnabled) - 764usize];
-    [
-        "Offset of field: cudaDeviceProp::hostNumaId",
-    ][::core::mem::offset_of!(cudaDeviceProp, hostNumaId) - 768usize];
-    [
-        "Offset of field: cudaDeviceProp::gpuPciDeviceID",
-    ][::core::mem::offset_of!(cudaDeviceProp, gpuPciDeviceID) - 772usize];
-    [
-        "Offset of field: cudaDeviceProp::gpuPciSubsystemID",
-    ][::core::mem::offset_of!(cudaDeviceProp, gpuPciSubsystemID) - 776usize];
-    [
-        "Offset of field: cudaDeviceProp::hostNumaMultinodeIpcSupported",
-    ][::core::mem::offset_of!(cudaDeviceProp, hostNumaMultinodeIpcSupported) - 780usize];
-    [
-        "Offset of field: cudaDeviceProp::reserved",
-    ][::core::mem::offset_of!(cudaDeviceProp, reserved) - 784usize];
-};
 impl Default for cudaDeviceProp {
     fn default() -> Self {
         let mut s = ::core::mem::MaybeUninit::<Self>::uninit();
@@ -16652,18 +11915,6 @@ impl Default for cudaDeviceProp {
 pub struct cudaIpcEventHandle_st {
     pub reserved: [::core::ffi::c_char; 64usize],
 }
-#[allow(clippy::unnecessary_operation, clippy::identity_op)]
-const _: () = {
-    [
-        "Size of cudaIpcEventHandle_st",
-    ][::core::mem::size_of::<cudaIpcEventHandle_st>() - 64usize];
-    [
-        "Alignment of cudaIpcEventHandle_st",
-    ][::core::mem::align_of::<cudaIpcEventHandle_st>() - 1usize];
-    [
-        "Offset of field: cudaIpcEventHandle_st::reserved",
-    ][::core::mem::offset_of!(cudaIpcEventHandle_st, reserved) - 0usize];
-};
 impl Default for cudaIpcEventHandle_st {
     fn default() -> Self {
         let mut s = ::core::mem::MaybeUninit::<Self>::uninit();
@@ -16679,18 +11930,6 @@ pub type cudaIpcEventHandle_t = cudaIpcEventHandle_st;
 pub struct cudaIpcMemHandle_st {
     pub reserved: [::core::ffi::c_char; 64usize],
 }
-#[allow(clippy::unnecessary_operation, clippy::identity_op)]
-const _: () = {
-    [
-        "Size of cudaIpcMemHandle_st",
-    ][::core::mem::size_of::<cudaIpcMemHandle_st>() - 64usize];
-    [
-        "Alignment of cudaIpcMemHandle_st",
-    ][::core::mem::align_of::<cudaIpcMemHandle_st>() - 1usize];
-    [
-        "Offset of field: cudaIpcMemHandle_st::reserved",
-    ][::core::mem::offset_of!(cudaIpcMemHandle_st, reserved) - 0usize];
-};
 impl Default for cudaIpcMemHandle_st {
     fn default() -> Self {
         let mut s = ::core::mem::MaybeUninit::<Self>::uninit();
@@ -16706,18 +11945,6 @@ pub type cudaIpcMemHandle_t = cudaIpcMemHandle_st;
 pub struct cudaMemFabricHandle_st {
     pub reserved: [::core::ffi::c_char; 64usize],
 }
-#[allow(clippy::unnecessary_operation, clippy::identity_op)]
-const _: () = {
-    [
-        "Size of cudaMemFabricHandle_st",
-    ][::core::mem::size_of::<cudaMemFabricHandle_st>() - 64usize];
-    [
-        "Alignment of cudaMemFabricHandle_st",
-    ][::core::mem::align_of::<cudaMemFabricHandle_st>() - 1usize];
-    [
-        "Offset of field: cudaMemFabricHandle_st::reserved",
-    ][::core::mem::offset_of!(cudaMemFabricHandle_st, reserved) - 0usize];
-};
 impl Default for cudaMemFabricHandle_st {
     fn default() -> Self {
         let mut s = ::core::mem::MaybeUninit::<Self>::uninit();
@@ -16779,27 +12006,6 @@ pub struct cudaExternalMemoryHandleDesc__bindgen_ty_1__bindgen_ty_1 {
     pub handle: *mut ::core::ffi::c_void,
     pub name: *const ::core::ffi::c_void,
 }
-#[allow(clippy::unnecessary_operation, clippy::identity_op)]
-const _: () = {
-    [
-        "Size of cudaExternalMemoryHandleDesc__bindgen_ty_1__bindgen_ty_1",
-    ][::core::mem::size_of::<cudaExternalMemoryHandleDesc__bindgen_ty_1__bindgen_ty_1>()
-        - 16usize];
-    [
-        "Alignment of cudaExternalMemoryHandleDesc__bindgen_ty_1__bindgen_ty_1",
-    ][::core::mem::align_of::<cudaExternalMemoryHandleDesc__bindgen_ty_1__bindgen_ty_1>()
-        - 8usize];
-    [
-        "Offset of field: cudaExternalMemoryHandleDesc__bindgen_ty_1__bindgen_ty_1::handle",
-    ][::core::mem::offset_of!(
-        cudaExternalMemoryHandleDesc__bindgen_ty_1__bindgen_ty_1, handle
-    ) - 0usize];
-    [
-        "Offset of field: cudaExternalMemoryHandleDesc__bindgen_ty_1__bindgen_ty_1::name",
-    ][::core::mem::offset_of!(
-        cudaExternalMemoryHandleDesc__bindgen_ty_1__bindgen_ty_1, name
-    ) - 8usize];
-};
 impl Default for cudaExternalMemoryHandleDesc__bindgen_ty_1__bindgen_ty_1 {
     fn default() -> Self {
         let mut s = ::core::mem::MaybeUninit::<Self>::uninit();
@@ -16809,26 +12015,6 @@ impl Default for cudaExternalMemoryHandleDesc__bindgen_ty_1__bindgen_ty_1 {
         }
     }
 }
-#[allow(clippy::unnecessary_operation, clippy::identity_op)]
-const _: () = {
-    [
-        "Size of cudaExternalMemoryHandleDesc__bindgen_ty_1",
-    ][::core::mem::size_of::<cudaExternalMemoryHandleDesc__bindgen_ty_1>() - 16usize];
-    [
-        "Alignment of cudaExternalMemoryHandleDesc__bindgen_ty_1",
-    ][::core::mem::align_of::<cudaExternalMemoryHandleDesc__bindgen_ty_1>() - 8usize];
-    [
-        "Offset of field: cudaExternalMemoryHandleDesc__bindgen_ty_1::fd",
-    ][::core::mem::offset_of!(cudaExternalMemoryHandleDesc__bindgen_ty_1, fd) - 0usize];
-    [
-        "Offset of field: cudaExternalMemoryHandleDesc__bindgen_ty_1::win32",
-    ][::core::mem::offset_of!(cudaExternalMemoryHandleDesc__bindgen_ty_1, win32)
-        - 0usize];
-    [
-        "Offset of field: cudaExternalMemoryHandleDesc__bindgen_ty_1::nvSciBufObject",
-    ][::core::mem::offset_of!(cudaExternalMemoryHandleDesc__bindgen_ty_1, nvSciBufObject)
-        - 0usize];
-};
 impl Default for cudaExternalMemoryHandleDesc__bindgen_ty_1 {
     fn default() -> Self {
         let mut s = ::core::mem::MaybeUninit::<Self>::uninit();
@@ -16838,30 +12024,6 @@ impl Default for cudaExternalMemoryHandleDesc__bindgen_ty_1 {
         }
     }
 }
-#[allow(clippy::unnecessary_operation, clippy::identity_op)]
-const _: () = {
-    [
-        "Size of cudaExternalMemoryHandleDesc",
-    ][::core::mem::size_of::<cudaExternalMemoryHandleDesc>() - 104usize];
-    [
-        "Alignment of cudaExternalMemoryHandleDesc",
-    ][::core::mem::align_of::<cudaExternalMemoryHandleDesc>() - 8usize];
-    [
-        "Offset of field: cudaExternalMemoryHandleDesc::type_",
-    ][::core::mem::offset_of!(cudaExternalMemoryHandleDesc, type_) - 0usize];
-    [
-        "Offset of field: cudaExternalMemoryHandleDesc::handle",
-    ][::core::mem::offset_of!(cudaExternalMemoryHandleDesc, handle) - 8usize];
-    [
-        "Offset of field: cudaExternalMemoryHandleDesc::size",
-    ][::core::mem::offset_of!(cudaExternalMemoryHandleDesc, size) - 24usize];
-    [
-        "Offset of field: cudaExternalMemoryHandleDesc::flags",
-    ][::core::mem::offset_of!(cudaExternalMemoryHandleDesc, flags) - 32usize];
-    [
-        "Offset of field: cudaExternalMemoryHandleDesc::reserved",
-    ][::core::mem::offset_of!(cudaExternalMemoryHandleDesc, reserved) - 36usize];
-};
 impl Default for cudaExternalMemoryHandleDesc {
     fn default() -> Self {
         let mut s = ::core::mem::MaybeUninit::<Self>::uninit();
@@ -16879,27 +12041,6 @@ pub struct cudaExternalMemoryBufferDesc {
     pub flags: ::core::ffi::c_uint,
     pub reserved: [::core::ffi::c_uint; 16usize],
 }
-#[allow(clippy::unnecessary_operation, clippy::identity_op)]
-const _: () = {
-    [
-        "Size of cudaExternalMemoryBufferDesc",
-    ][::core::mem::size_of::<cudaExternalMemoryBufferDesc>() - 88usize];
-    [
-        "Alignment of cudaExternalMemoryBufferDesc",
-    ][::core::mem::align_of::<cudaExternalMemoryBufferDesc>() - 8usize];
-    [
-        "Offset of field: cudaExternalMemoryBufferDesc::offset",
-    ][::core::mem::offset_of!(cudaExternalMemoryBufferDesc, offset) - 0usize];
-    [
-        "Offset of field: cudaExternalMemoryBufferDesc::size",
-    ][::core::mem::offset_of!(cudaExternalMemoryBufferDesc, size) - 8usize];
-    [
-        "Offset of field: cudaExternalMemoryBufferDesc::flags",
-    ][::core::mem::offset_of!(cudaExternalMemoryBufferDesc, flags) - 16usize];
-    [
-        "Offset of field: cudaExternalMemoryBufferDesc::reserved",
-    ][::core::mem::offset_of!(cudaExternalMemoryBufferDesc, reserved) - 20usize];
-};
 #[repr(C)]
 #[derive(Debug, Copy, Clone, Hash, PartialEq, Eq)]
 pub struct cudaExternalMemoryMipmappedArrayDesc {
@@ -16910,35 +12051,6 @@ pub struct cudaExternalMemoryMipmappedArrayDesc {
     pub numLevels: ::core::ffi::c_uint,
     pub reserved: [::core::ffi::c_uint; 16usize],
 }
-#[allow(clippy::unnecessary_operation, clippy::identity_op)]
-const _: () = {
-    [
-        "Size of cudaExternalMemoryMipmappedArrayDesc",
-    ][::core::mem::size_of::<cudaExternalMemoryMipmappedArrayDesc>() - 128usize];
-    [
-        "Alignment of cudaExternalMemoryMipmappedArrayDesc",
-    ][::core::mem::align_of::<cudaExternalMemoryMipmappedArrayDesc>() - 8usize];
-    [
-        "Offset of field: cudaExternalMemoryMipmappedArrayDesc::offset",
-    ][::core::mem::offset_of!(cudaExternalMemoryMipmappedArrayDesc, offset) - 0usize];
-    [
-        "Offset of field: cudaExternalMemoryMipmappedArrayDesc::formatDesc",
-    ][::core::mem::offset_of!(cudaExternalMemoryMipmappedArrayDesc, formatDesc)
-        - 8usize];
-    [
-        "Offset of field: cudaExternalMemoryMipmappedArrayDesc::extent",
-    ][::core::mem::offset_of!(cudaExternalMemoryMipmappedArrayDesc, extent) - 32usize];
-    [
-        "Offset of field: cudaExternalMemoryMipmappedArrayDesc::flags",
-    ][::core::mem::offset_of!(cudaExternalMemoryMipmappedArrayDesc, flags) - 56usize];
-    [
-        "Offset of field: cudaExternalMemoryMipmappedArrayDesc::numLevels",
-    ][::core::mem::offset_of!(cudaExternalMemoryMipmappedArrayDesc, numLevels)
-        - 60usize];
-    [
-        "Offset of field: cudaExternalMemoryMipmappedArrayDesc::reserved",
-    ][::core::mem::offset_of!(cudaExternalMemoryMipmappedArrayDesc, reserved) - 64usize];
-};
 impl Default for cudaExternalMemoryMipmappedArrayDesc {
     fn default() -> Self {
         let mut s = ::core::mem::MaybeUninit::<Self>::uninit();
@@ -17004,29 +12116,6 @@ pub struct cudaExternalSemaphoreHandleDesc__bindgen_ty_1__bindgen_ty_1 {
     pub handle: *mut ::core::ffi::c_void,
     pub name: *const ::core::ffi::c_void,
 }
-#[allow(clippy::unnecessary_operation, clippy::identity_op)]
-const _: () = {
-    [
-        "Size of cudaExternalSemaphoreHandleDesc__bindgen_ty_1__bindgen_ty_1",
-    ][::core::mem::size_of::<
-        cudaExternalSemaphoreHandleDesc__bindgen_ty_1__bindgen_ty_1,
-    >() - 16usize];
-    [
-        "Alignment of cudaExternalSemaphoreHandleDesc__bindgen_ty_1__bindgen_ty_1",
-    ][::core::mem::align_of::<
-        cudaExternalSemaphoreHandleDesc__bindgen_ty_1__bindgen_ty_1,
-    >() - 8usize];
-    [
-        "Offset of field: cudaExternalSemaphoreHandleDesc__bindgen_ty_1__bindgen_ty_1::handle",
-    ][::core::mem::offset_of!(
-        cudaExternalSemaphoreHandleDesc__bindgen_ty_1__bindgen_ty_1, handle
-    ) - 0usize];
-    [
-        "Offset of field: cudaExternalSemaphoreHandleDesc__bindgen_ty_1__bindgen_ty_1::name",
-    ][::core::mem::offset_of!(
-        cudaExternalSemaphoreHandleDesc__bindgen_ty_1__bindgen_ty_1, name
-    ) - 8usize];
-};
 impl Default for cudaExternalSemaphoreHandleDesc__bindgen_ty_1__bindgen_ty_1 {
     fn default() -> Self {
         let mut s = ::core::mem::MaybeUninit::<Self>::uninit();
@@ -17036,28 +12125,6 @@ impl Default for cudaExternalSemaphoreHandleDesc__bindgen_ty_1__bindgen_ty_1 {
         }
     }
 }
-#[allow(clippy::unnecessary_operation, clippy::identity_op)]
-const _: () = {
-    [
-        "Size of cudaExternalSemaphoreHandleDesc__bindgen_ty_1",
-    ][::core::mem::size_of::<cudaExternalSemaphoreHandleDesc__bindgen_ty_1>() - 16usize];
-    [
-        "Alignment of cudaExternalSemaphoreHandleDesc__bindgen_ty_1",
-    ][::core::mem::align_of::<cudaExternalSemaphoreHandleDesc__bindgen_ty_1>() - 8usize];
-    [
-        "Offset of field: cudaExternalSemaphoreHandleDesc__bindgen_ty_1::fd",
-    ][::core::mem::offset_of!(cudaExternalSemaphoreHandleDesc__bindgen_ty_1, fd)
-        - 0usize];
-    [
-        "Offset of field: cudaExternalSemaphoreHandleDesc__bindgen_ty_1::win32",
-    ][::core::mem::offset_of!(cudaExternalSemaphoreHandleDesc__bindgen_ty_1, win32)
-        - 0usize];
-    [
-        "Offset of field: cudaExternalSemaphoreHandleDesc__bindgen_ty_1::nvSciSyncObj",
-    ][::core::mem::offset_of!(
-        cudaExternalSemaphoreHandleDesc__bindgen_ty_1, nvSciSyncObj
-    ) - 0usize];
-};
 impl Default for cudaExternalSemaphoreHandleDesc__bindgen_ty_1 {
     fn default() -> Self {
         let mut s = ::core::mem::MaybeUninit::<Self>::uninit();
@@ -17067,27 +12134,6 @@ impl Default for cudaExternalSemaphoreHandleDesc__bindgen_ty_1 {
         }
     }
 }
-#[allow(clippy::unnecessary_operation, clippy::identity_op)]
-const _: () = {
-    [
-        "Size of cudaExternalSemaphoreHandleDesc",
-    ][::core::mem::size_of::<cudaExternalSemaphoreHandleDesc>() - 96usize];
-    [
-        "Alignment of cudaExternalSemaphoreHandleDesc",
-    ][::core::mem::align_of::<cudaExternalSemaphoreHandleDesc>() - 8usize];
-    [
-        "Offset of field: cudaExternalSemaphoreHandleDesc::type_",
-    ][::core::mem::offset_of!(cudaExternalSemaphoreHandleDesc, type_) - 0usize];
-    [
-        "Offset of field: cudaExternalSemaphoreHandleDesc::handle",
-    ][::core::mem::offset_of!(cudaExternalSemaphoreHandleDesc, handle) - 8usize];
-    [
-        "Offset of field: cudaExternalSemaphoreHandleDesc::flags",
-    ][::core::mem::offset_of!(cudaExternalSemaphoreHandleDesc, flags) - 24usize];
-    [
-        "Offset of field: cudaExternalSemaphoreHandleDesc::reserved",
-    ][::core::mem::offset_of!(cudaExternalSemaphoreHandleDesc, reserved) - 28usize];
-};
 impl Default for cudaExternalSemaphoreHandleDesc {
     fn default() -> Self {
         let mut s = ::core::mem::MaybeUninit::<Self>::uninit();
@@ -17117,53 +12163,12 @@ pub struct cudaExternalSemaphoreSignalParams__bindgen_ty_1 {
 pub struct cudaExternalSemaphoreSignalParams__bindgen_ty_1__bindgen_ty_1 {
     pub value: ::core::ffi::c_ulonglong,
 }
-#[allow(clippy::unnecessary_operation, clippy::identity_op)]
-const _: () = {
-    [
-        "Size of cudaExternalSemaphoreSignalParams__bindgen_ty_1__bindgen_ty_1",
-    ][::core::mem::size_of::<
-        cudaExternalSemaphoreSignalParams__bindgen_ty_1__bindgen_ty_1,
-    >() - 8usize];
-    [
-        "Alignment of cudaExternalSemaphoreSignalParams__bindgen_ty_1__bindgen_ty_1",
-    ][::core::mem::align_of::<
-        cudaExternalSemaphoreSignalParams__bindgen_ty_1__bindgen_ty_1,
-    >() - 8usize];
-    [
-        "Offset of field: cudaExternalSemaphoreSignalParams__bindgen_ty_1__bindgen_ty_1::value",
-    ][::core::mem::offset_of!(
-        cudaExternalSemaphoreSignalParams__bindgen_ty_1__bindgen_ty_1, value
-    ) - 0usize];
-};
 #[repr(C)]
 #[derive(Copy, Clone)]
 pub union cudaExternalSemaphoreSignalParams__bindgen_ty_1__bindgen_ty_2 {
     pub fence: *mut ::core::ffi::c_void,
     pub reserved: ::core::ffi::c_ulonglong,
 }
-#[allow(clippy::unnecessary_operation, clippy::identity_op)]
-const _: () = {
-    [
-        "Size of cudaExternalSemaphoreSignalParams__bindgen_ty_1__bindgen_ty_2",
-    ][::core::mem::size_of::<
-        cudaExternalSemaphoreSignalParams__bindgen_ty_1__bindgen_ty_2,
-    >() - 8usize];
-    [
-        "Alignment of cudaExternalSemaphoreSignalParams__bindgen_ty_1__bindgen_ty_2",
-    ][::core::mem::align_of::<
-        cudaExternalSemaphoreSignalParams__bindgen_ty_1__bindgen_ty_2,
-    >() - 8usize];
-    [
-        "Offset of field: cudaExternalSemaphoreSignalParams__bindgen_ty_1__bindgen_ty_2::fence",
-    ][::core::mem::offset_of!(
-        cudaExternalSemaphoreSignalParams__bindgen_ty_1__bindgen_ty_2, fence
-    ) - 0usize];
-    [
-        "Offset of field: cudaExternalSemaphoreSignalParams__bindgen_ty_1__bindgen_ty_2::reserved",
-    ][::core::mem::offset_of!(
-        cudaExternalSemaphoreSignalParams__bindgen_ty_1__bindgen_ty_2, reserved
-    ) - 0usize];
-};
 impl Default for cudaExternalSemaphoreSignalParams__bindgen_ty_1__bindgen_ty_2 {
     fn default() -> Self {
         let mut s = ::core::mem::MaybeUninit::<Self>::uninit();
@@ -17178,52 +12183,6 @@ impl Default for cudaExternalSemaphoreSignalParams__bindgen_ty_1__bindgen_ty_2 {
 pub struct cudaExternalSemaphoreSignalParams__bindgen_ty_1__bindgen_ty_3 {
     pub key: ::core::ffi::c_ulonglong,
 }
-#[allow(clippy::unnecessary_operation, clippy::identity_op)]
-const _: () = {
-    [
-        "Size of cudaExternalSemaphoreSignalParams__bindgen_ty_1__bindgen_ty_3",
-    ][::core::mem::size_of::<
-        cudaExternalSemaphoreSignalParams__bindgen_ty_1__bindgen_ty_3,
-    >() - 8usize];
-    [
-        "Alignment of cudaExternalSemaphoreSignalParams__bindgen_ty_1__bindgen_ty_3",
-    ][::core::mem::align_of::<
-        cudaExternalSemaphoreSignalParams__bindgen_ty_1__bindgen_ty_3,
-    >() - 8usize];
-    [
-        "Offset of field: cudaExternalSemaphoreSignalParams__bindgen_ty_1__bindgen_ty_3::key",
-    ][::core::mem::offset_of!(
-        cudaExternalSemaphoreSignalParams__bindgen_ty_1__bindgen_ty_3, key
-    ) - 0usize];
-};
-#[allow(clippy::unnecessary_operation, clippy::identity_op)]
-const _: () = {
-    [
-        "Size of cudaExternalSemaphoreSignalParams__bindgen_ty_1",
-    ][::core::mem::size_of::<cudaExternalSemaphoreSignalParams__bindgen_ty_1>()
-        - 72usize];
-    [
-        "Alignment of cudaExternalSemaphoreSignalParams__bindgen_ty_1",
-    ][::core::mem::align_of::<cudaExternalSemaphoreSignalParams__bindgen_ty_1>()
-        - 8usize];
-    [
-        "Offset of field: cudaExternalSemaphoreSignalParams__bindgen_ty_1::fence",
-    ][::core::mem::offset_of!(cudaExternalSemaphoreSignalParams__bindgen_ty_1, fence)
-        - 0usize];
-    [
-        "Offset of field: cudaExternalSemaphoreSignalParams__bindgen_ty_1::nvSciSync",
-    ][::core::mem::offset_of!(cudaExternalSemaphoreSignalParams__bindgen_ty_1, nvSciSync)
-        - 8usize];
-    [
-        "Offset of field: cudaExternalSemaphoreSignalParams__bindgen_ty_1::keyedMutex",
-    ][::core::mem::offset_of!(
-        cudaExternalSemaphoreSignalParams__bindgen_ty_1, keyedMutex
-    ) - 16usize];
-    [
-        "Offset of field: cudaExternalSemaphoreSignalParams__bindgen_ty_1::reserved",
-    ][::core::mem::offset_of!(cudaExternalSemaphoreSignalParams__bindgen_ty_1, reserved)
-        - 24usize];
-};
 impl Default for cudaExternalSemaphoreSignalParams__bindgen_ty_1 {
     fn default() -> Self {
         let mut s = ::core::mem::MaybeUninit::<Self>::uninit();
@@ -17233,24 +12192,6 @@ impl Default for cudaExternalSemaphoreSignalParams__bindgen_ty_1 {
         }
     }
 }
-#[allow(clippy::unnecessary_operation, clippy::identity_op)]
-const _: () = {
-    [
-        "Size of cudaExternalSemaphoreSignalParams",
-    ][::core::mem::size_of::<cudaExternalSemaphoreSignalParams>() - 144usize];
-    [
-        "Alignment of cudaExternalSemaphoreSignalParams",
-    ][::core::mem::align_of::<cudaExternalSemaphoreSignalParams>() - 8usize];
-    [
-        "Offset of field: cudaExternalSemaphoreSignalParams::params",
-    ][::core::mem::offset_of!(cudaExternalSemaphoreSignalParams, params) - 0usize];
-    [
-        "Offset of field: cudaExternalSemaphoreSignalParams::flags",
-    ][::core::mem::offset_of!(cudaExternalSemaphoreSignalParams, flags) - 72usize];
-    [
-        "Offset of field: cudaExternalSemaphoreSignalParams::reserved",
-    ][::core::mem::offset_of!(cudaExternalSemaphoreSignalParams, reserved) - 76usize];
-};
 impl Default for cudaExternalSemaphoreSignalParams {
     fn default() -> Self {
         let mut s = ::core::mem::MaybeUninit::<Self>::uninit();
@@ -17280,53 +12221,12 @@ pub struct cudaExternalSemaphoreWaitParams__bindgen_ty_1 {
 pub struct cudaExternalSemaphoreWaitParams__bindgen_ty_1__bindgen_ty_1 {
     pub value: ::core::ffi::c_ulonglong,
 }
-#[allow(clippy::unnecessary_operation, clippy::identity_op)]
-const _: () = {
-    [
-        "Size of cudaExternalSemaphoreWaitParams__bindgen_ty_1__bindgen_ty_1",
-    ][::core::mem::size_of::<
-        cudaExternalSemaphoreWaitParams__bindgen_ty_1__bindgen_ty_1,
-    >() - 8usize];
-    [
-        "Alignment of cudaExternalSemaphoreWaitParams__bindgen_ty_1__bindgen_ty_1",
-    ][::core::mem::align_of::<
-        cudaExternalSemaphoreWaitParams__bindgen_ty_1__bindgen_ty_1,
-    >() - 8usize];
-    [
-        "Offset of field: cudaExternalSemaphoreWaitParams__bindgen_ty_1__bindgen_ty_1::value",
-    ][::core::mem::offset_of!(
-        cudaExternalSemaphoreWaitParams__bindgen_ty_1__bindgen_ty_1, value
-    ) - 0usize];
-};
 #[repr(C)]
 #[derive(Copy, Clone)]
 pub union cudaExternalSemaphoreWaitParams__bindgen_ty_1__bindgen_ty_2 {
     pub fence: *mut ::core::ffi::c_void,
     pub reserved: ::core::ffi::c_ulonglong,
 }
-#[allow(clippy::unnecessary_operation, clippy::identity_op)]
-const _: () = {
-    [
-        "Size of cudaExternalSemaphoreWaitParams__bindgen_ty_1__bindgen_ty_2",
-    ][::core::mem::size_of::<
-        cudaExternalSemaphoreWaitParams__bindgen_ty_1__bindgen_ty_2,
-    >() - 8usize];
-    [
-        "Alignment of cudaExternalSemaphoreWaitParams__bindgen_ty_1__bindgen_ty_2",
-    ][::core::mem::align_of::<
-        cudaExternalSemaphoreWaitParams__bindgen_ty_1__bindgen_ty_2,
-    >() - 8usize];
-    [
-        "Offset of field: cudaExternalSemaphoreWaitParams__bindgen_ty_1__bindgen_ty_2::fence",
-    ][::core::mem::offset_of!(
-        cudaExternalSemaphoreWaitParams__bindgen_ty_1__bindgen_ty_2, fence
-    ) - 0usize];
-    [
-        "Offset of field: cudaExternalSemaphoreWaitParams__bindgen_ty_1__bindgen_ty_2::reserved",
-    ][::core::mem::offset_of!(
-        cudaExternalSemaphoreWaitParams__bindgen_ty_1__bindgen_ty_2, reserved
-    ) - 0usize];
-};
 impl Default for cudaExternalSemaphoreWaitParams__bindgen_ty_1__bindgen_ty_2 {
     fn default() -> Self {
         let mut s = ::core::mem::MaybeUninit::<Self>::uninit();
@@ -17342,54 +12242,6 @@ pub struct cudaExternalSemaphoreWaitParams__bindgen_ty_1__bindgen_ty_3 {
     pub key: ::core::ffi::c_ulonglong,
     pub timeoutMs: ::core::ffi::c_uint,
 }
-#[allow(clippy::unnecessary_operation, clippy::identity_op)]
-const _: () = {
-    [
-        "Size of cudaExternalSemaphoreWaitParams__bindgen_ty_1__bindgen_ty_3",
-    ][::core::mem::size_of::<
-        cudaExternalSemaphoreWaitParams__bindgen_ty_1__bindgen_ty_3,
-    >() - 16usize];
-    [
-        "Alignment of cudaExternalSemaphoreWaitParams__bindgen_ty_1__bindgen_ty_3",
-    ][::core::mem::align_of::<
-        cudaExternalSemaphoreWaitParams__bindgen_ty_1__bindgen_ty_3,
-    >() - 8usize];
-    [
-        "Offset of field: cudaExternalSemaphoreWaitParams__bindgen_ty_1__bindgen_ty_3::key",
-    ][::core::mem::offset_of!(
-        cudaExternalSemaphoreWaitParams__bindgen_ty_1__bindgen_ty_3, key
-    ) - 0usize];
-    [
-        "Offset of field: cudaExternalSemaphoreWaitParams__bindgen_ty_1__bindgen_ty_3::timeoutMs",
-    ][::core::mem::offset_of!(
-        cudaExternalSemaphoreWaitParams__bindgen_ty_1__bindgen_ty_3, timeoutMs
-    ) - 8usize];
-};
-#[allow(clippy::unnecessary_operation, clippy::identity_op)]
-const _: () = {
-    [
-        "Size of cudaExternalSemaphoreWaitParams__bindgen_ty_1",
-    ][::core::mem::size_of::<cudaExternalSemaphoreWaitParams__bindgen_ty_1>() - 72usize];
-    [
-        "Alignment of cudaExternalSemaphoreWaitParams__bindgen_ty_1",
-    ][::core::mem::align_of::<cudaExternalSemaphoreWaitParams__bindgen_ty_1>() - 8usize];
-    [
-        "Offset of field: cudaExternalSemaphoreWaitParams__bindgen_ty_1::fence",
-    ][::core::mem::offset_of!(cudaExternalSemaphoreWaitParams__bindgen_ty_1, fence)
-        - 0usize];
-    [
-        "Offset of field: cudaExternalSemaphoreWaitParams__bindgen_ty_1::nvSciSync",
-    ][::core::mem::offset_of!(cudaExternalSemaphoreWaitParams__bindgen_ty_1, nvSciSync)
-        - 8usize];
-    [
-        "Offset of field: cudaExternalSemaphoreWaitParams__bindgen_ty_1::keyedMutex",
-    ][::core::mem::offset_of!(cudaExternalSemaphoreWaitParams__bindgen_ty_1, keyedMutex)
-        - 16usize];
-    [
-        "Offset of field: cudaExternalSemaphoreWaitParams__bindgen_ty_1::reserved",
-    ][::core::mem::offset_of!(cudaExternalSemaphoreWaitParams__bindgen_ty_1, reserved)
-        - 32usize];
-};
 impl Default for cudaExternalSemaphoreWaitParams__bindgen_ty_1 {
     fn default() -> Self {
         let mut s = ::core::mem::MaybeUninit::<Self>::uninit();
@@ -17399,24 +12251,6 @@ impl Default for cudaExternalSemaphoreWaitParams__bindgen_ty_1 {
         }
     }
 }
-#[allow(clippy::unnecessary_operation, clippy::identity_op)]
-const _: () = {
-    [
-        "Size of cudaExternalSemaphoreWaitParams",
-    ][::core::mem::size_of::<cudaExternalSemaphoreWaitParams>() - 144usize];
-    [
-        "Alignment of cudaExternalSemaphoreWaitParams",
-    ][::core::mem::align_of::<cudaExternalSemaphoreWaitParams>() - 8usize];
-    [
-        "Offset of field: cudaExternalSemaphoreWaitParams::params",
-    ][::core::mem::offset_of!(cudaExternalSemaphoreWaitParams, params) - 0usize];
-    [
-        "Offset of field: cudaExternalSemaphoreWaitParams::flags",
-    ][::core::mem::offset_of!(cudaExternalSemaphoreWaitParams, flags) - 72usize];
-    [
-        "Offset of field: cudaExternalSemaphoreWaitParams::reserved",
-    ][::core::mem::offset_of!(cudaExternalSemaphoreWaitParams, reserved) - 76usize];
-};
 impl Default for cudaExternalSemaphoreWaitParams {
     fn default() -> Self {
         let mut s = ::core::mem::MaybeUninit::<Self>::uninit();
@@ -17476,28 +12310,6 @@ pub struct cudaDevSmResource {
     pub flags: ::core::ffi::c_uint,
     pub localityDomainId: ::core::ffi::c_uint,
 }
-#[allow(clippy::unnecessary_operation, clippy::identity_op)]
-const _: () = {
-    ["Size of cudaDevSmResource"][::core::mem::size_of::<cudaDevSmResource>() - 20usize];
-    [
-        "Alignment of cudaDevSmResource",
-    ][::core::mem::align_of::<cudaDevSmResource>() - 4usize];
-    [
-        "Offset of field: cudaDevSmResource::smCount",
-    ][::core::mem::offset_of!(cudaDevSmResource, smCount) - 0usize];
-    [
-        "Offset of field: cudaDevSmResource::minSmPartitionSize",
-    ][::core::mem::offset_of!(cudaDevSmResource, minSmPartitionSize) - 4usize];
-    [
-        "Offset of field: cudaDevSmResource::smCoscheduledAlignment",
-    ][::core::mem::offset_of!(cudaDevSmResource, smCoscheduledAlignment) - 8usize];
-    [
-        "Offset of field: cudaDevSmResource::flags",
-    ][::core::mem::offset_of!(cudaDevSmResource, flags) - 12usize];
-    [
-        "Offset of field: cudaDevSmResource::localityDomainId",
-    ][::core::mem::offset_of!(cudaDevSmResource, localityDomainId) - 16usize];
-};
 impl cudaDevWorkqueueConfigScope {
     pub const cudaDevWorkqueueConfigScopeDeviceCtx: cudaDevWorkqueueConfigScope = cudaDevWorkqueueConfigScope(
         0,
@@ -17516,25 +12328,6 @@ pub struct cudaDevWorkqueueConfigResource {
     pub wqConcurrencyLimit: ::core::ffi::c_uint,
     pub sharingScope: cudaDevWorkqueueConfigScope,
 }
-#[allow(clippy::unnecessary_operation, clippy::identity_op)]
-const _: () = {
-    [
-        "Size of cudaDevWorkqueueConfigResource",
-    ][::core::mem::size_of::<cudaDevWorkqueueConfigResource>() - 12usize];
-    [
-        "Alignment of cudaDevWorkqueueConfigResource",
-    ][::core::mem::align_of::<cudaDevWorkqueueConfigResource>() - 4usize];
-    [
-        "Offset of field: cudaDevWorkqueueConfigResource::device",
-    ][::core::mem::offset_of!(cudaDevWorkqueueConfigResource, device) - 0usize];
-    [
-        "Offset of field: cudaDevWorkqueueConfigResource::wqConcurrencyLimit",
-    ][::core::mem::offset_of!(cudaDevWorkqueueConfigResource, wqConcurrencyLimit)
-        - 4usize];
-    [
-        "Offset of field: cudaDevWorkqueueConfigResource::sharingScope",
-    ][::core::mem::offset_of!(cudaDevWorkqueueConfigResource, sharingScope) - 8usize];
-};
 impl Default for cudaDevWorkqueueConfigResource {
     fn default() -> Self {
         let mut s = ::core::mem::MaybeUninit::<Self>::uninit();
@@ -17549,18 +12342,6 @@ impl Default for cudaDevWorkqueueConfigResource {
 pub struct cudaDevWorkqueueResource {
     pub reserved: [::core::ffi::c_uchar; 40usize],
 }
-#[allow(clippy::unnecessary_operation, clippy::identity_op)]
-const _: () = {
-    [
-        "Size of cudaDevWorkqueueResource",
-    ][::core::mem::size_of::<cudaDevWorkqueueResource>() - 40usize];
-    [
-        "Alignment of cudaDevWorkqueueResource",
-    ][::core::mem::align_of::<cudaDevWorkqueueResource>() - 1usize];
-    [
-        "Offset of field: cudaDevWorkqueueResource::reserved",
-    ][::core::mem::offset_of!(cudaDevWorkqueueResource, reserved) - 0usize];
-};
 impl Default for cudaDevWorkqueueResource {
     fn default() -> Self {
         let mut s = ::core::mem::MaybeUninit::<Self>::uninit();
@@ -17580,37 +12361,6 @@ pub struct cudaDevSmResourceGroupParams_st {
     pub localityDomainId: ::core::ffi::c_uint,
     pub reserved: [::core::ffi::c_uint; 11usize],
 }
-#[allow(clippy::unnecessary_operation, clippy::identity_op)]
-const _: () = {
-    [
-        "Size of cudaDevSmResourceGroupParams_st",
-    ][::core::mem::size_of::<cudaDevSmResourceGroupParams_st>() - 64usize];
-    [
-        "Alignment of cudaDevSmResourceGroupParams_st",
-    ][::core::mem::align_of::<cudaDevSmResourceGroupParams_st>() - 4usize];
-    [
-        "Offset of field: cudaDevSmResourceGroupParams_st::smCount",
-    ][::core::mem::offset_of!(cudaDevSmResourceGroupParams_st, smCount) - 0usize];
-    [
-        "Offset of field: cudaDevSmResourceGroupParams_st::coscheduledSmCount",
-    ][::core::mem::offset_of!(cudaDevSmResourceGroupParams_st, coscheduledSmCount)
-        - 4usize];
-    [
-        "Offset of field: cudaDevSmResourceGroupParams_st::preferredCoscheduledSmCount",
-    ][::core::mem::offset_of!(
-        cudaDevSmResourceGroupParams_st, preferredCoscheduledSmCount
-    ) - 8usize];
-    [
-        "Offset of field: cudaDevSmResourceGroupParams_st::flags",
-    ][::core::mem::offset_of!(cudaDevSmResourceGroupParams_st, flags) - 12usize];
-    [
-        "Offset of field: cudaDevSmResourceGroupParams_st::localityDomainId",
-    ][::core::mem::offset_of!(cudaDevSmResourceGroupParams_st, localityDomainId)
-        - 16usize];
-    [
-        "Offset of field: cudaDevSmResourceGroupParams_st::reserved",
-    ][::core::mem::offset_of!(cudaDevSmResourceGroupParams_st, reserved) - 20usize];
-};
 pub type cudaDevSmResourceGroupParams = cudaDevSmResourceGroupParams_st;
 #[repr(C)]
 #[derive(Copy, Clone)]
@@ -17628,27 +12378,6 @@ pub union cudaDevResource_st__bindgen_ty_1 {
     pub wq: cudaDevWorkqueueResource,
     pub _oversize: [::core::ffi::c_uchar; 40usize],
 }
-#[allow(clippy::unnecessary_operation, clippy::identity_op)]
-const _: () = {
-    [
-        "Size of cudaDevResource_st__bindgen_ty_1",
-    ][::core::mem::size_of::<cudaDevResource_st__bindgen_ty_1>() - 40usize];
-    [
-        "Alignment of cudaDevResource_st__bindgen_ty_1",
-    ][::core::mem::align_of::<cudaDevResource_st__bindgen_ty_1>() - 4usize];
-    [
-        "Offset of field: cudaDevResource_st__bindgen_ty_1::sm",
-    ][::core::mem::offset_of!(cudaDevResource_st__bindgen_ty_1, sm) - 0usize];
-    [
-        "Offset of field: cudaDevResource_st__bindgen_ty_1::wqConfig",
-    ][::core::mem::offset_of!(cudaDevResource_st__bindgen_ty_1, wqConfig) - 0usize];
-    [
-        "Offset of field: cudaDevResource_st__bindgen_ty_1::wq",
-    ][::core::mem::offset_of!(cudaDevResource_st__bindgen_ty_1, wq) - 0usize];
-    [
-        "Offset of field: cudaDevResource_st__bindgen_ty_1::_oversize",
-    ][::core::mem::offset_of!(cudaDevResource_st__bindgen_ty_1, _oversize) - 0usize];
-};
 impl Default for cudaDevResource_st__bindgen_ty_1 {
     fn default() -> Self {
         let mut s = ::core::mem::MaybeUninit::<Self>::uninit();
@@ -17658,24 +12387,6 @@ impl Default for cudaDevResource_st__bindgen_ty_1 {
         }
     }
 }
-#[allow(clippy::unnecessary_operation, clippy::identity_op)]
-const _: () = {
-    [
-        "Size of cudaDevResource_st",
-    ][::core::mem::size_of::<cudaDevResource_st>() - 144usize];
-    [
-        "Alignment of cudaDevResource_st",
-    ][::core::mem::align_of::<cudaDevResource_st>() - 8usize];
-    [
-        "Offset of field: cudaDevResource_st::type_",
-    ][::core::mem::offset_of!(cudaDevResource_st, type_) - 0usize];
-    [
-        "Offset of field: cudaDevResource_st::_internal_padding",
-    ][::core::mem::offset_of!(cudaDevResource_st, _internal_padding) - 4usize];
-    [
-        "Offset of field: cudaDevResource_st::nextResource",
-    ][::core::mem::offset_of!(cudaDevResource_st, nextResource) - 136usize];
-};
 impl Default for cudaDevResource_st {
     fn default() -> Self {
         let mut s = ::core::mem::MaybeUninit::<Self>::uninit();
@@ -17747,34 +12458,6 @@ pub struct cudalibraryHostUniversalFunctionAndDataTable {
     pub dataTable: *mut ::core::ffi::c_void,
     pub dataWindowSize: usize,
 }
-#[allow(clippy::unnecessary_operation, clippy::identity_op)]
-const _: () = {
-    [
-        "Size of cudalibraryHostUniversalFunctionAndDataTable",
-    ][::core::mem::size_of::<cudalibraryHostUniversalFunctionAndDataTable>() - 32usize];
-    [
-        "Alignment of cudalibraryHostUniversalFunctionAndDataTable",
-    ][::core::mem::align_of::<cudalibraryHostUniversalFunctionAndDataTable>() - 8usize];
-    [
-        "Offset of field: cudalibraryHostUniversalFunctionAndDataTable::functionTable",
-    ][::core::mem::offset_of!(
-        cudalibraryHostUniversalFunctionAndDataTable, functionTable
-    ) - 0usize];
-    [
-        "Offset of field: cudalibraryHostUniversalFunctionAndDataTable::functionWindowSize",
-    ][::core::mem::offset_of!(
-        cudalibraryHostUniversalFunctionAndDataTable, functionWindowSize
-    ) - 8usize];
-    [
-        "Offset of field: cudalibraryHostUniversalFunctionAndDataTable::dataTable",
-    ][::core::mem::offset_of!(cudalibraryHostUniversalFunctionAndDataTable, dataTable)
-        - 16usize];
-    [
-        "Offset of field: cudalibraryHostUniversalFunctionAndDataTable::dataWindowSize",
-    ][::core::mem::offset_of!(
-        cudalibraryHostUniversalFunctionAndDataTable, dataWindowSize
-    ) - 24usize];
-};
 impl Default for cudalibraryHostUniversalFunctionAndDataTable {
     fn default() -> Self {
         let mut s = ::core::mem::MaybeUninit::<Self>::uninit();
@@ -17819,33 +12502,6 @@ pub struct cudaKernelNodeParams {
     pub kernelParams: *mut *mut ::core::ffi::c_void,
     pub extra: *mut *mut ::core::ffi::c_void,
 }
-#[allow(clippy::unnecessary_operation, clippy::identity_op)]
-const _: () = {
-    [
-        "Size of cudaKernelNodeParams",
-    ][::core::mem::size_of::<cudaKernelNodeParams>() - 56usize];
-    [
-        "Alignment of cudaKernelNodeParams",
-    ][::core::mem::align_of::<cudaKernelNodeParams>() - 8usize];
-    [
-        "Offset of field: cudaKernelNodeParams::func",
-    ][::core::mem::offset_of!(cudaKernelNodeParams, func) - 0usize];
-    [
-        "Offset of field: cudaKernelNodeParams::gridDim",
-    ][::core::mem::offset_of!(cudaKernelNodeParams, gridDim) - 8usize];
-    [
-        "Offset of field: cudaKernelNodeParams::blockDim",
-    ][::core::mem::offset_of!(cudaKernelNodeParams, blockDim) - 20usize];
-    [
-        "Offset of field: cudaKernelNodeParams::sharedMemBytes",
-    ][::core::mem::offset_of!(cudaKernelNodeParams, sharedMemBytes) - 32usize];
-    [
-        "Offset of field: cudaKernelNodeParams::kernelParams",
-    ][::core::mem::offset_of!(cudaKernelNodeParams, kernelParams) - 40usize];
-    [
-        "Offset of field: cudaKernelNodeParams::extra",
-    ][::core::mem::offset_of!(cudaKernelNodeParams, extra) - 48usize];
-};
 impl Default for cudaKernelNodeParams {
     fn default() -> Self {
         let mut s = ::core::mem::MaybeUninit::<Self>::uninit();
@@ -17891,24 +12547,6 @@ pub union cudaKernelNodeParamsV2__bindgen_ty_1 {
     pub kern: cudaKernel_t,
     pub cuFunc: cudaFunction_t,
 }
-#[allow(clippy::unnecessary_operation, clippy::identity_op)]
-const _: () = {
-    [
-        "Size of cudaKernelNodeParamsV2__bindgen_ty_1",
-    ][::core::mem::size_of::<cudaKernelNodeParamsV2__bindgen_ty_1>() - 8usize];
-    [
-        "Alignment of cudaKernelNodeParamsV2__bindgen_ty_1",
-    ][::core::mem::align_of::<cudaKernelNodeParamsV2__bindgen_ty_1>() - 8usize];
-    [
-        "Offset of field: cudaKernelNodeParamsV2__bindgen_ty_1::func",
-    ][::core::mem::offset_of!(cudaKernelNodeParamsV2__bindgen_ty_1, func) - 0usize];
-    [
-        "Offset of field: cudaKernelNodeParamsV2__bindgen_ty_1::kern",
-    ][::core::mem::offset_of!(cudaKernelNodeParamsV2__bindgen_ty_1, kern) - 0usize];
-    [
-        "Offset of field: cudaKernelNodeParamsV2__bindgen_ty_1::cuFunc",
-    ][::core::mem::offset_of!(cudaKernelNodeParamsV2__bindgen_ty_1, cuFunc) - 0usize];
-};
 impl Default for cudaKernelNodeParamsV2__bindgen_ty_1 {
     fn default() -> Self {
         let mut s = ::core::mem::MaybeUninit::<Self>::uninit();
@@ -17918,36 +12556,6 @@ impl Default for cudaKernelNodeParamsV2__bindgen_ty_1 {
         }
     }
 }
-#[allow(clippy::unnecessary_operation, clippy::identity_op)]
-const _: () = {
-    [
-        "Size of cudaKernelNodeParamsV2",
-    ][::core::mem::size_of::<cudaKernelNodeParamsV2>() - 72usize];
-    [
-        "Alignment of cudaKernelNodeParamsV2",
-    ][::core::mem::align_of::<cudaKernelNodeParamsV2>() - 8usize];
-    [
-        "Offset of field: cudaKernelNodeParamsV2::gridDim",
-    ][::core::mem::offset_of!(cudaKernelNodeParamsV2, gridDim) - 8usize];
-    [
-        "Offset of field: cudaKernelNodeParamsV2::blockDim",
-    ][::core::mem::offset_of!(cudaKernelNodeParamsV2, blockDim) - 20usize];
-    [
-        "Offset of field: cudaKernelNodeParamsV2::sharedMemBytes",
-    ][::core::mem::offset_of!(cudaKernelNodeParamsV2, sharedMemBytes) - 32usize];
-    [
-        "Offset of field: cudaKernelNodeParamsV2::kernelParams",
-    ][::core::mem::offset_of!(cudaKernelNodeParamsV2, kernelParams) - 40usize];
-    [
-        "Offset of field: cudaKernelNodeParamsV2::extra",
-    ][::core::mem::offset_of!(cudaKernelNodeParamsV2, extra) - 48usize];
-    [
-        "Offset of field: cudaKernelNodeParamsV2::ctx",
-    ][::core::mem::offset_of!(cudaKernelNodeParamsV2, ctx) - 56usize];
-    [
-        "Offset of field: cudaKernelNodeParamsV2::functionType",
-    ][::core::mem::offset_of!(cudaKernelNodeParamsV2, functionType) - 64usize];
-};
 impl Default for cudaKernelNodeParamsV2 {
     fn default() -> Self {
         let mut s = ::core::mem::MaybeUninit::<Self>::uninit();
@@ -17964,27 +12572,6 @@ pub struct cudaExternalSemaphoreSignalNodeParams {
     pub paramsArray: *const cudaExternalSemaphoreSignalParams,
     pub numExtSems: ::core::ffi::c_uint,
 }
-#[allow(clippy::unnecessary_operation, clippy::identity_op)]
-const _: () = {
-    [
-        "Size of cudaExternalSemaphoreSignalNodeParams",
-    ][::core::mem::size_of::<cudaExternalSemaphoreSignalNodeParams>() - 24usize];
-    [
-        "Alignment of cudaExternalSemaphoreSignalNodeParams",
-    ][::core::mem::align_of::<cudaExternalSemaphoreSignalNodeParams>() - 8usize];
-    [
-        "Offset of field: cudaExternalSemaphoreSignalNodeParams::extSemArray",
-    ][::core::mem::offset_of!(cudaExternalSemaphoreSignalNodeParams, extSemArray)
-        - 0usize];
-    [
-        "Offset of field: cudaExternalSemaphoreSignalNodeParams::paramsArray",
-    ][::core::mem::offset_of!(cudaExternalSemaphoreSignalNodeParams, paramsArray)
-        - 8usize];
-    [
-        "Offset of field: cudaExternalSemaphoreSignalNodeParams::numExtSems",
-    ][::core::mem::offset_of!(cudaExternalSemaphoreSignalNodeParams, numExtSems)
-        - 16usize];
-};
 impl Default for cudaExternalSemaphoreSignalNodeParams {
     fn default() -> Self {
         let mut s = ::core::mem::MaybeUninit::<Self>::uninit();
@@ -18002,30 +12589,6 @@ pub struct cudaExternalSemaphoreSignalNodeParamsV2 {
     pub numExtSems: ::core::ffi::c_uint,
     pub ctx: cudaExecutionContext_t,
 }
-#[allow(clippy::unnecessary_operation, clippy::identity_op)]
-const _: () = {
-    [
-        "Size of cudaExternalSemaphoreSignalNodeParamsV2",
-    ][::core::mem::size_of::<cudaExternalSemaphoreSignalNodeParamsV2>() - 32usize];
-    [
-        "Alignment of cudaExternalSemaphoreSignalNodeParamsV2",
-    ][::core::mem::align_of::<cudaExternalSemaphoreSignalNodeParamsV2>() - 8usize];
-    [
-        "Offset of field: cudaExternalSemaphoreSignalNodeParamsV2::extSemArray",
-    ][::core::mem::offset_of!(cudaExternalSemaphoreSignalNodeParamsV2, extSemArray)
-        - 0usize];
-    [
-        "Offset of field: cudaExternalSemaphoreSignalNodeParamsV2::paramsArray",
-    ][::core::mem::offset_of!(cudaExternalSemaphoreSignalNodeParamsV2, paramsArray)
-        - 8usize];
-    [
-        "Offset of field: cudaExternalSemaphoreSignalNodeParamsV2::numExtSems",
-    ][::core::mem::offset_of!(cudaExternalSemaphoreSignalNodeParamsV2, numExtSems)
-        - 16usize];
-    [
-        "Offset of field: cudaExternalSemaphoreSignalNodeParamsV2::ctx",
-    ][::core::mem::offset_of!(cudaExternalSemaphoreSignalNodeParamsV2, ctx) - 24usize];
-};
 impl Default for cudaExternalSemaphoreSignalNodeParamsV2 {
     fn default() -> Self {
         let mut s = ::core::mem::MaybeUninit::<Self>::uninit();
@@ -18042,27 +12605,6 @@ pub struct cudaExternalSemaphoreWaitNodeParams {
     pub paramsArray: *const cudaExternalSemaphoreWaitParams,
     pub numExtSems: ::core::ffi::c_uint,
 }
-#[allow(clippy::unnecessary_operation, clippy::identity_op)]
-const _: () = {
-    [
-        "Size of cudaExternalSemaphoreWaitNodeParams",
-    ][::core::mem::size_of::<cudaExternalSemaphoreWaitNodeParams>() - 24usize];
-    [
-        "Alignment of cudaExternalSemaphoreWaitNodeParams",
-    ][::core::mem::align_of::<cudaExternalSemaphoreWaitNodeParams>() - 8usize];
-    [
-        "Offset of field: cudaExternalSemaphoreWaitNodeParams::extSemArray",
-    ][::core::mem::offset_of!(cudaExternalSemaphoreWaitNodeParams, extSemArray)
-        - 0usize];
-    [
-        "Offset of field: cudaExternalSemaphoreWaitNodeParams::paramsArray",
-    ][::core::mem::offset_of!(cudaExternalSemaphoreWaitNodeParams, paramsArray)
-        - 8usize];
-    [
-        "Offset of field: cudaExternalSemaphoreWaitNodeParams::numExtSems",
-    ][::core::mem::offset_of!(cudaExternalSemaphoreWaitNodeParams, numExtSems)
-        - 16usize];
-};
 impl Default for cudaExternalSemaphoreWaitNodeParams {
     fn default() -> Self {
         let mut s = ::core::mem::MaybeUninit::<Self>::uninit();
@@ -18080,30 +12622,6 @@ pub struct cudaExternalSemaphoreWaitNodeParamsV2 {
     pub numExtSems: ::core::ffi::c_uint,
     pub ctx: cudaExecutionContext_t,
 }
-#[allow(clippy::unnecessary_operation, clippy::identity_op)]
-const _: () = {
-    [
-        "Size of cudaExternalSemaphoreWaitNodeParamsV2",
-    ][::core::mem::size_of::<cudaExternalSemaphoreWaitNodeParamsV2>() - 32usize];
-    [
-        "Alignment of cudaExternalSemaphoreWaitNodeParamsV2",
-    ][::core::mem::align_of::<cudaExternalSemaphoreWaitNodeParamsV2>() - 8usize];
-    [
-        "Offset of field: cudaExternalSemaphoreWaitNodeParamsV2::extSemArray",
-    ][::core::mem::offset_of!(cudaExternalSemaphoreWaitNodeParamsV2, extSemArray)
-        - 0usize];
-    [
-        "Offset of field: cudaExternalSemaphoreWaitNodeParamsV2::paramsArray",
-    ][::core::mem::offset_of!(cudaExternalSemaphoreWaitNodeParamsV2, paramsArray)
-        - 8usize];
-    [
-        "Offset of field: cudaExternalSemaphoreWaitNodeParamsV2::numExtSems",
-    ][::core::mem::offset_of!(cudaExternalSemaphoreWaitNodeParamsV2, numExtSems)
-        - 16usize];
-    [
-        "Offset of field: cudaExternalSemaphoreWaitNodeParamsV2::ctx",
-    ][::core::mem::offset_of!(cudaExternalSemaphoreWaitNodeParamsV2, ctx) - 24usize];
-};
 impl Default for cudaExternalSemaphoreWaitNodeParamsV2 {
     fn default() -> Self {
         let mut s = ::core::mem::MaybeUninit::<Self>::uninit();
@@ -18144,30 +12662,6 @@ pub struct cudaConditionalNodeParams {
     pub phGraph_out: *mut cudaGraph_t,
     pub ctx: cudaExecutionContext_t,
 }
-#[allow(clippy::unnecessary_operation, clippy::identity_op)]
-const _: () = {
-    [
-        "Size of cudaConditionalNodeParams",
-    ][::core::mem::size_of::<cudaConditionalNodeParams>() - 32usize];
-    [
-        "Alignment of cudaConditionalNodeParams",
-    ][::core::mem::align_of::<cudaConditionalNodeParams>() - 8usize];
-    [
-        "Offset of field: cudaConditionalNodeParams::handle",
-    ][::core::mem::offset_of!(cudaConditionalNodeParams, handle) - 0usize];
-    [
-        "Offset of field: cudaConditionalNodeParams::type_",
-    ][::core::mem::offset_of!(cudaConditionalNodeParams, type_) - 8usize];
-    [
-        "Offset of field: cudaConditionalNodeParams::size",
-    ][::core::mem::offset_of!(cudaConditionalNodeParams, size) - 12usize];
-    [
-        "Offset of field: cudaConditionalNodeParams::phGraph_out",
-    ][::core::mem::offset_of!(cudaConditionalNodeParams, phGraph_out) - 16usize];
-    [
-        "Offset of field: cudaConditionalNodeParams::ctx",
-    ][::core::mem::offset_of!(cudaConditionalNodeParams, ctx) - 24usize];
-};
 impl Default for cudaConditionalNodeParams {
     fn default() -> Self {
         let mut s = ::core::mem::MaybeUninit::<Self>::uninit();
@@ -18189,39 +12683,6 @@ pub struct cudaMemcpyBatchNodeParams {
     pub numAttrs: usize,
     pub ctx: cudaExecutionContext_t,
 }
-#[allow(clippy::unnecessary_operation, clippy::identity_op)]
-const _: () = {
-    [
-        "Size of cudaMemcpyBatchNodeParams",
-    ][::core::mem::size_of::<cudaMemcpyBatchNodeParams>() - 64usize];
-    [
-        "Alignment of cudaMemcpyBatchNodeParams",
-    ][::core::mem::align_of::<cudaMemcpyBatchNodeParams>() - 8usize];
-    [
-        "Offset of field: cudaMemcpyBatchNodeParams::count",
-    ][::core::mem::offset_of!(cudaMemcpyBatchNodeParams, count) - 0usize];
-    [
-        "Offset of field: cudaMemcpyBatchNodeParams::dsts",
-    ][::core::mem::offset_of!(cudaMemcpyBatchNodeParams, dsts) - 8usize];
-    [
-        "Offset of field: cudaMemcpyBatchNodeParams::srcs",
-    ][::core::mem::offset_of!(cudaMemcpyBatchNodeParams, srcs) - 16usize];
-    [
-        "Offset of field: cudaMemcpyBatchNodeParams::sizes",
-    ][::core::mem::offset_of!(cudaMemcpyBatchNodeParams, sizes) - 24usize];
-    [
-        "Offset of field: cudaMemcpyBatchNodeParams::attrs",
-    ][::core::mem::offset_of!(cudaMemcpyBatchNodeParams, attrs) - 32usize];
-    [
-        "Offset of field: cudaMemcpyBatchNodeParams::attrsIdxs",
-    ][::core::mem::offset_of!(cudaMemcpyBatchNodeParams, attrsIdxs) - 40usize];
-    [
-        "Offset of field: cudaMemcpyBatchNodeParams::numAttrs",
-    ][::core::mem::offset_of!(cudaMemcpyBatchNodeParams, numAttrs) - 48usize];
-    [
-        "Offset of field: cudaMemcpyBatchNodeParams::ctx",
-    ][::core::mem::offset_of!(cudaMemcpyBatchNodeParams, ctx) - 56usize];
-};
 impl Default for cudaMemcpyBatchNodeParams {
     fn default() -> Self {
         let mut s = ::core::mem::MaybeUninit::<Self>::uninit();
@@ -18277,21 +12738,6 @@ pub struct cudaChildGraphNodeParams {
     pub graph: cudaGraph_t,
     pub ownership: cudaGraphChildGraphNodeOwnership,
 }
-#[allow(clippy::unnecessary_operation, clippy::identity_op)]
-const _: () = {
-    [
-        "Size of cudaChildGraphNodeParams",
-    ][::core::mem::size_of::<cudaChildGraphNodeParams>() - 16usize];
-    [
-        "Alignment of cudaChildGraphNodeParams",
-    ][::core::mem::align_of::<cudaChildGraphNodeParams>() - 8usize];
-    [
-        "Offset of field: cudaChildGraphNodeParams::graph",
-    ][::core::mem::offset_of!(cudaChildGraphNodeParams, graph) - 0usize];
-    [
-        "Offset of field: cudaChildGraphNodeParams::ownership",
-    ][::core::mem::offset_of!(cudaChildGraphNodeParams, ownership) - 8usize];
-};
 impl Default for cudaChildGraphNodeParams {
     fn default() -> Self {
         let mut s = ::core::mem::MaybeUninit::<Self>::uninit();
@@ -18307,21 +12753,6 @@ pub struct cudaEventRecordNodeParams {
     pub event: cudaEvent_t,
     pub ctx: cudaExecutionContext_t,
 }
-#[allow(clippy::unnecessary_operation, clippy::identity_op)]
-const _: () = {
-    [
-        "Size of cudaEventRecordNodeParams",
-    ][::core::mem::size_of::<cudaEventRecordNodeParams>() - 16usize];
-    [
-        "Alignment of cudaEventRecordNodeParams",
-    ][::core::mem::align_of::<cudaEventRecordNodeParams>() - 8usize];
-    [
-        "Offset of field: cudaEventRecordNodeParams::event",
-    ][::core::mem::offset_of!(cudaEventRecordNodeParams, event) - 0usize];
-    [
-        "Offset of field: cudaEventRecordNodeParams::ctx",
-    ][::core::mem::offset_of!(cudaEventRecordNodeParams, ctx) - 8usize];
-};
 impl Default for cudaEventRecordNodeParams {
     fn default() -> Self {
         let mut s = ::core::mem::MaybeUninit::<Self>::uninit();
@@ -18336,18 +12767,6 @@ impl Default for cudaEventRecordNodeParams {
 pub struct cudaEventWaitNodeParams {
     pub event: cudaEvent_t,
 }
-#[allow(clippy::unnecessary_operation, clippy::identity_op)]
-const _: () = {
-    [
-        "Size of cudaEventWaitNodeParams",
-    ][::core::mem::size_of::<cudaEventWaitNodeParams>() - 8usize];
-    [
-        "Alignment of cudaEventWaitNodeParams",
-    ][::core::mem::align_of::<cudaEventWaitNodeParams>() - 8usize];
-    [
-        "Offset of field: cudaEventWaitNodeParams::event",
-    ][::core::mem::offset_of!(cudaEventWaitNodeParams, event) - 0usize];
-};
 impl Default for cudaEventWaitNodeParams {
     fn default() -> Self {
         let mut s = ::core::mem::MaybeUninit::<Self>::uninit();
@@ -18383,57 +12802,6 @@ pub union cudaGraphNodeParams__bindgen_ty_1 {
     pub conditional: cudaConditionalNodeParams,
     pub memcpyBatch: cudaMemcpyBatchNodeParams,
 }
-#[allow(clippy::unnecessary_operation, clippy::identity_op)]
-const _: () = {
-    [
-        "Size of cudaGraphNodeParams__bindgen_ty_1",
-    ][::core::mem::size_of::<cudaGraphNodeParams__bindgen_ty_1>() - 232usize];
-    [
-        "Alignment of cudaGraphNodeParams__bindgen_ty_1",
-    ][::core::mem::align_of::<cudaGraphNodeParams__bindgen_ty_1>() - 8usize];
-    [
-        "Offset of field: cudaGraphNodeParams__bindgen_ty_1::reserved1",
-    ][::core::mem::offset_of!(cudaGraphNodeParams__bindgen_ty_1, reserved1) - 0usize];
-    [
-        "Offset of field: cudaGraphNodeParams__bindgen_ty_1::kernel",
-    ][::core::mem::offset_of!(cudaGraphNodeParams__bindgen_ty_1, kernel) - 0usize];
-    [
-        "Offset of field: cudaGraphNodeParams__bindgen_ty_1::memcpy",
-    ][::core::mem::offset_of!(cudaGraphNodeParams__bindgen_ty_1, memcpy) - 0usize];
-    [
-        "Offset of field: cudaGraphNodeParams__bindgen_ty_1::memset",
-    ][::core::mem::offset_of!(cudaGraphNodeParams__bindgen_ty_1, memset) - 0usize];
-    [
-        "Offset of field: cudaGraphNodeParams__bindgen_ty_1::host",
-    ][::core::mem::offset_of!(cudaGraphNodeParams__bindgen_ty_1, host) - 0usize];
-    [
-        "Offset of field: cudaGraphNodeParams__bindgen_ty_1::graph",
-    ][::core::mem::offset_of!(cudaGraphNodeParams__bindgen_ty_1, graph) - 0usize];
-    [
-        "Offset of field: cudaGraphNodeParams__bindgen_ty_1::eventWait",
-    ][::core::mem::offset_of!(cudaGraphNodeParams__bindgen_ty_1, eventWait) - 0usize];
-    [
-        "Offset of field: cudaGraphNodeParams__bindgen_ty_1::eventRecord",
-    ][::core::mem::offset_of!(cudaGraphNodeParams__bindgen_ty_1, eventRecord) - 0usize];
-    [
-        "Offset of field: cudaGraphNodeParams__bindgen_ty_1::extSemSignal",
-    ][::core::mem::offset_of!(cudaGraphNodeParams__bindgen_ty_1, extSemSignal) - 0usize];
-    [
-        "Offset of field: cudaGraphNodeParams__bindgen_ty_1::extSemWait",
-    ][::core::mem::offset_of!(cudaGraphNodeParams__bindgen_ty_1, extSemWait) - 0usize];
-    [
-        "Offset of field: cudaGraphNodeParams__bindgen_ty_1::alloc",
-    ][::core::mem::offset_of!(cudaGraphNodeParams__bindgen_ty_1, alloc) - 0usize];
-    [
-        "Offset of field: cudaGraphNodeParams__bindgen_ty_1::free",
-    ][::core::mem::offset_of!(cudaGraphNodeParams__bindgen_ty_1, free) - 0usize];
-    [
-        "Offset of field: cudaGraphNodeParams__bindgen_ty_1::conditional",
-    ][::core::mem::offset_of!(cudaGraphNodeParams__bindgen_ty_1, conditional) - 0usize];
-    [
-        "Offset of field: cudaGraphNodeParams__bindgen_ty_1::memcpyBatch",
-    ][::core::mem::offset_of!(cudaGraphNodeParams__bindgen_ty_1, memcpyBatch) - 0usize];
-};
 impl Default for cudaGraphNodeParams__bindgen_ty_1 {
     fn default() -> Self {
         let mut s = ::core::mem::MaybeUninit::<Self>::uninit();
@@ -18443,24 +12811,6 @@ impl Default for cudaGraphNodeParams__bindgen_ty_1 {
         }
     }
 }
-#[allow(clippy::unnecessary_operation, clippy::identity_op)]
-const _: () = {
-    [
-        "Size of cudaGraphNodeParams",
-    ][::core::mem::size_of::<cudaGraphNodeParams>() - 256usize];
-    [
-        "Alignment of cudaGraphNodeParams",
-    ][::core::mem::align_of::<cudaGraphNodeParams>() - 8usize];
-    [
-        "Offset of field: cudaGraphNodeParams::type_",
-    ][::core::mem::offset_of!(cudaGraphNodeParams, type_) - 0usize];
-    [
-        "Offset of field: cudaGraphNodeParams::reserved0",
-    ][::core::mem::offset_of!(cudaGraphNodeParams, reserved0) - 4usize];
-    [
-        "Offset of field: cudaGraphNodeParams::reserved2",
-    ][::core::mem::offset_of!(cudaGraphNodeParams, reserved2) - 248usize];
-};
 impl Default for cudaGraphNodeParams {
     fn default() -> Self {
         let mut s = ::core::mem::MaybeUninit::<Self>::uninit();
@@ -18490,27 +12840,6 @@ pub struct cudaGraphEdgeData_st {
     pub type_: ::core::ffi::c_uchar,
     pub reserved: [::core::ffi::c_uchar; 5usize],
 }
-#[allow(clippy::unnecessary_operation, clippy::identity_op)]
-const _: () = {
-    [
-        "Size of cudaGraphEdgeData_st",
-    ][::core::mem::size_of::<cudaGraphEdgeData_st>() - 8usize];
-    [
-        "Alignment of cudaGraphEdgeData_st",
-    ][::core::mem::align_of::<cudaGraphEdgeData_st>() - 1usize];
-    [
-        "Offset of field: cudaGraphEdgeData_st::from_port",
-    ][::core::mem::offset_of!(cudaGraphEdgeData_st, from_port) - 0usize];
-    [
-        "Offset of field: cudaGraphEdgeData_st::to_port",
-    ][::core::mem::offset_of!(cudaGraphEdgeData_st, to_port) - 1usize];
-    [
-        "Offset of field: cudaGraphEdgeData_st::type_",
-    ][::core::mem::offset_of!(cudaGraphEdgeData_st, type_) - 2usize];
-    [
-        "Offset of field: cudaGraphEdgeData_st::reserved",
-    ][::core::mem::offset_of!(cudaGraphEdgeData_st, reserved) - 3usize];
-};
 pub type cudaGraphEdgeData = cudaGraphEdgeData_st;
 pub type cudaGraphExec_t = *mut CUgraphExec_st;
 impl cudaGraphExecUpdateResult {
@@ -18576,27 +12905,6 @@ pub struct cudaGraphInstantiateParams_st {
     pub errNode_out: cudaGraphNode_t,
     pub result_out: cudaGraphInstantiateResult,
 }
-#[allow(clippy::unnecessary_operation, clippy::identity_op)]
-const _: () = {
-    [
-        "Size of cudaGraphInstantiateParams_st",
-    ][::core::mem::size_of::<cudaGraphInstantiateParams_st>() - 32usize];
-    [
-        "Alignment of cudaGraphInstantiateParams_st",
-    ][::core::mem::align_of::<cudaGraphInstantiateParams_st>() - 8usize];
-    [
-        "Offset of field: cudaGraphInstantiateParams_st::flags",
-    ][::core::mem::offset_of!(cudaGraphInstantiateParams_st, flags) - 0usize];
-    [
-        "Offset of field: cudaGraphInstantiateParams_st::uploadStream",
-    ][::core::mem::offset_of!(cudaGraphInstantiateParams_st, uploadStream) - 8usize];
-    [
-        "Offset of field: cudaGraphInstantiateParams_st::errNode_out",
-    ][::core::mem::offset_of!(cudaGraphInstantiateParams_st, errNode_out) - 16usize];
-    [
-        "Offset of field: cudaGraphInstantiateParams_st::result_out",
-    ][::core::mem::offset_of!(cudaGraphInstantiateParams_st, result_out) - 24usize];
-};
 impl Default for cudaGraphInstantiateParams_st {
     fn default() -> Self {
         let mut s = ::core::mem::MaybeUninit::<Self>::uninit();
@@ -18614,25 +12922,6 @@ pub struct cudaGraphExecUpdateResultInfo_st {
     pub errorNode: cudaGraphNode_t,
     pub errorFromNode: cudaGraphNode_t,
 }
-#[allow(clippy::unnecessary_operation, clippy::identity_op)]
-const _: () = {
-    [
-        "Size of cudaGraphExecUpdateResultInfo_st",
-    ][::core::mem::size_of::<cudaGraphExecUpdateResultInfo_st>() - 24usize];
-    [
-        "Alignment of cudaGraphExecUpdateResultInfo_st",
-    ][::core::mem::align_of::<cudaGraphExecUpdateResultInfo_st>() - 8usize];
-    [
-        "Offset of field: cudaGraphExecUpdateResultInfo_st::result",
-    ][::core::mem::offset_of!(cudaGraphExecUpdateResultInfo_st, result) - 0usize];
-    [
-        "Offset of field: cudaGraphExecUpdateResultInfo_st::errorNode",
-    ][::core::mem::offset_of!(cudaGraphExecUpdateResultInfo_st, errorNode) - 8usize];
-    [
-        "Offset of field: cudaGraphExecUpdateResultInfo_st::errorFromNode",
-    ][::core::mem::offset_of!(cudaGraphExecUpdateResultInfo_st, errorFromNode)
-        - 16usize];
-};
 impl Default for cudaGraphExecUpdateResultInfo_st {
     fn default() -> Self {
         let mut s = ::core::mem::MaybeUninit::<Self>::uninit();
@@ -18682,32 +12971,6 @@ pub struct cudaGraphKernelNodeUpdate__bindgen_ty_1__bindgen_ty_1 {
     pub offset: usize,
     pub size: usize,
 }
-#[allow(clippy::unnecessary_operation, clippy::identity_op)]
-const _: () = {
-    [
-        "Size of cudaGraphKernelNodeUpdate__bindgen_ty_1__bindgen_ty_1",
-    ][::core::mem::size_of::<cudaGraphKernelNodeUpdate__bindgen_ty_1__bindgen_ty_1>()
-        - 24usize];
-    [
-        "Alignment of cudaGraphKernelNodeUpdate__bindgen_ty_1__bindgen_ty_1",
-    ][::core::mem::align_of::<cudaGraphKernelNodeUpdate__bindgen_ty_1__bindgen_ty_1>()
-        - 8usize];
-    [
-        "Offset of field: cudaGraphKernelNodeUpdate__bindgen_ty_1__bindgen_ty_1::pValue",
-    ][::core::mem::offset_of!(
-        cudaGraphKernelNodeUpdate__bindgen_ty_1__bindgen_ty_1, pValue
-    ) - 0usize];
-    [
-        "Offset of field: cudaGraphKernelNodeUpdate__bindgen_ty_1__bindgen_ty_1::offset",
-    ][::core::mem::offset_of!(
-        cudaGraphKernelNodeUpdate__bindgen_ty_1__bindgen_ty_1, offset
-    ) - 8usize];
-    [
-        "Offset of field: cudaGraphKernelNodeUpdate__bindgen_ty_1__bindgen_ty_1::size",
-    ][::core::mem::offset_of!(
-        cudaGraphKernelNodeUpdate__bindgen_ty_1__bindgen_ty_1, size
-    ) - 16usize];
-};
 impl Default for cudaGraphKernelNodeUpdate__bindgen_ty_1__bindgen_ty_1 {
     fn default() -> Self {
         let mut s = ::core::mem::MaybeUninit::<Self>::uninit();
@@ -18717,26 +12980,6 @@ impl Default for cudaGraphKernelNodeUpdate__bindgen_ty_1__bindgen_ty_1 {
         }
     }
 }
-#[allow(clippy::unnecessary_operation, clippy::identity_op)]
-const _: () = {
-    [
-        "Size of cudaGraphKernelNodeUpdate__bindgen_ty_1",
-    ][::core::mem::size_of::<cudaGraphKernelNodeUpdate__bindgen_ty_1>() - 24usize];
-    [
-        "Alignment of cudaGraphKernelNodeUpdate__bindgen_ty_1",
-    ][::core::mem::align_of::<cudaGraphKernelNodeUpdate__bindgen_ty_1>() - 8usize];
-    [
-        "Offset of field: cudaGraphKernelNodeUpdate__bindgen_ty_1::gridDim",
-    ][::core::mem::offset_of!(cudaGraphKernelNodeUpdate__bindgen_ty_1, gridDim)
-        - 0usize];
-    [
-        "Offset of field: cudaGraphKernelNodeUpdate__bindgen_ty_1::param",
-    ][::core::mem::offset_of!(cudaGraphKernelNodeUpdate__bindgen_ty_1, param) - 0usize];
-    [
-        "Offset of field: cudaGraphKernelNodeUpdate__bindgen_ty_1::isEnabled",
-    ][::core::mem::offset_of!(cudaGraphKernelNodeUpdate__bindgen_ty_1, isEnabled)
-        - 0usize];
-};
 impl Default for cudaGraphKernelNodeUpdate__bindgen_ty_1 {
     fn default() -> Self {
         let mut s = ::core::mem::MaybeUninit::<Self>::uninit();
@@ -18746,24 +12989,6 @@ impl Default for cudaGraphKernelNodeUpdate__bindgen_ty_1 {
         }
     }
 }
-#[allow(clippy::unnecessary_operation, clippy::identity_op)]
-const _: () = {
-    [
-        "Size of cudaGraphKernelNodeUpdate",
-    ][::core::mem::size_of::<cudaGraphKernelNodeUpdate>() - 40usize];
-    [
-        "Alignment of cudaGraphKernelNodeUpdate",
-    ][::core::mem::align_of::<cudaGraphKernelNodeUpdate>() - 8usize];
-    [
-        "Offset of field: cudaGraphKernelNodeUpdate::node",
-    ][::core::mem::offset_of!(cudaGraphKernelNodeUpdate, node) - 0usize];
-    [
-        "Offset of field: cudaGraphKernelNodeUpdate::field",
-    ][::core::mem::offset_of!(cudaGraphKernelNodeUpdate, field) - 8usize];
-    [
-        "Offset of field: cudaGraphKernelNodeUpdate::updateData",
-    ][::core::mem::offset_of!(cudaGraphKernelNodeUpdate, updateData) - 16usize];
-};
 impl Default for cudaGraphKernelNodeUpdate {
     fn default() -> Self {
         let mut s = ::core::mem::MaybeUninit::<Self>::uninit();
@@ -18876,21 +13101,6 @@ pub struct cudaLaunchMemSyncDomainMap_st {
     pub default_: ::core::ffi::c_uchar,
     pub remote: ::core::ffi::c_uchar,
 }
-#[allow(clippy::unnecessary_operation, clippy::identity_op)]
-const _: () = {
-    [
-        "Size of cudaLaunchMemSyncDomainMap_st",
-    ][::core::mem::size_of::<cudaLaunchMemSyncDomainMap_st>() - 2usize];
-    [
-        "Alignment of cudaLaunchMemSyncDomainMap_st",
-    ][::core::mem::align_of::<cudaLaunchMemSyncDomainMap_st>() - 1usize];
-    [
-        "Offset of field: cudaLaunchMemSyncDomainMap_st::default_",
-    ][::core::mem::offset_of!(cudaLaunchMemSyncDomainMap_st, default_) - 0usize];
-    [
-        "Offset of field: cudaLaunchMemSyncDomainMap_st::remote",
-    ][::core::mem::offset_of!(cudaLaunchMemSyncDomainMap_st, remote) - 1usize];
-};
 pub type cudaLaunchMemSyncDomainMap = cudaLaunchMemSyncDomainMap_st;
 impl cudaLaunchAttributePortableClusterMode {
     pub const cudaLaunchPortableClusterModeDefault: cudaLaunchAttributePortableClusterMode = cudaLaunchAttributePortableClusterMode(
@@ -18994,24 +13204,6 @@ pub struct cudaLaunchAttributeValue__bindgen_ty_1 {
     pub y: ::core::ffi::c_uint,
     pub z: ::core::ffi::c_uint,
 }
-#[allow(clippy::unnecessary_operation, clippy::identity_op)]
-const _: () = {
-    [
-        "Size of cudaLaunchAttributeValue__bindgen_ty_1",
-    ][::core::mem::size_of::<cudaLaunchAttributeValue__bindgen_ty_1>() - 12usize];
-    [
-        "Alignment of cudaLaunchAttributeValue__bindgen_ty_1",
-    ][::core::mem::align_of::<cudaLaunchAttributeValue__bindgen_ty_1>() - 4usize];
-    [
-        "Offset of field: cudaLaunchAttributeValue__bindgen_ty_1::x",
-    ][::core::mem::offset_of!(cudaLaunchAttributeValue__bindgen_ty_1, x) - 0usize];
-    [
-        "Offset of field: cudaLaunchAttributeValue__bindgen_ty_1::y",
-    ][::core::mem::offset_of!(cudaLaunchAttributeValue__bindgen_ty_1, y) - 4usize];
-    [
-        "Offset of field: cudaLaunchAttributeValue__bindgen_ty_1::z",
-    ][::core::mem::offset_of!(cudaLaunchAttributeValue__bindgen_ty_1, z) - 8usize];
-};
 #[repr(C)]
 #[derive(Debug, Copy, Clone, Hash, PartialEq, Eq)]
 pub struct cudaLaunchAttributeValue__bindgen_ty_2 {
@@ -19019,26 +13211,6 @@ pub struct cudaLaunchAttributeValue__bindgen_ty_2 {
     pub flags: ::core::ffi::c_int,
     pub triggerAtBlockStart: ::core::ffi::c_int,
 }
-#[allow(clippy::unnecessary_operation, clippy::identity_op)]
-const _: () = {
-    [
-        "Size of cudaLaunchAttributeValue__bindgen_ty_2",
-    ][::core::mem::size_of::<cudaLaunchAttributeValue__bindgen_ty_2>() - 16usize];
-    [
-        "Alignment of cudaLaunchAttributeValue__bindgen_ty_2",
-    ][::core::mem::align_of::<cudaLaunchAttributeValue__bindgen_ty_2>() - 8usize];
-    [
-        "Offset of field: cudaLaunchAttributeValue__bindgen_ty_2::event",
-    ][::core::mem::offset_of!(cudaLaunchAttributeValue__bindgen_ty_2, event) - 0usize];
-    [
-        "Offset of field: cudaLaunchAttributeValue__bindgen_ty_2::flags",
-    ][::core::mem::offset_of!(cudaLaunchAttributeValue__bindgen_ty_2, flags) - 8usize];
-    [
-        "Offset of field: cudaLaunchAttributeValue__bindgen_ty_2::triggerAtBlockStart",
-    ][::core::mem::offset_of!(
-        cudaLaunchAttributeValue__bindgen_ty_2, triggerAtBlockStart
-    ) - 12usize];
-};
 impl Default for cudaLaunchAttributeValue__bindgen_ty_2 {
     fn default() -> Self {
         let mut s = ::core::mem::MaybeUninit::<Self>::uninit();
@@ -19055,45 +13227,12 @@ pub struct cudaLaunchAttributeValue__bindgen_ty_3 {
     pub y: ::core::ffi::c_uint,
     pub z: ::core::ffi::c_uint,
 }
-#[allow(clippy::unnecessary_operation, clippy::identity_op)]
-const _: () = {
-    [
-        "Size of cudaLaunchAttributeValue__bindgen_ty_3",
-    ][::core::mem::size_of::<cudaLaunchAttributeValue__bindgen_ty_3>() - 12usize];
-    [
-        "Alignment of cudaLaunchAttributeValue__bindgen_ty_3",
-    ][::core::mem::align_of::<cudaLaunchAttributeValue__bindgen_ty_3>() - 4usize];
-    [
-        "Offset of field: cudaLaunchAttributeValue__bindgen_ty_3::x",
-    ][::core::mem::offset_of!(cudaLaunchAttributeValue__bindgen_ty_3, x) - 0usize];
-    [
-        "Offset of field: cudaLaunchAttributeValue__bindgen_ty_3::y",
-    ][::core::mem::offset_of!(cudaLaunchAttributeValue__bindgen_ty_3, y) - 4usize];
-    [
-        "Offset of field: cudaLaunchAttributeValue__bindgen_ty_3::z",
-    ][::core::mem::offset_of!(cudaLaunchAttributeValue__bindgen_ty_3, z) - 8usize];
-};
 #[repr(C)]
 #[derive(Debug, Copy, Clone, Hash, PartialEq, Eq)]
 pub struct cudaLaunchAttributeValue__bindgen_ty_4 {
     pub event: cudaEvent_t,
     pub flags: ::core::ffi::c_int,
 }
-#[allow(clippy::unnecessary_operation, clippy::identity_op)]
-const _: () = {
-    [
-        "Size of cudaLaunchAttributeValue__bindgen_ty_4",
-    ][::core::mem::size_of::<cudaLaunchAttributeValue__bindgen_ty_4>() - 16usize];
-    [
-        "Alignment of cudaLaunchAttributeValue__bindgen_ty_4",
-    ][::core::mem::align_of::<cudaLaunchAttributeValue__bindgen_ty_4>() - 8usize];
-    [
-        "Offset of field: cudaLaunchAttributeValue__bindgen_ty_4::event",
-    ][::core::mem::offset_of!(cudaLaunchAttributeValue__bindgen_ty_4, event) - 0usize];
-    [
-        "Offset of field: cudaLaunchAttributeValue__bindgen_ty_4::flags",
-    ][::core::mem::offset_of!(cudaLaunchAttributeValue__bindgen_ty_4, flags) - 8usize];
-};
 impl Default for cudaLaunchAttributeValue__bindgen_ty_4 {
     fn default() -> Self {
         let mut s = ::core::mem::MaybeUninit::<Self>::uninit();
@@ -19109,22 +13248,6 @@ pub struct cudaLaunchAttributeValue__bindgen_ty_5 {
     pub deviceUpdatable: ::core::ffi::c_int,
     pub devNode: cudaGraphDeviceNode_t,
 }
-#[allow(clippy::unnecessary_operation, clippy::identity_op)]
-const _: () = {
-    [
-        "Size of cudaLaunchAttributeValue__bindgen_ty_5",
-    ][::core::mem::size_of::<cudaLaunchAttributeValue__bindgen_ty_5>() - 16usize];
-    [
-        "Alignment of cudaLaunchAttributeValue__bindgen_ty_5",
-    ][::core::mem::align_of::<cudaLaunchAttributeValue__bindgen_ty_5>() - 8usize];
-    [
-        "Offset of field: cudaLaunchAttributeValue__bindgen_ty_5::deviceUpdatable",
-    ][::core::mem::offset_of!(cudaLaunchAttributeValue__bindgen_ty_5, deviceUpdatable)
-        - 0usize];
-    [
-        "Offset of field: cudaLaunchAttributeValue__bindgen_ty_5::devNode",
-    ][::core::mem::offset_of!(cudaLaunchAttributeValue__bindgen_ty_5, devNode) - 8usize];
-};
 impl Default for cudaLaunchAttributeValue__bindgen_ty_5 {
     fn default() -> Self {
         let mut s = ::core::mem::MaybeUninit::<Self>::uninit();
@@ -19134,76 +13257,6 @@ impl Default for cudaLaunchAttributeValue__bindgen_ty_5 {
         }
     }
 }
-#[allow(clippy::unnecessary_operation, clippy::identity_op)]
-const _: () = {
-    [
-        "Size of cudaLaunchAttributeValue",
-    ][::core::mem::size_of::<cudaLaunchAttributeValue>() - 64usize];
-    [
-        "Alignment of cudaLaunchAttributeValue",
-    ][::core::mem::align_of::<cudaLaunchAttributeValue>() - 8usize];
-    [
-        "Offset of field: cudaLaunchAttributeValue::pad",
-    ][::core::mem::offset_of!(cudaLaunchAttributeValue, pad) - 0usize];
-    [
-        "Offset of field: cudaLaunchAttributeValue::accessPolicyWindow",
-    ][::core::mem::offset_of!(cudaLaunchAttributeValue, accessPolicyWindow) - 0usize];
-    [
-        "Offset of field: cudaLaunchAttributeValue::cooperative",
-    ][::core::mem::offset_of!(cudaLaunchAttributeValue, cooperative) - 0usize];
-    [
-        "Offset of field: cudaLaunchAttributeValue::syncPolicy",
-    ][::core::mem::offset_of!(cudaLaunchAttributeValue, syncPolicy) - 0usize];
-    [
-        "Offset of field: cudaLaunchAttributeValue::clusterDim",
-    ][::core::mem::offset_of!(cudaLaunchAttributeValue, clusterDim) - 0usize];
-    [
-        "Offset of field: cudaLaunchAttributeValue::clusterSchedulingPolicyPreference",
-    ][::core::mem::offset_of!(
-        cudaLaunchAttributeValue, clusterSchedulingPolicyPreference
-    ) - 0usize];
-    [
-        "Offset of field: cudaLaunchAttributeValue::programmaticStreamSerializationAllowed",
-    ][::core::mem::offset_of!(
-        cudaLaunchAttributeValue, programmaticStreamSerializationAllowed
-    ) - 0usize];
-    [
-        "Offset of field: cudaLaunchAttributeValue::programmaticEvent",
-    ][::core::mem::offset_of!(cudaLaunchAttributeValue, programmaticEvent) - 0usize];
-    [
-        "Offset of field: cudaLaunchAttributeValue::priority",
-    ][::core::mem::offset_of!(cudaLaunchAttributeValue, priority) - 0usize];
-    [
-        "Offset of field: cudaLaunchAttributeValue::memSyncDomainMap",
-    ][::core::mem::offset_of!(cudaLaunchAttributeValue, memSyncDomainMap) - 0usize];
-    [
-        "Offset of field: cudaLaunchAttributeValue::memSyncDomain",
-    ][::core::mem::offset_of!(cudaLaunchAttributeValue, memSyncDomain) - 0usize];
-    [
-        "Offset of field: cudaLaunchAttributeValue::preferredClusterDim",
-    ][::core::mem::offset_of!(cudaLaunchAttributeValue, preferredClusterDim) - 0usize];
-    [
-        "Offset of field: cudaLaunchAttributeValue::launchCompletionEvent",
-    ][::core::mem::offset_of!(cudaLaunchAttributeValue, launchCompletionEvent) - 0usize];
-    [
-        "Offset of field: cudaLaunchAttributeValue::deviceUpdatableKernelNode",
-    ][::core::mem::offset_of!(cudaLaunchAttributeValue, deviceUpdatableKernelNode)
-        - 0usize];
-    [
-        "Offset of field: cudaLaunchAttributeValue::sharedMemCarveout",
-    ][::core::mem::offset_of!(cudaLaunchAttributeValue, sharedMemCarveout) - 0usize];
-    [
-        "Offset of field: cudaLaunchAttributeValue::nvlinkUtilCentricScheduling",
-    ][::core::mem::offset_of!(cudaLaunchAttributeValue, nvlinkUtilCentricScheduling)
-        - 0usize];
-    [
-        "Offset of field: cudaLaunchAttributeValue::portableClusterSizeMode",
-    ][::core::mem::offset_of!(cudaLaunchAttributeValue, portableClusterSizeMode)
-        - 0usize];
-    [
-        "Offset of field: cudaLaunchAttributeValue::sharedMemoryMode",
-    ][::core::mem::offset_of!(cudaLaunchAttributeValue, sharedMemoryMode) - 0usize];
-};
 impl Default for cudaLaunchAttributeValue {
     fn default() -> Self {
         let mut s = ::core::mem::MaybeUninit::<Self>::uninit();
@@ -19220,24 +13273,6 @@ pub struct cudaLaunchAttribute_st {
     pub pad: [::core::ffi::c_char; 4usize],
     pub val: cudaLaunchAttributeValue,
 }
-#[allow(clippy::unnecessary_operation, clippy::identity_op)]
-const _: () = {
-    [
-        "Size of cudaLaunchAttribute_st",
-    ][::core::mem::size_of::<cudaLaunchAttribute_st>() - 72usize];
-    [
-        "Alignment of cudaLaunchAttribute_st",
-    ][::core::mem::align_of::<cudaLaunchAttribute_st>() - 8usize];
-    [
-        "Offset of field: cudaLaunchAttribute_st::id",
-    ][::core::mem::offset_of!(cudaLaunchAttribute_st, id) - 0usize];
-    [
-        "Offset of field: cudaLaunchAttribute_st::pad",
-    ][::core::mem::offset_of!(cudaLaunchAttribute_st, pad) - 4usize];
-    [
-        "Offset of field: cudaLaunchAttribute_st::val",
-    ][::core::mem::offset_of!(cudaLaunchAttribute_st, val) - 8usize];
-};
 impl Default for cudaLaunchAttribute_st {
     fn default() -> Self {
         let mut s = ::core::mem::MaybeUninit::<Self>::uninit();
@@ -19258,33 +13293,6 @@ pub struct cudaLaunchConfig_st {
     pub attrs: *mut cudaLaunchAttribute,
     pub numAttrs: ::core::ffi::c_uint,
 }
-#[allow(clippy::unnecessary_operation, clippy::identity_op)]
-const _: () = {
-    [
-        "Size of cudaLaunchConfig_st",
-    ][::core::mem::size_of::<cudaLaunchConfig_st>() - 56usize];
-    [
-        "Alignment of cudaLaunchConfig_st",
-    ][::core::mem::align_of::<cudaLaunchConfig_st>() - 8usize];
-    [
-        "Offset of field: cudaLaunchConfig_st::gridDim",
-    ][::core::mem::offset_of!(cudaLaunchConfig_st, gridDim) - 0usize];
-    [
-        "Offset of field: cudaLaunchConfig_st::blockDim",
-    ][::core::mem::offset_of!(cudaLaunchConfig_st, blockDim) - 12usize];
-    [
-        "Offset of field: cudaLaunchConfig_st::dynamicSmemBytes",
-    ][::core::mem::offset_of!(cudaLaunchConfig_st, dynamicSmemBytes) - 24usize];
-    [
-        "Offset of field: cudaLaunchConfig_st::stream",
-    ][::core::mem::offset_of!(cudaLaunchConfig_st, stream) - 32usize];
-    [
-        "Offset of field: cudaLaunchConfig_st::attrs",
-    ][::core::mem::offset_of!(cudaLaunchConfig_st, attrs) - 40usize];
-    [
-        "Offset of field: cudaLaunchConfig_st::numAttrs",
-    ][::core::mem::offset_of!(cudaLaunchConfig_st, numAttrs) - 48usize];
-};
 impl Default for cudaLaunchConfig_st {
     fn default() -> Self {
         let mut s = ::core::mem::MaybeUninit::<Self>::uninit();
@@ -19335,35 +13343,6 @@ pub union cudaAsyncNotificationInfo__bindgen_ty_1 {
 pub struct cudaAsyncNotificationInfo__bindgen_ty_1__bindgen_ty_1 {
     pub bytesOverBudget: ::core::ffi::c_ulonglong,
 }
-#[allow(clippy::unnecessary_operation, clippy::identity_op)]
-const _: () = {
-    [
-        "Size of cudaAsyncNotificationInfo__bindgen_ty_1__bindgen_ty_1",
-    ][::core::mem::size_of::<cudaAsyncNotificationInfo__bindgen_ty_1__bindgen_ty_1>()
-        - 8usize];
-    [
-        "Alignment of cudaAsyncNotificationInfo__bindgen_ty_1__bindgen_ty_1",
-    ][::core::mem::align_of::<cudaAsyncNotificationInfo__bindgen_ty_1__bindgen_ty_1>()
-        - 8usize];
-    [
-        "Offset of field: cudaAsyncNotificationInfo__bindgen_ty_1__bindgen_ty_1::bytesOverBudget",
-    ][::core::mem::offset_of!(
-        cudaAsyncNotificationInfo__bindgen_ty_1__bindgen_ty_1, bytesOverBudget
-    ) - 0usize];
-};
-#[allow(clippy::unnecessary_operation, clippy::identity_op)]
-const _: () = {
-    [
-        "Size of cudaAsyncNotificationInfo__bindgen_ty_1",
-    ][::core::mem::size_of::<cudaAsyncNotificationInfo__bindgen_ty_1>() - 8usize];
-    [
-        "Alignment of cudaAsyncNotificationInfo__bindgen_ty_1",
-    ][::core::mem::align_of::<cudaAsyncNotificationInfo__bindgen_ty_1>() - 8usize];
-    [
-        "Offset of field: cudaAsyncNotificationInfo__bindgen_ty_1::overBudget",
-    ][::core::mem::offset_of!(cudaAsyncNotificationInfo__bindgen_ty_1, overBudget)
-        - 0usize];
-};
 impl Default for cudaAsyncNotificationInfo__bindgen_ty_1 {
     fn default() -> Self {
         let mut s = ::core::mem::MaybeUninit::<Self>::uninit();
@@ -19373,21 +13352,6 @@ impl Default for cudaAsyncNotificationInfo__bindgen_ty_1 {
         }
     }
 }
-#[allow(clippy::unnecessary_operation, clippy::identity_op)]
-const _: () = {
-    [
-        "Size of cudaAsyncNotificationInfo",
-    ][::core::mem::size_of::<cudaAsyncNotificationInfo>() - 16usize];
-    [
-        "Alignment of cudaAsyncNotificationInfo",
-    ][::core::mem::align_of::<cudaAsyncNotificationInfo>() - 8usize];
-    [
-        "Offset of field: cudaAsyncNotificationInfo::type_",
-    ][::core::mem::offset_of!(cudaAsyncNotificationInfo, type_) - 0usize];
-    [
-        "Offset of field: cudaAsyncNotificationInfo::info",
-    ][::core::mem::offset_of!(cudaAsyncNotificationInfo, info) - 8usize];
-};
 impl Default for cudaAsyncNotificationInfo {
     fn default() -> Self {
         let mut s = ::core::mem::MaybeUninit::<Self>::uninit();
@@ -19498,52 +13462,6 @@ pub struct cudaTextureDesc {
     pub disableTrilinearOptimization: ::core::ffi::c_int,
     pub seamlessCubemap: ::core::ffi::c_int,
 }
-#[allow(clippy::unnecessary_operation, clippy::identity_op)]
-const _: () = {
-    ["Size of cudaTextureDesc"][::core::mem::size_of::<cudaTextureDesc>() - 72usize];
-    [
-        "Alignment of cudaTextureDesc",
-    ][::core::mem::align_of::<cudaTextureDesc>() - 4usize];
-    [
-        "Offset of field: cudaTextureDesc::addressMode",
-    ][::core::mem::offset_of!(cudaTextureDesc, addressMode) - 0usize];
-    [
-        "Offset of field: cudaTextureDesc::filterMode",
-    ][::core::mem::offset_of!(cudaTextureDesc, filterMode) - 12usize];
-    [
-        "Offset of field: cudaTextureDesc::readMode",
-    ][::core::mem::offset_of!(cudaTextureDesc, readMode) - 16usize];
-    [
-        "Offset of field: cudaTextureDesc::sRGB",
-    ][::core::mem::offset_of!(cudaTextureDesc, sRGB) - 20usize];
-    [
-        "Offset of field: cudaTextureDesc::borderColor",
-    ][::core::mem::offset_of!(cudaTextureDesc, borderColor) - 24usize];
-    [
-        "Offset of field: cudaTextureDesc::normalizedCoords",
-    ][::core::mem::offset_of!(cudaTextureDesc, normalizedCoords) - 40usize];
-    [
-        "Offset of field: cudaTextureDesc::maxAnisotropy",
-    ][::core::mem::offset_of!(cudaTextureDesc, maxAnisotropy) - 44usize];
-    [
-        "Offset of field: cudaTextureDesc::mipmapFilterMode",
-    ][::core::mem::offset_of!(cudaTextureDesc, mipmapFilterMode) - 48usize];
-    [
-        "Offset of field: cudaTextureDesc::mipmapLevelBias",
-    ][::core::mem::offset_of!(cudaTextureDesc, mipmapLevelBias) - 52usize];
-    [
-        "Offset of field: cudaTextureDesc::minMipmapLevelClamp",
-    ][::core::mem::offset_of!(cudaTextureDesc, minMipmapLevelClamp) - 56usize];
-    [
-        "Offset of field: cudaTextureDesc::maxMipmapLevelClamp",
-    ][::core::mem::offset_of!(cudaTextureDesc, maxMipmapLevelClamp) - 60usize];
-    [
-        "Offset of field: cudaTextureDesc::disableTrilinearOptimization",
-    ][::core::mem::offset_of!(cudaTextureDesc, disableTrilinearOptimization) - 64usize];
-    [
-        "Offset of field: cudaTextureDesc::seamlessCubemap",
-    ][::core::mem::offset_of!(cudaTextureDesc, seamlessCubemap) - 68usize];
-};
 impl Default for cudaTextureDesc {
     fn default() -> Self {
         let mut s = ::core::mem::MaybeUninit::<Self>::uninit();
@@ -19576,21 +13494,6 @@ pub struct cudaGraphRecaptureCallbackData {
     pub callbackFunc: cudaGraphRecaptureCallback_t,
     pub userData: *mut ::core::ffi::c_void,
 }
-#[allow(clippy::unnecessary_operation, clippy::identity_op)]
-const _: () = {
-    [
-        "Size of cudaGraphRecaptureCallbackData",
-    ][::core::mem::size_of::<cudaGraphRecaptureCallbackData>() - 16usize];
-    [
-        "Alignment of cudaGraphRecaptureCallbackData",
-    ][::core::mem::align_of::<cudaGraphRecaptureCallbackData>() - 8usize];
-    [
-        "Offset of field: cudaGraphRecaptureCallbackData::callbackFunc",
-    ][::core::mem::offset_of!(cudaGraphRecaptureCallbackData, callbackFunc) - 0usize];
-    [
-        "Offset of field: cudaGraphRecaptureCallbackData::userData",
-    ][::core::mem::offset_of!(cudaGraphRecaptureCallbackData, userData) - 8usize];
-};
 impl Default for cudaGraphRecaptureCallbackData {
     fn default() -> Self {
         let mut s = ::core::mem::MaybeUninit::<Self>::uninit();
