@@ -299,32 +299,79 @@ impl Graph<'_> {
     /// the driver's array (`const CUgraphNode *`, null when empty) and its length. Up to
     /// [`STACK_NODES`] nodes are copied on the stack; more take a heap array (with
     /// `alloc`) or are refused (without it).
+    ///
+    /// Only the call of `f` is generic: the checks and copies are one function
+    /// ([`raw_nodes`](Self::raw_nodes)) for all of the crate's node adders.
+    #[inline]
     pub(crate) fn with_nodes<R>(
         &self,
         deps: &[GraphNode<'_>],
         call: &'static str,
         f: impl FnOnce(*const CUgraphNode, usize) -> Result<R>,
     ) -> Result<R> {
+        let raw = self.raw_nodes(deps, call)?;
+        f(raw.as_ptr(), raw.len())
+    }
+
+    /// `deps` checked and copied into the driver's form (see [`with_nodes`](Self::with_nodes)).
+    fn raw_nodes(&self, deps: &[GraphNode<'_>], call: &'static str) -> Result<RawNodes> {
         if deps.len() <= STACK_NODES {
             let mut raw = [ptr::null_mut(); STACK_NODES];
             for (r, d) in raw.iter_mut().zip(deps) {
                 *r = self.own(*d, call)?;
             }
-            return f(deps_ptr(&raw[..deps.len()]), deps.len());
+            return Ok(RawNodes {
+                stack: raw,
+                len: deps.len(),
+                #[cfg(feature = "alloc")]
+                heap: alloc::vec::Vec::new(),
+            });
         }
         #[cfg(feature = "alloc")]
         {
-            let raw = deps
-                .iter()
-                .map(|d| self.own(*d, call))
-                .collect::<Result<alloc::vec::Vec<_>>>()?;
-            f(raw.as_ptr(), raw.len())
+            let mut raw = alloc::vec::Vec::with_capacity(deps.len());
+            for d in deps {
+                raw.push(self.own(*d, call)?);
+            }
+            Ok(RawNodes {
+                stack: [ptr::null_mut(); STACK_NODES],
+                len: 0,
+                heap: raw,
+            })
         }
         #[cfg(not(feature = "alloc"))]
         Err(Error::InvalidArgument(
             "more than 32 graph nodes in one call need the alloc feature (add further \
              dependencies with add_edges)",
         ))
+    }
+}
+
+/// Node handles in the driver's form, for one call: the first `len` of `stack`, or,
+/// beyond [`STACK_NODES`], all of `heap`.
+struct RawNodes {
+    stack: [CUgraphNode; STACK_NODES],
+    len: usize,
+    #[cfg(feature = "alloc")]
+    heap: alloc::vec::Vec<CUgraphNode>,
+}
+
+impl RawNodes {
+    fn nodes(&self) -> &[CUgraphNode] {
+        #[cfg(feature = "alloc")]
+        if !self.heap.is_empty() {
+            return &self.heap;
+        }
+        self.stack.get(..self.len).unwrap_or_default()
+    }
+
+    /// The driver's `const CUgraphNode *` (null when empty).
+    fn as_ptr(&self) -> *const CUgraphNode {
+        deps_ptr(self.nodes())
+    }
+
+    fn len(&self) -> usize {
+        self.nodes().len()
     }
 }
 
