@@ -222,9 +222,18 @@ pub fn check(root: &Path) -> R {
 /// given), and counts the lines inside its function definitions.
 fn ir_lines(root: &Path, target_dir: &Path, package: &str, crate_name: &str) -> R<usize> {
     let deps = target_dir.join("release/deps");
-    let stale: Vec<PathBuf> = ir_files(&deps, crate_name);
-    for file in stale {
-        std::fs::remove_file(file)?;
+    if ir_files(&deps, crate_name).is_empty() {
+        // Built before without the IR (or the IR removed): build it again.
+        run(cargo(root)
+            .args([
+                "clean",
+                "--release",
+                "--quiet",
+                "-p",
+                package,
+                "--target-dir",
+            ])
+            .arg(target_dir))?;
     }
     run(cargo(root)
         .args([
@@ -244,11 +253,13 @@ fn ir_lines(root: &Path, target_dir: &Path, package: &str, crate_name: &str) -> 
             "-Cno-prepopulate-passes",
             "-Cpasses=name-anon-globals",
         ]))?;
-    let files = ir_files(&deps, crate_name);
-    let [file] = &files[..] else {
-        return Err(format!("expected one {crate_name}-*.ll in {}", deps.display()).into());
-    };
-    let ir = std::fs::read_to_string(file)?;
+    // Cargo leaves a fresh library alone, and with it the IR of the same sources: the
+    // newest file is the current one either way.
+    let file = ir_files(&deps, crate_name)
+        .into_iter()
+        .max_by_key(|p| std::fs::metadata(p).and_then(|m| m.modified()).ok())
+        .ok_or_else(|| format!("no {crate_name}-*.ll in {}", deps.display()))?;
+    let ir = std::fs::read_to_string(&file)?;
     let mut inside = false;
     let mut lines = 0;
     for line in ir.lines() {
