@@ -30,7 +30,7 @@ use crate::shared::{Shared, pooled};
 /// [`Context::create`] call, not clones) can be alive at once.
 pub const MAX_CONTEXTS: usize = 32;
 
-bitflags::bitflags! {
+crate::flags::flags! {
     /// `CUctx_flags`: how a context schedules the host thread that waits for the GPU and
     /// what it enables, for [`Context::create`], [`Context::flags`] /
     /// [`Context::set_flags`] and the primary context's
@@ -40,7 +40,7 @@ bitflags::bitflags! {
     /// than the host has logical cores, yield otherwise. At most one `SCHED_*` flag may
     /// be set. Bits the type does not name are kept as they are
     /// (`from_bits_retain`), so flags of a newer driver survive a round trip.
-    #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+    #[derive(Clone, Copy, Default, PartialEq, Eq, Hash)]
     pub struct ContextFlags: u32 {
         /// `CU_CTX_SCHED_SPIN`: spin while waiting for the GPU (lowest latency, one busy
         /// core per waiting thread).

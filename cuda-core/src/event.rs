@@ -9,9 +9,9 @@ use crate::context::Context;
 use crate::error::{Result, dropping, drv};
 use crate::stream::{Stream, ready};
 
-bitflags::bitflags! {
+crate::flags::flags! {
     /// `CUevent_flags` for [`Event::new`].
-    #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+    #[derive(Clone, Copy, PartialEq, Eq, Hash)]
     pub struct EventFlags: u32 {
         /// `CU_EVENT_BLOCKING_SYNC`: [`Event::synchronize`] blocks the thread instead of
         /// spinning.

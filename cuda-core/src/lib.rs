@@ -529,6 +529,8 @@ pub mod error;
 #[cfg(not(target_arch = "nvptx64"))]
 mod event;
 #[cfg(not(target_arch = "nvptx64"))]
+mod flags;
+#[cfg(not(target_arch = "nvptx64"))]
 mod function;
 #[cfg(not(target_arch = "nvptx64"))]
 pub mod graph;

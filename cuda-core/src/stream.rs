@@ -11,18 +11,18 @@ use crate::context::Context;
 use crate::error::{Error, Result, dropping, drv};
 use crate::event::Event;
 
-bitflags::bitflags! {
+crate::flags::flags! {
     /// `CUstream_flags` for [`Stream::new`].
-    #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+    #[derive(Clone, Copy, PartialEq, Eq, Hash)]
     pub struct StreamFlags: u32 {
         /// `CU_STREAM_NON_BLOCKING`: does not synchronize with the legacy default stream.
         const NON_BLOCKING = cuda_sys::CUstream_flags::CU_STREAM_NON_BLOCKING.0;
     }
 }
 
-bitflags::bitflags! {
+crate::flags::flags! {
     /// `CUevent_wait_flags` for [`Stream::wait_event_with_flags`].
-    #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+    #[derive(Clone, Copy, PartialEq, Eq, Hash)]
     pub struct EventWaitFlags: u32 {
         /// `CU_EVENT_WAIT_EXTERNAL`: the wait is captured as an external-event node.
         const EXTERNAL = cuda_sys::CUevent_wait_flags::CU_EVENT_WAIT_EXTERNAL.0;

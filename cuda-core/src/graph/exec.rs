@@ -18,9 +18,9 @@ use crate::driver::api;
 use crate::error::{Error, Result, dropping, drv};
 use crate::stream::Stream;
 
-bitflags::bitflags! {
+crate::flags::flags! {
     /// `CUgraphInstantiate_flags` for [`Graph::instantiate`].
-    #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+    #[derive(Clone, Copy, Default, PartialEq, Eq, Hash)]
     pub struct InstantiateFlags: u64 {
         /// `CUDA_GRAPH_INSTANTIATE_FLAG_AUTO_FREE_ON_LAUNCH`: memory allocated by the
         /// graph's alloc nodes and not freed by it is freed when it is launched again.

@@ -17,9 +17,9 @@ use crate::driver::api;
 use crate::error::{Error, Result, drv};
 use crate::stream::Stream;
 
-bitflags::bitflags! {
+crate::flags::flags! {
     /// `CUdevSmResourceSplitByCount_flags` for [`SmResource::split_by_count`].
-    #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+    #[derive(Clone, Copy, Default, PartialEq, Eq, Hash)]
     pub struct SplitFlags: u32 {
         /// `CU_DEV_SM_RESOURCE_SPLIT_IGNORE_SM_COSCHEDULING`: treat each SM on its own,
         /// ignoring the hardware hierarchy; lowers the minimum and the alignment (finer

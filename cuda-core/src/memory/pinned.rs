@@ -10,10 +10,10 @@ use super::{DevicePtr, Pod, byte_len};
 use crate::context::Context;
 use crate::error::{Error, Result, dropping, drv};
 
-bitflags::bitflags! {
+crate::flags::flags! {
     /// `CU_MEMHOSTALLOC_*` flags for [`PinnedHostBuffer::with_flags`] (`cuMemHostAlloc`).
     /// The empty set is what `cuMemAllocHost` gives.
-    #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+    #[derive(Clone, Copy, Default, PartialEq, Eq, Hash)]
     pub struct HostAllocFlags: u32 {
         /// `CU_MEMHOSTALLOC_PORTABLE`: pinned for every context, not only the one it was
         /// allocated in.

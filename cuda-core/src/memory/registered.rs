@@ -55,9 +55,9 @@ use crate::context::Context;
 use crate::error::{Error, Result, dropping, drv};
 use crate::stream::Stream;
 
-bitflags::bitflags! {
+crate::flags::flags! {
     /// `CU_MEMHOSTREGISTER_*` flags for [`HostRegistration::new`].
-    #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+    #[derive(Clone, Copy, Default, PartialEq, Eq, Hash)]
     pub struct HostRegisterFlags: u32 {
         /// `CU_MEMHOSTREGISTER_PORTABLE`: page-locked for every context, not only the
         /// current one.
