@@ -29,6 +29,46 @@ pub(crate) fn erase(address: *mut core::ffi::c_void) -> Option<Erased> {
     unsafe { core::mem::transmute::<*mut core::ffi::c_void, Option<Erased>>(address) }
 }
 
+/// A table's entries ([`Entry`](crate::Entry)) stored field by field: what
+/// `from_resolver_in_place` walks (see `DRIVER_FIELDS`).
+/// Each field a `static` of its own, referenced from a `const` of this type: a resolver
+/// that reads only some fields leaves the other statics unreferenced in an LTO image.
+pub(crate) struct Fields<const N: usize> {
+    pub(crate) names: &'static [&'static str; N],
+    pub(crate) symbols: &'static [&'static str; N],
+    pub(crate) lookups: &'static [&'static str; N],
+    pub(crate) versions: &'static [u32; N],
+    pub(crate) per_thread_versions: &'static [u32; N],
+}
+
+impl<const N: usize> Fields<N> {
+    /// Sets each of `fns` to what `resolve` returns for the entry of its index.
+    #[inline(always)]
+    pub(crate) fn fill(
+        &self,
+        fns: &mut [Option<Erased>],
+        resolve: &mut impl FnMut(&crate::Entry) -> *mut core::ffi::c_void,
+    ) {
+        let fields = self
+            .names
+            .iter()
+            .zip(self.symbols)
+            .zip(self.lookups)
+            .zip(self.versions.iter().zip(self.per_thread_versions));
+        for (f, (((&name, &symbol), &lookup), (&version, &per_thread_version))) in
+            fns.iter_mut().zip(fields)
+        {
+            *f = erase(resolve(&crate::Entry {
+                name,
+                symbol,
+                lookup,
+                version,
+                per_thread_version,
+            }));
+        }
+    }
+}
+
 /// Builds `DriverApi` and `DRIVER_ENTRIES`.
 macro_rules! driver_table {
     ($( $name:ident = $sym:ident @ $lookup:literal [$ver:literal, $ptds:literal]
@@ -43,6 +83,25 @@ macro_rules! driver_table {
                 per_thread_version: $ptds,
             },
         )*];
+
+        /// [`DRIVER_ENTRIES`]' fields, one array each, for
+        /// [`DriverApi::from_resolver_in_place`]: a resolver that reads only some fields
+        /// (a bare-metal one reading the names) keeps only those arrays in an LTO image,
+        /// where the array of whole entries would keep every string of every entry.
+        const DRIVER_FIELDS: $crate::table::Fields<{ DRIVER_ENTRIES.len() }> = {
+            static NAMES: [&str; DRIVER_ENTRIES.len()] = [$(stringify!($name)),*];
+            static SYMBOLS: [&str; DRIVER_ENTRIES.len()] = [$(concat!(stringify!($sym), "\0")),*];
+            static LOOKUPS: [&str; DRIVER_ENTRIES.len()] = [$(concat!($lookup, "\0")),*];
+            static VERSIONS: [u32; DRIVER_ENTRIES.len()] = [$($ver),*];
+            static PER_THREAD: [u32; DRIVER_ENTRIES.len()] = [$($ptds),*];
+            $crate::table::Fields {
+                names: &NAMES,
+                symbols: &SYMBOLS,
+                lookups: &LOOKUPS,
+                versions: &VERSIONS,
+                per_thread_versions: &PER_THREAD,
+            }
+        };
 
         /// The driver API (`libcuda`) as a table of function pointers.
         ///
@@ -127,9 +186,7 @@ macro_rules! driver_table {
                 // the entry of the same index.
                 unsafe {
                     Self::fill_in_place(slot, library, false, |_, fns| {
-                        for (f, e) in fns.iter_mut().zip(DRIVER_ENTRIES) {
-                            *f = $crate::table::erase(resolve(e));
-                        }
+                        DRIVER_FIELDS.fill(fns, &mut resolve);
                     })
                 }
             }
@@ -249,6 +306,21 @@ macro_rules! runtime_table {
             },
         )*];
 
+        /// [`RUNTIME_ENTRIES`]' fields, one array each (see `DRIVER_FIELDS`).
+        const RUNTIME_FIELDS: $crate::table::Fields<{ RUNTIME_ENTRIES.len() }> = {
+            static NAMES: [&str; RUNTIME_ENTRIES.len()] = [$(stringify!($name)),*];
+            static SYMBOLS: [&str; RUNTIME_ENTRIES.len()] = [$(concat!(stringify!($sym), "\0")),*];
+            static LOOKUPS: [&str; RUNTIME_ENTRIES.len()] = [$(concat!($ptds, "\0")),*];
+            static ZEROS: [u32; RUNTIME_ENTRIES.len()] = [0; RUNTIME_ENTRIES.len()];
+            $crate::table::Fields {
+                names: &NAMES,
+                symbols: &SYMBOLS,
+                lookups: &LOOKUPS,
+                versions: &ZEROS,
+                per_thread_versions: &ZEROS,
+            }
+        };
+
         /// The runtime API (`libcudart`) as a table of function pointers.
         ///
         /// Each accessor returns the function pointer, or a
@@ -319,9 +391,7 @@ macro_rules! runtime_table {
                 // the entry of the same index.
                 unsafe {
                     Self::fill_in_place(slot, library, false, |_, fns| {
-                        for (f, e) in fns.iter_mut().zip(RUNTIME_ENTRIES) {
-                            *f = $crate::table::erase(resolve(e));
-                        }
+                        RUNTIME_FIELDS.fill(fns, &mut resolve);
                     })
                 }
             }
