@@ -310,35 +310,23 @@ pub fn run_all(root: &Path) -> R {
             "target/windows",
         ]);
     };
-    for features in [
-        &[][..],
-        &["--no-default-features", "--features", "linked,runtime,std"][..],
+    // Loaded (all targets), linked (all targets), and no binding mode without std (lib).
+    for variant in [
+        &["--all-targets"][..],
+        &[
+            "--all-targets",
+            "--no-default-features",
+            "--features",
+            "linked,runtime,std",
+        ][..],
+        &["--lib", "--no-default-features"][..],
     ] {
         let mut check = cargo(root);
-        check.args([
-            "clippy",
-            "-p",
-            "cudadrv-sys",
-            "-p",
-            "cudadrv",
-            "--all-targets",
-        ]);
-        check.args(features);
+        check.args(["clippy", "-p", "cudadrv-sys", "-p", "cudadrv"]);
+        check.args(variant);
         windows(&mut check);
         run(check.args(["--", "-D", "warnings"]))?;
     }
-    let mut check = cargo(root);
-    check.args([
-        "clippy",
-        "-p",
-        "cudadrv-sys",
-        "-p",
-        "cudadrv",
-        "--lib",
-        "--no-default-features",
-    ]);
-    windows(&mut check);
-    run(check.args(["--", "-D", "warnings"]))?;
     let mut mocks = cargo(root);
     mocks.args(["clippy"]);
     for suite in crate::package::MOCK_SUITES {
