@@ -128,6 +128,7 @@ macro_rules! tuple_args {
             const PARAMS: &'static [ParamSpec] = &[$(ParamSpec::of::<$T>()),+];
             type Ptrs = [*mut c_void; $n];
 
+            #[inline]
             fn arg_ptrs(&self) -> ArgPtrs<'_, Self::Ptrs> {
                 let ptrs = [$(ptr::from_ref(&self.$i).cast_mut().cast::<c_void>()),+];
                 // SAFETY: each pointer points at a field of `*self`, a value of the
@@ -135,6 +136,7 @@ macro_rules! tuple_args {
                 unsafe { ArgPtrs::from_raw(ptrs) }
             }
 
+            #[inline]
             fn visit<V: ArgVisitor>(&self, visitor: &mut V) -> Result<(), V::Error> {
                 $(visitor.visit(&self.$i)?;)+
                 Ok(())

@@ -1397,9 +1397,7 @@ impl<'a> Recorder<'_, 'a> {
                 // The keys agree, so both have `nattrs` attributes, each ID once: the
                 // same set if each stored one is found with the same value.
                 let same_attrs = match (cfg, e.rec.attrs.get(old.attrs())) {
-                    (Some(cfg), Some(attrs)) => attrs
-                        .iter()
-                        .all(|a| cfg.find(a.id).is_some_and(|b| attr_eq(a, &b))),
+                    (Some(cfg), Some(attrs)) => attrs.iter().all(|a| cfg.sets_same(a, attr_eq)),
                     _ => false,
                 };
                 if !same_attrs

@@ -628,6 +628,29 @@ impl<'a> LaunchConfig<'a> {
         (self.present & bit != 0).then(|| self.raw_attribute(id))
     }
 
+    /// Whether this configuration sets `stored`'s attribute with the same value, for an
+    /// attribute this type built ([`attribute`](Self::attribute) or [`find`](Self::find):
+    /// the value union zeroed, one member written), so that the member decides. The
+    /// programmatic-serialization flag, on every PDL launch, is compared as that member
+    /// without building the attribute; for the others `eq` compares the attribute built
+    /// here with `stored`.
+    #[inline]
+    pub(crate) fn sets_same(
+        &self,
+        stored: &CUlaunchAttribute,
+        eq: impl FnOnce(&CUlaunchAttribute, &CUlaunchAttribute) -> bool,
+    ) -> bool {
+        let pss = Id::CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION;
+        if stored.id == pss {
+            // SAFETY: an attribute with this ID built by this type has this member
+            // written (an `int`, over zeroed bytes).
+            let allowed = unsafe { stored.value.programmaticStreamSerializationAllowed };
+            return self.present & bit(pss) != 0
+                && allowed == i32::from(self.flags & SERIALIZATION_ALLOWED != 0);
+        }
+        self.find(stored.id).is_some_and(|built| eq(stored, &built))
+    }
+
     /// The device node handle the driver wrote for
     /// [`device_updatable_kernel_node`](Self::device_updatable_kernel_node) during a
     /// captured launch; `None` if that attribute is not set or nothing was written.

@@ -615,3 +615,39 @@ fn debug_lists_the_ids() {
         "{s}"
     );
 }
+
+/// `sets_same` (what a replay region compares): the programmatic-serialization flag by
+/// its member, every other attribute through the comparison it is given, and an
+/// attribute the configuration does not set never matches.
+#[test]
+fn sets_same_compares_the_attribute_value() {
+    let pss = Id::CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION;
+    let on = LaunchConfig::new(1, 1)
+        .programmatic_stream_serialization()
+        .unwrap();
+    let stored = on.find(pss).unwrap();
+    let never = |_: &CUlaunchAttribute, _: &CUlaunchAttribute| -> bool {
+        panic!("the flag is compared without building the attribute")
+    };
+    assert!(on.sets_same(&stored, never));
+    assert!(!LaunchConfig::new(1, 1).sets_same(&stored, never));
+    let mut off = LaunchConfig::new(1, 1);
+    off.set(LaunchAttribute::programmatic_stream_serialization(false))
+        .unwrap();
+    assert!(!off.sets_same(&stored, never));
+    assert!(off.sets_same(&off.find(pss).unwrap(), never));
+
+    let bytes_eq = |a: &CUlaunchAttribute, b: &CUlaunchAttribute| {
+        a.id == b.id && value_bytes(a) == value_bytes(b)
+    };
+    let three = LaunchConfig::new(1, 1).priority(3).unwrap();
+    let stored = three.find(Id::CU_LAUNCH_ATTRIBUTE_PRIORITY).unwrap();
+    assert!(three.sets_same(&stored, bytes_eq));
+    assert!(
+        !LaunchConfig::new(1, 1)
+            .priority(4)
+            .unwrap()
+            .sets_same(&stored, bytes_eq)
+    );
+    assert!(!on.sets_same(&stored, bytes_eq));
+}
