@@ -40,7 +40,7 @@ mod verify;
 
 pub use crate::dim3::Dim3;
 pub use attr::{LaunchAttribute, TooManyAttributes};
-pub use auto_pdl::{AutoPdl, PdlPlan};
+pub use auto_pdl::{AutoPdl, MAX_TUNE_ROUNDS, MAX_TUNED_SHAPES, PdlPlan};
 pub use config::{LaunchConfig, MAX_LAUNCH_ATTRIBUTES, RawAttributes};
 pub use kernel::{launch, launch_checked, launch_packed, launch_plain};
 
