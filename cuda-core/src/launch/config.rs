@@ -634,6 +634,7 @@ impl<'a> LaunchConfig<'a> {
     /// programmatic-serialization flag, on every PDL launch, is compared as that member
     /// without building the attribute; for the others `eq` compares the attribute built
     /// here with `stored`.
+    #[cfg(feature = "alloc")]
     #[inline]
     pub(crate) fn sets_same(
         &self,
