@@ -25,7 +25,7 @@ use std::sync::Mutex;
 use std::sync::atomic::{AtomicBool, Ordering};
 
 use cuda_core::graph::Region;
-use cuda_core::launch::LaunchConfig;
+use cuda_core::launch::{LaunchAttribute, LaunchConfig};
 use cuda_core::{Context, Device, DeviceBuffer, Error, Module, PinnedHostBuffer, Stream};
 use cuda_sys::{
     CUDA_KERNEL_NODE_PARAMS, CUDA_MEMCPY3D, CUDA_MEMSET_NODE_PARAMS, CUcontext, CUdeviceptr,
@@ -677,6 +677,64 @@ fn regions_against_a_mock_driver() {
     let mut other = other;
     let e = other
         .run(&mut stream, |r| r.copy_to_host(out, &a))
+        .unwrap_err();
+    assert!(matches!(e, Error::InvalidArgument(_)), "{e:?}");
+    assert!(take_log().is_empty());
+
+    // Launch attributes are part of the structure. One-bit ones (programmatic
+    // serialization on or off) and others (a priority, compared value by value): the same
+    // attributes again replay the cached graph, a changed value is another structure
+    // (captured), and a structure seen before is found in the cache.
+    let plain = LaunchConfig::new(4, 128);
+    let on = plain.clone().programmatic_stream_serialization().unwrap();
+    let off = plain
+        .clone()
+        .with(LaunchAttribute::programmatic_stream_serialization(false))
+        .unwrap();
+    let p1 = plain.clone().priority(1).unwrap();
+    let p2 = plain.clone().priority(2).unwrap();
+    let mut attrs = Region::with_capacity(&ctx, 8).unwrap();
+    let mut run = |cfg: &LaunchConfig<'_>, coeff: f32| {
+        attrs
+            .run(&mut stream, |r| {
+                r.memset_d32(&a, 1)?;
+                // SAFETY: the mock runs nothing; `a` is a live buffer of 1024 words.
+                unsafe { r.launch(&f, cfg, &(a.as_raw(), 1024u32, coeff)) }
+            })
+            .unwrap();
+        let log = take_log();
+        let captured = log.iter().any(|l| l == "cuStreamBeginCapture");
+        let set = log.iter().any(|l| l.starts_with("set "));
+        assert_eq!(
+            log.last(),
+            Some(&format!("cuGraphLaunch [{}, {}]", m(1), k(coeff))),
+            "{log:?}"
+        );
+        (captured, set)
+    };
+    for (cfg, coeff, want) in [
+        (&on, 1.0, (true, false)),
+        (&on, 1.0, (false, false)),
+        (&on, 2.0, (false, true)),
+        (&off, 2.0, (true, false)),
+        (&plain, 2.0, (true, false)),
+        (&on, 2.0, (false, false)),
+        (&off, 3.0, (false, true)),
+        (&p1, 3.0, (true, false)),
+        (&p1, 3.0, (false, false)),
+        (&p2, 3.0, (true, false)),
+        (&p1, 4.0, (false, true)),
+    ] {
+        assert_eq!(run(cfg, coeff), want, "{cfg:?} with {coeff}");
+    }
+    // An attribute the driver writes back is refused when recorded (one mask test on the
+    // configuration), and nothing of that execution runs.
+    let node = plain.clone().device_updatable_kernel_node().unwrap();
+    let e = attrs
+        .run(&mut stream, |r| {
+            // SAFETY: the mock runs nothing; `a` is a live buffer of 1024 words.
+            unsafe { r.launch(&f, &node, &(a.as_raw(), 1024u32, 1.0f32)) }
+        })
         .unwrap_err();
     assert!(matches!(e, Error::InvalidArgument(_)), "{e:?}");
     assert!(take_log().is_empty());

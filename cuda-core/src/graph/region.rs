@@ -23,14 +23,14 @@ use core::sync::atomic::{AtomicUsize, Ordering};
 
 use cuda_sys::{
     CUDA_KERNEL_NODE_PARAMS, CUDA_MEMCPY3D, CUDA_MEMSET_NODE_PARAMS, CUdeviceptr, CUgraphExec,
-    CUgraphNode, CUlaunchAttribute, CUlaunchAttributeID, CUlaunchConfig, CUmemorytype,
+    CUgraphNode, CUlaunchAttribute, CUlaunchConfig, CUmemorytype,
 };
 
 use super::capture::{Capture, CaptureMode, raw_capture_info};
 use super::handle::Borrows;
 use super::nodes::GraphClosure;
 use super::{Graph, GraphExec, InstantiateFlags};
-use crate::args::{ArgVisitor, DeviceRepr, KernelArgs, MAX_PARAMS};
+use crate::args::{ArgVisitor, DeviceRepr, KernelArgs, MAX_PARAMS, ParamSpec};
 use crate::context::Context;
 use crate::driver::api;
 use crate::error::{Error, Result, drv};
@@ -56,8 +56,8 @@ enum Kind {
 }
 
 /// The structure of one operation: what must be equal for a cached node to take the
-/// operation's parameters. (The attribute values and parameter offsets are compared
-/// besides, in the recording's arrays.)
+/// operation's parameters. (Attributes other than one-bit ones are compared besides, in
+/// the recording's array, and the parameter sizes, in the operations.)
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 struct Key {
     kind: Kind,
@@ -70,6 +70,9 @@ struct Key {
     nattrs: u32,
     nparams: u32,
     nwords: u32,
+    /// The launch attributes as one word when they are all one-bit ones
+    /// ([`LaunchConfig::one_bit_attributes`]), else [`FULL_ATTRS`]: compared one by one.
+    attrs: u64,
     /// A host function's closure type.
     host: Option<TypeId>,
 }
@@ -84,6 +87,7 @@ impl Key {
             nattrs: 0,
             nparams: 0,
             nwords: 0,
+            attrs: 0,
             host: None,
         }
     }
@@ -106,9 +110,13 @@ impl Key {
         }
         mix(self.bytes as u64);
         mix(u64::from(self.nattrs) | u64::from(self.nparams) << 16 | u64::from(self.nwords) << 32);
+        mix(self.attrs);
         h
     }
 }
+
+/// [`Key::attrs`] of a launch whose attributes are not all one-bit ones.
+const FULL_ATTRS: u64 = 1 << 63;
 
 /// One recorded operation: its key and its parameters.
 #[derive(Clone, Copy)]
@@ -116,10 +124,12 @@ struct Op<'a> {
     key: Key,
     /// The kernel, borrowed for the region's `'a` (kernels only).
     func: Option<&'a Function>,
-    /// Where its attributes, parameter offsets and argument words start in the
-    /// recording's arrays (`key.nattrs`, `key.nparams`, `key.nwords` of each).
+    /// The kernel's parameter sizes (`key.nparams` of them; each parameter takes whole
+    /// argument words).
+    layout: &'static [ParamSpec],
+    /// Where its attributes and argument words start in the recording's arrays
+    /// (`key.nattrs` and `key.nwords` of each).
     attrs: u32,
-    params: u32,
     words: u32,
     /// Destination and source (device address, or host address of a pinned buffer),
     /// memset value.
@@ -133,8 +143,8 @@ impl Op<'_> {
         Self {
             key: Key::new(kind),
             func: None,
+            layout: &[],
             attrs: 0,
-            params: 0,
             words: 0,
             dst: 0,
             src: 0,
@@ -144,10 +154,6 @@ impl Op<'_> {
 
     fn attrs(&self) -> Range<usize> {
         self.attrs as usize..self.attrs as usize + self.key.nattrs as usize
-    }
-
-    fn params(&self) -> Range<usize> {
-        self.params as usize..self.params as usize + self.key.nparams as usize
     }
 
     fn words(&self) -> Range<usize> {
@@ -177,6 +183,13 @@ fn attr_eq(a: &CUlaunchAttribute, b: &CUlaunchAttribute) -> bool {
     }
 }
 
+/// Whether two kernels' parameters take the same argument words (the same static list,
+/// or the same sizes).
+#[inline]
+fn same_layout(a: &[ParamSpec], b: &[ParamSpec]) -> bool {
+    ptr::eq(a, b) || (a.len() == b.len() && a.iter().zip(b).all(|(x, y)| x.size == y.size))
+}
+
 /// `a == b` for the short slices of a recording, inline (a call to `memcmp` for a few
 /// words cost more than the comparison).
 #[inline]
@@ -193,13 +206,12 @@ fn same<T: Copy + Eq + core::ops::BitXor<Output = T> + core::ops::BitOr<Output =
 
 type HostClosure = Box<dyn Fn() + Send + Sync + 'static>;
 
-/// A recording: the operations and their attributes, parameter offsets and argument
-/// words (each kernel parameter zero-padded to whole 8-byte words), and the host closures
+/// A recording: the operations and their attributes and argument words (each kernel
+/// parameter zero-padded to whole 8-byte words), and the host closures
 /// of the operations that have one. Buffers are reused (cleared, never shrunk).
 struct Recording<'a> {
     ops: Vec<Op<'a>>,
     words: Vec<u64>,
-    params: Vec<u32>,
     attrs: Vec<CUlaunchAttribute>,
     /// (operation index, closure), for host functions not yet captured.
     hosts: Vec<(u32, HostClosure)>,
@@ -214,7 +226,6 @@ impl<'a> Recording<'a> {
         Self {
             ops: Vec::new(),
             words: Vec::new(),
-            params: Vec::new(),
             attrs: Vec::new(),
             hosts: Vec::new(),
             hash: HASH_SEED,
@@ -224,25 +235,16 @@ impl<'a> Recording<'a> {
     fn clear(&mut self) {
         self.ops.clear();
         self.words.clear();
-        self.params.clear();
         self.attrs.clear();
         self.hosts.clear();
         self.hash = HASH_SEED;
     }
 
-    /// Appends `op`, its argument words and parameter offsets, and `cfg`'s attributes.
-    fn push(
-        &mut self,
-        mut op: Op<'a>,
-        words: &[u64],
-        params: &[u32],
-        cfg: Option<&LaunchConfig<'_>>,
-    ) {
+    /// Appends `op`, its argument words, and `cfg`'s attributes.
+    fn push(&mut self, mut op: Op<'a>, words: &[u64], cfg: Option<&LaunchConfig<'_>>) {
         op.words = self.words.len() as u32;
-        op.params = self.params.len() as u32;
         op.attrs = self.attrs.len() as u32;
         self.words.extend_from_slice(words);
-        self.params.extend_from_slice(params);
         if let Some(cfg) = cfg {
             self.attrs
                 .extend((0..op.key.nattrs as usize).filter_map(|k| cfg.attribute(k)));
@@ -253,15 +255,13 @@ impl<'a> Recording<'a> {
     /// Copies the first `n` operations of `src` (with their arrays) into this empty
     /// recording.
     fn extend_prefix(&mut self, src: &Recording<'a>, n: usize) {
-        let (w, p, a) = match src.ops.get(n) {
-            Some(op) => (op.words as usize, op.params as usize, op.attrs as usize),
-            None => (src.words.len(), src.params.len(), src.attrs.len()),
+        let (w, a) = match src.ops.get(n) {
+            Some(op) => (op.words as usize, op.attrs as usize),
+            None => (src.words.len(), src.attrs.len()),
         };
         self.ops.extend_from_slice(src.ops.get(..n).unwrap_or(&[]));
         self.words
             .extend_from_slice(src.words.get(..w).unwrap_or(&[]));
-        self.params
-            .extend_from_slice(src.params.get(..p).unwrap_or(&[]));
         self.attrs
             .extend_from_slice(src.attrs.get(..a).unwrap_or(&[]));
     }
@@ -270,8 +270,6 @@ impl<'a> Recording<'a> {
     fn reserve_like(&mut self, n: &Sizes) {
         self.ops.reserve(n.ops.saturating_sub(self.ops.len()));
         self.words.reserve(n.words.saturating_sub(self.words.len()));
-        self.params
-            .reserve(n.params.saturating_sub(self.params.len()));
         self.attrs.reserve(n.attrs.saturating_sub(self.attrs.len()));
         self.hosts.reserve(n.hosts.saturating_sub(self.hosts.len()));
     }
@@ -280,7 +278,6 @@ impl<'a> Recording<'a> {
         Sizes {
             ops: self.ops.len(),
             words: self.words.len(),
-            params: self.params.len(),
             attrs: self.attrs.len(),
             hosts: self
                 .ops
@@ -296,7 +293,7 @@ impl<'a> Recording<'a> {
             && self.ops.len() == new.ops.len()
             && self.ops.iter().zip(&new.ops).all(|(a, b)| {
                 a.key == b.key
-                    && self.params.get(a.params()) == new.params.get(b.params())
+                    && same_layout(a.layout, b.layout)
                     && match (self.attrs.get(a.attrs()), new.attrs.get(b.attrs())) {
                         (Some(x), Some(y)) => x.iter().zip(y).all(|(p, q)| attr_eq(p, q)),
                         _ => false,
@@ -310,7 +307,6 @@ impl<'a> Recording<'a> {
 struct Sizes {
     ops: usize,
     words: usize,
-    params: usize,
     attrs: usize,
     hosts: usize,
 }
@@ -320,7 +316,6 @@ impl Sizes {
         Self {
             ops: self.ops.max(o.ops),
             words: self.words.max(o.words),
-            params: self.params.max(o.params),
             attrs: self.attrs.max(o.attrs),
             hosts: self.hosts.max(o.hosts),
         }
@@ -361,9 +356,8 @@ struct Scratch<'a> {
     /// Host closures of the operations matched while following it (kept in case the
     /// execution diverges later and must be captured).
     spec_hosts: Vec<(u32, HostClosure)>,
-    /// The current kernel's argument words and parameter offsets.
+    /// The current kernel's argument words.
     words: Vec<u64>,
-    params: Vec<u32>,
     /// Events to record after the launch.
     records: Vec<&'a Event>,
 }
@@ -374,7 +368,6 @@ impl Scratch<'_> {
             rec: Recording::new(),
             spec_hosts: Vec::new(),
             words: Vec::new(),
-            params: Vec::new(),
             records: Vec::new(),
         }
     }
@@ -883,7 +876,6 @@ impl<'a> Region<'a> {
                     if entry.rec.words.get(old.words()) == Some(new_words) {
                         false
                     } else {
-                        let params = rec.params.get(new.params()).unwrap_or(&[]);
                         let Some(f) = new.func else { continue };
                         set_kernel(
                             entry.exec.as_raw(),
@@ -891,7 +883,7 @@ impl<'a> Region<'a> {
                             f,
                             &new.key.shape,
                             new_words,
-                            params,
+                            new.layout,
                             &mut ptrs,
                         )?;
                         true
@@ -907,7 +899,6 @@ impl<'a> Region<'a> {
         let rec = &mut self.scratch.rec;
         core::mem::swap(&mut entry.rec.ops, &mut rec.ops);
         core::mem::swap(&mut entry.rec.words, &mut rec.words);
-        core::mem::swap(&mut entry.rec.params, &mut rec.params);
         core::mem::swap(&mut entry.rec.attrs, &mut rec.attrs);
         Ok(())
     }
@@ -977,7 +968,7 @@ fn diverge<'a>(entries: &[Entry<'a>], s: &mut Scratch<'a>, i: usize, pos: usize)
         .fold(HASH_SEED, |h, op| op.key.hash_into(h))
 }
 
-/// `cuGraphExecKernelNodeSetParams` with the argument words and parameter offsets of a
+/// `cuGraphExecKernelNodeSetParams` with the argument words and parameter sizes of a
 /// recorded kernel.
 fn set_kernel(
     exec: CUgraphExec,
@@ -985,10 +976,10 @@ fn set_kernel(
     f: &Function,
     shape: &[u32; 7],
     words: &[u64],
-    params: &[u32],
+    layout: &[ParamSpec],
     ptrs: &mut [*mut c_void; MAX_PARAMS],
 ) -> Result<()> {
-    let n = arg_ptrs(words, params, ptrs);
+    let n = arg_ptrs(words, layout, ptrs);
     let p = kernel_params(
         f,
         shape,
@@ -1041,16 +1032,15 @@ fn set_memory(
     Ok(true)
 }
 
-/// The kernel parameter pointers into `words` at `params`, written to `ptrs`; how many.
-fn arg_ptrs(words: &[u64], params: &[u32], ptrs: &mut [*mut c_void; MAX_PARAMS]) -> usize {
-    for (p, &w) in ptrs.iter_mut().zip(params) {
-        *p = words
-            .as_ptr()
-            .wrapping_add(w as usize)
-            .cast_mut()
-            .cast::<c_void>();
+/// The kernel parameter pointers into `words` (each parameter of `layout` starting a
+/// whole word), written to `ptrs`; how many.
+fn arg_ptrs(words: &[u64], layout: &[ParamSpec], ptrs: &mut [*mut c_void; MAX_PARAMS]) -> usize {
+    let mut at = 0;
+    for (p, spec) in ptrs.iter_mut().zip(layout) {
+        *p = words.as_ptr().wrapping_add(at).cast_mut().cast::<c_void>();
+        at += spec.size.div_ceil(8);
     }
-    params.len().min(MAX_PARAMS)
+    layout.len().min(MAX_PARAMS)
 }
 
 /// The node parameters of a recorded kernel.
@@ -1163,7 +1153,7 @@ fn issue(rec: &mut Recording<'_>, i: usize, op: &Op<'_>, stream: &Stream) -> Res
             let Some(f) = op.func else { return Ok(()) };
             let mut ptrs = [ptr::null_mut(); MAX_PARAMS];
             let words = rec.words.get(op.words()).unwrap_or(&[]);
-            let n = arg_ptrs(words, rec.params.get(op.params()).unwrap_or(&[]), &mut ptrs);
+            let n = arg_ptrs(words, op.layout, &mut ptrs);
             let attrs = rec.attrs.get(op.attrs()).unwrap_or(&[]);
             let s = op.key.shape;
             let cfg = CUlaunchConfig {
@@ -1309,11 +1299,10 @@ impl fmt::Debug for Recorder<'_, '_> {
 }
 
 /// Writes each kernel argument into whole 8-byte words of a zeroed buffer sized for the
-/// tuple, recording each parameter's word offset.
+/// tuple.
 struct WordWriter<'v> {
     words: &'v mut [u64],
     at: usize,
-    params: &'v mut Vec<u32>,
 }
 
 impl ArgVisitor for WordWriter<'_> {
@@ -1330,7 +1319,6 @@ impl ArgVisitor for WordWriter<'_> {
         // SAFETY: `dst` holds `n` zeroed words, at least `DEVICE_SIZE` bytes, not
         // overlapping `value`.
         unsafe { value.write_device_bytes(dst.as_mut_ptr().cast::<u8>()) };
-        self.params.push(self.at as u32);
         self.at += n;
         Ok(())
     }
@@ -1352,13 +1340,23 @@ impl<'a> Recorder<'_, 'a> {
         self.ctx.ensure_same(ctx, call)
     }
 
-    /// Records `op` (its argument words and parameter offsets in the scratch buffers,
-    /// its attributes in `cfg`): sets the changed parameters on the entry being followed
-    /// while it matches, else appends to the scratch recording.
+    /// The current operation's argument words (the first `nwords` of the scratch
+    /// buffer).
+    #[inline]
+    fn words(&self, op: &Op<'_>) -> &[u64] {
+        self.s.words.get(..op.key.nwords as usize).unwrap_or(&[])
+    }
+
+    /// Records `op` (its argument words in the scratch buffer, its attributes in `cfg`):
+    /// sets the changed parameters on the entry being followed while it matches, else
+    /// appends to the scratch recording.
     #[inline]
     fn record(&mut self, op: Op<'a>, cfg: Option<&LaunchConfig<'_>>, host: Option<HostClosure>) {
         if let Some(i) = self.spec {
-            if self.follow(i, &op, cfg) {
+            if self
+                .follow_kernel(i, &op)
+                .unwrap_or_else(|| self.follow(i, &op, cfg))
+            {
                 if let Some(h) = host {
                     self.s.spec_hosts.push((self.pos as u32, h));
                 }
@@ -1373,12 +1371,40 @@ impl<'a> Recorder<'_, 'a> {
             self.s.rec.hosts.push((self.pos as u32, h));
         }
         let s = &mut *self.s;
-        s.rec.push(op, &s.words, &s.params, cfg);
+        s.rec.push(
+            op,
+            s.words.get(..op.key.nwords as usize).unwrap_or(&[]),
+            cfg,
+        );
         self.pos += 1;
+    }
+
+    /// The common operation of a replay, checked inline: `op` is a kernel with one-bit
+    /// attributes only whose structure matches operation `pos` of entry `i`. Then
+    /// whether it is followed (its words set on the node if they changed); `None` for
+    /// the rest, which [`follow`](Self::follow) decides.
+    #[inline]
+    fn follow_kernel(&mut self, i: usize, op: &Op<'a>) -> Option<bool> {
+        let old = self.entries.get(i)?.rec.ops.get(self.pos)?;
+        if self.stateful
+            || op.key.kind != Kind::Kernel
+            || op.key.attrs == FULL_ATTRS
+            || old.key != op.key
+            || !same_layout(old.layout, op.layout)
+        {
+            return None;
+        }
+        let stored = self.entries[i].rec.words.get(old.words())?;
+        if same(stored, self.words(op)) {
+            return Some(true);
+        }
+        let set = self.set_words(i, op);
+        Some(self.settle(i, set))
     }
 
     /// Whether `op` matches operation `pos` of entry `i`; if so, its changed parameters
     /// are set on the entry's executable and stored in the entry.
+    #[inline(never)]
     fn follow(&mut self, i: usize, op: &Op<'a>, cfg: Option<&LaunchConfig<'_>>) -> bool {
         if self.stateful {
             return false;
@@ -1394,42 +1420,22 @@ impl<'a> Recorder<'_, 'a> {
         }
         let set = match op.key.kind {
             Kind::Kernel => {
-                // The keys agree, so both have `nattrs` attributes, each ID once: the
-                // same set if each stored one is found with the same value.
-                let same_attrs = match (cfg, e.rec.attrs.get(old.attrs())) {
-                    (Some(cfg), Some(attrs)) => attrs.iter().all(|a| cfg.sets_same(a, attr_eq)),
-                    _ => false,
-                };
-                if !same_attrs
-                    || !e
-                        .rec
-                        .params
-                        .get(old.params())
-                        .is_some_and(|p| same(p, &self.s.params))
-                {
+                // Equal keys with one-bit attributes only: the same attributes. Else
+                // both have `nattrs` attributes, each ID once: the same set if each
+                // stored one is found with the same value.
+                let same_attrs = op.key.attrs != FULL_ATTRS
+                    || match (cfg, e.rec.attrs.get(old.attrs())) {
+                        (Some(cfg), Some(attrs)) => attrs.iter().all(|a| cfg.sets_same(a, attr_eq)),
+                        _ => false,
+                    };
+                if !same_attrs || !same_layout(old.layout, op.layout) {
                     return false;
                 }
-                let Some(stored) = e.rec.words.get_mut(old.words()) else {
-                    return false;
-                };
-                if same(stored, &self.s.words) {
+                let new = self.s.words.get(..op.key.nwords as usize).unwrap_or(&[]);
+                if e.rec.words.get(old.words()).is_some_and(|w| same(w, new)) {
                     return true;
                 }
-                let Some(f) = op.func else { return false };
-                let mut ptrs = [ptr::null_mut(); MAX_PARAMS];
-                let r = set_kernel(
-                    e.exec.as_raw(),
-                    node,
-                    f,
-                    &op.key.shape,
-                    &self.s.words,
-                    &self.s.params,
-                    &mut ptrs,
-                );
-                if r.is_ok() {
-                    stored.copy_from_slice(&self.s.words);
-                }
-                r.map(|()| true)
+                self.set_words(i, op)
             }
             Kind::HostFn => return true,
             _ => {
@@ -1442,14 +1448,53 @@ impl<'a> Recorder<'_, 'a> {
                 r
             }
         };
+        self.settle(i, set)
+    }
+
+    /// Sets kernel `op`'s argument words on node `pos` of entry `i` (whose structure it
+    /// matches) and stores them in the entry.
+    #[inline(never)]
+    fn set_words(&mut self, i: usize, op: &Op<'a>) -> Result<bool> {
+        // (Callers matched the structure, so none of these is missing; if one were, the
+        // entry is dropped and the execution captured, never launched with old words.)
+        const MISSING: Error = Error::InvalidArgument("Region: recorded node missing");
+        let new = self.s.words.get(..op.key.nwords as usize).unwrap_or(&[]);
+        let e = self.entries.get_mut(i).ok_or(MISSING)?;
+        let (Some(old), Some(&node), Some(f)) =
+            (e.rec.ops.get(self.pos), e.nodes.get(self.pos), op.func)
+        else {
+            return Err(MISSING);
+        };
+        let stored = e
+            .rec
+            .words
+            .get_mut(old.words())
+            .filter(|w| w.len() == new.len())
+            .ok_or(MISSING)?;
+        let mut ptrs = [ptr::null_mut(); MAX_PARAMS];
+        set_kernel(
+            e.exec.as_raw(),
+            node,
+            f,
+            &op.key.shape,
+            new,
+            op.layout,
+            &mut ptrs,
+        )?;
+        stored.copy_from_slice(new);
+        Ok(true)
+    }
+
+    /// Counts a setter's result: whether the operation is followed. A refused setter
+    /// marks entry `i` to be dropped (the executable cannot take this execution's
+    /// values: it is dropped at the end, and this execution captured).
+    fn settle(&mut self, i: usize, set: Result<bool>) -> bool {
         match set {
             Ok(changed) => {
                 self.updated += u64::from(changed);
                 true
             }
             Err(_) => {
-                // The executable cannot take this execution's values: it is dropped at
-                // the end, and this execution captured.
                 self.failed = Some(i);
                 false
             }
@@ -1481,20 +1526,8 @@ impl<'a> Recorder<'_, 'a> {
         cfg: &LaunchConfig<'_>,
         args: &A,
     ) -> Result<()> {
-        type Id = CUlaunchAttributeID;
         self.same_context(f.context(), "cuLaunchKernelEx")?;
-        // (`find` of an attribute that is not set is a bit test.)
-        if cfg.num_attributes() != 0
-            && (cfg
-                .find(Id::CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_EVENT)
-                .is_some()
-                || cfg
-                    .find(Id::CU_LAUNCH_ATTRIBUTE_LAUNCH_COMPLETION_EVENT)
-                    .is_some()
-                || cfg
-                    .find(Id::CU_LAUNCH_ATTRIBUTE_DEVICE_UPDATABLE_KERNEL_NODE)
-                    .is_some())
-        {
+        if cfg.names_event_or_node() {
             return Err(Error::InvalidArgument(
                 "Region: event and device-node launch attributes are not recorded (use \
                  programmatic stream serialization; events with Recorder::record_event)",
@@ -1504,14 +1537,18 @@ impl<'a> Recorder<'_, 'a> {
             return Err(Error::InvalidArgument("Region: too many kernel parameters"));
         }
         let total = const { tuple_words(A::PARAMS) };
-        self.s.words.clear();
-        self.s.words.resize(total, 0);
-        self.s.params.clear();
-        args.visit(&mut WordWriter {
-            words: &mut self.s.words,
-            at: 0,
-            params: &mut self.s.params,
-        })?;
+        // The scratch buffer keeps its largest length: only the first `total` words
+        // are this launch's.
+        if self.s.words.len() < total {
+            self.s.words.resize(total, 0);
+        }
+        let Some(words) = self.s.words.get_mut(..total) else {
+            return Err(Error::InvalidArgument(
+                "Region: argument words out of range",
+            ));
+        };
+        words.fill(0);
+        args.visit(&mut WordWriter { words, at: 0 })?;
         let op = Op {
             key: Key {
                 func: f.as_raw() as usize,
@@ -1525,11 +1562,13 @@ impl<'a> Recorder<'_, 'a> {
                     cfg.shared_mem_bytes,
                 ],
                 nattrs: cfg.num_attributes() as u32,
-                nparams: self.s.params.len() as u32,
-                nwords: self.s.words.len() as u32,
+                nparams: A::PARAMS.len() as u32,
+                nwords: total as u32,
+                attrs: cfg.one_bit_attributes().unwrap_or(FULL_ATTRS),
                 ..Key::new(Kind::Kernel)
             },
             func: Some(f),
+            layout: A::PARAMS,
             ..Op::new(Kind::Kernel)
         };
         self.record(op, Some(cfg), None);
@@ -1538,8 +1577,6 @@ impl<'a> Recorder<'_, 'a> {
 
     /// A memory operation (no argument words).
     fn record_memory(&mut self, op: Op<'a>) {
-        self.s.words.clear();
-        self.s.params.clear();
         self.record(op, None, None);
     }
 
@@ -1697,8 +1734,6 @@ impl<'a> Recorder<'_, 'a> {
         }
         // A box of a zero-sized closure allocates nothing.
         let boxed: HostClosure = Box::new(f);
-        self.s.words.clear();
-        self.s.params.clear();
         let op = Op {
             key: Key {
                 host: Some(TypeId::of::<F>()),
@@ -1789,15 +1824,12 @@ mod tests {
             },
             ..Op::new(Kind::Kernel)
         };
-        src.push(kernel, &[1, 2, 3], &[0, 1], None);
-        src.push(memset(64, 5, 6), &[], &[], None);
-        src.push(kernel, &[4, 5, 6], &[0, 1], None);
+        src.push(kernel, &[1, 2, 3], None);
+        src.push(memset(64, 5, 6), &[], None);
+        src.push(kernel, &[4, 5, 6], None);
         let mut dst = Recording::new();
         dst.extend_prefix(&src, 2);
-        assert_eq!(
-            (dst.ops.len(), dst.words.len(), dst.params.len()),
-            (2, 3, 2)
-        );
+        assert_eq!((dst.ops.len(), dst.words.len()), (2, 3));
         let mut all = Recording::new();
         all.extend_prefix(&src, 3);
         assert_eq!(all.words, [1, 2, 3, 4, 5, 6]);

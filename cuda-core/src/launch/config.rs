@@ -652,6 +652,34 @@ impl<'a> LaunchConfig<'a> {
         self.find(stored.id).is_some_and(|built| eq(stored, &built))
     }
 
+    /// For replay regions: whether an attribute that names an event or that the driver
+    /// writes back is set (programmatic event, launch-completion event, device-updatable
+    /// kernel node), one mask test.
+    #[cfg(feature = "alloc")]
+    #[inline]
+    pub(crate) fn names_event_or_node(&self) -> bool {
+        const MASK: u32 = bit(Id::CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_EVENT)
+            | bit(Id::CU_LAUNCH_ATTRIBUTE_LAUNCH_COMPLETION_EVENT)
+            | bit(Id::CU_LAUNCH_ATTRIBUTE_DEVICE_UPDATABLE_KERNEL_NODE);
+        self.present & MASK != 0
+    }
+
+    /// For replay regions: a word equal for two configurations exactly when they set the
+    /// same attributes with the same values, when every attribute set is a one-bit one
+    /// (cooperative, programmatic stream serialization, NVLink-centric scheduling: their
+    /// values live in `flags`); `None` when another attribute is set (its value must be
+    /// compared as an attribute).
+    #[cfg(feature = "alloc")]
+    #[inline]
+    pub(crate) fn one_bit_attributes(&self) -> Option<u64> {
+        const IDS: u32 = bit(Id::CU_LAUNCH_ATTRIBUTE_COOPERATIVE)
+            | bit(Id::CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION)
+            | bit(Id::CU_LAUNCH_ATTRIBUTE_NVLINK_UTIL_CENTRIC_SCHEDULING);
+        const VALUES: u8 = COOPERATIVE | SERIALIZATION_ALLOWED | NVLINK_CENTRIC;
+        (self.present & !IDS == 0)
+            .then(|| u64::from(self.present) | u64::from(self.flags & VALUES) << 32)
+    }
+
     /// The device node handle the driver wrote for
     /// [`device_updatable_kernel_node`](Self::device_updatable_kernel_node) during a
     /// captured launch; `None` if that attribute is not set or nothing was written.
