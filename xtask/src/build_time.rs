@@ -137,12 +137,13 @@ struct Unit {
 }
 
 /// The units of cargo's `--timings` HTML report (its `UNIT_DATA` array), read field by
-/// field: each unit is an object with `"name"`, `"target"`, `"start"` and `"duration"`.
+/// field: each unit is an object with `"name"`, `"target"`, `"start"` and `"duration"`
+/// (compact or pretty-printed, as cargo versions write it).
 fn units(html: &str) -> Vec<Unit> {
     let Some(data) = html
         .split_once("UNIT_DATA = [")
         .and_then(|(_, rest)| rest.split_once("];"))
-        .map(|(data, _)| data)
+        .map(|(data, _)| compact(data))
     else {
         return Vec::new();
     };
@@ -157,6 +158,29 @@ fn units(html: &str) -> Vec<Unit> {
             })
         })
         .collect()
+}
+
+/// `json` without the whitespace outside its strings.
+fn compact(json: &str) -> String {
+    let mut out = String::with_capacity(json.len());
+    let (mut in_string, mut escaped) = (false, false);
+    for c in json.chars() {
+        if in_string {
+            out.push(c);
+            match c {
+                _ if escaped => escaped = false,
+                '\\' => escaped = true,
+                '"' => in_string = false,
+                _ => {}
+            }
+        } else if c == '"' {
+            in_string = true;
+            out.push(c);
+        } else if !c.is_whitespace() {
+            out.push(c);
+        }
+    }
+    out
 }
 
 fn string_field(object: &str, key: &str) -> Option<String> {
