@@ -7,7 +7,8 @@
 //!   compilation unit's start and duration). With `--cudarc` the same four programs
 //!   written against cudarc 0.19 (`xtask/build-time/cudarc/*.rs`; features `std`,
 //!   `driver`, `nvrtc` for its `Ptx` type, `dynamic-loading`, `cuda-12080`) are built the
-//!   same way, and the mean walls are compared. Timings need an otherwise idle machine;
+//!   same way, alternating with cudadrv's program by program, and the mean walls and the
+//!   per-program ratios are compared. Timings need an otherwise idle machine;
 //!   this is a tool, not a CI step.
 //! - `cargo xtask build-cost` is the CI check that keeps the cost from creeping back: the
 //!   libraries' dependency set (a new dependency is a compilation unit on every user's
@@ -68,39 +69,66 @@ pub fn measure(root: &Path, args: &[String]) -> R {
         libs.push(("cudarc", CUDARC.to_string()));
     }
     let base = root.join("target/build-time");
-    let mut means = Vec::new();
-    for (lib, dependency) in &libs {
-        let mut walls = Vec::new();
-        for program in PROGRAMS {
-            let dir = base.join(format!("{lib}-{program}"));
-            write_program(root, &dir, lib, program, dependency)?;
-            for _ in 0..runs {
-                let target = dir.join("target");
-                if target.exists() {
-                    std::fs::remove_dir_all(&target)?;
-                }
-                let start = Instant::now();
-                run(cargo(&dir).args(["build", "--release", "--quiet", "--timings"]))?;
-                let wall = start.elapsed().as_secs_f64();
-                walls.push(wall);
-                println!("{lib} {program}: {wall:.2} s");
-                let html = std::fs::read_to_string(target.join("cargo-timings/cargo-timing.html"))?;
-                for unit in units(&html) {
-                    println!(
-                        "    {:<20} {:<22} start {:>5.2}  {:>5.2} s",
-                        unit.name, unit.target, unit.start, unit.duration
-                    );
-                }
+    // Builds alternate between the libraries, program by program, the order swapping
+    // each time, so that a drift of the machine's speed over the minutes the builds take
+    // falls on both alike; each program's pair of builds gives one ratio.
+    let mut walls: Vec<Vec<f64>> = vec![Vec::new(); libs.len()];
+    let mut ratios = Vec::new();
+    for round in 0..runs {
+        for (p, program) in PROGRAMS.iter().enumerate() {
+            let mut pair = vec![0.0; libs.len()];
+            for k in 0..libs.len() {
+                let l = (k + round + p) % libs.len();
+                let (lib, dependency) = &libs[l];
+                let dir = base.join(format!("{lib}-{program}"));
+                write_program(root, &dir, lib, program, dependency)?;
+                pair[l] = build(&dir, lib, program)?;
+                walls[l].push(pair[l]);
+            }
+            if let [ours, theirs] = pair[..] {
+                ratios.push(ours / theirs);
             }
         }
-        let mean = walls.iter().sum::<f64>() / walls.len() as f64;
-        println!("{lib}: mean {mean:.2} s over {} builds", walls.len());
-        means.push((*lib, mean));
     }
-    if let [(_, ours), (_, theirs)] = means[..] {
-        println!("cudadrv / cudarc: {:.3}", ours / theirs);
+    let mut means = Vec::new();
+    for ((lib, _), w) in libs.iter().zip(&walls) {
+        let mean = w.iter().sum::<f64>() / w.len() as f64;
+        println!("{lib}: mean {mean:.2} s over {} builds", w.len());
+        means.push(mean);
+    }
+    if let [ours, theirs] = means[..] {
+        ratios.sort_by(f64::total_cmp);
+        let median = ratios[ratios.len() / 2];
+        println!(
+            "cudadrv / cudarc: {:.3} (means); per program and round {:.3} median, {:.3}-{:.3}",
+            ours / theirs,
+            median,
+            ratios[0],
+            ratios[ratios.len() - 1]
+        );
     }
     Ok(())
+}
+
+/// One clean release build of a program's crate in `dir`: its wall time in seconds,
+/// printed with where it went (every compilation unit's start and duration).
+fn build(dir: &Path, lib: &str, program: &str) -> R<f64> {
+    let target = dir.join("target");
+    if target.exists() {
+        std::fs::remove_dir_all(&target)?;
+    }
+    let start = Instant::now();
+    run(cargo(dir).args(["build", "--release", "--quiet", "--timings"]))?;
+    let wall = start.elapsed().as_secs_f64();
+    println!("{lib} {program}: {wall:.2} s");
+    let html = std::fs::read_to_string(target.join("cargo-timings/cargo-timing.html"))?;
+    for unit in units(&html) {
+        println!(
+            "    {:<20} {:<22} start {:>5.2}  {:>5.2} s",
+            unit.name, unit.target, unit.start, unit.duration
+        );
+    }
+    Ok(wall)
 }
 
 /// Writes one program's crate: the manifest (its own workspace), `src/main.rs`, the PTX,
