@@ -1354,8 +1354,8 @@ impl<'a> Recorder<'_, 'a> {
     fn record(&mut self, op: Op<'a>, cfg: Option<&LaunchConfig<'_>>, host: Option<HostClosure>) {
         if let Some(i) = self.spec {
             if self
-                .follow_kernel(i, &op)
-                .unwrap_or_else(|| self.follow(i, &op, cfg))
+                .follow_kernel(i, &op, cfg)
+                .unwrap_or_else(|| self.follow(i, &op))
             {
                 if let Some(h) = host {
                     self.s.spec_hosts.push((self.pos as u32, h));
@@ -1379,33 +1379,58 @@ impl<'a> Recorder<'_, 'a> {
         self.pos += 1;
     }
 
-    /// The common operation of a replay, checked inline: `op` is a kernel with one-bit
-    /// attributes only whose structure matches operation `pos` of entry `i`. Then
-    /// whether it is followed (its words set on the node if they changed); `None` for
-    /// the rest, which [`follow`](Self::follow) decides.
+    /// Whether kernel `op` matches operation `pos` of entry `i` (then its words are set
+    /// on the node if they changed); `None` for an operation that is not a kernel, which
+    /// [`follow`](Self::follow) decides. The common operation of a replay, checked
+    /// inline: attributes other than one-bit ones are compared out of line.
     #[inline]
-    fn follow_kernel(&mut self, i: usize, op: &Op<'a>) -> Option<bool> {
-        let old = self.entries.get(i)?.rec.ops.get(self.pos)?;
-        if self.stateful
-            || op.key.kind != Kind::Kernel
-            || op.key.attrs == FULL_ATTRS
-            || old.key != op.key
-            || !same_layout(old.layout, op.layout)
-        {
+    fn follow_kernel(
+        &mut self,
+        i: usize,
+        op: &Op<'a>,
+        cfg: Option<&LaunchConfig<'_>>,
+    ) -> Option<bool> {
+        if op.key.kind != Kind::Kernel {
             return None;
         }
-        let stored = self.entries[i].rec.words.get(old.words())?;
-        if same(stored, self.words(op)) {
+        let Some(old) = self.entries.get(i).and_then(|e| e.rec.ops.get(self.pos)) else {
+            return Some(false);
+        };
+        if self.stateful
+            || old.key != op.key
+            || !same_layout(old.layout, op.layout)
+            || (op.key.attrs == FULL_ATTRS && !self.same_attributes(i, old, cfg))
+        {
+            return Some(false);
+        }
+        let stored = self.entries[i].rec.words.get(old.words());
+        if stored.is_some_and(|w| same(w, self.words(op))) {
             return Some(true);
         }
         let set = self.set_words(i, op);
         Some(self.settle(i, set))
     }
 
-    /// Whether `op` matches operation `pos` of entry `i`; if so, its changed parameters
-    /// are set on the entry's executable and stored in the entry.
+    /// Whether `cfg` sets the attributes `old` (of entry `i`, with an equal key: the
+    /// same number, each ID once) was recorded with: each stored one found with the
+    /// same value.
     #[inline(never)]
-    fn follow(&mut self, i: usize, op: &Op<'a>, cfg: Option<&LaunchConfig<'_>>) -> bool {
+    fn same_attributes(&self, i: usize, old: &Op<'_>, cfg: Option<&LaunchConfig<'_>>) -> bool {
+        let stored = self
+            .entries
+            .get(i)
+            .and_then(|e| e.rec.attrs.get(old.attrs()));
+        match (cfg, stored) {
+            (Some(cfg), Some(attrs)) => attrs.iter().all(|a| cfg.sets_same(a, attr_eq)),
+            _ => false,
+        }
+    }
+
+    /// Whether memory or host-function operation `op` matches operation `pos` of entry
+    /// `i`; if so, its changed parameters are set on the entry's executable and stored
+    /// in the entry.
+    #[inline(never)]
+    fn follow(&mut self, i: usize, op: &Op<'a>) -> bool {
         if self.stateful {
             return false;
         }
@@ -1419,24 +1444,8 @@ impl<'a> Recorder<'_, 'a> {
             return false;
         }
         let set = match op.key.kind {
-            Kind::Kernel => {
-                // Equal keys with one-bit attributes only: the same attributes. Else
-                // both have `nattrs` attributes, each ID once: the same set if each
-                // stored one is found with the same value.
-                let same_attrs = op.key.attrs != FULL_ATTRS
-                    || match (cfg, e.rec.attrs.get(old.attrs())) {
-                        (Some(cfg), Some(attrs)) => attrs.iter().all(|a| cfg.sets_same(a, attr_eq)),
-                        _ => false,
-                    };
-                if !same_attrs || !same_layout(old.layout, op.layout) {
-                    return false;
-                }
-                let new = self.s.words.get(..op.key.nwords as usize).unwrap_or(&[]);
-                if e.rec.words.get(old.words()).is_some_and(|w| same(w, new)) {
-                    return true;
-                }
-                self.set_words(i, op)
-            }
+            // (Kernels are followed by `follow_kernel`.)
+            Kind::Kernel => return false,
             Kind::HostFn => return true,
             _ => {
                 let r = set_memory(e.exec.as_raw(), node, old, op, self.ctx);
