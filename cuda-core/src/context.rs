@@ -79,6 +79,7 @@ enum Ownership {
     Borrowed,
     /// Made from this green context with `cuCtxFromGreenCtx`: `cuGreenCtxDestroy` of the
     /// green context (which also releases the primary context it retained).
+    #[cfg(feature = "green")]
     Green(cuda_sys::CUgreenCtx),
 }
 
@@ -107,6 +108,7 @@ impl Drop for CtxInner {
                 Ownership::Primary => dropping!(cuDevicePrimaryCtxRelease(self.device.as_raw())),
                 Ownership::Created => dropping!(cuCtxDestroy(self.raw)),
                 Ownership::Borrowed => {}
+                #[cfg(feature = "green")]
                 Ownership::Green(green) => dropping!(cuGreenCtxDestroy(green)),
             }
         }
@@ -367,6 +369,7 @@ impl Context {
     /// destroyed); without `alloc`, when [`MAX_CONTEXTS`] contexts are alive (the green
     /// context is destroyed).
     #[doc(alias = "cuCtxFromGreenCtx")]
+    #[cfg(feature = "green")]
     pub unsafe fn from_green(green: crate::green::GreenContext) -> Result<Self> {
         let cu = api()?;
         let mut raw = ptr::null_mut();
@@ -382,6 +385,7 @@ impl Context {
     }
 
     /// The green context this context was made from ([`Context::from_green`]), if any.
+    #[cfg(feature = "green")]
     pub fn green_raw(&self) -> Option<cuda_sys::CUgreenCtx> {
         match self.inner.ownership {
             Ownership::Green(green) => Some(green),

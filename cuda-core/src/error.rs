@@ -248,10 +248,11 @@ impl fmt::Display for Error {
             Self::NotDeviceLaunchable { rule, node_type } => {
                 write!(f, "graph cannot be instantiated for device launch: {rule}")?;
                 if let Some(t) = node_type {
-                    match crate::graph::node_type_name(*t) {
-                        Some(name) => write!(f, " (node type: {name})")?,
-                        None => write!(f, " (node type {})", t.0)?,
+                    #[cfg(feature = "graph")]
+                    if let Some(name) = crate::graph::node_type_name(*t) {
+                        return write!(f, " (node type: {name})");
                     }
+                    write!(f, " (node type {})", t.0)?;
                 }
                 Ok(())
             }
@@ -711,6 +712,7 @@ mod tests {
             ("DropError", size_of::<DropError>()),
             ("PackError", size_of::<crate::args::PackError>()),
             ("LayoutMismatch", size_of::<crate::args::LayoutMismatch>()),
+            #[cfg(feature = "graph")]
             (
                 "ExecUpdateError",
                 size_of::<crate::graph::ExecUpdateError>(),

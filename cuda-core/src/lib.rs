@@ -425,6 +425,15 @@
 //! - `runtime` (default): cudadrv-sys's runtime API (`cudadrv::cuda_sys::runtime()`);
 //!   cudadrv itself uses only the driver, and a `linked` build without it does not link
 //!   libcudart.
+//! - `graph` (default): [`graph`] (graphs, stream capture, replay regions, conditional
+//!   nodes, device graph launch from the host) and the capture forms of batched copies and
+//!   prefetches.
+//! - `green` (default): [`green`] contexts and `Context::from_green`.
+//!
+//! The last three are a program's to leave out: nothing else in either crate needs them,
+//! and together they are about a third of what the crates cost a clean build. A program
+//! that uses none of them depends on `cudadrv = { default-features = false, features =
+//! ["std", "loaded"] }` (the workspace README's build-time section has the figures).
 //!
 //! With `default-features = false, features = ["loaded"]` the crate needs neither `std`
 //! nor a heap: contexts and modules live in fixed static pools (`MAX_CONTEXTS`,
@@ -463,7 +472,7 @@
   (see [`memory`]).
 - Work: [`Stream`], [`Event`], [`LaunchConfig`] with every `cuLaunchKernelEx` attribute
   ([`launch`]), kernel arguments ([`args`]).
-- Graphs: [`Graph`], [`GraphExec`], [`graph::Capture`] (see [`graph`]).
+- Graphs (feature `graph`): [`Graph`], [`GraphExec`], [`graph::Capture`] (see [`graph`]).
 - Errors: [`Error`], [`set_drop_error_hook`], [`drop_error_count`].
 - The raw bindings: [`cuda_sys`]. The device side: [`device`].
 "#
@@ -532,9 +541,9 @@ mod event;
 mod flags;
 #[cfg(not(target_arch = "nvptx64"))]
 mod function;
-#[cfg(not(target_arch = "nvptx64"))]
+#[cfg(all(not(target_arch = "nvptx64"), feature = "graph"))]
 pub mod graph;
-#[cfg(not(target_arch = "nvptx64"))]
+#[cfg(all(not(target_arch = "nvptx64"), feature = "green"))]
 pub mod green;
 #[cfg(all(not(target_arch = "nvptx64"), feature = "std", target_os = "linux"))]
 pub mod ipc;
@@ -573,7 +582,7 @@ pub use error::{
 pub use event::{Event, EventFlags};
 #[cfg(not(target_arch = "nvptx64"))]
 pub use function::{ClusterConfig, Function};
-#[cfg(not(target_arch = "nvptx64"))]
+#[cfg(all(not(target_arch = "nvptx64"), feature = "graph"))]
 pub use graph::{Graph, GraphExec};
 #[cfg(not(target_arch = "nvptx64"))]
 pub use launch::LaunchConfig;

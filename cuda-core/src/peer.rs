@@ -378,6 +378,7 @@ pub const MAX_ALLOC_PEERS: usize = 32;
 ///
 /// # Errors
 /// [`Error::InvalidArgument`] when more than `out.len()` remain.
+#[cfg(feature = "graph")]
 pub(crate) fn peer_descs(
     own: Device,
     peers: &[Device],
@@ -432,6 +433,7 @@ mod tests {
     }
 
     #[test]
+    #[cfg(feature = "graph")]
     fn peer_descs_skip_own_device_and_repeats() {
         let d = Device::from_raw;
         let mut out = [MemAccess::None.desc(d(0)); 4];

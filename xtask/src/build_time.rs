@@ -4,12 +4,14 @@
 //!   (`xtask/build-time/cudadrv/*.rs`: list the devices, copy to the device and back, load
 //!   PTX and launch, time a copy with events), each a fresh crate built clean in release
 //!   with `--timings`, and prints each build's wall time and where it went (every
-//!   compilation unit's start and duration). With `--cudarc` the same four programs
-//!   written against cudarc 0.19 (`xtask/build-time/cudarc/*.rs`; features `std`,
-//!   `driver`, `nvrtc` for its `Ptx` type, `dynamic-loading`, `cuda-12080`) are built the
-//!   same way, alternating with cudadrv's program by program, and the mean walls and the
-//!   per-program ratios are compared. Timings need an otherwise idle machine;
-//!   this is a tool, not a CI step.
+//!   compilation unit's start and duration), twice: against cudadrv with its default
+//!   features, and lean, with only the features the programs use (`std`, `loaded`: no
+//!   runtime-API bindings, no `graph` or `green` section). With `--cudarc` the same four
+//!   programs written against cudarc 0.19 (`xtask/build-time/cudarc/*.rs`; features
+//!   `std`, `driver`, `nvrtc` for its `Ptx` type, `dynamic-loading`, `cuda-12080`) are
+//!   built the same way, the builds alternating program by program, and the mean walls
+//!   and the per-program ratios are compared (each cudadrv build against cudarc's).
+//!   Timings need an otherwise idle machine; this is a tool, not a CI step.
 //! - `cargo xtask build-cost` is the CI check that keeps the cost from creeping back: the
 //!   libraries' dependency set (a new dependency is a compilation unit on every user's
 //!   critical path) and the LLVM IR each library hands to LLVM (release, one codegen
@@ -28,6 +30,10 @@ const PROGRAMS: [&str; 4] = ["devices", "copy", "launch", "events"];
 /// The cudarc release and features the comparison builds against.
 const CUDARC: &str = r#"cudarc = { version = "=0.19.10", default-features = false, features = ["std", "driver", "nvrtc", "dynamic-loading", "cuda-12080"] }"#;
 
+/// cudadrv's features for the programs when it is built lean: `std` and the run-time
+/// loaded driver, without the runtime API's bindings or the `graph` and `green` sections.
+const CUDADRV_LEAN: &str = r#"default-features = false, features = ["std", "loaded"]"#;
+
 /// Every package a Linux host build of each library (default features) compiles,
 /// besides the two libraries themselves: cudadrv-sys declares the few C functions it
 /// needs itself (nothing to compile before it), cudadrv adds `libc` for the file
@@ -38,14 +44,18 @@ const ALLOWED_DEPENDENCIES: [(&str, &[&str]); 2] = [
 ];
 
 /// The most lines of LLVM IR function bodies each library may emit before optimization
-/// (release, default features, one codegen unit): about 15% above what they emit today
-/// (cudadrv-sys 22,640, cudadrv 143,721), so that a regression of the kind this check was
-/// written for fails it (cudadrv-sys's tables filled by one straight-line function per
-/// table emitted 79,095; cudadrv emitted 177,521 with a generic node-list helper and
-/// `bitflags`) and ordinary growth has room.
-const IR_BUDGETS: [(&str, &str, usize); 2] = [
-    ("cudadrv-sys", "cudadrv_sys", 26_000),
-    ("cudadrv", "cudadrv", 165_000),
+/// (release, one codegen unit), with its default features (`None`) or with only the
+/// features given: about 15% above what they emit today (default: cudadrv-sys 22,640,
+/// cudadrv 143,721; lean, as `build-time` builds it: cudadrv 89,257), so that a
+/// regression of the kind this check was written for fails it (cudadrv-sys's tables
+/// filled by one straight-line function per table emitted 79,095; cudadrv emitted 177,521
+/// with a generic node-list helper and `bitflags`; a lean build that compiles the graph
+/// and green-context sections again emits the default build's figure) and ordinary
+/// growth has room.
+const IR_BUDGETS: [(&str, &str, Option<&str>, usize); 3] = [
+    ("cudadrv-sys", "cudadrv_sys", None, 26_000),
+    ("cudadrv", "cudadrv", None, 165_000),
+    ("cudadrv", "cudadrv", Some("std,loaded"), 102_000),
 ];
 
 /// `cargo xtask build-time [--cudarc] [--runs N]`.
@@ -58,54 +68,69 @@ pub fn measure(root: &Path, args: &[String]) -> R {
             .ok_or("--runs takes a number")?,
         None => 1,
     };
-    let mut libs = vec![(
-        "cudadrv",
-        format!(
-            "cudadrv = {{ path = {:?} }}",
-            root.join("cuda-core").display().to_string()
+    // (label, the programs' source folder, the dependency line): cudadrv with its
+    // default features, and with only what the programs use (as the cudarc build
+    // selects its own).
+    let path = root.join("cuda-core").display().to_string();
+    let mut libs = vec![
+        (
+            "cudadrv",
+            "cudadrv",
+            format!("cudadrv = {{ path = {path:?} }}"),
         ),
-    )];
+        (
+            "cudadrv-lean",
+            "cudadrv",
+            format!("cudadrv = {{ path = {path:?}, {CUDADRV_LEAN} }}"),
+        ),
+    ];
     if with_cudarc {
-        libs.push(("cudarc", CUDARC.to_string()));
+        libs.push(("cudarc", "cudarc", CUDARC.to_string()));
     }
     let base = root.join("target/build-time");
-    // Builds alternate between the libraries, program by program, the order swapping
-    // each time, so that a drift of the machine's speed over the minutes the builds take
-    // falls on both alike; each program's pair of builds gives one ratio.
+    // Builds alternate between the configurations, program by program, the order
+    // rotating each time, so that a drift of the machine's speed over the minutes the
+    // builds take falls on all alike; each program's builds give one ratio per cudadrv
+    // configuration.
     let mut walls: Vec<Vec<f64>> = vec![Vec::new(); libs.len()];
-    let mut ratios = Vec::new();
+    // Per program and round, each cudadrv build's wall over cudarc's.
+    let mut ratios = [Vec::new(), Vec::new()];
     for round in 0..runs {
         for (p, program) in PROGRAMS.iter().enumerate() {
-            let mut pair = vec![0.0; libs.len()];
+            let mut walls_now = vec![0.0; libs.len()];
             for k in 0..libs.len() {
                 let l = (k + round + p) % libs.len();
-                let (lib, dependency) = &libs[l];
+                let (lib, sources, dependency) = &libs[l];
                 let dir = base.join(format!("{lib}-{program}"));
-                write_program(root, &dir, lib, program, dependency)?;
-                pair[l] = build(&dir, lib, program)?;
-                walls[l].push(pair[l]);
+                write_program(root, &dir, lib, sources, program, dependency)?;
+                walls_now[l] = build(&dir, lib, program)?;
+                walls[l].push(walls_now[l]);
             }
-            if let [ours, theirs] = pair[..] {
-                ratios.push(ours / theirs);
+            if let [default, lean, theirs] = walls_now[..] {
+                ratios[0].push(default / theirs);
+                ratios[1].push(lean / theirs);
             }
         }
     }
     let mut means = Vec::new();
-    for ((lib, _), w) in libs.iter().zip(&walls) {
+    for ((lib, _, _), w) in libs.iter().zip(&walls) {
         let mean = w.iter().sum::<f64>() / w.len() as f64;
         println!("{lib}: mean {mean:.2} s over {} builds", w.len());
         means.push(mean);
     }
-    if let [ours, theirs] = means[..] {
-        ratios.sort_by(f64::total_cmp);
-        let median = ratios[ratios.len() / 2];
-        println!(
-            "cudadrv / cudarc: {:.3} (means); per program and round {:.3} median, {:.3}-{:.3}",
-            ours / theirs,
-            median,
-            ratios[0],
-            ratios[ratios.len() - 1]
-        );
+    if let [default, lean, theirs] = means[..] {
+        for (k, ours) in [default, lean].into_iter().enumerate() {
+            let ratios = &mut ratios[k];
+            ratios.sort_by(f64::total_cmp);
+            println!(
+                "{} / cudarc: {:.3} (means); per program and round {:.3} median, {:.3}-{:.3}",
+                libs[k].0,
+                ours / theirs,
+                ratios[ratios.len() / 2],
+                ratios[0],
+                ratios[ratios.len() - 1]
+            );
+        }
     }
     Ok(())
 }
@@ -134,15 +159,22 @@ fn build(dir: &Path, lib: &str, program: &str) -> R<f64> {
 /// Writes one program's crate: the manifest (its own workspace), `src/main.rs`, the PTX,
 /// and the workspace's lock file, so that cudadrv's dependencies resolve to the
 /// versions CI tests.
-fn write_program(root: &Path, dir: &Path, lib: &str, program: &str, dependency: &str) -> R {
+fn write_program(
+    root: &Path,
+    dir: &Path,
+    lib: &str,
+    sources: &str,
+    program: &str,
+    dependency: &str,
+) -> R {
     let src = dir.join("src");
     std::fs::create_dir_all(&src)?;
-    let sources = root.join("xtask/build-time");
+    let sources_dir = root.join("xtask/build-time");
     std::fs::copy(
-        sources.join(lib).join(format!("{program}.rs")),
+        sources_dir.join(sources).join(format!("{program}.rs")),
         src.join("main.rs"),
     )?;
-    std::fs::copy(sources.join("kernel.ptx"), src.join("kernel.ptx"))?;
+    std::fs::copy(sources_dir.join("kernel.ptx"), src.join("kernel.ptx"))?;
     std::fs::write(
         dir.join("Cargo.toml"),
         format!(
@@ -150,7 +182,7 @@ fn write_program(root: &Path, dir: &Path, lib: &str, program: &str, dependency: 
              [dependencies]\n{dependency}\n\n[workspace]\n"
         ),
     )?;
-    if lib == "cudadrv" && !dir.join("Cargo.lock").exists() {
+    if sources == "cudadrv" && !dir.join("Cargo.lock").exists() {
         std::fs::copy(root.join("Cargo.lock"), dir.join("Cargo.lock"))?;
     }
     Ok(())
@@ -256,13 +288,26 @@ pub fn check(root: &Path) -> R {
             .into());
         }
     }
-    let target_dir = root.join("target/build-cost");
-    for (package, crate_name, budget) in IR_BUDGETS {
-        let lines = ir_lines(root, &target_dir, package, crate_name)?;
-        println!("  {package}: {lines} lines of LLVM IR in function bodies; budget {budget}");
+    for (package, crate_name, features, budget) in IR_BUDGETS {
+        // One target directory per feature set: the newest IR file in it is then the
+        // one of these features.
+        let (target_dir, which) = match features {
+            None => (
+                root.join("target/build-cost"),
+                "default features".to_string(),
+            ),
+            Some(f) => (
+                root.join("target/build-cost-lean"),
+                format!("features {f} only"),
+            ),
+        };
+        let lines = ir_lines(root, &target_dir, package, crate_name, features)?;
+        println!(
+            "  {package} ({which}): {lines} lines of LLVM IR in function bodies; budget {budget}"
+        );
         if lines > budget {
             return Err(format!(
-                "{package} emits {lines} lines of LLVM IR, over its budget of {budget}"
+                "{package} ({which}) emits {lines} lines of LLVM IR, over its budget of {budget}"
             )
             .into());
         }
@@ -273,7 +318,13 @@ pub fn check(root: &Path) -> R {
 /// Compiles `package`'s library (release, one codegen unit) with `--emit=llvm-ir`,
 /// before LLVM's optimization passes (what those passes and the code generator are
 /// given), and counts the lines inside its function definitions.
-fn ir_lines(root: &Path, target_dir: &Path, package: &str, crate_name: &str) -> R<usize> {
+fn ir_lines(
+    root: &Path,
+    target_dir: &Path,
+    package: &str,
+    crate_name: &str,
+    features: Option<&str>,
+) -> R<usize> {
     let deps = target_dir.join("release/deps");
     if ir_files(&deps, crate_name).is_empty() {
         // Built before without the IR (or the IR removed): build it again.
@@ -299,6 +350,12 @@ fn ir_lines(root: &Path, target_dir: &Path, package: &str, crate_name: &str) -> 
             "--target-dir",
         ])
         .arg(target_dir)
+        .args(
+            features
+                .map(|f| ["--no-default-features", "--features", f])
+                .iter()
+                .flatten(),
+        )
         .args([
             "--",
             "--emit=llvm-ir",

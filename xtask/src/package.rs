@@ -294,11 +294,13 @@ publish = false
 cudadrv = {{ path = "{core}", default-features = false }}
 
 [features]
-default = ["std", "loaded", "runtime"]
+default = ["std", "loaded", "runtime", "graph", "green"]
 std = ["cudadrv/std"]
 loaded = ["cudadrv/loaded"]
 linked = ["cudadrv/linked"]
 runtime = ["cudadrv/runtime"]
+graph = ["cudadrv/graph"]
+green = ["cudadrv/green"]
 
 [patch.crates-io]
 cudadrv-sys = {{ path = "{sys}" }}

@@ -251,6 +251,24 @@ pub fn run_all(root: &Path) -> R {
         ]))?;
     }
 
+    step("cudadrv's optional sections: clippy with graph and green each off, and both");
+    for features in ["std,loaded", "std,loaded,graph", "std,loaded,green"] {
+        run(cargo(root).args([
+            "clippy",
+            "-p",
+            CORE,
+            "--all-targets",
+            "--no-default-features",
+            "--features",
+            features,
+            "--target-dir",
+            "target/combo",
+            "--",
+            "-D",
+            "warnings",
+        ]))?;
+    }
+
     step("cuda-sys without a binding mode: unit tests (tables from a resolver only)");
     run(cargo(root).args([
         "test",

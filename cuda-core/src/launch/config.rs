@@ -636,6 +636,7 @@ impl<'a> LaunchConfig<'a> {
     /// here with `stored`.
     #[cfg(feature = "alloc")]
     #[inline]
+    #[cfg(feature = "graph")]
     pub(crate) fn sets_same(
         &self,
         stored: &CUlaunchAttribute,
@@ -657,6 +658,7 @@ impl<'a> LaunchConfig<'a> {
     /// kernel node), one mask test.
     #[cfg(feature = "alloc")]
     #[inline]
+    #[cfg(feature = "graph")]
     pub(crate) fn names_event_or_node(&self) -> bool {
         const MASK: u32 = bit(Id::CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_EVENT)
             | bit(Id::CU_LAUNCH_ATTRIBUTE_LAUNCH_COMPLETION_EVENT)
@@ -671,6 +673,7 @@ impl<'a> LaunchConfig<'a> {
     /// compared as an attribute).
     #[cfg(feature = "alloc")]
     #[inline]
+    #[cfg(feature = "graph")]
     pub(crate) fn one_bit_attributes(&self) -> Option<u64> {
         const IDS: u32 = bit(Id::CU_LAUNCH_ATTRIBUTE_COOPERATIVE)
             | bit(Id::CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION)
@@ -739,6 +742,7 @@ impl<'a> LaunchConfig<'a> {
     /// Takes the device node that a launch with `copy` (a clone of this configuration,
     /// on another stream) got from the driver.
     #[inline]
+    #[cfg(feature = "graph")]
     pub(crate) fn keep_output_of(&self, copy: &LaunchConfig<'_>) {
         let dun = bit(Id::CU_LAUNCH_ATTRIBUTE_DEVICE_UPDATABLE_KERNEL_NODE);
         if let (Some(node), true) = (copy.device_node(), self.present & dun != 0) {

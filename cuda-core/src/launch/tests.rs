@@ -621,6 +621,7 @@ fn debug_lists_the_ids() {
 /// attribute the configuration does not set never matches.
 #[cfg(feature = "alloc")]
 #[test]
+#[cfg(feature = "graph")]
 fn sets_same_compares_the_attribute_value() {
     let pss = Id::CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION;
     let on = LaunchConfig::new(1, 1)

@@ -26,6 +26,7 @@ use super::registered::{HostRegisterFlags, HostRegistration, RegisteredPart};
 use super::{DeviceBuffer, Pod};
 use crate::context::Context;
 use crate::error::{Error, Result, drv};
+#[cfg(feature = "graph")]
 use crate::graph::Capturing;
 use crate::stream::Stream;
 
@@ -319,6 +320,7 @@ impl<'a> CopyBatch<'a> {
     }
 }
 
+#[cfg(feature = "graph")]
 impl<'a> Capturing<'_, 'a> {
     /// `cuMemcpyBatchAsync`, captured: the batch's copies at every launch of the graph,
     /// which borrows every side for `'a` (the batch's lifetime is the graph's).

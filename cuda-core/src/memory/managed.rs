@@ -541,6 +541,7 @@ impl<T: Copy> ManagedBuffer<T> {
     }
 }
 
+#[cfg(feature = "graph")]
 impl<'a> crate::graph::Capturing<'_, 'a> {
     /// `cuMemPrefetchAsync`, captured: a prefetch of `buf` to `to` at every launch of
     /// the graph, which borrows `buf` for `'a`.

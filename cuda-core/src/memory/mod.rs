@@ -38,6 +38,7 @@ pub mod registered;
 pub mod vmm;
 
 pub use device::{DeviceBuffer, DevicePtr};
+#[cfg(feature = "graph")]
 pub(crate) use device::{copy_dtod_async, memset_d8, memset_d32};
 pub use managed::{ManagedBuffer, MemoryModel};
 pub use pinned::{HostAllocFlags, PinnedHostBuffer};
