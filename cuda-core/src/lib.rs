@@ -431,7 +431,7 @@
 //! - `green` (default): [`green`] contexts and `Context::from_green`.
 //!
 //! The last three are a program's to leave out: nothing else in either crate needs them,
-//! and together they are about a third of what the crates cost a clean build. A program
+//! and together they are about a quarter of a clean build's time against them. A program
 //! that uses none of them depends on `cudadrv = { default-features = false, features =
 //! ["std", "loaded"] }` (the workspace README's build-time section has the figures).
 //!

@@ -220,7 +220,9 @@ pub fn run_all(root: &Path) -> R {
     ));
     crate::image::check(root)?;
 
-    step("features are additive: clippy with loaded and linked together; cuda-sys without runtime");
+    step(
+        "features are additive: clippy with loaded and linked together; cuda-sys without runtime; cudadrv without graph or green",
+    );
     run(cargo(root).env("CUDA_SYS_INCLUDE", &include).args([
         "clippy",
         "--workspace",
@@ -234,29 +236,20 @@ pub fn run_all(root: &Path) -> R {
         "-D",
         "warnings",
     ]))?;
-    for features in ["loaded", "linked", "loaded,linked"] {
+    // Each crate alone with a subset of its features: cuda-sys without `runtime`, and
+    // cudadrv with its optional sections (`graph`, `green`) each off and both off.
+    for (package, features) in [
+        (SYS, "loaded"),
+        (SYS, "linked"),
+        (SYS, "loaded,linked"),
+        (CORE, "std,loaded"),
+        (CORE, "std,loaded,graph"),
+        (CORE, "std,loaded,green"),
+    ] {
         run(cargo(root).args([
             "clippy",
             "-p",
-            SYS,
-            "--all-targets",
-            "--no-default-features",
-            "--features",
-            features,
-            "--target-dir",
-            "target/combo",
-            "--",
-            "-D",
-            "warnings",
-        ]))?;
-    }
-
-    step("cudadrv's optional sections: clippy with graph and green each off, and both");
-    for features in ["std,loaded", "std,loaded,graph", "std,loaded,green"] {
-        run(cargo(root).args([
-            "clippy",
-            "-p",
-            CORE,
+            package,
             "--all-targets",
             "--no-default-features",
             "--features",
