@@ -425,10 +425,10 @@
 //! - `runtime` (default): cudadrv-sys's runtime API (`cudadrv::cuda_sys::runtime()`);
 //!   cudadrv itself uses only the driver, and a `linked` build without it does not link
 //!   libcudart.
-//! - `graph` (default): [`graph`] (graphs, stream capture, replay regions, conditional
-//!   nodes, device graph launch from the host) and the capture forms of batched copies and
-//!   prefetches.
-//! - `green` (default): [`green`] contexts and `Context::from_green`.
+//! - `graph` (default): the `graph` module (graphs, stream capture, replay regions,
+//!   conditional nodes, device graph launch from the host) and the capture forms of
+//!   batched copies and prefetches.
+//! - `green` (default): the `green` module (green contexts) and `Context::from_green`.
 //!
 //! The last three are a program's to leave out: nothing else in either crate needs them,
 //! and together they are about a quarter of a clean build's time against them. A program
