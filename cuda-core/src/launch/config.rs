@@ -634,9 +634,8 @@ impl<'a> LaunchConfig<'a> {
     /// programmatic-serialization flag, on every PDL launch, is compared as that member
     /// without building the attribute; for the others `eq` compares the attribute built
     /// here with `stored`.
-    #[cfg(feature = "alloc")]
+    #[cfg(all(feature = "alloc", feature = "graph"))]
     #[inline]
-    #[cfg(feature = "graph")]
     pub(crate) fn sets_same(
         &self,
         stored: &CUlaunchAttribute,
@@ -656,9 +655,8 @@ impl<'a> LaunchConfig<'a> {
     /// For replay regions: whether an attribute that names an event or that the driver
     /// writes back is set (programmatic event, launch-completion event, device-updatable
     /// kernel node), one mask test.
-    #[cfg(feature = "alloc")]
+    #[cfg(all(feature = "alloc", feature = "graph"))]
     #[inline]
-    #[cfg(feature = "graph")]
     pub(crate) fn names_event_or_node(&self) -> bool {
         const MASK: u32 = bit(Id::CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_EVENT)
             | bit(Id::CU_LAUNCH_ATTRIBUTE_LAUNCH_COMPLETION_EVENT)
@@ -671,9 +669,8 @@ impl<'a> LaunchConfig<'a> {
     /// (cooperative, programmatic stream serialization, NVLink-centric scheduling: their
     /// values live in `flags`); `None` when another attribute is set (its value must be
     /// compared as an attribute).
-    #[cfg(feature = "alloc")]
+    #[cfg(all(feature = "alloc", feature = "graph"))]
     #[inline]
-    #[cfg(feature = "graph")]
     pub(crate) fn one_bit_attributes(&self) -> Option<u64> {
         const IDS: u32 = bit(Id::CU_LAUNCH_ATTRIBUTE_COOPERATIVE)
             | bit(Id::CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION)

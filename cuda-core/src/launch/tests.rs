@@ -619,9 +619,8 @@ fn debug_lists_the_ids() {
 /// `sets_same` (what a replay region compares): the programmatic-serialization flag by
 /// its member, every other attribute through the comparison it is given, and an
 /// attribute the configuration does not set never matches.
-#[cfg(feature = "alloc")]
+#[cfg(all(feature = "alloc", feature = "graph"))]
 #[test]
-#[cfg(feature = "graph")]
 fn sets_same_compares_the_attribute_value() {
     let pss = Id::CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION;
     let on = LaunchConfig::new(1, 1)
