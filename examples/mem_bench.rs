@@ -536,19 +536,27 @@ fn check_copies(targets: &[DeviceBuffer<u8>], srcs: &[&[u8]], what: &str) -> R {
 }
 
 fn small_copies(b: &Bench, csv: &mut Csv) -> R {
-    let stream = &b.timer.stream;
     let mut host: Vec<u8> = (0..COPIES * COPY_BYTES).map(|i| (i % 251) as u8).collect();
-    let reg = HostRegistration::new(&b.ctx, &mut host, HostRegisterFlags::empty())?;
+    let mut out = Ok(());
+    HostRegistration::scope(&b.ctx, &mut host, HostRegisterFlags::empty(), |reg| {
+        out = small_copies_from(b, csv, reg);
+        Ok(())
+    })?;
+    out
+}
+
+fn small_copies_from(b: &Bench, csv: &mut Csv, reg: &HostRegistration<'_, u8>) -> R {
+    let stream = &b.timer.stream;
     let parts = (0..COPIES)
         .map(|i| reg.part(copy_range(i)))
         .collect::<Result<Vec<_>, _>>()?;
     let srcs: Vec<&[u8]> = (0..COPIES)
-        .map(|i| registered_slice(&reg, copy_range(i)))
+        .map(|i| registered_slice(reg, copy_range(i)))
         .collect();
-    let batch_dst = copy_targets(&b.ctx)?;
+    let mut batch_dst = copy_targets(&b.ctx)?;
     let mut loop_dst = copy_targets(&b.ctx)?;
     let mut batch = CopyBatch::new();
-    for (dst, src) in batch_dst.iter().zip(&parts) {
+    for (dst, src) in batch_dst.iter_mut().zip(&parts) {
         batch.copy(dst, src)?;
     }
     let _cpp = b.cpp.as_ref().map(CppRef::copies_alloc).transpose()?;
@@ -639,9 +647,18 @@ fn zero_copy(b: &Bench, csv: &mut Csv) -> R {
     }
     let n = ZERO_COPY_BYTES / 4;
     let mut host = vec![1u32; n];
-    let device_input = DeviceBuffer::from_slice(&b.ctx, &host)?;
+    let mut result = Ok(());
+    HostRegistration::scope(&b.ctx, &mut host, HostRegisterFlags::DEVICE_MAP, |reg| {
+        result = zero_copy_from(b, csv, reg);
+        Ok(())
+    })?;
+    result
+}
+
+fn zero_copy_from(b: &Bench, csv: &mut Csv, reg: &HostRegistration<'_, u32>) -> R {
+    let n = ZERO_COPY_BYTES / 4;
+    let device_input = DeviceBuffer::from_slice(&b.ctx, &vec![1u32; n])?;
     let out = DeviceBuffer::<u32>::new(&b.ctx, n)?;
-    let reg = HostRegistration::new(&b.ctx, &mut host, HostRegisterFlags::DEVICE_MAP)?;
     // In the order of ZERO_COPY_INPUTS.
     let inputs = [reg.device_ptr()?, device_input.as_arg()];
     let _cpp = b.cpp.as_ref().map(CppRef::zero_copy_alloc).transpose()?;

@@ -285,17 +285,21 @@ fn registered_vec_read_and_written_by_a_kernel() -> TestResult {
     let stream = Stream::non_blocking(&ctx)?;
     let mut data = vec![0u32; N];
     let copy = DeviceBuffer::<u32>::zeroed(&ctx, N)?;
-    {
-        let reg = HostRegistration::new(&ctx, &mut data, HostRegisterFlags::DEVICE_MAP)?;
-        check_eq(
-            memory_kind(reg.as_ptr() as u64)?,
-            MemoryKind::Host,
-            "registered kind",
-        )?;
-        let mapped = reg.device_ptr()?;
-        fill(&k, mapped, N, &stream)?;
-        increment(&k, mapped, copy.as_arg(), N, &stream)?;
-    } // unregistered after a context synchronization
+    let mut inner: TestResult = Ok(());
+    HostRegistration::scope(&ctx, &mut data, HostRegisterFlags::DEVICE_MAP, |reg| {
+        inner = (|| {
+            check_eq(
+                memory_kind(reg.as_ptr() as u64)?,
+                MemoryKind::Host,
+                "registered kind",
+            )?;
+            let mapped = reg.device_ptr()?;
+            fill(&k, mapped, N, &stream)?;
+            increment(&k, mapped, copy.as_arg(), N, &stream)
+        })();
+        Ok(())
+    })?; // unregistered after a context synchronization
+    inner?;
     check_filled(&data, "Vec written by the kernel through the mapping")?;
     let mut back = vec![0u32; N];
     copy.copy_to_host(&mut back)?;
@@ -320,8 +324,11 @@ fn registered_ranges_and_pages() -> TestResult {
     let skip_to = (4096 - base % 4096) % 4096 + 1; // one past a page boundary: odd
     let (_, rest) = bytes.split_at_mut(skip_to);
     let (odd, tail) = rest.split_at_mut(1000);
-    let reg = HostRegistration::new(&ctx, odd, HostRegisterFlags::empty())?;
-    let neighbour = HostRegistration::new(&ctx, &mut tail[..100], HostRegisterFlags::empty());
+    // SAFETY (both): each registration is dropped below, in the order this test checks,
+    // before its slice is used again.
+    let reg = unsafe { HostRegistration::new(&ctx, odd, HostRegisterFlags::empty())? };
+    let neighbour =
+        unsafe { HostRegistration::new(&ctx, &mut tail[..100], HostRegisterFlags::empty()) };
     println!(
         "    1000 bytes at {:#x}: registered; 100 bytes right after them (same page): {:?}",
         reg.as_ptr() as usize,
@@ -338,7 +345,8 @@ fn registered_ranges_and_pages() -> TestResult {
     // Overlap: the same bytes registered twice through the raw table (safe code cannot
     // alias the slice a registration borrows).
     let mut data = vec![0u32; 4096];
-    let reg = HostRegistration::new(&ctx, &mut data, HostRegisterFlags::empty())?;
+    // SAFETY: dropped below before `data` is used again; no device work uses it.
+    let reg = unsafe { HostRegistration::new(&ctx, &mut data, HostRegisterFlags::empty())? };
     let cu = cuda_sys::driver().map_err(|e| e.to_string())?;
     ctx.bind()?;
     // SAFETY: the range is live (borrowed by `reg`); the call only pins or refuses.
@@ -352,14 +360,16 @@ fn registered_ranges_and_pages() -> TestResult {
         "overlapping registration",
     )?;
     drop(reg);
-    let empty = HostRegistration::<u8>::new(&ctx, &mut [], HostRegisterFlags::empty());
+    let empty =
+        HostRegistration::<u8>::scope(&ctx, &mut [], HostRegisterFlags::empty(), |_| Ok(()));
     check(matches!(empty, Err(Error::InvalidArgument(_))), || {
         format!("empty: {empty:?}")
     })?;
     let model = MemoryModel::of(ctx.device())?;
     if model.host_register_read_only {
         let mut table = vec![5u32; 4096];
-        let ro = HostRegistration::new(&ctx, &mut table, HostRegisterFlags::READ_ONLY)?;
+        // SAFETY: dropped below, before `table` is used again.
+        let ro = unsafe { HostRegistration::new(&ctx, &mut table, HostRegisterFlags::READ_ONLY)? };
         let src = DeviceBuffer::<u32>::zeroed(&ctx, 4096)?;
         let r = ro.copy_from_device_async(&src, &stream);
         check(matches!(r, Err(Error::InvalidArgument(_))), || {
@@ -388,18 +398,22 @@ fn registered_async_copies_are_safe() -> TestResult {
     let mut host: Vec<u32> = (0..N as u32).collect();
     let mut a = DeviceBuffer::<u32>::zeroed(&ctx, N)?;
     let b = DeviceBuffer::<u32>::zeroed(&ctx, N)?;
-    {
-        let reg = HostRegistration::new(&ctx, &mut host, HostRegisterFlags::empty())?;
-        reg.copy_to_device_async(&mut a, &stream)?;
-        increment(&k, a.as_arg(), b.as_arg(), N, &stream)?;
-        reg.copy_from_device_async(&b, &stream)?;
-        let other = Context::create(ctx.device(), cuda_core::ContextFlags::empty())?;
-        let foreign = Stream::non_blocking(&other)?;
-        let r = reg.copy_from_device_async(&b, &foreign);
-        check(matches!(r, Err(Error::ContextMismatch { .. })), || {
-            format!("other context: {r:?}")
-        })?;
-    }
+    let mut inner: TestResult = Ok(());
+    HostRegistration::scope(&ctx, &mut host, HostRegisterFlags::empty(), |reg| {
+        inner = (|| {
+            reg.copy_to_device_async(&mut a, &stream)?;
+            increment(&k, a.as_arg(), b.as_arg(), N, &stream)?;
+            reg.copy_from_device_async(&b, &stream)?;
+            let other = Context::create(ctx.device(), cuda_core::ContextFlags::empty())?;
+            let foreign = Stream::non_blocking(&other)?;
+            let r = reg.copy_from_device_async(&b, &foreign);
+            check(matches!(r, Err(Error::ContextMismatch { .. })), || {
+                format!("other context: {r:?}")
+            })
+        })();
+        Ok(())
+    })?;
+    inner?;
     check(
         host.iter().enumerate().all(|(i, &v)| v == i as u32 + 1),
         || "the round trip through the registration".into(),
@@ -436,34 +450,45 @@ fn batch_of_1000_mixed_copies() -> TestResult {
         managed_src.push(m);
         at += n;
     }
-    {
-        let src_reg = HostRegistration::new(&ctx, &mut src_host, HostRegisterFlags::empty())?;
-        let out_reg = HostRegistration::new(&ctx, &mut out_host, HostRegisterFlags::empty())?;
-        let mut src_parts = Vec::new();
-        let mut out_parts = Vec::new();
-        let mut at = 0;
-        for &n in &sizes {
-            src_parts.push(src_reg.part(at..at + n)?);
-            out_parts.push(out_reg.part(at..at + n)?);
-            at += n;
-        }
-        let mut batch = CopyBatch::new();
-        for i in 0..sizes.len() {
-            batch.copy(&dev_a[i], &src_parts[i])?;
-            batch.copy(&dev_b[i], &dev_src[i])?;
-        }
-        batch.attributes(CopyAttributes {
-            src_access_order: SrcAccessOrder::Stream,
-            dst_hint: Some(Location::Device(ctx.device())),
-            ..CopyAttributes::default()
-        });
-        for i in 0..sizes.len() {
-            batch.copy(&managed_dst[i], &dev_src[i])?;
-            batch.copy(&out_parts[i], &managed_src[i])?;
-        }
-        check_eq(batch.len(), 1000, "copies in the batch")?;
-        batch.submit(&stream)?;
-    } // the registrations' drops wait for the copies
+    let mut copies = 0;
+    let flags = HostRegisterFlags::empty();
+    HostRegistration::scope(&ctx, &mut src_host, flags, |src_reg| {
+        HostRegistration::scope(&ctx, &mut out_host, flags, |out_reg| {
+            let mut src_parts = Vec::new();
+            let mut out_parts = Vec::new();
+            let mut at = 0;
+            for &n in &sizes {
+                src_parts.push(src_reg.part(at..at + n)?);
+                out_parts.push(out_reg.part(at..at + n)?);
+                at += n;
+            }
+            let mut batch = CopyBatch::new();
+            for ((a, b), (part, src)) in dev_a
+                .iter_mut()
+                .zip(dev_b.iter_mut())
+                .zip(src_parts.iter().zip(&dev_src))
+            {
+                batch.copy(a, part)?;
+                batch.copy(b, src)?;
+            }
+            batch.attributes(CopyAttributes {
+                src_access_order: SrcAccessOrder::Stream,
+                dst_hint: Some(Location::Device(ctx.device())),
+                ..CopyAttributes::default()
+            });
+            for ((m, src), (part, msrc)) in managed_dst
+                .iter_mut()
+                .zip(&dev_src)
+                .zip(out_parts.iter_mut().zip(&managed_src))
+            {
+                batch.copy(m, src)?;
+                batch.copy(part, msrc)?;
+            }
+            copies = batch.len();
+            batch.submit(&stream)
+        })
+    })?; // the scopes wait for the copies before unregistering
+    check_eq(copies, 1000, "copies in the batch")?;
     let mut at = 0;
     for i in 0..sizes.len() {
         let n = sizes[i];
@@ -503,7 +528,7 @@ fn copy_with_attributes_moves_the_values() -> TestResult {
         .map(|i| i.wrapping_mul(2_654_435_761))
         .collect();
     let src = DeviceBuffer::from_slice(&ctx, &values)?;
-    let mid = ManagedBuffer::<u32>::new(&ctx, N, Attach::Global)?;
+    let mut mid = ManagedBuffer::<u32>::new(&ctx, N, Attach::Global)?;
     let mut out = vec![0u32; N];
     let attrs = CopyAttributes {
         src_access_order: SrcAccessOrder::Stream,
@@ -511,20 +536,23 @@ fn copy_with_attributes_moves_the_values() -> TestResult {
         prefer_overlap_with_compute: true,
         ..CopyAttributes::default()
     };
-    copy_with_attributes(&stream, &mid, &src, &attrs)?;
-    {
-        let reg = HostRegistration::new(&ctx, &mut out, HostRegisterFlags::empty())?;
+    copy_with_attributes(&stream, &mut mid, &src, &attrs)?;
+    let mut refused = None;
+    HostRegistration::scope(&ctx, &mut out, HostRegisterFlags::empty(), |reg| {
         let host = CopyAttributes {
             dst_hint: Some(Location::Host),
             ..attrs
         };
-        copy_with_attributes(&stream, &reg, &mid, &host)?;
+        let mut whole = reg.part(0..N)?;
+        copy_with_attributes(&stream, &mut whole, &mid, &host)?;
         stream.synchronize()?;
-        let short = DeviceBuffer::<u32>::zeroed(&ctx, N - 1)?;
-        match copy_with_attributes(&stream, &short, &src, &attrs) {
-            Err(Error::BatchCopy { index: 0, .. }) => {}
-            other => return Err(format!("a length mismatch gave {other:?}").into()),
-        }
+        let mut short = DeviceBuffer::<u32>::zeroed(&ctx, N - 1)?;
+        refused = Some(copy_with_attributes(&stream, &mut short, &src, &attrs));
+        Ok(())
+    })?;
+    match refused {
+        Some(Err(Error::BatchCopy { index: 0, .. })) => {}
+        other => return Err(format!("a length mismatch gave {other:?}").into()),
     }
     let path = if cuda_core::driver::driver_version()? >= 13020 {
         "cuMemcpyWithAttributesAsync"
@@ -566,18 +594,20 @@ fn batch_with_pinned_memory() -> TestResult {
 fn batch_checks_each_copy() -> TestResult {
     require_gpu()?;
     let ctx = ctx()?;
-    let a = DeviceBuffer::<u32>::new(&ctx, 16)?;
+    let mut a = DeviceBuffer::<u32>::new(&ctx, 16)?;
+    let mut a2 = DeviceBuffer::<u32>::new(&ctx, 16)?;
+    let mut a3 = DeviceBuffer::<u32>::new(&ctx, 16)?;
     let b = DeviceBuffer::<u32>::new(&ctx, 16)?;
     let c = DeviceBuffer::<u32>::new(&ctx, 8)?;
     let other = Context::create(ctx.device(), cuda_core::ContextFlags::empty())?;
     let d = DeviceBuffer::<u32>::new(&other, 16)?;
     let mut batch = CopyBatch::new();
-    batch.copy(&a, &b)?;
-    let r = batch.copy(&a, &c).map(|_| ());
+    batch.copy(&mut a, &b)?;
+    let r = batch.copy(&mut a2, &c).map(|_| ());
     check(matches!(r, Err(Error::BatchCopy { index: 1, .. })), || {
         format!("length: {r:?}")
     })?;
-    let r = batch.copy(&a, &d).map(|_| ());
+    let r = batch.copy(&mut a3, &d).map(|_| ());
     check(matches!(r, Err(Error::BatchCopy { index: 1, .. })), || {
         format!("context: {r:?}")
     })?;
@@ -600,7 +630,7 @@ fn captured_prefetch_and_batch() -> TestResult {
     let dev = ctx.device();
     let mut stream = Stream::non_blocking(&ctx)?;
     let src = DeviceBuffer::from_slice(&ctx, &vec![8u32; N])?;
-    let dst = DeviceBuffer::<u32>::zeroed(&ctx, N)?;
+    let mut dst = DeviceBuffer::<u32>::zeroed(&ctx, N)?;
     let mut managed = ManagedBuffer::<u32>::new(&ctx, N, Attach::Global)?;
     managed.host_mut()?.fill(3);
     let unsupported = |what: &str, e: Error| {
@@ -610,9 +640,9 @@ fn captured_prefetch_and_batch() -> TestResult {
             || format!("captured {what} failed otherwise: {e}"),
         )
     };
-    {
+    let ran = {
         let mut batch = CopyBatch::new();
-        batch.copy(&dst, &src)?;
+        batch.copy(&mut dst, &src)?;
         let cap = stream.begin_capture(cuda_core::graph::CaptureMode::Global)?;
         let recorded = cap.copy_batch(&batch);
         match recorded.and_then(|()| cap.end()) {
@@ -620,15 +650,21 @@ fn captured_prefetch_and_batch() -> TestResult {
                 let exec = graph.instantiate(cuda_core::graph::InstantiateFlags::empty())?;
                 exec.launch(&stream)?;
                 stream.synchronize()?;
-                let mut back = vec![0u32; N];
-                dst.copy_to_host(&mut back)?;
-                check(back.iter().all(|&v| v == 8), || {
-                    "batched copy by the graph".into()
-                })?;
-                println!("    captured batch: ran from the graph");
+                true
             }
-            Err(e) => unsupported("batch", e)?,
+            Err(e) => {
+                unsupported("batch", e)?;
+                false
+            }
         }
+    }; // the graph, which writes `dst`, is gone: the host may read it
+    if ran {
+        let mut back = vec![0u32; N];
+        dst.copy_to_host(&mut back)?;
+        check(back.iter().all(|&v| v == 8), || {
+            "batched copy by the graph".into()
+        })?;
+        println!("    captured batch: ran from the graph");
     }
     {
         let cap = stream.begin_capture(cuda_core::graph::CaptureMode::Global)?;

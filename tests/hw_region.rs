@@ -622,9 +622,9 @@ fn device_to_host_copies_in_a_region() -> TestResult {
         DeviceBuffer::<u32>::zeroed(&ctx, N as usize)?,
         DeviceBuffer::<u32>::zeroed(&ctx, N as usize)?,
     ];
-    let mut host = PinnedHostBuffer::<u32>::zeroed(&ctx, N as usize)?;
+    let host = PinnedHostBuffer::<u32>::zeroed(&ctx, N as usize)?;
     let mut region = Region::new(&ctx);
-    let out = region.bind_host(&mut host);
+    let out = region.bind_host(host);
     for i in 0..200u32 {
         let s = &src[(i % 2) as usize];
         let (a, b) = (i + 3, i * 7 + 1);
@@ -649,6 +649,7 @@ fn device_to_host_copies_in_a_region() -> TestResult {
     check(st.updated_nodes >= 199 * 3, || {
         format!("updated nodes {st:?}")
     })?;
+    let host = region.unbind_host(out)?;
     drop(region);
     check_eq(
         host[0],

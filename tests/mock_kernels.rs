@@ -17,8 +17,9 @@ use std::ffi::{CStr, c_char, c_uint, c_void};
 use std::sync::Mutex;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
+use cuda_core::args::KernelArgs;
 use cuda_core::kernel::{
-    self, DeviceSlice, DeviceSliceMut, KernelModule, KernelPtx, MAX_LANES, TypedKernel,
+    self, DeviceSlice, DeviceSliceMut, Kernel, KernelModule, KernelPtx, MAX_LANES, TypedKernel,
 };
 use cuda_core::launch::LaunchConfig;
 use cuda_core::{Context, Device, DeviceBuffer, Error, Event, EventFlags, Stream};
@@ -34,6 +35,21 @@ cuda_core::kernel! {
     pub safe dependent fn follow(out: DeviceSliceMut<u32>) {}
 }
 
+/// Host-only declarations that must never launch safely: `scale` again with other
+/// element types (same layout: 16 + 16 + 4 bytes), and `raw_fill`, the name of a kernel
+/// the mock module has without a safe-body marker (an `unsafe fn` kernel).
+mod impostors {
+    use cuda_core::kernel::{DeviceSlice, DeviceSliceMut};
+    cuda_core::kernel! {
+        /// `scale` with 8-byte elements: the device build's marker says 4-byte ones.
+        pub safe fn scale(a: DeviceSlice<u64>, out: DeviceSliceMut<u64>, k: f32) {}
+    }
+    cuda_core::kernel! {
+        /// Declared `safe` here; the module's `raw_fill` is not a safe body.
+        pub safe fn raw_fill(out: DeviceSliceMut<u32>) {}
+    }
+}
+
 /// The mock's stand-in for PTX built from the declarations above.
 // SAFETY: the mock module's `scale` and `follow` are these declarations (the mock driver
 // runs nothing).
@@ -41,6 +57,11 @@ static PTX: KernelPtx = unsafe { KernelPtx::new(".version 8.0\n.target sm_90\n")
 
 const SCALE: usize = 0xF1;
 const FOLLOW: usize = 0xF2;
+const RAW_FILL: usize = 0xF3;
+/// Device addresses of the safe-body markers the device build of `scale` and `follow`
+/// would emit.
+const SCALE_MARKER: u64 = 0xD0;
+const FOLLOW_MARKER: u64 = 0xD8;
 
 /// A stream whose synchronization fails (0: none).
 static FAILING: AtomicUsize = AtomicUsize::new(0);
@@ -88,9 +109,43 @@ unsafe extern "C" fn cu_module_get_function(
     let addr = match unsafe { CStr::from_ptr(name) }.to_bytes() {
         b"scale" => SCALE,
         b"follow" => FOLLOW,
+        b"raw_fill" => RAW_FILL,
         _ => return CUresult::CUDA_ERROR_NOT_FOUND,
     };
     unsafe { *f = std::ptr::without_provenance_mut(addr) };
+    OK
+}
+/// The module's globals: the markers of its two safe kernels (`raw_fill` has none).
+unsafe extern "C" fn cu_module_get_global(
+    p: *mut CUdeviceptr,
+    size: *mut usize,
+    _m: CUmodule,
+    name: *const c_char,
+) -> CUresult {
+    let name = unsafe { CStr::from_ptr(name) }.to_bytes();
+    log(format!(
+        "cuModuleGetGlobal {}",
+        String::from_utf8_lossy(name)
+    ));
+    let addr = match name {
+        b"__cudadrv_safe_scale" => SCALE_MARKER,
+        b"__cudadrv_safe_follow" => FOLLOW_MARKER,
+        _ => return CUresult::CUDA_ERROR_NOT_FOUND,
+    };
+    unsafe {
+        *p = addr;
+        *size = 8;
+    }
+    OK
+}
+/// Reads a marker: the fingerprints the device builds of `scale` and `follow` record.
+unsafe extern "C" fn cu_memcpy_dtoh(dst: *mut c_void, src: CUdeviceptr, n: usize) -> CUresult {
+    let value = match (src, n) {
+        (SCALE_MARKER, 8) => <<scale as Kernel>::Params as KernelArgs>::SIGNATURE,
+        (FOLLOW_MARKER, 8) => <<follow as Kernel>::Params as KernelArgs>::SIGNATURE,
+        _ => return CUresult::CUDA_ERROR_INVALID_VALUE,
+    };
+    unsafe { dst.cast::<u64>().write_unaligned(value) };
     OK
 }
 /// The kernels' layouts as a compiler lays them out: `scale` (16-byte slice, 16-byte
@@ -103,7 +158,7 @@ unsafe extern "C" fn cu_func_get_param_info(
 ) -> CUresult {
     let params: &[(usize, usize)] = match f.addr() {
         SCALE => &[(0, 16), (16, 16), (32, 4)],
-        FOLLOW => &[(0, 16)],
+        FOLLOW | RAW_FILL => &[(0, 16)],
         _ => return CUresult::CUDA_ERROR_INVALID_HANDLE,
     };
     let Some(&(o, s)) = params.get(index) else {
@@ -187,6 +242,8 @@ fn mock_entry(name: &str) -> *mut c_void {
         "cuMemAlloc" => cu_mem_alloc as unsafe extern "C" fn(_, _) -> _,
         "cuMemFree" => cu_mem_free as unsafe extern "C" fn(_) -> _,
         "cuModuleGetFunction" => cu_module_get_function as unsafe extern "C" fn(_, _, _) -> _,
+        "cuModuleGetGlobal" => cu_module_get_global as unsafe extern "C" fn(_, _, _, _) -> _,
+        "cuMemcpyDtoH" => cu_memcpy_dtoh as unsafe extern "C" fn(_, _, _) -> _,
         "cuFuncGetParamInfo" => cu_func_get_param_info as unsafe extern "C" fn(_, _, _, _) -> _,
         "cuLaunchKernel" =>
             cu_launch_kernel as unsafe extern "C" fn(_, _, _, _, _, _, _, _, _, _, _) -> _,
@@ -209,6 +266,14 @@ fn typed_kernels_and_scopes_against_a_mock_driver() {
     let scale: TypedKernel<scale> = module.kernel().unwrap();
     let follow: TypedKernel<follow> = module.kernel().unwrap();
     assert!(scale.is_trusted() && follow.is_trusted());
+    assert_eq!(
+        take_log(),
+        [
+            "cuModuleGetGlobal __cudadrv_safe_scale",
+            "cuModuleGetGlobal __cudadrv_safe_follow"
+        ]
+    );
+    host_only_declarations(&ctx, &module);
     let streams: Vec<Stream> = (0..MAX_LANES + 1)
         .map(|_| Stream::non_blocking(&ctx).unwrap())
         .collect();
@@ -220,6 +285,36 @@ fn typed_kernels_and_scopes_against_a_mock_driver() {
     panics_and_leaks(&ctx, &scale, &streams, &raw);
     hand_over_between_lanes(&ctx, &scale, &streams, &raw);
     a_failed_wait_is_returned(&ctx, &scale, &streams, &raw);
+}
+
+/// A `safe fn` declared only on the host is not trusted by its name: a kernel without
+/// the device build's marker loads untrusted and is refused by safe launches, and a
+/// marker recording other parameter types refuses the load.
+fn host_only_declarations(ctx: &Context, module: &KernelModule) {
+    let variant = TypedKernel::<impostors::scale>::new(module);
+    assert!(
+        matches!(&variant, Err(Error::InvalidArgument(m)) if m.contains("other parameter types")),
+        "{variant:?}"
+    );
+    let twin: TypedKernel<impostors::raw_fill> = module.kernel().unwrap();
+    assert!(!twin.is_trusted());
+    let mut buf = DeviceBuffer::<u32>::new(ctx, 64).unwrap();
+    let stream = Stream::non_blocking(ctx).unwrap();
+    take_log();
+    kernel::scope(ctx, |s| {
+        let lane = s.lane(&stream)?;
+        invalid(
+            lane.launch(&twin, &LaunchConfig::new(1, 64), (&mut buf,)),
+            "marked the kernel",
+        );
+        Ok(())
+    })
+    .unwrap();
+    let log = take_log();
+    assert!(
+        !log.iter().any(|l| l.starts_with("cuLaunch")),
+        "a refused launch reached the driver: {log:?}"
+    );
 }
 
 fn launches_and_the_end_of_the_scope(

@@ -41,6 +41,11 @@ unsafe extern "C" fn cu_device_get_count(n: *mut c_int) -> CUresult {
     unsafe { *n = 1 };
     OK
 }
+/// Whether the device reports no concurrent managed access (as pre-Pascal GPUs and
+/// Windows do); the H100 and H200 report it.
+static NO_CONCURRENT_ACCESS: std::sync::atomic::AtomicBool =
+    std::sync::atomic::AtomicBool::new(false);
+
 unsafe extern "C" fn cu_device_get_attribute(
     v: *mut c_int,
     attr: cuda_sys::CUdevice_attribute,
@@ -50,8 +55,10 @@ unsafe extern "C" fn cu_device_get_attribute(
     // A coherent system (as on Grace Hopper): pageable memory access through the host's
     // page tables, native host atomics; no read-only registration.
     let on = match attr {
+        A::CU_DEVICE_ATTRIBUTE_CONCURRENT_MANAGED_ACCESS => {
+            i32::from(!NO_CONCURRENT_ACCESS.load(std::sync::atomic::Ordering::Relaxed))
+        }
         A::CU_DEVICE_ATTRIBUTE_MANAGED_MEMORY
-        | A::CU_DEVICE_ATTRIBUTE_CONCURRENT_MANAGED_ACCESS
         | A::CU_DEVICE_ATTRIBUTE_PAGEABLE_MEMORY_ACCESS
         | A::CU_DEVICE_ATTRIBUTE_PAGEABLE_MEMORY_ACCESS_USES_HOST_PAGE_TABLES
         | A::CU_DEVICE_ATTRIBUTE_HOST_NATIVE_ATOMIC_SUPPORTED
@@ -375,6 +382,13 @@ fn managed(ctx: &Context, stream: &Stream, s: usize) {
         .for_each(|(i, v)| *v = i as u32);
     assert_eq!(buf.host().unwrap()[999], 999);
     assert_eq!(take_log(), ["cuCtxSynchronize", "cuCtxSynchronize"]);
+    // Without concurrent managed access, any kernel launched while a view lives would
+    // fault the host: the safe views are refused, before any synchronization.
+    NO_CONCURRENT_ACCESS.store(true, std::sync::atomic::Ordering::Relaxed);
+    assert!(matches!(buf.host(), Err(Error::InvalidArgument(m)) if m.contains("concurrent")));
+    assert!(matches!(buf.host_mut(), Err(Error::InvalidArgument(_))));
+    NO_CONCURRENT_ACCESS.store(false, std::sync::atomic::Ordering::Relaxed);
+    assert!(take_log().is_empty());
 
     buf.prefetch(Location::Device(Device::from_raw(0)), stream)
         .unwrap();
@@ -419,11 +433,10 @@ fn registered(ctx: &Context, stream: &Stream) {
     take_log();
     let mut data = vec![7u32; 256];
     assert!(matches!(
-        HostRegistration::<u32>::new(ctx, &mut [], HostRegisterFlags::empty()),
+        HostRegistration::<u32>::scope(ctx, &mut [], HostRegisterFlags::empty(), |_| Ok(())),
         Err(Error::InvalidArgument(_))
     ));
-    {
-        let reg = HostRegistration::new(ctx, &mut data, HostRegisterFlags::PORTABLE).unwrap();
+    HostRegistration::scope(ctx, &mut data, HostRegisterFlags::PORTABLE, |reg| {
         assert!(matches!(reg.device_ptr(), Err(Error::InvalidArgument(_))));
         assert!(matches!(reg.part(10..10), Err(Error::InvalidArgument(_))));
         assert!(matches!(reg.part(200..300), Err(Error::InvalidArgument(_))));
@@ -435,18 +448,21 @@ fn registered(ctx: &Context, stream: &Stream) {
                 found: 256
             })
         ));
-    }
+        Ok(())
+    })
+    .unwrap();
     // Never used by the device: unregistered without a synchronization.
     assert_eq!(
         take_log(),
         ["cuMemHostRegister 1024 flags 1", "cuMemHostUnregister"]
     );
-    {
-        let reg = HostRegistration::new(ctx, &mut data, HostRegisterFlags::DEVICE_MAP).unwrap();
-        let mapped = reg.device_ptr().unwrap();
+    HostRegistration::scope(ctx, &mut data, HostRegisterFlags::DEVICE_MAP, |reg| {
+        let mapped = reg.device_ptr()?;
         assert_eq!(mapped.as_raw(), reg.as_ptr().addr() as u64);
-    }
-    // Mapped: the drop waits for the context's work before unpinning.
+        Ok(())
+    })
+    .unwrap();
+    // Mapped: the scope's end waits for the context's work before unpinning.
     assert_eq!(
         take_log(),
         [
@@ -456,8 +472,11 @@ fn registered(ctx: &Context, stream: &Stream) {
             "cuMemHostUnregister"
         ]
     );
+    // The unsafe form, dropped as a guard.
     {
-        let reg = HostRegistration::new(ctx, &mut data, HostRegisterFlags::READ_ONLY).unwrap();
+        // SAFETY: dropped at the end of this block, before `data` is used again.
+        let reg =
+            unsafe { HostRegistration::new(ctx, &mut data, HostRegisterFlags::READ_ONLY) }.unwrap();
         let src = DeviceBuffer::<u32>::new(ctx, 256).unwrap();
         assert!(matches!(
             reg.copy_from_device_async(&src, stream),
@@ -468,28 +487,31 @@ fn registered(ctx: &Context, stream: &Stream) {
 }
 
 fn batch(ctx: &Context, stream: &Stream, s: usize) {
-    let a = DeviceBuffer::<u32>::new(ctx, 16).unwrap();
+    let mut a = DeviceBuffer::<u32>::new(ctx, 16).unwrap();
+    let mut a2 = DeviceBuffer::<u32>::new(ctx, 16).unwrap();
     let b = DeviceBuffer::<u32>::new(ctx, 16).unwrap();
-    let c = DeviceBuffer::<u32>::new(ctx, 8).unwrap();
-    let empty = DeviceBuffer::<u32>::new(ctx, 0).unwrap();
+    let mut c = DeviceBuffer::<u32>::new(ctx, 8).unwrap();
+    let mut empty = DeviceBuffer::<u32>::new(ctx, 0).unwrap();
     let empty2 = DeviceBuffer::<u32>::new(ctx, 0).unwrap();
     let m = ManagedBuffer::<u32>::new(ctx, 8, Attach::Global).unwrap();
     let mut host = vec![0u32; 64];
-    let reg = HostRegistration::new(ctx, &mut host, HostRegisterFlags::empty()).unwrap();
-    let part = reg.part(8..16).unwrap();
+    // SAFETY: dropped below (the log checks it) before `host` is used again.
+    let reg = unsafe { HostRegistration::new(ctx, &mut host, HostRegisterFlags::empty()) }.unwrap();
+    let mut part = reg.part(8..16).unwrap();
+    let c_src = DeviceBuffer::<u32>::new(ctx, 8).unwrap();
     take_log();
     {
         let mut batch = CopyBatch::new();
-        batch.copy(&a, &b).unwrap();
-        batch.copy(&empty, &empty2).unwrap(); // left out
-        let err = batch.copy(&a, &c).map(|_| ()).unwrap_err();
+        batch.copy(&mut a, &b).unwrap();
+        batch.copy(&mut empty, &empty2).unwrap(); // left out
+        let err = batch.copy(&mut a2, &c_src).map(|_| ()).unwrap_err();
         assert!(matches!(err, Error::BatchCopy { index: 1, .. }), "{err:?}");
         batch.attributes(CopyAttributes {
             src_access_order: SrcAccessOrder::Any,
             ..CopyAttributes::default()
         });
-        batch.copy(&c, &m).unwrap();
-        batch.copy(&part, &c).unwrap();
+        batch.copy(&mut c, &m).unwrap();
+        batch.copy(&mut part, &c_src).unwrap();
         assert_eq!(batch.len(), 3);
         batch.submit(stream).unwrap();
     }
@@ -513,10 +535,10 @@ fn batch(ctx: &Context, stream: &Stream, s: usize) {
         prefer_overlap_with_compute: true,
         ..CopyAttributes::default()
     };
-    copy_with_attributes(stream, &a, &b, &attrs).unwrap();
-    let err = copy_with_attributes(stream, &a, &c, &attrs).unwrap_err();
+    copy_with_attributes(stream, &mut a, &b, &attrs).unwrap();
+    let err = copy_with_attributes(stream, &mut a2, &c, &attrs).unwrap_err();
     assert!(matches!(err, Error::BatchCopy { index: 0, .. }), "{err:?}");
-    copy_with_attributes(stream, &empty, &empty2, &attrs).unwrap();
+    copy_with_attributes(stream, &mut empty, &empty2, &attrs).unwrap();
     assert_eq!(
         take_log(),
         [format!(

@@ -633,12 +633,12 @@ fn regions_against_a_mock_driver() {
     // slice, and a target of another region is refused.
     let b = DeviceBuffer::<u32>::new(&ctx, 1024).unwrap();
     let pb = b.as_raw();
-    let mut host = PinnedHostBuffer::<u32>::zeroed(&ctx, 1024).unwrap();
+    let host = PinnedHostBuffer::<u32>::zeroed(&ctx, 1024).unwrap();
     let haddr = host.as_ptr().addr();
-    let mut short = PinnedHostBuffer::<u32>::zeroed(&ctx, 8).unwrap();
+    let short = PinnedHostBuffer::<u32>::zeroed(&ctx, 8).unwrap();
     let mut dtoh = Region::new(&ctx);
-    let out = dtoh.bind_host(&mut host);
-    let short = dtoh.bind_host(&mut short);
+    let out = dtoh.bind_host(host);
+    let short = dtoh.bind_host(short);
     let c = |src: u64| format!("dtoh({haddr:#x} <- {src:#x}, 4096)");
     for (src, want) in [
         (
@@ -680,6 +680,27 @@ fn regions_against_a_mock_driver() {
         .unwrap_err();
     assert!(matches!(e, Error::InvalidArgument(_)), "{e:?}");
     assert!(take_log().is_empty());
+    // Handed back: after a synchronization, with the cached graphs dropped; the target
+    // is refused from then on.
+    let back = dtoh.unbind_host(out).unwrap();
+    assert_eq!(back.as_ptr().addr(), haddr);
+    let log = take_log();
+    assert_eq!(
+        log.first().map(String::as_str),
+        Some("cuCtxSynchronize"),
+        "{log:?}"
+    );
+    assert!(matches!(dtoh.host(out), Err(Error::InvalidArgument(_))));
+    let e = dtoh
+        .run(&mut stream, |r| r.copy_to_host(out, &b))
+        .unwrap_err();
+    assert!(matches!(e, Error::InvalidArgument(_)), "{e:?}");
+    assert!(matches!(
+        dtoh.unbind_host(out),
+        Err(Error::InvalidArgument(_))
+    ));
+    drop(dtoh);
+    take_log();
 
     // Launch attributes are part of the structure. One-bit ones (programmatic
     // serialization on or off) and others (a priority, compared value by value): the same

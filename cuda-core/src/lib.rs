@@ -403,10 +403,9 @@
 //!
 //! let mut samples = vec![0u16; 1 << 20]; // a buffer the program already owns
 //! let mut on_device = DeviceBuffer::<u16>::new(&ctx, samples.len())?;
-//! {
-//!     let pinned = HostRegistration::new(&ctx, &mut samples, HostRegisterFlags::empty())?;
-//!     pinned.copy_to_device_async(&mut on_device, &stream)?;
-//! } // unpinned once the copy is done
+//! HostRegistration::scope(&ctx, &mut samples, HostRegisterFlags::empty(), |pinned| {
+//!     pinned.copy_to_device_async(&mut on_device, &stream)
+//! })?; // unpinned once the copy is done
 //! stream.synchronize()?;
 //! # Ok(()) }
 //! ```

@@ -140,15 +140,24 @@ impl TensorDataType {
     }
 }
 
+mod sealed {
+    /// Keeps [`TensorElement`](super::TensorElement) to the numbers listed here.
+    pub trait Sealed {}
+}
+
 /// Host types with a tensor-map element type of the same size.
-pub trait TensorElement: Pod {
+///
+/// Sealed: the element size the driver encodes must be the host type's, or a map over a
+/// buffer would reach past its end; the implementations are this crate's.
+pub trait TensorElement: Pod + sealed::Sealed {
     /// The element type the map is encoded with.
     const DATA_TYPE: TensorDataType;
 }
 
 macro_rules! tensor_element {
     ($($t:ty => $d:ident),* $(,)?) => {
-        $(impl TensorElement for $t {
+        $(impl sealed::Sealed for $t {}
+        impl TensorElement for $t {
             const DATA_TYPE: TensorDataType = TensorDataType::$d;
         })*
     };

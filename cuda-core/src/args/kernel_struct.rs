@@ -122,6 +122,24 @@ macro_rules! kernel_struct {
         unsafe impl $crate::args::DeviceRepr for $name {
             const DEVICE_SIZE: usize = ::core::mem::size_of::<$name>();
             const DEVICE_ALIGN: usize = ::core::mem::align_of::<$name>();
+            const PLAIN: bool = true $(&& <$fty as $crate::args::DeviceRepr>::PLAIN)+;
+            const SIGNATURE: u64 = {
+                let mut h = $crate::args::signature_mix(
+                    $crate::args::SIGNATURE_SEED,
+                    ::core::mem::size_of::<$name>() as u64,
+                );
+                $(
+                    h = $crate::args::signature_mix(
+                        h,
+                        ::core::mem::offset_of!($name, $field) as u64,
+                    );
+                    h = $crate::args::signature_mix(
+                        h,
+                        <$fty as $crate::args::DeviceRepr>::SIGNATURE,
+                    );
+                )+
+                h
+            };
 
             unsafe fn write_device_bytes(&self, dst: *mut u8) {
                 $(

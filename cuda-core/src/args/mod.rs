@@ -46,7 +46,7 @@ pub use layout::{
     struct_layout,
 };
 pub use packed::{MAX_PARAM_BYTES, MAX_PARAMS, PackedArgs};
-pub use repr::DeviceRepr;
+pub use repr::{DeviceRepr, SIGNATURE_SEED, signature_mix};
 pub use tuple::{ArgPtrs, ArgVisitor, KernelArgs};
 pub use vector::*;
 pub use write::{write_params, write_params_raw};

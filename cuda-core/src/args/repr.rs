@@ -31,6 +31,26 @@ pub unsafe trait DeviceRepr: Copy {
     const DEVICE_SIZE: usize;
     /// Alignment of the type as a kernel parameter on the device, in bytes.
     const DEVICE_ALIGN: usize;
+    /// Whether a value of the type may be handed to a safe launch as it is
+    /// ([`kernel::scope`](crate::kernel::scope)): it holds no device address, length or
+    /// handle that the device would use to reach memory or other objects. `true` for
+    /// numbers, `bool`, vector types, raw pointers (a safe kernel body cannot dereference
+    /// them) and arrays and [`kernel_struct!`](crate::kernel_struct) types made only of
+    /// such fields; `false` for [`DeviceSlice`](crate::kernel::DeviceSlice),
+    /// [`DeviceSliceMut`](crate::kernel::DeviceSliceMut), graph and conditional handles,
+    /// and (the default) for hand-written implementations, which must opt in.
+    const PLAIN: bool = false;
+    /// A fingerprint of the type's device form, compared when a safe kernel is loaded
+    /// (the device build of a `safe fn` records the fingerprint of its parameter list;
+    /// see [`kernel!`](crate::kernel!)). The default mixes size, alignment and
+    /// [`PLAIN`](Self::PLAIN); slices add their element size and whether they write.
+    const SIGNATURE: u64 = signature_mix(
+        signature_mix(
+            signature_mix(SIGNATURE_SEED, Self::DEVICE_SIZE as u64),
+            Self::DEVICE_ALIGN as u64,
+        ),
+        Self::PLAIN as u64,
+    );
 
     /// Writes the device bytes of `self` to `dst`, leaving padding bytes untouched.
     ///
@@ -48,6 +68,16 @@ pub unsafe trait DeviceRepr: Copy {
     }
 }
 
+/// The starting value of [`DeviceRepr::SIGNATURE`] fingerprints.
+pub const SIGNATURE_SEED: u64 = 0xcbf2_9ce4_8422_2325;
+
+/// One step of a [`DeviceRepr::SIGNATURE`] fingerprint: mixes `value` into `hash`.
+#[must_use]
+pub const fn signature_mix(hash: u64, value: u64) -> u64 {
+    let x = (hash ^ value).wrapping_mul(0x9e37_79b9_7f4a_7c15);
+    x ^ (x >> 31)
+}
+
 /// Implements [`DeviceRepr`] for padding-free scalars whose device alignment equals their
 /// size, and checks the host size at compile time.
 macro_rules! scalar_repr {
@@ -58,6 +88,7 @@ macro_rules! scalar_repr {
         unsafe impl DeviceRepr for $t {
             const DEVICE_SIZE: usize = $size;
             const DEVICE_ALIGN: usize = $size;
+            const PLAIN: bool = true;
         }
         const _: () = assert!(
             core::mem::size_of::<$t>() == $size,
@@ -75,6 +106,7 @@ scalar_repr! {
 unsafe impl DeviceRepr for bool {
     const DEVICE_SIZE: usize = 1;
     const DEVICE_ALIGN: usize = 1;
+    const PLAIN: bool = true;
 }
 
 #[cfg(target_pointer_width = "64")]
@@ -86,6 +118,7 @@ scalar_repr! { usize => 8, isize => 8 }
 unsafe impl<T> DeviceRepr for *const T {
     const DEVICE_SIZE: usize = 8;
     const DEVICE_ALIGN: usize = 8;
+    const PLAIN: bool = true;
 }
 
 // SAFETY: see the `*const T` implementation above.
@@ -93,6 +126,7 @@ unsafe impl<T> DeviceRepr for *const T {
 unsafe impl<T> DeviceRepr for *mut T {
     const DEVICE_SIZE: usize = 8;
     const DEVICE_ALIGN: usize = 8;
+    const PLAIN: bool = true;
 }
 
 // SAFETY: see the `*const T` implementation above; `NonNull<T>` is a thin `*const T`.
@@ -100,6 +134,7 @@ unsafe impl<T> DeviceRepr for *mut T {
 unsafe impl<T> DeviceRepr for NonNull<T> {
     const DEVICE_SIZE: usize = 8;
     const DEVICE_ALIGN: usize = 8;
+    const PLAIN: bool = true;
 }
 
 // SAFETY: an array has its element's alignment and `N` elements at a stride of
@@ -108,6 +143,8 @@ unsafe impl<T> DeviceRepr for NonNull<T> {
 unsafe impl<T: DeviceRepr, const N: usize> DeviceRepr for [T; N] {
     const DEVICE_SIZE: usize = T::DEVICE_SIZE * N;
     const DEVICE_ALIGN: usize = T::DEVICE_ALIGN;
+    const PLAIN: bool = T::PLAIN;
+    const SIGNATURE: u64 = signature_mix(signature_mix(T::SIGNATURE, N as u64), 0xa77a);
 
     unsafe fn write_device_bytes(&self, dst: *mut u8) {
         let mut offset = 0;

@@ -88,6 +88,10 @@ pub unsafe trait KernelArgs {
     const COUNT: usize;
     /// Device size and alignment of each parameter, in order.
     const PARAMS: &'static [ParamSpec];
+    /// The fingerprint of the parameter list: the count and each type's
+    /// [`DeviceRepr::SIGNATURE`], in order. A safe kernel's device build records it, and
+    /// loading the kernel compares it with the host declaration's.
+    const SIGNATURE: u64;
     /// The pointer array (`[*mut c_void; COUNT]`).
     type Ptrs: AsRef<[*mut c_void]> + AsMut<[*mut c_void]>;
 
@@ -105,6 +109,7 @@ pub unsafe trait KernelArgs {
 unsafe impl KernelArgs for () {
     const COUNT: usize = 0;
     const PARAMS: &'static [ParamSpec] = &[];
+    const SIGNATURE: u64 = crate::args::signature_mix(crate::args::SIGNATURE_SEED, 0);
     type Ptrs = [*mut c_void; 0];
 
     fn arg_ptrs(&self) -> ArgPtrs<'_, Self::Ptrs> {
@@ -126,6 +131,11 @@ macro_rules! tuple_args {
         unsafe impl<$($T: DeviceRepr),+> KernelArgs for ($($T,)+) {
             const COUNT: usize = $n;
             const PARAMS: &'static [ParamSpec] = &[$(ParamSpec::of::<$T>()),+];
+            const SIGNATURE: u64 = {
+                let mut h = crate::args::signature_mix(crate::args::SIGNATURE_SEED, $n);
+                $(h = crate::args::signature_mix(h, <$T as DeviceRepr>::SIGNATURE);)+
+                h
+            };
             type Ptrs = [*mut c_void; $n];
 
             #[inline]

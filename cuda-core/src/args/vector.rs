@@ -44,6 +44,7 @@ macro_rules! vector_type {
         unsafe impl DeviceRepr for $name {
             const DEVICE_SIZE: usize = $size;
             const DEVICE_ALIGN: usize = $align;
+            const PLAIN: bool = true;
         }
 
         const _: () = {

@@ -456,34 +456,24 @@ impl Scratch<'_> {
 /// # Ok(()) }
 /// ```
 ///
-/// Device-to-host copies write pinned host memory that the region borrows mutably
-/// ([`Region::bind_host`]) for `'a`; it is read through [`Region::host`], which waits for
-/// the context's work first and keeps the region from running while the slice lives.
-/// The buffer itself cannot be touched while the region lives:
+/// Device-to-host copies write pinned host memory that the region owns
+/// ([`Region::bind_host`] takes the buffer by value): it is read through
+/// [`Region::host`], which waits for the context's work first and keeps the region from
+/// running while the slice lives, and handed back by [`Region::unbind_host`], which drops
+/// the cached graphs that name it and waits for the context first. A forgotten region
+/// (`mem::forget`) keeps the buffer forever: no borrow ends with a copy into it pending.
+/// A bound buffer is the region's:
 ///
-/// ```compile_fail,E0502
+/// ```compile_fail,E0382
 /// # fn f(ctx: &cudadrv::Context) -> cudadrv::Result<()> {
 /// use cudadrv::{DeviceBuffer, PinnedHostBuffer, Stream, graph::Region};
 /// let mut stream = Stream::non_blocking(ctx)?;
-/// let mut host = PinnedHostBuffer::<u32>::zeroed(ctx, 64)?;
+/// let host = PinnedHostBuffer::<u32>::zeroed(ctx, 64)?;
 /// let dev = DeviceBuffer::<u32>::new(ctx, 64)?;
 /// let mut region = Region::new(ctx);
-/// let out = region.bind_host(&mut host);
+/// let out = region.bind_host(host);
 /// region.run(&mut stream, |r| r.copy_to_host(out, &dev))?;
-/// let x = host[0]; // error: the region's graph writes `host`
-/// region.run(&mut stream, |_| Ok(()))?;
-/// # Ok(()) }
-/// ```
-///
-/// nor bound twice:
-///
-/// ```compile_fail,E0499
-/// # fn f(ctx: &cudadrv::Context) -> cudadrv::Result<()> {
-/// use cudadrv::{PinnedHostBuffer, graph::Region};
-/// let mut host = PinnedHostBuffer::<u32>::zeroed(ctx, 64)?;
-/// let mut region = Region::new(ctx);
-/// let a = region.bind_host(&mut host);
-/// let b = region.bind_host(&mut host); // error: already borrowed by the region
+/// let x = host[0]; // error: `host` moved into the region
 /// # Ok(()) }
 /// ```
 ///
@@ -493,10 +483,10 @@ impl Scratch<'_> {
 /// # fn f(ctx: &cudadrv::Context) -> cudadrv::Result<()> {
 /// use cudadrv::{DeviceBuffer, PinnedHostBuffer, Stream, graph::Region};
 /// let mut stream = Stream::non_blocking(ctx)?;
-/// let mut host = PinnedHostBuffer::<u32>::zeroed(ctx, 64)?;
+/// let host = PinnedHostBuffer::<u32>::zeroed(ctx, 64)?;
 /// let dev = DeviceBuffer::<u32>::new(ctx, 64)?;
 /// let mut region = Region::new(ctx);
-/// let out = region.bind_host(&mut host);
+/// let out = region.bind_host(host);
 /// region.run(&mut stream, |r| r.copy_to_host(out, &dev))?;
 /// let seen = region.host(out)?;
 /// region.run(&mut stream, |r| r.copy_to_host(out, &dev))?; // error: `seen` borrows it
@@ -576,12 +566,20 @@ pub struct Region<'a> {
     sizes: Sizes,
     clock: u64,
     stats: RegionStats,
-    /// Host buffers bound with [`Region::bind_host`]: (address, bytes).
+    /// Host buffers bound with [`Region::bind_host`]: (address, bytes); the address is
+    /// [`UNBOUND`] once [`Region::unbind_host`] has handed the buffer back.
     sinks: Vec<(usize, usize)>,
+    /// The bound buffers themselves (`PinnedHostBuffer<T>`), owned by the region, in the
+    /// order of `sinks`. Declared after `entries`: the cached graphs (whose drop waits
+    /// for the context) go first.
+    held: Vec<Option<Box<dyn core::any::Any>>>,
     /// Tells this region's [`HostTarget`]s from other regions'.
     id: usize,
     _borrows: Borrows<'a>,
 }
+
+/// The address of a sink whose buffer [`Region::unbind_host`] handed back.
+const UNBOUND: usize = usize::MAX;
 
 /// Region ids (for [`HostTarget`]).
 static REGION_IDS: AtomicUsize = AtomicUsize::new(1);
@@ -635,18 +633,22 @@ impl<'a> Region<'a> {
             clock: 0,
             stats: RegionStats::default(),
             sinks: Vec::new(),
+            held: Vec::new(),
             id: REGION_IDS.fetch_add(1, Ordering::Relaxed),
             _borrows: Borrows::default(),
         }
     }
 
     /// Binds pinned host memory as the target of device-to-host copies in this region's
-    /// executions ([`Recorder::copy_to_host`]): the region borrows `buf` mutably for
-    /// `'a`, so no Rust code reads or writes it while the region lives except through
-    /// [`host`](Self::host), which waits for the region's work first.
-    pub fn bind_host<T: Pod>(&mut self, buf: &'a mut PinnedHostBuffer<T>) -> HostTarget<T> {
-        let bytes = core::mem::size_of_val::<[T]>(buf);
+    /// executions ([`Recorder::copy_to_host`]): the region takes `buf` and owns it, so
+    /// no Rust code reads or writes it except through [`host`](Self::host), which waits
+    /// for the region's work first, until [`unbind_host`](Self::unbind_host) hands it
+    /// back. (Owned, not borrowed: a borrow would end if the region were forgotten,
+    /// with a copy into the buffer still pending.)
+    pub fn bind_host<T: Pod>(&mut self, mut buf: PinnedHostBuffer<T>) -> HostTarget<T> {
+        let bytes = core::mem::size_of_val::<[T]>(&buf);
         self.sinks.push((buf.as_mut_ptr() as usize, bytes));
+        self.held.push(Some(Box::new(buf)));
         HostTarget {
             region: self.id,
             index: self.sinks.len() - 1,
@@ -659,19 +661,48 @@ impl<'a> Region<'a> {
     /// finished writing it). While the slice lives, the region cannot run.
     ///
     /// # Errors
-    /// [`Error::InvalidArgument`] for a target of another region; driver errors of the
-    /// synchronization.
+    /// [`Error::InvalidArgument`] for a target of another region or one handed back
+    /// already; driver errors of the synchronization.
     #[doc(alias = "cuCtxSynchronize")]
     pub fn host<T: Pod>(&self, target: HostTarget<T>) -> Result<&[T]> {
-        let (addr, bytes) = self.sink(target)?;
+        self.sink(target)?;
         self.ctx.synchronize()?;
-        let len = bytes / core::mem::size_of::<T>().max(1);
-        // SAFETY: `addr` is the start of a live `PinnedHostBuffer<T>` of `len` elements,
-        // borrowed mutably by this region for `'a` (no other Rust access); the context's
-        // work is finished and no launch of this region can start while `&self` is
-        // borrowed (`run` takes `&mut self`); the copies that wrote it copied `T`s of a
-        // device buffer, and `T: Pod`.
-        Ok(unsafe { core::slice::from_raw_parts(addr as *const T, len) })
+        // The slot holds this target's `PinnedHostBuffer<T>` (`sink` checked it is
+        // bound); every graph of this region has finished with it, and none can start
+        // while `&self` is borrowed (`run` takes `&mut self`).
+        self.held
+            .get(target.index)
+            .and_then(|b| b.as_ref())
+            .and_then(|b| b.downcast_ref::<PinnedHostBuffer<T>>())
+            .map(|b| &**b)
+            .ok_or(Error::InvalidArgument("Region: unknown HostTarget"))
+    }
+
+    /// Hands a bound buffer back: drops every cached executable graph (no graph of the
+    /// region names the buffer any more) after `cuCtxSynchronize`, so no copy into it is
+    /// pending. Later recordings of `copy_to_host` with `target` are refused.
+    ///
+    /// # Errors
+    /// [`Error::InvalidArgument`] for a target of another region or one handed back
+    /// already; driver errors of the synchronization (the buffer then stays bound).
+    #[doc(alias = "cuCtxSynchronize")]
+    pub fn unbind_host<T: Pod>(&mut self, target: HostTarget<T>) -> Result<PinnedHostBuffer<T>> {
+        self.sink(target)?;
+        self.ctx.synchronize()?;
+        self.clear();
+        let slot = self
+            .held
+            .get_mut(target.index)
+            .ok_or(Error::InvalidArgument("Region: unknown HostTarget"))?;
+        let buf = slot
+            .take()
+            .ok_or(Error::InvalidArgument("Region: unknown HostTarget"))?
+            .downcast::<PinnedHostBuffer<T>>()
+            .map_err(|_| Error::InvalidArgument("Region: unknown HostTarget"))?;
+        if let Some(sink) = self.sinks.get_mut(target.index) {
+            sink.0 = UNBOUND;
+        }
+        Ok(*buf)
     }
 
     fn sink<T>(&self, target: HostTarget<T>) -> Result<(usize, usize)> {
@@ -680,10 +711,13 @@ impl<'a> Region<'a> {
                 "Region: a HostTarget bound to another region",
             ));
         }
-        self.sinks
-            .get(target.index)
-            .copied()
-            .ok_or(Error::InvalidArgument("Region: unknown HostTarget"))
+        match self.sinks.get(target.index) {
+            Some(&(addr, _)) if addr == UNBOUND => Err(Error::InvalidArgument(
+                "Region: a HostTarget whose buffer was handed back (unbind_host)",
+            )),
+            Some(&sink) => Ok(sink),
+            None => Err(Error::InvalidArgument("Region: unknown HostTarget")),
+        }
     }
 
     /// A region caching up to `capacity` executable graphs.
@@ -1691,10 +1725,10 @@ impl<'a> Recorder<'_, 'a> {
 
     /// `cuMemcpyDtoHAsync`, recorded: `src` copied into the pinned host buffer bound as
     /// `dst` ([`Region::bind_host`]; same length). The region borrows `src` for `'a`;
-    /// it holds `dst`'s buffer mutably already. Read the result with [`Region::host`].
+    /// it owns `dst`'s buffer already. Read the result with [`Region::host`].
     ///
     /// # Errors
-    /// [`Error::InvalidArgument`] for a target of another region;
+    /// [`Error::InvalidArgument`] for a target of another region or one handed back;
     /// [`Error::LengthMismatch`] when the lengths differ; [`Error::ContextMismatch`] for
     /// a device buffer of another context.
     #[doc(alias = "cuMemcpyDtoHAsync")]
@@ -1712,6 +1746,11 @@ impl<'a> Recorder<'_, 'a> {
             .sinks
             .get(dst.index)
             .ok_or(Error::InvalidArgument("Region: unknown HostTarget"))?;
+        if addr == UNBOUND {
+            return Err(Error::InvalidArgument(
+                "Region: a HostTarget whose buffer was handed back (unbind_host)",
+            ));
+        }
         same_len(bytes / core::mem::size_of::<T>().max(1), src.len())?;
         self.same_context(src.context(), "cuMemcpyDtoHAsync")?;
         self.record_memory(Op {

@@ -102,9 +102,10 @@ pub const fn __cstr(with_nul: &'static str) -> &'static core::ffi::CStr {
 ///
 /// Forms:
 /// - `pub safe fn name(params) { body }`: the body is compiled under
-///   `#[forbid(unsafe_code)]`; the host half implements
-///   [`SafeKernel`], so launches in a
-///   [`kernel::scope`](scope()) are safe.
+///   `#[forbid(unsafe_code)]`, and the device build emits the marker global
+///   `__cudadrv_safe_<name>` (the parameter list's fingerprint); the host half implements
+///   [`SafeKernel`], so launches in a [`kernel::scope`](scope()) are safe once
+///   [`TypedKernel::new`] has found the marker in the loaded module.
 /// - `pub safe dependent fn name(params) { body }`: as `safe fn`, and the entry point
 ///   runs `griddepcontrol.wait` before the body, so the kernel may be launched with
 ///   Programmatic Dependent Launch attributes.
@@ -158,8 +159,9 @@ macro_rules! kernel {
         $crate::kernel!(@device_safe [$(#[$meta])*] $vis $name ($($p: $t),*) {} $body);
         $crate::kernel!(@host [$(#[$meta])*] $vis $name ($($t),*) false);
         #[cfg(not(target_arch = "nvptx64"))]
-        // SAFETY: the body is compiled under `#[forbid(unsafe_code)]` (device half), so
-        // it reaches memory only through the safe device API.
+        // SAFETY: the host half of a `safe` declaration; its device half (compiled under
+        // `#[forbid(unsafe_code)]`) emits the marker that `TypedKernel::new` checks, so a
+        // host-only declaration is never launched safely.
         unsafe impl $crate::kernel::SafeKernel for $name {}
     };
     (
@@ -203,6 +205,15 @@ macro_rules! kernel {
             $($prologue)*
             body($($p),*)
         }
+
+        // The safe-body marker: only this device build of a `safe` declaration emits it,
+        // with the fingerprint of the parameter list; `TypedKernel::new` looks it up.
+        #[cfg(target_arch = "nvptx64")]
+        const _: () = {
+            #[unsafe(export_name = ::core::concat!("__cudadrv_safe_", ::core::stringify!($name)))]
+            #[used]
+            static SAFE_BODY: u64 = <($($t,)*) as $crate::args::KernelArgs>::SIGNATURE;
+        };
     };
     (@host [$(#[$meta:meta])*] $vis:vis $name:ident ($($t:ty),*) $waits:literal) => {
         #[cfg(not(target_arch = "nvptx64"))]

@@ -181,12 +181,25 @@ impl<T: Element> core::fmt::Debug for DeviceSliceMut<T> {
 unsafe impl<T: Element> DeviceRepr for DeviceSlice<T> {
     const DEVICE_SIZE: usize = 16;
     const DEVICE_ALIGN: usize = 8;
+    // A borrowed address: safe launches make slices only from borrows they hold.
+    const PLAIN: bool = false;
+    const SIGNATURE: u64 = slice_signature(1, T::SIGNATURE);
 }
 
 // SAFETY: as for `DeviceSlice`.
 unsafe impl<T: Element> DeviceRepr for DeviceSliceMut<T> {
     const DEVICE_SIZE: usize = 16;
     const DEVICE_ALIGN: usize = 8;
+    const PLAIN: bool = false;
+    const SIGNATURE: u64 = slice_signature(2, T::SIGNATURE);
+}
+
+/// The fingerprint of a slice parameter: its kind (1 read, 2 written) and element.
+const fn slice_signature(kind: u64, element: u64) -> u64 {
+    crate::args::signature_mix(
+        crate::args::signature_mix(crate::args::SIGNATURE_SEED, 0x511c_e000 | kind),
+        element,
+    )
 }
 
 const _: () = {

@@ -341,7 +341,8 @@ impl<'s> Lane<'s> {
     ///
     /// # Errors
     /// [`Error::InvalidArgument`] for a handle made by [`TypedKernel::from_module`]
-    /// (its code is not known to be the declaration's), a configuration naming another
+    /// (its code is not known to be the declaration's) or from a [`KernelModule`]
+    /// without the kernel's safe-body marker (see [`SafeKernel`]), a configuration naming another
     /// stream, an [`Owned`] bound to another lane, or a programmatic (PDL) attribute for
     /// a kernel not declared `dependent`; [`Error::ContextMismatch`] for a kernel or
     /// buffer of another context; launch errors as [`crate::launch::launch`].
@@ -361,7 +362,9 @@ impl<'s> Lane<'s> {
         let f = kernel.function();
         if !kernel.is_trusted() {
             return Err(Error::InvalidArgument(
-                "safe launches need a TypedKernel made from a KernelModule",
+                "safe launches need a TypedKernel made from a KernelModule whose device \
+                 build marked the kernel as a `safe fn` of this signature (host-only \
+                 declarations and `unsafe fn` kernels are refused)",
             ));
         }
         self.ctx
@@ -379,7 +382,7 @@ impl<'s> Lane<'s> {
                  could read its predecessor's output before it is written",
             ));
         }
-        let params = args.into_params(self)?;
+        let params = args.into_params(self, Token(()))?;
         let mut ptrs = params.arg_ptrs();
         let g = f.enter()?;
         if attrs == 0 {
@@ -486,11 +489,55 @@ impl<T: Element> core::fmt::Debug for Owned<'_, T> {
     }
 }
 
+/// The key to [`Arg`] and [`Args`]: only this module can make one, so no code outside it
+/// can implement those traits or call their methods, and a parameter value made from a
+/// borrow never reaches a caller's hands (where it could outlive the borrow).
+mod sealed {
+    /// Made only by `Lane::launch`.
+    #[derive(Clone, Copy, Debug)]
+    pub struct Token(pub(super) ());
+}
+use sealed::Token;
+
 /// What a safe launch accepts for a parameter of type `P`, borrowed for the scope `'s`.
 ///
 /// Implemented for: `&'s DeviceBuffer<T>` and `&Owned<'s, T>` as [`DeviceSlice<T>`];
 /// `&'s mut DeviceBuffer<T>` and `&mut Owned<'s, T>` as [`DeviceSliceMut<T>`]; and any
-/// [`DeviceRepr`] value as itself (scalars, vectors, `kernel_struct!` types).
+/// [`DeviceRepr`] value whose [`PLAIN`](DeviceRepr::PLAIN) is `true` as itself
+/// (scalars, vectors, `kernel_struct!` types of plain fields).
+///
+/// Sealed: the conversion runs only inside [`Lane::launch`], so the slices it makes
+/// never outlive the borrows they come from. A slice value itself is not an argument
+/// (it carries no borrow); neither is a struct holding one:
+///
+/// ```compile_fail
+/// # use cudadrv::{Context, DeviceBuffer, Stream};
+/// # use cudadrv::kernel::{self, DeviceSliceMut, TypedKernel};
+/// # cudadrv::kernel! { pub safe fn fill(out: DeviceSliceMut<u32>) {} }
+/// # fn f(ctx: &Context, k: &TypedKernel<fill>, stream: &Stream) -> cudadrv::Result<()> {
+/// # let laundered: DeviceSliceMut<u32> = unimplemented!();
+/// kernel::scope(ctx, |s| {
+///     // error: `DeviceSliceMut` is not a plain value (a post-monomorphization
+///     // error: "a slice or handle is not a value argument")
+///     s.lane(stream)?.launch(k, &cudadrv::LaunchConfig::new(1, 256), (laundered,))
+/// })
+/// # }
+/// ```
+///
+/// and the conversion cannot be called from outside:
+///
+/// ```compile_fail
+/// # use cudadrv::{Context, DeviceBuffer, Stream};
+/// # use cudadrv::kernel::{self, Arg, DeviceSliceMut};
+/// # fn f(ctx: &Context, stream: &Stream) -> cudadrv::Result<()> {
+/// let mut buf = DeviceBuffer::<u32>::new(ctx, 256)?;
+/// kernel::scope(ctx, |s| {
+///     let lane = s.lane(stream)?;
+///     let slice: DeviceSliceMut<u32> = Arg::into_param(&mut buf, &lane)?; // error
+///     Ok(())
+/// })
+/// # }
+/// ```
 #[diagnostic::on_unimplemented(
     message = "`{Self}` cannot be passed for a kernel parameter of type `{P}`",
     label = "the kernel declares `{P}` here",
@@ -503,19 +550,27 @@ pub trait Arg<'s, P> {
     /// # Errors
     /// [`Error::ContextMismatch`] or [`Error::InvalidArgument`] as
     /// [`Lane::launch`] documents.
-    fn into_param(self, lane: &Lane<'s>) -> Result<P>;
+    #[doc(hidden)]
+    fn into_param(self, lane: &Lane<'s>, token: Token) -> Result<P>;
 }
 
 impl<'s, P: DeviceRepr> Arg<'s, P> for P {
     #[inline(always)]
-    fn into_param(self, _lane: &Lane<'s>) -> Result<P> {
+    fn into_param(self, _lane: &Lane<'s>, _: Token) -> Result<P> {
+        const {
+            assert!(
+                P::PLAIN,
+                "a slice or handle is not a value argument of a safe launch: pass the \
+                 buffer it should borrow (&DeviceBuffer, &mut DeviceBuffer, an Owned)"
+            )
+        };
         Ok(self)
     }
 }
 
 impl<'s, T: Element> Arg<'s, DeviceSlice<T>> for &'s DeviceBuffer<T> {
     #[inline(always)]
-    fn into_param(self, lane: &Lane<'s>) -> Result<DeviceSlice<T>> {
+    fn into_param(self, lane: &Lane<'s>, _: Token) -> Result<DeviceSlice<T>> {
         lane.ctx
             .ensure_same(self.context(), "cudadrv::kernel::Lane::launch")?;
         Ok(DeviceSlice {
@@ -527,18 +582,18 @@ impl<'s, T: Element> Arg<'s, DeviceSlice<T>> for &'s DeviceBuffer<T> {
 
 impl<'s, T: Element> Arg<'s, DeviceSliceMut<T>> for &'s mut DeviceBuffer<T> {
     #[inline(always)]
-    fn into_param(self, lane: &Lane<'s>) -> Result<DeviceSliceMut<T>> {
+    fn into_param(self, lane: &Lane<'s>, _: Token) -> Result<DeviceSliceMut<T>> {
         lane.ctx
             .ensure_same(self.context(), "cudadrv::kernel::Lane::launch")?;
         // SAFETY: the buffer's memory, exclusively borrowed until the scope has waited
-        // for the lane this launch goes to.
+        // for the lane this launch goes to; the value goes straight to the launch.
         Ok(unsafe { DeviceSliceMut::from_raw_parts(self.as_raw() as *mut T, self.len()) })
     }
 }
 
 impl<'s, T: Element> Arg<'s, DeviceSlice<T>> for &Owned<'s, T> {
     #[inline(always)]
-    fn into_param(self, lane: &Lane<'s>) -> Result<DeviceSlice<T>> {
+    fn into_param(self, lane: &Lane<'s>, _: Token) -> Result<DeviceSlice<T>> {
         self.on_lane(lane)?;
         Ok(DeviceSlice {
             ptr: self.ptr as *const T,
@@ -549,27 +604,29 @@ impl<'s, T: Element> Arg<'s, DeviceSlice<T>> for &Owned<'s, T> {
 
 impl<'s, T: Element> Arg<'s, DeviceSliceMut<T>> for &mut Owned<'s, T> {
     #[inline(always)]
-    fn into_param(self, lane: &Lane<'s>) -> Result<DeviceSliceMut<T>> {
+    fn into_param(self, lane: &Lane<'s>, _: Token) -> Result<DeviceSliceMut<T>> {
         self.on_lane(lane)?;
         // SAFETY: the buffer is exclusively borrowed by the scope; launches reach it only
-        // on its lane, in stream order, and other lanes only after a hand-over event.
+        // on its lane, in stream order, and other lanes only after a hand-over event;
+        // the value goes straight to the launch.
         Ok(unsafe { DeviceSliceMut::from_raw_parts(self.ptr as *mut T, self.len) })
     }
 }
 
 /// A tuple of safe-launch arguments for the parameter tuple `P` (arity 0 to 12), each
-/// element an [`Arg`] of the matching parameter.
+/// element an [`Arg`] of the matching parameter. Sealed like [`Arg`].
 pub trait Args<'s, P: KernelArgs> {
     /// The parameter values.
     ///
     /// # Errors
     /// The first argument's error.
-    fn into_params(self, lane: &Lane<'s>) -> Result<P>;
+    #[doc(hidden)]
+    fn into_params(self, lane: &Lane<'s>, token: Token) -> Result<P>;
 }
 
 impl<'s> Args<'s, ()> for () {
     #[inline(always)]
-    fn into_params(self, _lane: &Lane<'s>) -> Result<()> {
+    fn into_params(self, _lane: &Lane<'s>, _: Token) -> Result<()> {
         Ok(())
     }
 }
@@ -579,8 +636,8 @@ macro_rules! tuple_args {
     ($($P:ident $A:ident $i:tt),+) => {
         impl<'s, $($P: DeviceRepr, $A: Arg<'s, $P>),+> Args<'s, ($($P,)+)> for ($($A,)+) {
             #[inline(always)]
-            fn into_params(self, lane: &Lane<'s>) -> Result<($($P,)+)> {
-                Ok(($(self.$i.into_param(lane)?,)+))
+            fn into_params(self, lane: &Lane<'s>, token: Token) -> Result<($($P,)+)> {
+                Ok(($(self.$i.into_param(lane, token)?,)+))
             }
         }
     };

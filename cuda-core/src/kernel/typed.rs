@@ -46,12 +46,21 @@ pub trait Kernel {
 /// (its crate's own included) must be sound: an `unsafe` block hidden in a safe helper is
 /// that helper's promise.
 ///
+/// # Where the trust comes from
+/// The trait alone makes nothing launchable: a declaration compiled only for the host
+/// has no device body, and its name could match any kernel of a module. The device build
+/// of a `safe fn` also emits a global `__cudadrv_safe_<name>` holding the fingerprint of
+/// its parameter list ([`KernelArgs::SIGNATURE`]); [`TypedKernel::new`] looks it up in
+/// the [`KernelModule`] and accepts the handle for safe launches only when it is there
+/// and equals the host declaration's fingerprint. A host-only `safe fn` whose name
+/// matches an `unsafe fn` kernel, or whose slice element types or mutability differ from
+/// the device build's, is never launched safely.
+///
 /// # Safety
-/// An implementation promises that the module function named [`Kernel::NAME`], in every
-/// module a [`TypedKernel`] of it is loaded from by [`KernelModule`] (PTX the declaring
-/// crate built), or by [`TypedKernel::from_function`]'s callers, accesses memory only
-/// inside the slices it is given and its own shared and local memory, for every launch
-/// shape and argument value.
+/// An implementation promises that `Self` is the host half of a `safe` declaration
+/// whose device half, where the device build emitted one, is the code the marker
+/// describes. [`kernel!`](crate::kernel!) keeps this promise; a hand-written
+/// implementation should not be needed.
 pub unsafe trait SafeKernel: Kernel {}
 
 /// PTX text built from a crate that declares its kernels with
@@ -62,8 +71,7 @@ pub unsafe trait SafeKernel: Kernel {}
 ///
 /// ```ignore
 /// pub static KERNELS: cudadrv::kernel::KernelPtx =
-///     // SAFETY: built by build.rs from the `my-kernels` crate, whose `kernel!`
-///     // declarations the host side uses.
+///     // SAFETY: the PTX rustc produced from the `my-kernels` crate (build.rs).
 ///     unsafe { cudadrv::kernel::KernelPtx::new(include_str!(concat!(env!("OUT_DIR"), "/kernels.ptx"))) };
 /// ```
 #[derive(Clone, Copy, Debug)]
@@ -72,13 +80,16 @@ pub struct KernelPtx {
 }
 
 impl KernelPtx {
-    /// Marks `text` as PTX built from the crate whose [`kernel!`](crate::kernel!)
-    /// declarations the program uses with it.
+    /// Marks `text` as PTX the Rust compiler produced from crates of
+    /// [`kernel!`](crate::kernel!) declarations.
     ///
     /// # Safety
-    /// Every entry point in `text` whose name a [`SafeKernel`] of the program states must
-    /// be that kernel's device half, compiled from the same declaration (so the safe
-    /// body's promise holds for the code the driver runs).
+    /// A promise about `text` alone, which the caller has at hand: every global named
+    /// `__cudadrv_safe_<name>` in it was emitted by the device build of a
+    /// [`kernel!`](crate::kernel!) `safe` declaration of the entry point `<name>` in the
+    /// same text (so no hand-written PTX and no `#[export_name]` of such a name). Host
+    /// declarations written elsewhere need no promise: loading a kernel compares them
+    /// with these markers ([`SafeKernel`]).
     #[must_use]
     pub const unsafe fn new(text: &'static str) -> Self {
         Self { text }
@@ -133,28 +144,35 @@ impl KernelModule {
 /// the arguments typed as [`Kernel::Params`].
 pub struct TypedKernel<K: Kernel> {
     f: Function,
-    /// Made from a [`KernelModule`] (or promised by `from_function`'s caller): the code
-    /// is the declaration's.
+    /// The module's device build marked the kernel safe with this signature (or
+    /// `from_function`'s caller promised it): the code is a safe declaration's.
     trusted: bool,
     _k: PhantomData<fn() -> K>,
 }
 
 impl<K: Kernel> TypedKernel<K> {
     /// `cuModuleGetFunction(K::NAME)` in a module built from the declaring crate's PTX,
-    /// then [`Function::verify_args`] with `K::Params`.
+    /// then [`Function::verify_args`] with `K::Params`, then the safe-body marker
+    /// (`cuModuleGetGlobal("__cudadrv_safe_<name>")`, see [`SafeKernel`]): the handle is
+    /// accepted by safe launches only when the module's device build of the kernel was a
+    /// `safe fn` with the same parameter fingerprint.
     ///
     /// # Errors
     /// [`Error::NotFound`](crate::Error::NotFound) when the module has no such kernel;
     /// [`Error::Layout`](crate::Error::Layout) naming the first parameter whose offset or
-    /// size differs (or a count difference); `cuFuncGetParamInfo` failures.
+    /// size differs (or a count difference); `cuFuncGetParamInfo` failures;
+    /// [`Error::InvalidArgument`](crate::Error::InvalidArgument) when the module's marker
+    /// for the kernel records other parameter types than the declaration (same layout,
+    /// other element types or mutability).
     #[doc(alias = "cuModuleGetFunction")]
     #[doc(alias = "cuFuncGetParamInfo")]
     pub fn new(module: &KernelModule) -> Result<Self> {
         let f = module.module.function_cstr(K::NAME)?;
         f.verify_args::<K::Params>()?;
+        let trusted = has_safe_body::<K>(&module.module)?;
         Ok(Self {
             f,
-            trusted: true,
+            trusted,
             _k: PhantomData,
         })
     }
@@ -198,7 +216,9 @@ impl<K: Kernel> TypedKernel<K> {
         &self.f
     }
 
-    /// Whether safe launches accept this handle (made from a [`KernelModule`]).
+    /// Whether safe launches accept this handle: made from a [`KernelModule`] whose device
+    /// build marked the kernel as a `safe fn` of this signature (or promised by
+    /// [`from_function`](Self::from_function)'s caller).
     #[must_use]
     pub fn is_trusted(&self) -> bool {
         self.trusted
@@ -245,5 +265,34 @@ impl<K: Kernel> core::fmt::Debug for TypedKernel<K> {
             .field("name", &K::NAME)
             .field("trusted", &self.trusted)
             .finish_non_exhaustive()
+    }
+}
+
+/// Whether `module`'s device build marked `K::NAME` as the entry point of a `safe`
+/// declaration with `K::Params`' fingerprint: the global `__cudadrv_safe_<name>` (see
+/// [`SafeKernel`]). A name too long for the stack buffer is never trusted.
+fn has_safe_body<K: Kernel>(module: &Module) -> Result<bool> {
+    const PREFIX: &[u8] = b"__cudadrv_safe_";
+    let name = K::NAME.to_bytes();
+    let mut buf = [0u8; 256];
+    let len = PREFIX.len() + name.len();
+    let Some(dst) = buf.get_mut(..len) else {
+        return Ok(false);
+    };
+    if len >= 256 {
+        return Ok(false);
+    }
+    dst[..PREFIX.len()].copy_from_slice(PREFIX);
+    dst[PREFIX.len()..].copy_from_slice(name);
+    let Ok(marker) = CStr::from_bytes_until_nul(&buf) else {
+        return Ok(false);
+    };
+    match module.read_global_u64(marker)? {
+        None => Ok(false),
+        Some(sig) if sig == <K::Params as KernelArgs>::SIGNATURE => Ok(true),
+        Some(_) => Err(crate::Error::InvalidArgument(
+            "the module's device build of this safe kernel has other parameter types \
+             (slice element size or mutability) than the host declaration",
+        )),
     }
 }

@@ -4,10 +4,12 @@
 //!
 //! The copies name device buffers, managed buffers and registered host ranges, all of
 //! one context, the context of the stream the batch is queued on. The batch borrows
-//! every side for `'a`; once it is gone the copies may still be pending, which is sound
-//! for the same reasons as the single asynchronous copies: a device buffer's free waits
-//! for its own context's work, a managed buffer's host view synchronizes its context
-//! first, and a registration's drop does too. Pinned buffers (`PinnedHostBuffer`), whose
+//! every source for `'a` and every destination exclusively for `'a`; once it is gone the
+//! copies may still be pending, which is sound for the same reasons as the single
+//! asynchronous copies: a device buffer's free waits for its own context's work, a
+//! managed buffer's host view synchronizes its context first, and a registration's
+//! scope ends with a synchronization too ([`HostRegistration::scope`]: a registration
+//! cannot be leaked by safe code). The side types are sealed ([`BatchSide`]). Pinned buffers (`PinnedHostBuffer`), whose
 //! contents Rust can reach at any time, go in through the `unsafe`
 //! [`CopyBatch::copy_raw`], like their single asynchronous copies.
 //!
@@ -81,27 +83,46 @@ impl CopyAttributes {
     }
 }
 
+mod sealed {
+    /// Keeps [`BatchSide`](super::BatchSide) to this crate's memory types.
+    pub trait Sealed {}
+}
+
 /// One side of a batched copy: memory whose device work this crate can order against
 /// its host access and its free (see the [module docs](self)).
-pub trait BatchSide<T: Copy> {
+///
+/// Sealed: the sides are this crate's memory types ([`DeviceBuffer`], [`ManagedBuffer`],
+/// [`HostRegistration`], [`RegisteredPart`]), whose address, length and context come
+/// from their owners. Memory of other kinds goes through the `unsafe`
+/// [`CopyBatch::copy_raw`]. A user type cannot become a side:
+///
+/// ```compile_fail,E0277
+/// use cudadrv::memory::batch::BatchSide;
+/// struct Anywhere;
+/// impl BatchSide<u8> for Anywhere {} // error: `Sealed` is not implemented
+/// ```
+pub trait BatchSide<T: Copy>: sealed::Sealed {
     /// The address, the length in values, the context, and whether the device may write
     /// it.
     #[doc(hidden)]
     fn side(&self) -> (CUdeviceptr, usize, &Context, bool);
 }
 
+impl<T: Copy> sealed::Sealed for DeviceBuffer<T> {}
 impl<T: Copy> BatchSide<T> for DeviceBuffer<T> {
     fn side(&self) -> (CUdeviceptr, usize, &Context, bool) {
         (self.as_raw(), self.len(), self.context(), true)
     }
 }
 
+impl<T: Copy> sealed::Sealed for ManagedBuffer<T> {}
 impl<T: Copy> BatchSide<T> for ManagedBuffer<T> {
     fn side(&self) -> (CUdeviceptr, usize, &Context, bool) {
         (self.as_raw(), self.len(), self.context(), true)
     }
 }
 
+impl<T: Copy> sealed::Sealed for HostRegistration<'_, T> {}
 impl<T: Copy> BatchSide<T> for HostRegistration<'_, T> {
     fn side(&self) -> (CUdeviceptr, usize, &Context, bool) {
         let (ptr, len) = self.device_side();
@@ -110,6 +131,7 @@ impl<T: Copy> BatchSide<T> for HostRegistration<'_, T> {
     }
 }
 
+impl<T: Copy> sealed::Sealed for RegisteredPart<'_, '_, T> {}
 impl<T: Copy> BatchSide<T> for RegisteredPart<'_, '_, T> {
     fn side(&self) -> (CUdeviceptr, usize, &Context, bool) {
         let (ptr, len) = self.device_side();
@@ -129,15 +151,15 @@ impl<T: Copy> BatchSide<T> for RegisteredPart<'_, '_, T> {
 /// let ctx = Context::primary(Device::get(0)?)?;
 /// let stream = Stream::non_blocking(&ctx)?;
 /// let mut host = vec![1u32; 4096];
-/// let reg = HostRegistration::new(&ctx, &mut host, HostRegisterFlags::empty())?;
-/// let parts: Vec<DeviceBuffer<u32>> =
+/// let mut parts: Vec<DeviceBuffer<u32>> =
 ///     (0..4).map(|_| DeviceBuffer::new(&ctx, 4096)).collect::<Result<_, _>>()?;
-/// let mut batch = CopyBatch::new();
-/// for part in &parts {
-///     batch.copy(part, &reg)?; // four host-to-device copies
-/// }
-/// batch.submit(&stream)?;
-/// stream.synchronize()?;
+/// HostRegistration::scope(&ctx, &mut host, HostRegisterFlags::empty(), |reg| {
+///     let mut batch = CopyBatch::new();
+///     for part in &mut parts {
+///         batch.copy(part, reg)?; // four host-to-device copies
+///     }
+///     batch.submit(&stream)
+/// })?; // waits for the copies before unpinning
 /// # Ok(()) }
 /// ```
 pub struct CopyBatch<'a> {
@@ -185,13 +207,29 @@ impl<'a> CopyBatch<'a> {
     /// [`Pod`]: a destination the host can read afterwards (a registered range, a
     /// managed buffer) receives whatever bytes the source held.
     ///
+    /// The destination is borrowed exclusively (`&mut`) for `'a`, as every write of this
+    /// crate is: nothing else reads it (a host view, a kernel argument) while the batch
+    /// may write it.
+    ///
+    /// ```compile_fail,E0502
+    /// # fn f(ctx: &cudadrv::Context) -> cudadrv::Result<()> {
+    /// use cudadrv::DeviceBuffer;
+    /// use cudadrv::memory::batch::CopyBatch;
+    /// let mut a = DeviceBuffer::<u32>::new(ctx, 64)?;
+    /// let (b, mut c) = (DeviceBuffer::<u32>::new(ctx, 64)?, DeviceBuffer::<u32>::new(ctx, 64)?);
+    /// let mut batch = CopyBatch::new();
+    /// batch.copy(&mut a, &b)?;
+    /// batch.copy(&mut c, &a)?; // error: the batch writes `a`
+    /// # Ok(()) }
+    /// ```
+    ///
     /// # Errors
     /// [`Error::BatchCopy`] naming this copy's index when the lengths differ, a side
     /// belongs to another context than the batch's first copy, or `dst` is a read-only
     /// registration.
     pub fn copy<T: Pod>(
         &mut self,
-        dst: &'a (impl BatchSide<T> + ?Sized),
+        dst: &'a mut (impl BatchSide<T> + ?Sized),
         src: &'a (impl BatchSide<T> + ?Sized),
     ) -> Result<&mut Self> {
         let index = self.dsts.len();
@@ -331,9 +369,9 @@ impl<'a> Capturing<'_, 'a> {
     /// # fn f(ctx: &cudadrv::Context) -> cudadrv::Result<()> {
     /// use cudadrv::{DeviceBuffer, Stream, graph::CaptureMode, memory::batch::CopyBatch};
     /// let mut stream = Stream::non_blocking(ctx)?;
-    /// let (a, b) = (DeviceBuffer::<u32>::new(ctx, 64)?, DeviceBuffer::<u32>::new(ctx, 64)?);
+    /// let (mut a, b) = (DeviceBuffer::<u32>::new(ctx, 64)?, DeviceBuffer::<u32>::new(ctx, 64)?);
     /// let mut batch = CopyBatch::new();
-    /// batch.copy(&a, &b)?;
+    /// batch.copy(&mut a, &b)?;
     /// let cap = stream.begin_capture(CaptureMode::Global)?;
     /// cap.copy_batch(&batch)?;
     /// let graph = cap.end()?;
@@ -395,9 +433,9 @@ fn check_pair<'s, T: Pod>(
 /// use cudadrv::memory::batch::{CopyAttributes, copy_with_attributes};
 /// let ctx = Context::primary(Device::get(0)?)?;
 /// let stream = Stream::non_blocking(&ctx)?;
-/// let (a, b) = (DeviceBuffer::<u32>::zeroed(&ctx, 1024)?, DeviceBuffer::<u32>::new(&ctx, 1024)?);
+/// let (a, mut b) = (DeviceBuffer::<u32>::zeroed(&ctx, 1024)?, DeviceBuffer::<u32>::new(&ctx, 1024)?);
 /// let attrs = CopyAttributes { prefer_overlap_with_compute: true, ..Default::default() };
-/// copy_with_attributes(&stream, &b, &a, &attrs)?;
+/// copy_with_attributes(&stream, &mut b, &a, &attrs)?;
 /// stream.synchronize()?;
 /// # Ok(()) }
 /// ```
@@ -411,7 +449,7 @@ fn check_pair<'s, T: Pod>(
 #[doc(alias = "cudaMemcpyWithAttributesAsync")]
 pub fn copy_with_attributes<T: Pod>(
     stream: &Stream,
-    dst: &(impl BatchSide<T> + ?Sized),
+    dst: &mut (impl BatchSide<T> + ?Sized),
     src: &(impl BatchSide<T> + ?Sized),
     attrs: &CopyAttributes,
 ) -> Result<()> {

@@ -16,12 +16,15 @@
 //!   must be launched in its context (the `unsafe` launch contract covers launches
 //!   elsewhere, like any other pointer a kernel is given).
 //!
-//! That is the rule of the guide's section 4.1.2 for devices *without* concurrent
-//! managed access too (no host access while the device may be working on the data), so
-//! one rule serves both models; [`MemoryModel::concurrent_managed_access`] tells which one
-//! a device has. The synchronization costs a context round trip: the `unsafe`
-//! [`host_unchecked`](ManagedBuffer::host_unchecked) skips it for callers that know the
-//! device is done.
+//! That rule is the guide's section 4.1.2 for devices *with* concurrent managed access
+//! (the H100 and H200 report 1). On a device *without* it, the host may touch no managed
+//! memory while any kernel of the device runs, including kernels that never name the
+//! buffer, and no borrow of this buffer can keep those away: there the safe views are
+//! refused ([`Error::InvalidArgument`]), and host access is the `unsafe`
+//! [`host_unchecked`](ManagedBuffer::host_unchecked), whose caller keeps every kernel of
+//! the device away. [`MemoryModel::concurrent_managed_access`] tells which model a
+//! device has. The synchronization costs a context round trip: `host_unchecked` also
+//! skips it for callers that know the device is done.
 //!
 //! Prefetches and advice are hints: they move or describe pages, never change their
 //! contents, so they take the buffer shared.
@@ -29,7 +32,7 @@
 //! Work that borrows the buffer (a copy batch, a graph) keeps host views out while it
 //! lives:
 //!
-//! ```compile_fail,E0502
+//! ```compile_fail,E0499
 //! # fn f(ctx: &cudadrv::Context) -> cudadrv::Result<()> {
 //! use cudadrv::DeviceBuffer;
 //! use cudadrv::memory::batch::CopyBatch;
@@ -37,7 +40,7 @@
 //! let mut managed = ManagedBuffer::<u32>::new(ctx, 64, Attach::Global)?;
 //! let src = DeviceBuffer::<u32>::new(ctx, 64)?;
 //! let mut batch = CopyBatch::new();
-//! batch.copy(&managed, &src)?;
+//! batch.copy(&mut managed, &src)?;
 //! managed.host_mut()?.fill(0); // error: the batch borrows `managed`
 //! # drop(batch); Ok(()) }
 //! ```
@@ -339,20 +342,32 @@ impl<T: Copy> ManagedBuffer<T> {
     /// The values, read by the host, after synchronizing the buffer's context
     /// (`cuCtxSynchronize`) so that no work queued before is still running.
     ///
+    /// Only on a device with concurrent managed access
+    /// ([`MemoryModel::concurrent_managed_access`]): on a device without it, the host
+    /// may touch no managed memory while *any* kernel of the device runs (Programming
+    /// Guide 4.1.2), and a kernel launched while the slice lives (one that never names
+    /// this buffer included) would fault the host thread on a live `&[T]`. No borrow can
+    /// keep unrelated launches away, so the view is refused there; such a device's host
+    /// access is the `unsafe` [`host_unchecked`](Self::host_unchecked), under the
+    /// guide's rule.
+    ///
     /// # Errors
-    /// Driver errors of the synchronization (including earlier asynchronous work's).
+    /// [`Error::InvalidArgument`] on a device without concurrent managed access; driver
+    /// errors of the synchronization (including earlier asynchronous work's).
     #[doc(alias = "cuCtxSynchronize")]
     pub fn host(&mut self) -> Result<&[T]>
     where
         T: Pod,
     {
+        self.ensure_concurrent_access()?;
         self.ctx.synchronize()?;
         // SAFETY: the context's work has finished and `&mut self` keeps new work naming
         // the buffer from being made while the slice lives (see the module docs).
         Ok(unsafe { self.host_unchecked() })
     }
 
-    /// The values, for the host to write, after synchronizing the buffer's context.
+    /// The values, for the host to write, after synchronizing the buffer's context;
+    /// only on a device with concurrent managed access, as [`host`](Self::host).
     ///
     /// # Errors
     /// As [`host`](Self::host).
@@ -360,9 +375,24 @@ impl<T: Copy> ManagedBuffer<T> {
     where
         T: Pod,
     {
+        self.ensure_concurrent_access()?;
         self.ctx.synchronize()?;
         // SAFETY: as in `host`; `&mut self` makes the slice unique.
         Ok(unsafe { core::slice::from_raw_parts_mut(self.host_ptr(), self.len) })
+    }
+
+    /// Refuses host views on a device without concurrent managed access (see
+    /// [`host`](Self::host)).
+    fn ensure_concurrent_access(&self) -> Result<()> {
+        let attr = cuda_sys::CUdevice_attribute::CU_DEVICE_ATTRIBUTE_CONCURRENT_MANAGED_ACCESS;
+        if self.ctx.device().attribute(attr)? == 0 {
+            return Err(Error::InvalidArgument(
+                "ManagedBuffer::host/host_mut: the device has no concurrent managed access, \
+                 so any kernel launched while a host view lives would fault it; use \
+                 host_unchecked with no kernel of the device running",
+            ));
+        }
+        Ok(())
     }
 
     /// The values, read by the host, without synchronizing.

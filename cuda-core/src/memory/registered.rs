@@ -7,22 +7,49 @@
 //! exclusively for its whole life: the memory can be neither freed, moved, nor touched
 //! by Rust code while the device may use it.
 //!
+//! # A scope, not a guard
+//! The safe form is [`HostRegistration::scope`], as `std::thread::scope`: the
+//! registration lives on the scope's own stack and its closure sees only a reference, so
+//! the borrow of the slice cannot end before the scope has waited for the device work
+//! that used the range, whatever the closure leaks (`mem::forget` of a reference or a
+//! part ends nothing early). A registration returned by value (the `unsafe`
+//! [`HostRegistration::new`]) could be forgotten, ending the borrow with a copy into the
+//! range still queued: its waiting drop is then the caller's promise.
+//!
 //! ```compile_fail,E0505
 //! # fn f(ctx: &cudadrv::Context) -> cudadrv::Result<()> {
 //! use cudadrv::memory::registered::{HostRegisterFlags, HostRegistration};
 //! let mut data = vec![0u32; 1024];
-//! let reg = HostRegistration::new(ctx, &mut data, HostRegisterFlags::DEVICE_MAP)?;
-//! drop(data); // error: `data` is borrowed by the registration
-//! # drop(reg); Ok(()) }
+//! HostRegistration::scope(ctx, &mut data, HostRegisterFlags::DEVICE_MAP, |reg| {
+//!     drop(data); // error: `data` is borrowed by the registration
+//!     Ok(())
+//! })
+//! # }
 //! ```
 //!
-//! ```compile_fail,E0502
+//! ```compile_fail,E0499
 //! # fn f(ctx: &cudadrv::Context) -> cudadrv::Result<()> {
 //! use cudadrv::memory::registered::{HostRegisterFlags, HostRegistration};
 //! let mut data = vec![0u32; 1024];
-//! let reg = HostRegistration::new(ctx, &mut data, HostRegisterFlags::empty())?;
-//! data.push(1); // error: a registered Vec cannot grow (it would move)
-//! # drop(reg); Ok(()) }
+//! HostRegistration::scope(ctx, &mut data, HostRegisterFlags::empty(), |reg| {
+//!     data.push(1); // error: a registered Vec can be neither touched nor grown
+//!     Ok(())
+//! })
+//! # }
+//! ```
+//!
+//! The registration cannot leave its scope:
+//!
+//! ```compile_fail,E0521
+//! # fn f(ctx: &cudadrv::Context) -> cudadrv::Result<()> {
+//! use cudadrv::memory::registered::{HostRegisterFlags, HostRegistration};
+//! let mut data = vec![0u32; 1024];
+//! let mut kept = None;
+//! HostRegistration::scope(ctx, &mut data, HostRegisterFlags::empty(), |reg| {
+//!     kept = Some(reg); // error: the reference cannot escape the closure
+//!     Ok(())
+//! })?;
+//! # Ok(()) }
 //! ```
 //!
 //! # Pages, not bytes
@@ -37,7 +64,7 @@
 //! borrows its slice exclusively). `hw_memory` checks all three on the H100.
 //!
 //! # Ending a registration
-//! Dropping a registration that was used by device work (a copy through
+//! Ending a registration that was used by device work (a copy through
 //! [`HostRegistration::copy_from_device_async`] and friends, or its mapped pointer
 //! taken) first synchronizes its context (`cuCtxSynchronize`), so no copy or kernel of
 //! that context still reaches the pages when they are unpinned and handed back to Rust.
@@ -75,8 +102,9 @@ crate::flags::flags! {
     }
 }
 
-/// A host range pinned by `cuMemHostRegister`, unpinned on drop (`cuMemHostUnregister`).
-/// It borrows the slice for `'a`, exclusively. See the [module docs](self).
+/// A host range pinned by `cuMemHostRegister`, unpinned when its scope ends
+/// (`cuMemHostUnregister`). It borrows the slice for `'a`, exclusively. See the
+/// [module docs](self).
 ///
 /// ```no_run
 /// # fn main() -> cudadrv::Result<()> {
@@ -86,11 +114,10 @@ crate::flags::flags! {
 /// let stream = Stream::non_blocking(&ctx)?;
 /// let mut data: Vec<u32> = (0..1024).collect(); // memory the program already owns
 /// let mut on_device = DeviceBuffer::<u32>::new(&ctx, 1024)?;
-/// {
-///     let reg = HostRegistration::new(&ctx, &mut data, HostRegisterFlags::empty())?;
+/// HostRegistration::scope(&ctx, &mut data, HostRegisterFlags::empty(), |reg| {
 ///     reg.copy_to_device_async(&mut on_device, &stream)?; // asynchronous, safe
-///     reg.copy_from_device_async(&on_device, &stream)?;
-/// } // unregistered: waits for the copies first
+///     reg.copy_from_device_async(&on_device, &stream)
+/// })?; // unregistered: waits for the copies first
 /// assert_eq!(data[5], 5);
 /// # Ok(()) }
 /// ```
@@ -122,18 +149,58 @@ impl<T: Copy> core::fmt::Debug for HostRegistration<'_, T> {
 }
 
 impl<'a, T: Copy> HostRegistration<'a, T> {
-    /// `cuMemHostRegister`: pins `data` (its whole pages, see the module docs) with
-    /// `flags`, in `ctx`.
+    /// `cuMemHostRegister` of `data` (its whole pages, see the module docs) with `flags`,
+    /// in `ctx`, for the duration of `f`; then, once `f` has returned or while a panic
+    /// unwinds through it, `cuCtxSynchronize` (if device work used the range) and
+    /// `cuMemHostUnregister`.
+    ///
+    /// Returns what `f` returned, or the first error of the synchronization and the
+    /// unregistration.
     ///
     /// # Errors
     /// [`Error::InvalidArgument`] for an empty slice; driver errors:
     /// `CUDA_ERROR_HOST_MEMORY_ALREADY_REGISTERED` for bytes registered already (through
     /// another API), `CUDA_ERROR_NOT_SUPPORTED` for
     /// [`HostRegisterFlags::READ_ONLY`] where the device does not support it,
-    /// `CUDA_ERROR_INVALID_VALUE` for memory that cannot be pinned.
+    /// `CUDA_ERROR_INVALID_VALUE` for memory that cannot be pinned; `f`'s error; errors
+    /// of the synchronization (an error of the asynchronous work) or the unregistration.
     #[doc(alias = "cuMemHostRegister")]
     #[doc(alias = "cudaHostRegister")]
-    pub fn new(ctx: &Context, data: &'a mut [T], flags: HostRegisterFlags) -> Result<Self> {
+    #[doc(alias = "cuMemHostUnregister")]
+    pub fn scope<R>(
+        ctx: &Context,
+        data: &'a mut [T],
+        flags: HostRegisterFlags,
+        f: impl FnOnce(&HostRegistration<'a, T>) -> Result<R>,
+    ) -> Result<R> {
+        // SAFETY: the registration stays on this frame and is ended here, after `f`, or
+        // dropped by the unwinding of a panic of `f` (both wait for the device work that
+        // used it); `f` sees only a reference, which cannot leave the closure, so no code
+        // can leak the registration itself.
+        let reg = unsafe { Self::new(ctx, data, flags)? };
+        let out = f(&reg);
+        let ended = reg.end();
+        match (out, ended) {
+            (Err(e), _) | (Ok(_), Err(e)) => Err(e),
+            (Ok(v), Ok(())) => Ok(v),
+        }
+    }
+
+    /// `cuMemHostRegister`: pins `data` (its whole pages, see the module docs) with
+    /// `flags`, in `ctx`, until the registration is dropped. The safe form is
+    /// [`scope`](Self::scope).
+    ///
+    /// # Safety
+    /// The registration must be dropped (or [`end`](Self::end)ed), not leaked, before the
+    /// borrow of `data` ends, if any device work may use the range: its asynchronous
+    /// copies are safe only because the drop waits for them, and `mem::forget` would end
+    /// the borrow with a copy into the range still queued.
+    ///
+    /// # Errors
+    /// As [`scope`](Self::scope), before `f`.
+    #[doc(alias = "cuMemHostRegister")]
+    #[doc(alias = "cudaHostRegister")]
+    pub unsafe fn new(ctx: &Context, data: &'a mut [T], flags: HostRegisterFlags) -> Result<Self> {
         let bytes = byte_len::<T>(data.len())?;
         if bytes == 0 {
             return Err(Error::InvalidArgument(
@@ -351,6 +418,41 @@ impl<T: Copy> RegisteredPart<'_, '_, T> {
         let (base, _) = self.reg.device_side();
         // In bounds: checked by `part`.
         (base.wrapping_add(self.range.start), self.range.len())
+    }
+}
+
+impl<T: Copy> HostRegistration<'_, T> {
+    /// Ends the registration: `cuCtxSynchronize` if device work may have used the range,
+    /// then `cuMemHostUnregister`, returning the first error (the drop does the same and
+    /// hands errors to the drop-error sink).
+    ///
+    /// # Errors
+    /// Errors of the synchronization (an error of the asynchronous work) or of
+    /// `cuMemHostUnregister`.
+    #[doc(alias = "cuMemHostUnregister")]
+    pub fn end(self) -> Result<()> {
+        let mut this = core::mem::ManuallyDrop::new(self);
+        let r = this.unregister();
+        // SAFETY: `this` is not used again and its drop does not run: its context handle
+        // is released here, once.
+        unsafe { core::ptr::drop_in_place(&mut this.ctx) };
+        r
+    }
+
+    /// The synchronization (if used) and `cuMemHostUnregister`; the first error.
+    fn unregister(&self) -> Result<()> {
+        let g = self.ctx.enter()?;
+        let synced = if self.used.load(Ordering::Acquire) {
+            // SAFETY: no arguments; the context is current.
+            unsafe { drv!(g.cu, cuCtxSynchronize()) }
+        } else {
+            Ok(())
+        };
+        // SAFETY: registered by `new`, unregistered once (by `end` or the drop); the
+        // context's work that used it has finished, or failed with an error that stops
+        // the context's work.
+        let unregistered = unsafe { drv!(g.cu, cuMemHostUnregister(self.ptr.cast::<c_void>())) };
+        synced.and(unregistered)
     }
 }
 
