@@ -56,6 +56,9 @@ fn main() {
             every_handle_from_another_thread,
             created_context_from_another_thread,
             sixteen_threads_share_one_context,
+            host_only_safe_declarations_are_refused,
+            forgotten_region_keeps_its_host_buffer,
+            registration_scope_outlasts_a_forgotten_reference,
         ],
     );
 }
@@ -1041,4 +1044,131 @@ fn fork_join_capture_records_both_streams() -> TestResult {
         check(back.iter().all(|&x| x == v), || format!("expected {v}"))?;
     }
     Ok(())
+}
+
+/// Host-only `safe fn` declarations (never compiled for the device) that the third audit
+/// launched safely: one named like the project's `unsafe` kernel `write_value(u32*, u32)`
+/// (a safe launch then wrote wherever its pointer value said), and `typed_iota` with
+/// 8-byte elements (the device build's are 4 bytes). The first loads untrusted and its
+/// safe launch is refused before the driver; the second does not load. The honest
+/// declaration of `typed_iota` is trusted and runs.
+mod impostors {
+    cuda_core::kernel! {
+        /// The device's `write_value` is an `unsafe fn`: no safe-body marker.
+        pub safe fn write_value(out: *mut u32, value: u32) {}
+    }
+    cuda_core::kernel! {
+        /// The device's `typed_iota` takes `DeviceSliceMut<u32>`.
+        pub safe fn typed_iota(out: cuda_core::kernel::DeviceSliceMut<u64>, base: u32) {}
+    }
+}
+
+fn host_only_safe_declarations_are_refused() -> TestResult {
+    use cuda_core::kernel::{self, KernelModule, TypedKernel};
+    require_gpu()?;
+    let ctx = ctx()?;
+    let module = KernelModule::load(&ctx, &ptx::TRUSTED)?;
+    let twin: TypedKernel<impostors::write_value> = module.kernel()?;
+    check(!twin.is_trusted(), || {
+        "a host-only safe declaration of an unsafe kernel was trusted".into()
+    })?;
+    let victim = DeviceBuffer::<u32>::zeroed(&ctx, 1)?;
+    let stream = Stream::non_blocking(&ctx)?;
+    let refused = kernel::scope(&ctx, |s| {
+        let lane = s.lane(&stream)?;
+        lane.launch(
+            &twin,
+            &LaunchConfig::new(1, 1),
+            (victim.as_raw() as *mut u32, 0xBAD_u32),
+        )
+    });
+    check(matches!(refused, Err(Error::InvalidArgument(_))), || {
+        format!("the impostor's launch: {refused:?}")
+    })?;
+    let mut word = [1u32];
+    victim.copy_to_host(&mut word)?;
+    check_eq(word[0], 0, "the buffer the impostor named")?;
+    let variant = TypedKernel::<impostors::typed_iota>::new(&module);
+    check(matches!(variant, Err(Error::InvalidArgument(_))), || {
+        format!("an element-type variant loaded: {variant:?}")
+    })?;
+    let honest: TypedKernel<cuda_workspace::typed::typed_iota> = module.kernel()?;
+    check(honest.is_trusted(), || "the real declaration".into())?;
+    let mut out = DeviceBuffer::<u32>::zeroed(&ctx, 256)?;
+    kernel::scope(&ctx, |s| {
+        s.lane(&stream)?
+            .launch(&honest, &LaunchConfig::new(1, 256), (&mut out, 5u32))
+    })?;
+    let mut got = vec![0u32; 256];
+    out.copy_to_host(&mut got)?;
+    check(
+        got.iter().enumerate().all(|(i, &v)| v == 5 + 3 * i as u32),
+        || "typed_iota through the trusted handle".into(),
+    )?;
+    println!("    impostor untrusted and refused, element variant refused at load, real one ran");
+    Ok(())
+}
+
+/// A region with a device-to-host copy queued behind a long kernel, forgotten
+/// (`mem::forget`) mid-flight: the bound buffer is the region's (taken by value), so it
+/// leaks with it; host memory allocated afterwards is never written by the pending copy.
+fn forgotten_region_keeps_its_host_buffer() -> TestResult {
+    use cuda_core::graph::Region;
+    require_gpu()?;
+    const N: usize = 1 << 22;
+    let ctx = ctx()?;
+    let k = kernels(&ctx)?;
+    let mut stream = Stream::non_blocking(&ctx)?;
+    let src = DeviceBuffer::<u32>::zeroed(&ctx, N)?;
+    let host = PinnedHostBuffer::<u32>::zeroed(&ctx, N)?;
+    let mut region = Region::new(&ctx);
+    let out = region.bind_host(host);
+    region.run(&mut stream, |r| {
+        for _ in 0..8 {
+            let cfg = LaunchConfig::new(1024, 256);
+            // SAFETY: fill(u32*, u32) writes N words of `src`, alive until the end of
+            // this test (after the synchronization below).
+            unsafe { r.launch(&k.fill, &cfg, &(src.as_arg(), N as u32))? };
+        }
+        r.copy_to_host(out, &src)
+    })?;
+    std::mem::forget(region);
+    // New pinned and pageable memory while the copy may be pending: untouched.
+    let fresh = PinnedHostBuffer::<u32>::zeroed(&ctx, N)?;
+    let plain = vec![0u32; N];
+    ctx.synchronize()?;
+    check(fresh.iter().all(|&v| v == 0), || {
+        "pinned memory allocated after the forget was written".into()
+    })?;
+    check(plain.iter().all(|&v| v == 0), || {
+        "a Vec allocated after the forget was written".into()
+    })?;
+    Ok(())
+}
+
+/// `HostRegistration::scope`: references and parts forgotten inside the closure end
+/// nothing; the scope waits for the device-to-host copy before the `Vec` is the host's.
+fn registration_scope_outlasts_a_forgotten_reference() -> TestResult {
+    use cuda_core::memory::registered::{HostRegisterFlags, HostRegistration};
+    require_gpu()?;
+    const N: usize = 1 << 22;
+    let ctx = ctx()?;
+    let k = kernels(&ctx)?;
+    let stream = Stream::non_blocking(&ctx)?;
+    let src = DeviceBuffer::<u32>::zeroed(&ctx, N)?;
+    let mut data = vec![0u32; N];
+    HostRegistration::scope(&ctx, &mut data, HostRegisterFlags::empty(), |reg| {
+        for _ in 0..8 {
+            fill(&k, &src, &stream)?;
+        }
+        reg.copy_from_device_async(&src, &stream)?;
+        // All a closure can forget: a part, and its reference (a no-op, which is the
+        // point: the registration itself is out of its reach).
+        #[allow(clippy::forget_non_drop)]
+        std::mem::forget(reg.part(0..N)?);
+        #[allow(forgetting_references)]
+        std::mem::forget(reg);
+        Ok(())
+    })?;
+    check_filled(&data, "the Vec after the scope")
 }

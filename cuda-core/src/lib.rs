@@ -484,6 +484,45 @@ types named above are documented by `cargo doc` on a host target.
 "
 )]
 //!
+//! # Safety rules every safe API follows
+//! Safe code never reaches undefined behaviour, whatever the driver keeps after a call
+//! returns and whatever the program leaks. Four rules, each broken once and seen on a GPU:
+//!
+//! 1. **Leaks are safe.** `mem::forget` is safe code, so no SAFETY argument rests on a
+//!    destructor running. Work that outlives a call is tied to a closure scope (as
+//!    `kernel::scope` and `memory::registered::HostRegistration::scope`: the closure
+//!    sees references only, and the scope waits before the borrows end), to memory owned
+//!    by value (a `graph::Region` owns the pinned buffers its copies
+//!    write, `bind_host`), or to a driver rule checked on the GPU (a
+//!    free waits for its context's work; `hw_promises`). Forms that cannot be made so
+//!    are `unsafe` (`DeviceBuffer::copy_to_host_async`, `HostRegistration::new`).
+//!    Where this crate's types wait in their drop, that is for tidiness only. Under
+//!    Miri, `mock_async` (a mock driver whose copies land later, on other threads)
+//!    forgets what a registration scope hands out and frees a buffer mid-copy, and
+//!    `mock_kernels` leaks lanes and `Owned` handles; `hw_soundness` forgets a region
+//!    with a copy pending on the GPU.
+//! 2. **No borrow laundering.** No public safe function turns a borrowed buffer into a
+//!    value (address, slice, parameter) that outlives the borrow *and that a safe API
+//!    accepts*: the kernel-argument conversions are sealed and run only inside
+//!    `kernel::Lane::launch`, and a [`kernel::DeviceSlice`] / [`kernel::DeviceSliceMut`]
+//!    (or a struct holding one: [`args::DeviceRepr::PLAIN`]) is never a value argument
+//!    of a safe launch. Raw addresses (`as_raw`, `as_arg`) are for interop and reach the
+//!    driver only through `unsafe` calls.
+//! 3. **Closed doors.** A public trait through which user types reach the driver or a
+//!    launch (addresses, lengths, contexts, kernel parameters, element sizes) is sealed
+//!    (`memory::batch::BatchSide`, `tensor_map::TensorElement`, `kernel::Arg`,
+//!    `kernel::Args`) or `unsafe` ([`args::DeviceRepr`], [`args::KernelArgs`],
+//!    [`kernel::Element`], `memory::Pod`, `kernel::SafeKernel`).
+//! 4. **Local trust roots.** An `unsafe` promise covers what its caller can see at the
+//!    call, never declarations written later or elsewhere: a safe kernel is trusted
+//!    because its device build emitted a marker with its parameter fingerprint, checked
+//!    when the kernel is loaded (`kernel::SafeKernel`), not because a host declaration
+//!    says `safe fn`; `kernel::KernelPtx::new` promises only what its text contains.
+//!    What the compiler did not check on the device is not safe on the host.
+//!
+//! Lifetime rules have compile-fail tests (the `compile_fail` examples in these docs),
+//! and every SAFETY argument that relies on the driver is probed on the GPU.
+//!
 //! # Unsafe policy
 //! Every `unsafe` block carries a `// SAFETY:` comment naming the invariant it relies on;
 //! every public `unsafe fn` documents its contract under `# Safety`. Raw driver calls are

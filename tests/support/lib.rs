@@ -288,8 +288,8 @@ pub mod ptx {
 
     /// [`KERNELS`] as the trust root of safe launches of the `kernel!` declarations in
     /// ptx/src/typed.rs ([`crate::typed`]).
-    // SAFETY: kernels.ptx is built by `cargo xtask ptx` from ptx/src, whose typed.rs is
-    // the file `crate::typed` includes: the same declarations on both sides.
+    // SAFETY: kernels.ptx is the PTX rustc produced from ptx/src (`cargo xtask ptx`):
+    // every `__cudadrv_safe_*` global in it comes from a `kernel!` safe declaration.
     pub static TRUSTED: cuda_core::kernel::KernelPtx =
         unsafe { cuda_core::kernel::KernelPtx::new(KERNELS) };
 }

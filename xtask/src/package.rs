@@ -52,6 +52,7 @@ pub(crate) const MOCK_SUITES: &[&str] = &[
     "mock_green",
     "mock_kernels",
     "mock_region",
+    "mock_async",
 ];
 
 /// Dependencies that would mean a build needs libclang or the CUDA headers.

@@ -405,6 +405,7 @@ pub fn run_all(root: &Path) -> R {
         &["-p", "cuda-workspace", "--test", "mock_green"][..],
         &["-p", "cuda-workspace", "--test", "mock_kernels"][..],
         &["-p", "cuda-workspace", "--test", "mock_region"][..],
+        &["-p", "cuda-workspace", "--test", "mock_async"][..],
     ] {
         run(crate::ptx::toolchain_cargo(root, "nightly")
             .env("CUDA_SYS_INCLUDE", &include)

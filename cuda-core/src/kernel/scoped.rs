@@ -514,13 +514,20 @@ use sealed::Token;
 /// # use cudadrv::{Context, DeviceBuffer, Stream};
 /// # use cudadrv::kernel::{self, DeviceSliceMut, TypedKernel};
 /// # cudadrv::kernel! { pub safe fn fill(out: DeviceSliceMut<u32>) {} }
-/// # fn f(ctx: &Context, k: &TypedKernel<fill>, stream: &Stream) -> cudadrv::Result<()> {
-/// # let laundered: DeviceSliceMut<u32> = unimplemented!();
-/// kernel::scope(ctx, |s| {
-///     // error: `DeviceSliceMut` is not a plain value (a post-monomorphization
-///     // error: "a slice or handle is not a value argument")
-///     s.lane(stream)?.launch(k, &cudadrv::LaunchConfig::new(1, 256), (laundered,))
-/// })
+/// fn f(
+///     ctx: &Context,
+///     k: &TypedKernel<fill>,
+///     stream: &Stream,
+///     laundered: DeviceSliceMut<u32>,
+/// ) -> cudadrv::Result<()> {
+///     kernel::scope(ctx, |s| {
+///         // error: `DeviceSliceMut` is not a plain value (when the launch is built:
+///         // "a slice or handle is not a value argument")
+///         s.lane(stream)?.launch(k, &cudadrv::LaunchConfig::new(1, 256), (laundered,))
+///     })
+/// }
+/// # fn main() {
+/// #     let _ = f as fn(&Context, &TypedKernel<fill>, &Stream, DeviceSliceMut<u32>) -> _;
 /// # }
 /// ```
 ///

