@@ -53,7 +53,13 @@ mod impostors {
 /// The mock's stand-in for PTX built from the declarations above.
 // SAFETY: the mock module's `scale` and `follow` are these declarations (the mock driver
 // runs nothing).
-static PTX: KernelPtx = unsafe { KernelPtx::new(".version 8.0\n.target sm_90\n") };
+static PTX: KernelPtx = unsafe {
+    KernelPtx::new(
+        ".version 8.0\n.target sm_90\n\
+         .visible .global .align 8 .b8 __cudadrv_safe_scale[8];\n\
+         .visible .global .align 8 .b8 __cudadrv_safe_follow[8];\n",
+    )
+};
 
 const SCALE: usize = 0xF1;
 const FOLLOW: usize = 0xF2;

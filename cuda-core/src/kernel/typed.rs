@@ -107,6 +107,9 @@ impl KernelPtx {
 #[derive(Clone, Debug)]
 pub struct KernelModule {
     module: Module,
+    /// The PTX it was loaded from: a marker absent from the text is not looked up (the
+    /// driver's `CUDA_ERROR_NOT_FOUND` would show in a user's sanitizer run).
+    text: &'static str,
 }
 
 impl KernelModule {
@@ -118,6 +121,7 @@ impl KernelModule {
     pub fn load(ctx: &Context, ptx: &KernelPtx) -> Result<Self> {
         Ok(Self {
             module: Module::from_ptx(ctx, ptx.text)?,
+            text: ptx.text,
         })
     }
 
@@ -169,7 +173,7 @@ impl<K: Kernel> TypedKernel<K> {
     pub fn new(module: &KernelModule) -> Result<Self> {
         let f = module.module.function_cstr(K::NAME)?;
         f.verify_args::<K::Params>()?;
-        let trusted = has_safe_body::<K>(&module.module)?;
+        let trusted = has_safe_body::<K>(&module.module, module.text)?;
         Ok(Self {
             f,
             trusted,
@@ -271,7 +275,7 @@ impl<K: Kernel> core::fmt::Debug for TypedKernel<K> {
 /// Whether `module`'s device build marked `K::NAME` as the entry point of a `safe`
 /// declaration with `K::Params`' fingerprint: the global `__cudadrv_safe_<name>` (see
 /// [`SafeKernel`]). A name too long for the stack buffer is never trusted.
-fn has_safe_body<K: Kernel>(module: &Module) -> Result<bool> {
+fn has_safe_body<K: Kernel>(module: &Module, text: &str) -> Result<bool> {
     const PREFIX: &[u8] = b"__cudadrv_safe_";
     let name = K::NAME.to_bytes();
     let mut buf = [0u8; 256];
@@ -287,6 +291,18 @@ fn has_safe_body<K: Kernel>(module: &Module) -> Result<bool> {
     let Ok(marker) = CStr::from_bytes_until_nul(&buf) else {
         return Ok(false);
     };
+    // Only a marker the text declares is asked of the driver: a kernel without one (an
+    // `unsafe fn` or extern kernel) is untrusted without a failing driver call.
+    let Ok(name) = marker.to_str() else {
+        return Ok(false);
+    };
+    let ident = |c: char| c.is_ascii_alphanumeric() || c == '_' || c == '$';
+    let declared = text
+        .match_indices(name)
+        .any(|(at, _)| !text[at + name.len()..].starts_with(ident));
+    if !declared {
+        return Ok(false);
+    }
     match module.read_global_u64(marker)? {
         None => Ok(false),
         Some(sig) if sig == <K::Params as KernelArgs>::SIGNATURE => Ok(true),
