@@ -32,7 +32,7 @@ pub unsafe trait DeviceRepr: Copy {
     /// Alignment of the type as a kernel parameter on the device, in bytes.
     const DEVICE_ALIGN: usize;
     /// Whether a value of the type may be handed to a safe launch as it is
-    /// ([`kernel::scope`](crate::kernel::scope)): it holds no device address, length or
+    /// (`kernel::scope`): it holds no device address, length or
     /// handle that the device would use to reach memory or other objects. `true` for
     /// numbers, `bool`, vector types, raw pointers (a safe kernel body cannot dereference
     /// them) and arrays and [`kernel_struct!`](crate::kernel_struct) types made only of
