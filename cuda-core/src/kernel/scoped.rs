@@ -341,7 +341,7 @@ impl<'s> Lane<'s> {
     ///
     /// # Errors
     /// [`Error::InvalidArgument`] for a handle made by [`TypedKernel::from_module`]
-    /// (its code is not known to be the declaration's) or from a [`KernelModule`]
+    /// (its code is not known to be the declaration's) or from a [`KernelModule`](super::KernelModule)
     /// without the kernel's safe-body marker (see [`SafeKernel`]), a configuration naming another
     /// stream, an [`Owned`] bound to another lane, or a programmatic (PDL) attribute for
     /// a kernel not declared `dependent`; [`Error::ContextMismatch`] for a kernel or
