@@ -98,6 +98,17 @@ unsafe extern "C" fn cu_memcpy_dtoh(dst: *mut c_void, src: CUdeviceptr, n: usize
     unsafe { std::ptr::copy_nonoverlapping(s, dst.cast::<u8>(), n) };
     OK
 }
+/// Queues a copy of `n` bytes from `src` to `dst` for the copy engine (see [`later`]).
+fn queue_copy(what: &str, dst: *mut u8, src: *mut u8, n: usize) {
+    log(format!("{what} queued {n}"));
+    let (d, s) = (HostPtr(dst), HostPtr(src));
+    later(move || {
+        let (d, s) = (d, s);
+        // SAFETY (of the mock): the device side is a live allocation (frees wait for
+        // this thread); the host side is what the crate promised stays valid.
+        unsafe { std::ptr::copy_nonoverlapping(s.0, d.0, n) }
+    });
+}
 unsafe extern "C" fn cu_memcpy_dtoh_async(
     dst: *mut c_void,
     src: CUdeviceptr,
@@ -107,14 +118,7 @@ unsafe extern "C" fn cu_memcpy_dtoh_async(
     let Some(s) = device_ptr(src, n) else {
         return CUresult::CUDA_ERROR_INVALID_VALUE;
     };
-    log(format!("dtoh queued {n}"));
-    let (d, s) = (HostPtr(dst.cast()), HostPtr(s));
-    later(move || {
-        let (d, s) = (d, s);
-        // SAFETY (of the mock): the device side is a live allocation (frees wait for
-        // this thread); the host side is what the crate promised stays valid.
-        unsafe { std::ptr::copy_nonoverlapping(s.0, d.0, n) }
-    });
+    queue_copy("dtoh", dst.cast(), s, n);
     OK
 }
 unsafe extern "C" fn cu_memcpy_htod_async(
@@ -126,13 +130,7 @@ unsafe extern "C" fn cu_memcpy_htod_async(
     let Some(d) = device_ptr(dst, n) else {
         return CUresult::CUDA_ERROR_INVALID_VALUE;
     };
-    log(format!("htod queued {n}"));
-    let (d, s) = (HostPtr(d), HostPtr(src.cast_mut().cast()));
-    later(move || {
-        let (d, s) = (d, s);
-        // SAFETY (of the mock): as above, the other way.
-        unsafe { std::ptr::copy_nonoverlapping(s.0, d.0, n) }
-    });
+    queue_copy("htod", d, src.cast_mut().cast(), n);
     OK
 }
 unsafe extern "C" fn cu_stream_sync(_: CUstream) -> CUresult {
@@ -160,16 +158,8 @@ unsafe extern "C" fn cu_host_unregister(_p: *mut c_void) -> CUresult {
     OK
 }
 
-fn mock_entry(name: &str) -> *mut c_void {
-    macro_rules! entries {
-        ($($c:literal => $f:expr),* $(,)?) => {
-            match name {
-                $($c => $f as *mut c_void,)*
-                _ => std::ptr::null_mut(),
-            }
-        };
-    }
-    entries! {
+entry_table! {
+    fn mock_entry {
         "cuMemAlloc" => cu_mem_alloc as unsafe extern "C" fn(_, _) -> _,
         "cuMemFree" => cu_mem_free as unsafe extern "C" fn(_) -> _,
         "cuMemcpyHtoD" => cu_memcpy_htod as unsafe extern "C" fn(_, _, _) -> _,

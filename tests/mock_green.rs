@@ -13,7 +13,7 @@
 mod mock_common;
 use mock_common::*;
 
-use std::ffi::{c_int, c_uint, c_ulonglong, c_void};
+use std::ffi::{c_int, c_uint, c_ulonglong};
 
 use cuda_core::green::{
     self, GreenContext, GroupParams, ResourceDesc, SmPartition, SmResource, Workqueue,
@@ -261,16 +261,8 @@ unsafe extern "C" fn cu_ctx_get_id(c: CUcontext, id: *mut c_ulonglong) -> CUresu
     OK
 }
 
-fn mock_entry(name: &str) -> *mut c_void {
-    macro_rules! entries {
-        ($($c:literal => $f:expr),* $(,)?) => {
-            match name {
-                $($c => $f as *mut c_void,)*
-                _ => std::ptr::null_mut(),
-            }
-        };
-    }
-    entries! {
+entry_table! {
+    fn mock_entry {
         "cuDriverGetVersion" => cu_driver_get_version as unsafe extern "C" fn(_) -> _,
         "cuDeviceGetDevResource" => cu_device_get_dev_resource as unsafe extern "C" fn(_, _, _) -> _,
         "cuCtxGetDevResource" => cu_ctx_get_dev_resource as unsafe extern "C" fn(_, _, _) -> _,

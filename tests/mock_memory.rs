@@ -290,16 +290,8 @@ unsafe extern "C" fn cu_pointer_get_attribute(
     OK
 }
 
-fn mock_entry(name: &str) -> *mut c_void {
-    macro_rules! entries {
-        ($($c:literal => $f:expr),* $(,)?) => {
-            match name {
-                $($c => $f as *mut c_void,)*
-                _ => std::ptr::null_mut(),
-            }
-        };
-    }
-    entries! {
+entry_table! {
+    fn mock_entry {
         "cuDeviceGetCount" => cu_device_get_count as unsafe extern "C" fn(_) -> _,
         "cuDeviceGetAttribute" => cu_device_get_attribute as unsafe extern "C" fn(_, _, _) -> _,
         "cuStreamSynchronize" => cu_stream_sync as unsafe extern "C" fn(_) -> _,

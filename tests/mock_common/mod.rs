@@ -16,6 +16,22 @@ use cuda_sys::{
     CUcontext, CUdevice, CUevent, CUjit_option, CUmodule, CUresult, CUstream, DriverApi, Library,
 };
 
+/// Defines `fn $name(name: &str) -> *mut c_void`: the listed driver entries by name,
+/// null for the others (a suite's own table, or the shared one below).
+macro_rules! entry_table {
+    ($(#[$m:meta])* fn $fname:ident { $($c:literal => $f:expr),* $(,)? }) => {
+        $(#[$m])*
+        fn $fname(name: &str) -> *mut std::ffi::c_void {
+            match name {
+                $($c => $f as *mut std::ffi::c_void,)*
+                _ => std::ptr::null_mut(),
+            }
+        }
+    };
+}
+#[allow(unused_imports)] // suites with their own tables (mock_region) use the rest only
+pub(crate) use entry_table;
+
 /// `CUDA_SUCCESS`.
 pub const OK: CUresult = CUresult::CUDA_SUCCESS;
 /// The primary context's handle.
@@ -121,17 +137,9 @@ pub unsafe extern "C" fn cu_module_unload(_: CUmodule) -> CUresult {
     OK
 }
 
-/// The shared entries by name (null for the others).
-fn common_entry(name: &str) -> *mut c_void {
-    macro_rules! entries {
-        ($($c:literal => $f:expr),* $(,)?) => {
-            match name {
-                $($c => $f as *mut c_void,)*
-                _ => std::ptr::null_mut(),
-            }
-        };
-    }
-    entries! {
+entry_table! {
+    /// The shared entries by name (null for the others).
+    fn common_entry {
         "cuInit" => cu_init as unsafe extern "C" fn(_) -> _,
         "cuDeviceGet" => cu_device_get as unsafe extern "C" fn(_, _) -> _,
         "cuDevicePrimaryCtxRetain" => cu_primary_retain as unsafe extern "C" fn(_, _) -> _,
