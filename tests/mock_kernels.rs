@@ -48,6 +48,14 @@ mod impostors {
         /// Declared `safe` here; the module's `raw_fill` is not a safe body.
         pub safe fn raw_fill(out: DeviceSliceMut<u32>) {}
     }
+    /// `scale` claimed `dependent` (so PDL launches would be accepted): the device
+    /// build's `scale` does not wait for its predecessor.
+    pub mod waiting {
+        use cuda_core::kernel::{DeviceSlice, DeviceSliceMut};
+        cuda_core::kernel! {
+            pub safe dependent fn scale(a: DeviceSlice<f32>, out: DeviceSliceMut<f32>, k: f32) {}
+        }
+    }
 }
 
 /// The mock's stand-in for PTX built from the declarations above.
@@ -144,11 +152,18 @@ unsafe extern "C" fn cu_module_get_global(
     }
     OK
 }
-/// Reads a marker: the fingerprints the device builds of `scale` and `follow` record.
+/// What the device build of `K`'s declaration records in its marker.
+fn marker<K: Kernel>() -> u64 {
+    kernel::__safe_marker(
+        <K::Params as KernelArgs>::SIGNATURE,
+        K::WAITS_FOR_DEPENDENCY,
+    )
+}
+/// Reads a marker: what the device builds of `scale` and `follow` record.
 unsafe extern "C" fn cu_memcpy_dtoh(dst: *mut c_void, src: CUdeviceptr, n: usize) -> CUresult {
     let value = match (src, n) {
-        (SCALE_MARKER, 8) => <<scale as Kernel>::Params as KernelArgs>::SIGNATURE,
-        (FOLLOW_MARKER, 8) => <<follow as Kernel>::Params as KernelArgs>::SIGNATURE,
+        (SCALE_MARKER, 8) => marker::<scale>(),
+        (FOLLOW_MARKER, 8) => marker::<follow>(),
         _ => return CUresult::CUDA_ERROR_INVALID_VALUE,
     };
     unsafe { dst.cast::<u64>().write_unaligned(value) };
@@ -231,16 +246,8 @@ unsafe extern "C" fn cu_launch_kernel_ex(
     OK
 }
 
-fn mock_entry(name: &str) -> *mut c_void {
-    macro_rules! entries {
-        ($($c:literal => $f:expr),* $(,)?) => {
-            match name {
-                $($c => $f as *mut c_void,)*
-                _ => std::ptr::null_mut(),
-            }
-        };
-    }
-    entries! {
+entry_table! {
+    fn mock_entry {
         "cuStreamSynchronize" => cu_stream_sync as unsafe extern "C" fn(_) -> _,
         "cuStreamIsCapturing" => cu_stream_is_capturing as unsafe extern "C" fn(_, _) -> _,
         "cuEventRecord" => cu_event_record as unsafe extern "C" fn(_, _) -> _,
@@ -299,8 +306,13 @@ fn typed_kernels_and_scopes_against_a_mock_driver() {
 fn host_only_declarations(ctx: &Context, module: &KernelModule) {
     let variant = TypedKernel::<impostors::scale>::new(module);
     assert!(
-        matches!(&variant, Err(Error::InvalidArgument(m)) if m.contains("other parameter types")),
+        matches!(&variant, Err(Error::InvalidArgument(m)) if m.contains("differs from the host")),
         "{variant:?}"
+    );
+    let waiting = TypedKernel::<impostors::waiting::scale>::new(module);
+    assert!(
+        matches!(&waiting, Err(Error::InvalidArgument(_))),
+        "{waiting:?}"
     );
     let twin: TypedKernel<impostors::raw_fill> = module.kernel().unwrap();
     assert!(!twin.is_trusted());

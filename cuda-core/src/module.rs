@@ -485,35 +485,25 @@ impl Module {
         })?
     }
 
-    /// The 8-byte global `name` read back to the host (`cuModuleGetGlobal` then
-    /// `cuMemcpyDtoH`), or `None` when the module has no global of that name. A global
-    /// of another size is [`Error::InvalidArgument`].
-    pub(crate) fn read_global_u64(&self, name: &CStr) -> Result<Option<u64>> {
+    /// The value of an 8-byte global of this module (found with
+    /// [`global`](Self::global)), read back to the host with `cuMemcpyDtoH`. A global of
+    /// another size is [`Error::InvalidArgument`].
+    pub(crate) fn read_u64(&self, global: Global) -> Result<u64> {
+        if global.size != 8 {
+            return Err(Error::InvalidArgument("the global is not 8 bytes"));
+        }
         let g = self.inner.ctx.enter()?;
-        let (mut ptr, mut size) = (0, 0);
-        // SAFETY: live module, NUL-terminated name, valid out-pointers; the context is
-        // current.
-        let found = unsafe {
+        let mut value = 0u64;
+        // SAFETY: `global` is 8 bytes of this module (callers pass what `global` found),
+        // alive while the module is borrowed; `value` is 8 writable host bytes; the
+        // context is current.
+        unsafe {
             drv!(
                 g.cu,
-                cuModuleGetGlobal(&mut ptr, &mut size, self.inner.raw, name.as_ptr())
-            )
+                cuMemcpyDtoH(ptr::from_mut(&mut value).cast(), global.ptr, 8)
+            )?
         };
-        match found {
-            Ok(()) => {}
-            Err(e) if e.is(CUresult::CUDA_ERROR_NOT_FOUND) => return Ok(None),
-            Err(e) => return Err(e),
-        }
-        if size != 8 {
-            return Err(Error::InvalidArgument(
-                "a safe-kernel marker global is not 8 bytes",
-            ));
-        }
-        let mut value = 0u64;
-        // SAFETY: `ptr` is the module's global of 8 bytes (checked), alive while the
-        // module is borrowed; `value` is 8 writable host bytes; the context is current.
-        unsafe { drv!(g.cu, cuMemcpyDtoH(ptr::from_mut(&mut value).cast(), ptr, 8))? };
-        Ok(Some(value))
+        Ok(value)
     }
 
     /// `cuModuleGetFunctionCount`: the number of functions in the module.

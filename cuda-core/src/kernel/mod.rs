@@ -86,6 +86,16 @@ pub use scoped::{Arg, Args, Lane, MAX_LANES, Owned, Scope, scope};
 #[cfg(not(target_arch = "nvptx64"))]
 pub use typed::{Kernel, KernelModule, KernelPtx, SafeKernel, TypedKernel};
 
+/// The value of a safe kernel's marker global (`__cudadrv_safe_<name>`, see
+/// [`kernel!`](crate::kernel!)): the parameter list's fingerprint with whether the entry
+/// point waits for its predecessor (`dependent`), so a host declaration that differs in
+/// either is not trusted.
+#[doc(hidden)]
+#[must_use]
+pub const fn __safe_marker(params: u64, waits_for_dependency: bool) -> u64 {
+    crate::args::signature_mix(params, waits_for_dependency as u64)
+}
+
 /// `name` with its NUL (for [`kernel!`](crate::kernel!)'s `Kernel::NAME`).
 #[doc(hidden)]
 #[must_use]
@@ -103,7 +113,8 @@ pub const fn __cstr(with_nul: &'static str) -> &'static core::ffi::CStr {
 /// Forms:
 /// - `pub safe fn name(params) { body }`: the body is compiled under
 ///   `#[forbid(unsafe_code)]`, and the device build emits the marker global
-///   `__cudadrv_safe_<name>` (the parameter list's fingerprint); the host half implements
+///   `__cudadrv_safe_<name>` (the parameter list's fingerprint and whether the kernel is
+///   `dependent`); the host half implements
 ///   [`SafeKernel`], so launches in a [`kernel::scope`](scope()) are safe once
 ///   [`TypedKernel::new`] has found the marker in the loaded module.
 /// - `pub safe dependent fn name(params) { body }`: as `safe fn`, and the entry point
@@ -156,7 +167,7 @@ macro_rules! kernel {
         $(#[$meta:meta])*
         $vis:vis safe fn $name:ident ( $($p:ident : $t:ty),* $(,)? ) $body:block
     ) => {
-        $crate::kernel!(@device_safe [$(#[$meta])*] $vis $name ($($p: $t),*) {} $body);
+        $crate::kernel!(@device_safe [$(#[$meta])*] $vis $name ($($p: $t),*) false {} $body);
         $crate::kernel!(@host [$(#[$meta])*] $vis $name ($($t),*) false);
         #[cfg(not(target_arch = "nvptx64"))]
         // SAFETY: the host half of a `safe` declaration; its device half (compiled under
@@ -169,7 +180,7 @@ macro_rules! kernel {
         $vis:vis safe dependent fn $name:ident ( $($p:ident : $t:ty),* $(,)? ) $body:block
     ) => {
         $crate::kernel!(
-            @device_safe [$(#[$meta])*] $vis $name ($($p: $t),*)
+            @device_safe [$(#[$meta])*] $vis $name ($($p: $t),*) true
             { $crate::device::grid_dependency_wait(); } $body
         );
         $crate::kernel!(@host [$(#[$meta])*] $vis $name ($($t),*) true);
@@ -194,7 +205,7 @@ macro_rules! kernel {
         $crate::kernel!(@host [$(#[$meta])*] $vis $name ($($t),*) false);
     };
     (@device_safe [$(#[$meta:meta])*] $vis:vis $name:ident ($($p:ident : $t:ty),*)
-        { $($prologue:tt)* } $body:block) => {
+        $waits:literal { $($prologue:tt)* } $body:block) => {
         #[cfg(target_arch = "nvptx64")]
         $(#[$meta])*
         #[unsafe(no_mangle)]
@@ -207,12 +218,16 @@ macro_rules! kernel {
         }
 
         // The safe-body marker: only this device build of a `safe` declaration emits it,
-        // with the fingerprint of the parameter list; `TypedKernel::new` looks it up.
+        // with the fingerprint of the parameter list and the `dependent` flag;
+        // `TypedKernel::new` looks it up.
         #[cfg(target_arch = "nvptx64")]
         const _: () = {
             #[unsafe(export_name = ::core::concat!("__cudadrv_safe_", ::core::stringify!($name)))]
             #[used]
-            static SAFE_BODY: u64 = <($($t,)*) as $crate::args::KernelArgs>::SIGNATURE;
+            static SAFE_BODY: u64 = $crate::kernel::__safe_marker(
+                <($($t,)*) as $crate::args::KernelArgs>::SIGNATURE,
+                $waits,
+            );
         };
     };
     (@host [$(#[$meta:meta])*] $vis:vis $name:ident ($($t:ty),*) $waits:literal) => {

@@ -50,11 +50,13 @@ pub trait Kernel {
 /// The trait alone makes nothing launchable: a declaration compiled only for the host
 /// has no device body, and its name could match any kernel of a module. The device build
 /// of a `safe fn` also emits a global `__cudadrv_safe_<name>` holding the fingerprint of
-/// its parameter list ([`KernelArgs::SIGNATURE`]); [`TypedKernel::new`] looks it up in
-/// the [`KernelModule`] and accepts the handle for safe launches only when it is there
-/// and equals the host declaration's fingerprint. A host-only `safe fn` whose name
-/// matches an `unsafe fn` kernel, or whose slice element types or mutability differ from
-/// the device build's, is never launched safely.
+/// its parameter list ([`KernelArgs::SIGNATURE`]) mixed with whether it is `dependent`;
+/// [`TypedKernel::new`] looks it up in the [`KernelModule`] and accepts the handle for
+/// safe launches only when it is there and equals the host declaration's value. A
+/// host-only `safe fn` whose name matches an `unsafe fn` kernel, or whose slice element
+/// types, mutability or `dependent` flag differ from the device build's, is never
+/// launched safely (a host-only `dependent` would let a PDL launch read its
+/// predecessor's output early).
 ///
 /// # Safety
 /// An implementation promises that `Self` is the host half of a `safe` declaration
@@ -166,8 +168,8 @@ impl<K: Kernel> TypedKernel<K> {
     /// [`Error::Layout`](crate::Error::Layout) naming the first parameter whose offset or
     /// size differs (or a count difference); `cuFuncGetParamInfo` failures;
     /// [`Error::InvalidArgument`](crate::Error::InvalidArgument) when the module's marker
-    /// for the kernel records other parameter types than the declaration (same layout,
-    /// other element types or mutability).
+    /// for the kernel records another declaration (same layout, other element types or
+    /// mutability, or another `dependent` flag).
     #[doc(alias = "cuModuleGetFunction")]
     #[doc(alias = "cuFuncGetParamInfo")]
     pub fn new(module: &KernelModule) -> Result<Self> {
@@ -273,42 +275,41 @@ impl<K: Kernel> core::fmt::Debug for TypedKernel<K> {
 }
 
 /// Whether `module`'s device build marked `K::NAME` as the entry point of a `safe`
-/// declaration with `K::Params`' fingerprint: the global `__cudadrv_safe_<name>` (see
-/// [`SafeKernel`]). A name too long for the stack buffer is never trusted.
+/// declaration with `K`'s marker value ([`__safe_marker`](super::__safe_marker) of the
+/// parameter fingerprint and the `dependent` flag): the global `__cudadrv_safe_<name>`
+/// (see [`SafeKernel`]). Only a marker the PTX text declares is asked of the driver, so
+/// a kernel without one (an `unsafe fn` or extern kernel) is untrusted without a failing
+/// driver call. A name too long for the stack buffer is never trusted.
 fn has_safe_body<K: Kernel>(module: &Module, text: &str) -> Result<bool> {
     const PREFIX: &[u8] = b"__cudadrv_safe_";
     let name = K::NAME.to_bytes();
     let mut buf = [0u8; 256];
-    let len = PREFIX.len() + name.len();
-    let Some(dst) = buf.get_mut(..len) else {
+    let Some(joined) = buf.get_mut(..PREFIX.len() + name.len()) else {
         return Ok(false);
     };
-    if len >= 256 {
-        return Ok(false);
-    }
-    dst[..PREFIX.len()].copy_from_slice(PREFIX);
-    dst[PREFIX.len()..].copy_from_slice(name);
-    let Ok(marker) = CStr::from_bytes_until_nul(&buf) else {
-        return Ok(false);
-    };
-    // Only a marker the text declares is asked of the driver: a kernel without one (an
-    // `unsafe fn` or extern kernel) is untrusted without a failing driver call.
-    let Ok(name) = marker.to_str() else {
+    joined[..PREFIX.len()].copy_from_slice(PREFIX);
+    joined[PREFIX.len()..].copy_from_slice(name);
+    let Ok(marker) = core::str::from_utf8(joined) else {
         return Ok(false);
     };
     let ident = |c: char| c.is_ascii_alphanumeric() || c == '_' || c == '$';
     let declared = text
-        .match_indices(name)
-        .any(|(at, _)| !text[at + name.len()..].starts_with(ident));
+        .match_indices(marker)
+        .any(|(at, _)| !text[at + marker.len()..].starts_with(ident));
     if !declared {
         return Ok(false);
     }
-    match module.read_global_u64(marker)? {
-        None => Ok(false),
-        Some(sig) if sig == <K::Params as KernelArgs>::SIGNATURE => Ok(true),
-        Some(_) => Err(crate::Error::InvalidArgument(
-            "the module's device build of this safe kernel has other parameter types \
-             (slice element size or mutability) than the host declaration",
-        )),
+    let value = module.read_u64(module.global(marker)?)?;
+    let expected = super::__safe_marker(
+        <K::Params as KernelArgs>::SIGNATURE,
+        K::WAITS_FOR_DEPENDENCY,
+    );
+    if value == expected {
+        Ok(true)
+    } else {
+        Err(crate::Error::InvalidArgument(
+            "the module's device build of this safe kernel differs from the host \
+             declaration (parameter types, slice element size or mutability, or `dependent`)",
+        ))
     }
 }
