@@ -494,7 +494,9 @@ types named above are documented by `cargo doc` on a host target.
 //!    sees references only, and the scope waits before the borrows end), to memory owned
 //!    by value (a `graph::Region` owns the pinned buffers its copies
 //!    write, `bind_host`), or to a driver rule checked on the GPU (a
-//!    free waits for its context's work; `hw_promises`). Forms that cannot be made so
+//!    free waits for the work of its own context, and only of it, so every safe call
+//!    that queues work on a stream refuses streams of another context: `hw_promises`,
+//!    `hw_soundness`). Forms that cannot be made so
 //!    are `unsafe` (`DeviceBuffer::copy_to_host_async`, `HostRegistration::new`).
 //!    Where this crate's types wait in their drop, that is for tidiness only. Under
 //!    Miri, `mock_async` (a mock driver whose copies land later, on other threads)
@@ -518,7 +520,11 @@ types named above are documented by `cargo doc` on a host target.
 //!    because its device build emitted a marker with its parameter fingerprint, checked
 //!    when the kernel is loaded (`kernel::SafeKernel`), not because a host declaration
 //!    says `safe fn`; `kernel::KernelPtx::new` promises only what its text contains.
-//!    What the compiler did not check on the device is not safe on the host.
+//!    What the compiler did not check on the device is not safe on the host. On the
+//!    device too: [`device::MBarrier::from_shared_addr`] promises the storage and its
+//!    initialization, and each arrival or tx-count change (and each asynchronous remote
+//!    write of [`device::RemoteShared`]) is `unsafe` on its own, because only its call
+//!    site can see whether the phase still expects it.
 //!
 //! Lifetime rules have compile-fail tests (the `compile_fail` examples in these docs),
 //! and every SAFETY argument that relies on the driver is probed on the GPU.

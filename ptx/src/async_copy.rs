@@ -253,7 +253,8 @@ pub unsafe extern "ptx-kernel" fn acp_cp_async_sizes(src: *const u32, dst: *mut 
             src.add(32 + 2 * t).cast::<[u32; 2]>(),
         );
     }
-    bar.cp_async_arrive_noinc();
+    // SAFETY: the barrier expects 32 arrivals per phase, this `.noinc` one per thread.
+    unsafe { bar.cp_async_arrive_noinc() };
     cursor.wait();
     // SAFETY: words `96 + 4t .. 100 + 4t` (16-byte aligned) are below 224; no thread
     // touches them until phase 1 completes.
@@ -263,7 +264,8 @@ pub unsafe extern "ptx-kernel" fn acp_cp_async_sizes(src: *const u32, dst: *mut 
             src.add(96 + 4 * t).cast::<[u32; 4]>(),
         );
     }
-    bar.cp_async_arrive_noinc();
+    // SAFETY: the barrier expects 32 arrivals per phase, this `.noinc` one per thread.
+    unsafe { bar.cp_async_arrive_noinc() };
     cursor.wait();
     for j in 0..7 {
         let w = t + 32 * j;
@@ -311,7 +313,8 @@ pub unsafe extern "ptx-kernel" fn acp_cp_async_arrive_inc(src: *const u32, dst: 
         );
     }
     bar.cp_async_arrive();
-    bar.arrive().wait();
+    // SAFETY: the barrier expects 32 arrivals per phase, one per thread.
+    unsafe { bar.arrive() }.wait();
     for j in 0..4 {
         let w = t + 32 * j;
         // SAFETY: `w < 128`; the phase completed after every copy landed.
@@ -460,7 +463,9 @@ pub unsafe extern "ptx-kernel" fn acp_bulk_pipeline(
                         load.copy_bytes(buf, from, bytes);
                     }
                 }
-                let _ = load.arrive();
+                // SAFETY: `full` expects one arrival per phase, this producer thread's;
+                // the phase's tx is these copies' bytes.
+                let _ = unsafe { load.arrive() };
                 cur.advance();
                 tile += step;
             }
@@ -531,7 +536,9 @@ pub unsafe extern "ptx-kernel" fn acp_bulk_pipeline(
                     v += 32 * consumers;
                 }
             }
-            let _ = cur.empty().arrive();
+            // SAFETY: `empty` expects `32 * consumers` arrivals per phase, one from each
+            // consumer thread, once per stage round.
+            let _ = unsafe { cur.empty().arrive() };
             cur.advance();
             tile += step;
         }
@@ -619,7 +626,9 @@ pub unsafe extern "ptx-kernel" fn acp_bulk_store(
             // every thread is past its last access (the barrier before that store);
             // `src + offset` is readable for `tile_bytes` and 16-aligned (contract).
             unsafe { load.copy_bytes(buf.cast::<u8>(), src.cast::<u8>().add(offset), bytes) };
-            let _ = load.arrive();
+            // SAFETY: the barrier expects one arrival per phase, this thread's; the
+            // phase's tx is the copy's bytes.
+            let _ = unsafe { load.arrive() };
         }
         full.wait();
         let mut v = tid;
@@ -704,7 +713,9 @@ pub unsafe extern "ptx-kernel" fn acp_tma_2d_transpose(tmap_in: *const u8, tmap_
         // SAFETY: `tile_in` is a 128-aligned 4 KiB shared tile, the size of the map's
         // box; nobody touches it until the barrier completes.
         unsafe { load.tile(tile_in, map_in, [x0, y0]) };
-        let _ = load.arrive();
+        // SAFETY: the barrier expects one arrival per phase, this thread's; the phase's
+        // tx is the tile's bytes.
+        let _ = unsafe { load.arrive() };
     }
     bar.phase_cursor().wait();
     let src = tile_in.cast::<u32>();
@@ -765,7 +776,9 @@ unsafe fn load_tile(map: TensorMapRef, x: i32, y: i32, out: *mut u32) {
         // fenced for the async proxy and ordered before this by the barrier in
         // `init_single_bar`; nobody touches the tile until the barrier completes.
         unsafe { load.tile(tile, map, [x, y]) };
-        let _ = load.arrive();
+        // SAFETY: the barrier expects one arrival per phase, this thread's; the phase's
+        // tx is the tile's bytes.
+        let _ = unsafe { load.arrive() };
     }
     bar.phase_cursor().wait();
     let mut e = tid;
@@ -853,7 +866,9 @@ pub unsafe extern "ptx-kernel" fn acp_tma_im2col_1d(
             // before this by the barrier; nobody touches the column until the phase
             // completes.
             unsafe { load.im2col(column, map, ([0, start_w, start_n], [k as u16])) };
-            let _ = load.arrive();
+            // SAFETY: the barrier expects one arrival per phase, this thread's; the
+            // phase's tx is the column's bytes.
+            let _ = unsafe { load.arrive() };
         }
         cursor.wait();
         let mut e = tid;
@@ -1012,7 +1027,9 @@ pub unsafe extern "ptx-kernel" fn acp_tma_multicast(tmap: *const u8, out: *mut u
         // above); neither CTA exits before both copies completed (cluster barrier
         // below, after each CTA's wait).
         unsafe { load.tile_multicast(half, map, [0, (rank * 16) as i32], 0b11) };
-        let _ = load.arrive();
+        // SAFETY: each CTA's barrier expects one arrival, its thread 0's; its tx is the
+        // bytes both halves land in it.
+        let _ = unsafe { load.arrive() };
     }
     bar.phase_cursor().wait_acquire(Scope::Cluster);
     let words = tile.cast::<u32>();
@@ -1069,7 +1086,9 @@ pub unsafe extern "ptx-kernel" fn acp_expect_tx_wrong(
     // bytes; the barrier's phase expects these bytes (and 256 more, completed below on
     // timeout) and nothing touches `buf` before it completes.
     unsafe { bulk_load(buf, src.cast(), COPIED, bar) };
-    let _ = bar.arrive_expect_tx(Scope::Cta, 2 * COPIED.get());
+    // SAFETY: the barrier expects one arrival, this (only) thread's; the tx of 512 is
+    // half completed by the copy and half below.
+    let _ = unsafe { bar.arrive_expect_tx(Scope::Cta, 2 * COPIED.get()) };
     let mut cursor = bar.phase_cursor();
     let start = globaltimer();
     let mut timed_out = false;
@@ -1080,7 +1099,8 @@ pub unsafe extern "ptx-kernel" fn acp_expect_tx_wrong(
         }
     }
     if timed_out {
-        bar.complete_tx(COPIED.get());
+        // SAFETY: the phase still expects these 256 of its 512 tx units.
+        unsafe { bar.complete_tx(COPIED.get()) };
         cursor.wait();
     }
     // SAFETY: `status` writable for one word (contract).

@@ -104,7 +104,8 @@ pub unsafe extern "ptx-kernel" fn cluster_mbarrier(out: *mut u32) {
 
     if tid == 0 {
         // SAFETY: `rank < n <= 8` slots; rank 0 is in the cluster and stays resident
-        // until the final cluster barrier; the store happens before the release arrive.
+        // until the final cluster barrier; the store happens before the release arrive,
+        // which is this CTA's one arrival on rank 0's barrier (it expects one per CTA).
         unsafe {
             let slot = cluster_slots().as_mut_ptr().add(rank as usize);
             map_shared_rank(slot, 0).write_volatile(block + 1);

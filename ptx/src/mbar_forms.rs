@@ -118,8 +118,7 @@ unsafe fn script(out: *mut u32) {
     }
 
     // SAFETY: `forms_bar` is an 8-byte aligned u64 in shared memory used only as this
-    // barrier; this thread initializes it before any other use and is its only user;
-    // the script below never over-arrives and keeps tx-counts small.
+    // barrier; this thread initializes it before any other use and is its only user.
     let bar = unsafe { MBarrier::from_ptr(forms_bar().as_mut_ptr()) };
     // SAFETY: sole user, count in range.
     unsafe { bar.init(4) };
@@ -129,11 +128,14 @@ unsafe fn script(out: *mut u32) {
     // Phase 0.
     // SAFETY: 3 more arrivals are needed after this one, so it does not complete.
     put(0, unsafe { bar.arrive_no_complete(1) }.pending_count());
-    put(1, bar.arrive_release(Scope::Cta, 1).pending_count());
-    let token = bar.arrive_release(Scope::Cluster, 1);
+    // SAFETY (every arrival and tx change below): this thread is the barrier's only
+    // user and follows the counts written at each phase: 4 arrivals per phase (the
+    // barrier's count), tx-counts of at most 48.
+    put(1, unsafe { bar.arrive_release(Scope::Cta, 1) }.pending_count());
+    let token = unsafe { bar.arrive_release(Scope::Cluster, 1) };
     put(2, u32::from(token.test_wait()));
     put(3, u32::from(cursor.test_wait()));
-    bar.as_cluster().arrive();
+    unsafe { bar.as_cluster().arrive() };
     let mut token = token;
     while let Err(t) = token.try_wait_acquire(Scope::Cluster, Some(1000)) {
         token = t;
@@ -142,15 +144,17 @@ unsafe fn script(out: *mut u32) {
     put(5, u32::from(cursor.test_wait()));
 
     // Phase 1: tx 16 + 16 + 8 + 8 = 48, arrivals 1 + 2 + 1 = 4.
-    bar.as_cluster().expect_tx(Scope::Cta, 16);
-    bar.as_cluster().expect_tx(Scope::Cluster, 16);
-    bar.expect_tx(Scope::Cluster, 8);
-    let token = bar.arrive_expect_tx(Scope::Cluster, 8);
-    let token2 = bar.arrive_count(2);
-    bar.as_cluster().arrive_count(1);
+    unsafe {
+        bar.as_cluster().expect_tx(Scope::Cta, 16);
+        bar.as_cluster().expect_tx(Scope::Cluster, 16);
+        bar.expect_tx(Scope::Cluster, 8);
+    }
+    let token = unsafe { bar.arrive_expect_tx(Scope::Cluster, 8) };
+    let token2 = unsafe { bar.arrive_count(2) };
+    unsafe { bar.as_cluster().arrive_count(1) };
     put(6, u32::from(token2.test_wait()));
     put(7, u32::from(cursor.try_wait_acquire(Scope::Cta, Some(1))));
-    bar.as_cluster().complete_tx(48);
+    unsafe { bar.as_cluster().complete_tx(48) };
     cursor.wait_acquire(Scope::Cluster);
     put(8, cursor.parity());
     let mut token = token;
@@ -160,7 +164,7 @@ unsafe fn script(out: *mut u32) {
     put(9, 1);
 
     // Phase 2.
-    let token = bar.arrive();
+    let token = unsafe { bar.arrive() };
     put(10, token.pending_count());
     put(11, u32::from(cursor.try_wait_hint(1)));
     let token = match token.try_wait() {
@@ -173,7 +177,7 @@ unsafe fn script(out: *mut u32) {
             Some(t)
         }
     };
-    let _ = bar.arrive_count(3);
+    let _ = unsafe { bar.arrive_count(3) };
     cursor.wait();
     put(13, cursor.parity());
     if let Some(t) = token {

@@ -151,17 +151,23 @@ unsafe fn produce(lane: u32, phases: u32) {
         // barrier plus one lane's arrive.
         // SAFETY: `k < SLOTS`; barrier live.
         let full = unsafe { bar(k) };
+        // SAFETY (the arrivals and tx below): `full[k]` expects 64 arrivals per phase,
+        // this warp's 32 lanes once each and warp 3's 32 threads once each; phase `p`
+        // of the slot is not complete before lane 0's arrival, so its 256 tx units are
+        // raised and retired inside the phase (tx-count within range).
         if lane != 0 {
-            let _ = full.arrive();
+            let _ = unsafe { full.arrive() };
         } else if p % 2 == 0 {
             // Arrive (release) with +256 tx pending, then complete the tx.
-            let _ = full.arrive_expect_tx(Scope::Cta, SLOT_TX);
-            full.complete_tx(SLOT_TX);
+            let _ = unsafe { full.arrive_expect_tx(Scope::Cta, SLOT_TX) };
+            unsafe { full.complete_tx(SLOT_TX) };
         } else {
             // Raise and retire the tx-count, then arrive (release) last.
-            full.expect_tx(Scope::Cta, SLOT_TX);
-            full.complete_tx(SLOT_TX);
-            let _ = full.arrive();
+            unsafe {
+                full.expect_tx(Scope::Cta, SLOT_TX);
+                full.complete_tx(SLOT_TX);
+            }
+            let _ = unsafe { full.arrive() };
         }
     }
 }
@@ -183,9 +189,9 @@ unsafe fn consume(out: *mut u32, base: usize, warp: u32, lane: u32, phases: u32)
             1 => full[k as usize].wait(),
             2 => while !full[k as usize].test_wait() {},
             _ => {
-                // SAFETY: `k < SLOTS`; barrier live; warp 3's arrivals are part of
-                // `full`'s expected count.
-                let token: ArrivalToken = unsafe { bar(k) }.arrive();
+                // SAFETY: `k < SLOTS`; barrier live; warp 3's 32 arrivals, once per
+                // phase, are part of `full`'s expected 64.
+                let token: ArrivalToken = unsafe { bar(k).arrive() };
                 if !token.test_wait() {
                     let mut token = token;
                     while let Err(t) = token.try_wait_hint(20_000) {
@@ -211,11 +217,13 @@ unsafe fn consume(out: *mut u32, base: usize, warp: u32, lane: u32, phases: u32)
         };
         // SAFETY: `SLOTS + k < 2 * SLOTS`; barrier live.
         let empty = unsafe { bar(SLOTS + k) };
+        // SAFETY: `empty[k]` expects 96 arrivals per phase, one from each consumer
+        // thread; the producer waits for the phase before the slot's next round.
         if warp == 3 {
-            let _ = empty.arrive();
+            let _ = unsafe { empty.arrive() };
         } else {
             // Warps 1 and 2 use the count form, one arrival per thread.
-            let _ = empty.arrive_count(1);
+            let _ = unsafe { empty.arrive_count(1) };
         }
     }
 }

@@ -250,10 +250,14 @@ sm80_ptx70! {
         /// `cp.async` copies complete, the barrier receives one arrival that counts
         /// toward the phase's expected count (initialize the barrier counting these
         /// arrivals; the thread does not arrive again for them).
+        ///
+        /// # Safety
+        /// The current phase still expects one more arrival when the copies complete
+        /// (an arrival past the expected count is undefined behaviour).
         #[inline(always)]
-        pub fn cp_async_arrive_noinc(self) {
-            // SAFETY: the handle's contract makes the barrier live and keeps the phase's
-            // arrivals within its expected count.
+        pub unsafe fn cp_async_arrive_noinc(self) {
+            // SAFETY: the handle's contract makes the barrier live; the caller keeps the
+            // phase's arrivals within its expected count.
             unsafe { ptx_asm::cp_async_mbarrier_arrive_noinc(self.shared_addr()) }
         }
     }
@@ -845,15 +849,24 @@ sm90_ptx80! {
 
         /// `mbarrier.arrive.expect_tx.release.cta`: arms the barrier with the bytes of
         /// every copy issued through this builder and arrives once.
+        ///
+        /// # Safety
+        /// As [`MBarrier::arrive_expect_tx`]: the phase still expects this arrival, and
+        /// its tx-count stays in range with these bytes added.
         #[inline(always)]
-        pub fn arrive(self) -> ArrivalToken {
-            self.bar.arrive_expect_tx(Scope::Cta, self.tx)
+        pub unsafe fn arrive(self) -> ArrivalToken {
+            // SAFETY: forwarded to the caller.
+            unsafe { self.bar.arrive_expect_tx(Scope::Cta, self.tx) }
         }
 
         /// [`arrive`](Self::arrive) releasing at `scope`.
+        ///
+        /// # Safety
+        /// As [`arrive`](Self::arrive).
         #[inline(always)]
-        pub fn arrive_scoped(self, scope: Scope) -> ArrivalToken {
-            self.bar.arrive_expect_tx(scope, self.tx)
+        pub unsafe fn arrive_scoped(self, scope: Scope) -> ArrivalToken {
+            // SAFETY: forwarded to the caller.
+            unsafe { self.bar.arrive_expect_tx(scope, self.tx) }
         }
     }
 }

@@ -15,15 +15,19 @@
 //! // Each CTA of a 2-CTA cluster writes 64 words into its peer's `inbox`.
 //! let peer = cluster_cta_rank() ^ 1;
 //! let dst = unsafe { RemoteShared::map(inbox().as_mut_ptr(), 64, bar, peer) };
-//! let _ = dst.store(lane, value); // st.async, 4 bytes counted on the peer's `bar`
+//! // SAFETY: the peer armed `bar` with these 4 bytes per lane and waits for the phase
+//! // before it reads `inbox` or exits.
+//! let _ = unsafe { dst.store(lane, value) }; // st.async, 4 bytes counted on the peer's `bar`
 //! ```
 //!
 //! # Unsafe policy
-//! [`RemoteShared::map`] is `unsafe`: its contract (a live destination array and barrier,
-//! bytes the barrier's phase expects, a destination CTA that outlives the writes) makes
-//! the stores and reductions safe. The bulk reduction also reads this CTA's shared memory
-//! through the async proxy and is `unsafe`. Every `unsafe` block carries a `// SAFETY:`
-//! comment.
+//! [`RemoteShared::map`] is `unsafe`: its contract is what its caller sees at the call
+//! (the array's storage, the rank, an initialized destination barrier). Each store and
+//! reduction is `unsafe` too, with what only its own call site can check: the
+//! destination phase expects its bytes, nothing else touches the element until that
+//! phase completes, and the destination CTA is still running. The bulk reduction also
+//! reads this CTA's shared memory through the async proxy. Every `unsafe` block carries a
+//! `// SAFETY:` comment.
 
 use core::marker::PhantomData;
 
@@ -55,11 +59,11 @@ impl<T> RemoteShared<T> {
     /// - `local` points at `len` elements of `T` in this CTA's shared memory (a static
     ///   `shared_array!`, which every CTA of the kernel has at the same address),
     ///   naturally aligned; `rank` is less than the cluster's CTA count.
-    /// - In the CTA of rank `rank`, `bar` is a live mbarrier (the contract of
-    ///   [`MBarrier::in_cta`]) whose current phase expects, through `expect_tx`, every
-    ///   byte written through the result before it completes, and nothing reads or writes
-    ///   the array there by other means until that phase completes.
-    /// - That CTA does not exit before the phase completes.
+    /// - In the CTA of rank `rank`, `bar` is an initialized mbarrier, visible to this
+    ///   thread (the contract of [`MBarrier::in_cta`]).
+    ///
+    /// What each write needs (its bytes expected, the element left alone, the CTA still
+    /// running) is the `# Safety` of [`store`](RemoteShared::store) and the reductions.
     #[inline(always)]
     #[must_use]
     pub unsafe fn map(local: *mut T, len: u32, bar: MBarrier, rank: u32) -> Self {
@@ -114,11 +118,17 @@ impl RemoteShared<u32> {
     ///
     /// # Errors
     /// [`OutOfBounds`] when `i >= len` (nothing stored, nothing counted).
+    ///
+    /// # Safety
+    /// The destination barrier's current phase expects these 4 bytes (`expect_tx` in
+    /// that CTA), nothing reads or writes element `i` there by other means until the
+    /// phase completes, and that CTA does not exit before it completes.
     #[inline(always)]
-    pub fn store(&self, i: u32, v: u32) -> Result<(), OutOfBounds> {
+    pub unsafe fn store(&self, i: u32, v: u32) -> Result<(), OutOfBounds> {
         let dst = self.element(i)?;
-        // SAFETY: `dst` is element `i < len` of the mapped array; the `map` contract
-        // makes it and the barrier live and the bytes expected.
+        // SAFETY: `dst` is element `i < len` of the mapped array (`map`'s contract: the
+        // storage and an initialized barrier); the caller's contract makes the bytes
+        // expected, the element untouched and the CTA running.
         unsafe { ptx_asm::st_async_u32(dst, v, self.bar.cluster_addr()) };
         Ok(())
     }
@@ -128,8 +138,13 @@ impl RemoteShared<u32> {
     ///
     /// # Errors
     /// [`OutOfBounds`] when `i >= len`.
+    ///
+    /// # Safety
+    /// The destination barrier's current phase expects these 4 bytes (`expect_tx` in
+    /// that CTA), nothing reads or writes element `i` there by other means until the
+    /// phase completes, and that CTA does not exit before it completes.
     #[inline(always)]
-    pub fn reduce_add(&self, i: u32, v: u32) -> Result<(), OutOfBounds> {
+    pub unsafe fn reduce_add(&self, i: u32, v: u32) -> Result<(), OutOfBounds> {
         let dst = self.element(i)?;
         // SAFETY: as in `store`.
         unsafe { ptx_asm::red_async_add_u32(dst, v, self.bar.cluster_addr()) };
@@ -140,8 +155,13 @@ impl RemoteShared<u32> {
     ///
     /// # Errors
     /// [`OutOfBounds`] when `i >= len`.
+    ///
+    /// # Safety
+    /// The destination barrier's current phase expects these 4 bytes (`expect_tx` in
+    /// that CTA), nothing reads or writes element `i` there by other means until the
+    /// phase completes, and that CTA does not exit before it completes.
     #[inline(always)]
-    pub fn reduce_min(&self, i: u32, v: u32) -> Result<(), OutOfBounds> {
+    pub unsafe fn reduce_min(&self, i: u32, v: u32) -> Result<(), OutOfBounds> {
         let dst = self.element(i)?;
         // SAFETY: as in `store`.
         unsafe { ptx_asm::red_async_min_u32(dst, v, self.bar.cluster_addr()) };
@@ -152,8 +172,13 @@ impl RemoteShared<u32> {
     ///
     /// # Errors
     /// [`OutOfBounds`] when `i >= len`.
+    ///
+    /// # Safety
+    /// The destination barrier's current phase expects these 4 bytes (`expect_tx` in
+    /// that CTA), nothing reads or writes element `i` there by other means until the
+    /// phase completes, and that CTA does not exit before it completes.
     #[inline(always)]
-    pub fn reduce_max(&self, i: u32, v: u32) -> Result<(), OutOfBounds> {
+    pub unsafe fn reduce_max(&self, i: u32, v: u32) -> Result<(), OutOfBounds> {
         let dst = self.element(i)?;
         // SAFETY: as in `store`.
         unsafe { ptx_asm::red_async_max_u32(dst, v, self.bar.cluster_addr()) };
@@ -168,8 +193,8 @@ impl RemoteShared<u32> {
     /// [`OutOfBounds`] (the end index) when the range does not fit.
     ///
     /// # Safety
-    /// `src` points into this CTA's shared memory, 16-byte aligned, with `bytes`
-    /// readable; element `first` is 16-byte aligned; the threads that wrote `src` issued
+    /// As [`store`](RemoteShared::store) for the `bytes` written; and `src` points into
+    /// this CTA's shared memory, 16-byte aligned, with `bytes` readable; element `first` is 16-byte aligned; the threads that wrote `src` issued
     /// [`fence_proxy_async`](super::fence_proxy_async)`(Some(ProxySpace::SharedCta))`
     /// after their writes and a barrier orders them before this call; `src` is not
     /// written, and this CTA does not exit, before the destination's phase completes.
@@ -208,8 +233,13 @@ impl RemoteShared<u64> {
     ///
     /// # Errors
     /// [`OutOfBounds`] when `i >= len`.
+    ///
+    /// # Safety
+    /// The destination barrier's current phase expects these 8 bytes (`expect_tx` in
+    /// that CTA), nothing reads or writes element `i` there by other means until the
+    /// phase completes, and that CTA does not exit before it completes.
     #[inline(always)]
-    pub fn store(&self, i: u32, v: u64) -> Result<(), OutOfBounds> {
+    pub unsafe fn store(&self, i: u32, v: u64) -> Result<(), OutOfBounds> {
         let dst = self.element(i)?;
         // SAFETY: as for the `u32` store; the element is 8-byte aligned (`map`).
         unsafe { ptx_asm::st_async_u64(dst, v, self.bar.cluster_addr()) };

@@ -169,9 +169,9 @@ impl MBarrier {
     /// # Safety
     /// `rank` is less than [`cluster_cta_count`]; that CTA has initialized an mbarrier at
     /// this address, the initialization is visible to this thread
-    /// ([`fence_mbarrier_init`](super::fence_mbarrier_init) and a cluster barrier), the
-    /// contract of [`MBarrier::from_shared_addr`] holds for it, and that CTA does not
-    /// exit while this handle is used.
+    /// ([`fence_mbarrier_init`](super::fence_mbarrier_init) and a cluster barrier), and
+    /// the storage part of the contract of [`MBarrier::from_shared_addr`] holds for it.
+    /// That CTA still running, and the protocol, are the promises of each operation.
     #[inline(always)]
     #[must_use]
     pub unsafe fn in_cta(self, rank: u32) -> ClusterMBarrier {
@@ -200,30 +200,50 @@ impl ClusterMBarrier {
     /// `mbarrier.arrive.release.cluster.shared::cluster.b64 _, [addr], 1;`: one arrival,
     /// releasing this thread's prior writes (distributed shared memory included) to the
     /// cluster. Waiters should acquire at [`Scope::Cluster`].
+    ///
+    /// # Safety
+    /// The barrier's CTA has not exited (for another CTA's barrier: no CTA exits before a
+    /// cluster barrier after the last remote operation), and the current phase still expects one more arrival.
     #[inline(always)]
-    pub fn arrive(self) {
+    pub unsafe fn arrive(self) {
         // SAFETY: the handle's contract (from `as_cluster`/`in_cta`) makes the barrier
-        // live and reachable, and the arrival in protocol.
+        // an initialized one; the caller keeps its CTA running and the arrival in
+        // protocol.
         unsafe { ptx_asm::mbarrier_arrive_remote(self.addr, 1) }
     }
 
     /// `mbarrier.arrive.release.cluster.shared::cluster.b64 _, [addr], count;`.
+    ///
+    /// # Safety
+    /// The barrier's CTA has not exited (for another CTA's barrier: no CTA exits before a
+    /// cluster barrier after the last remote operation), and the current phase still expects `count` more arrivals (`count` in
+    /// `1..2^20`).
     #[inline(always)]
-    pub fn arrive_count(self, count: u32) {
+    pub unsafe fn arrive_count(self, count: u32) {
         // SAFETY: as in `arrive`.
         unsafe { ptx_asm::mbarrier_arrive_remote(self.addr, count) }
     }
 
     /// `mbarrier.expect_tx.relaxed.<scope>.shared::cluster.b64 [addr], tx;`.
+    ///
+    /// # Safety
+    /// The barrier's CTA has not exited (for another CTA's barrier: no CTA exits before a
+    /// cluster barrier after the last remote operation), and the current phase's tx-count stays within `-(2^20 - 1)..2^20` with `tx`
+    /// added.
     #[inline(always)]
-    pub fn expect_tx(self, scope: Scope, tx: u32) {
+    pub unsafe fn expect_tx(self, scope: Scope, tx: u32) {
         // SAFETY: as in `arrive`.
         unsafe { ptx_asm::mbarrier_expect_tx_cluster_space(self.addr, scope, tx) }
     }
 
     /// `mbarrier.complete_tx.relaxed.cluster.shared::cluster.b64 [addr], tx;`.
+    ///
+    /// # Safety
+    /// The barrier's CTA has not exited (for another CTA's barrier: no CTA exits before a
+    /// cluster barrier after the last remote operation), and the current phase's tx-count stays within `-(2^20 - 1)..2^20` with `tx`
+    /// taken away.
     #[inline(always)]
-    pub fn complete_tx(self, tx: u32) {
+    pub unsafe fn complete_tx(self, tx: u32) {
         // SAFETY: as in `arrive`.
         unsafe { ptx_asm::mbarrier_complete_tx(self.addr, tx) }
     }

@@ -39,13 +39,14 @@
 //!     }
 //!     unsafe { sync_threads() };
 //!     let slot = words().ptr(lane).unwrap();
+//!     // SAFETY (each arrive): 64 threads arrive once each in a phase expecting 64.
 //!     if tid < 32 {
 //!         // Producer: write, then arrive (the arrive releases the write).
 //!         unsafe { slot.write_volatile(1000 + tid) };
-//!         let _ = bar.arrive();
+//!         let _ = unsafe { bar.arrive() };
 //!     } else {
 //!         // Consumer: arrive, then wait for the phase (acquire), then read.
-//!         bar.arrive().wait();
+//!         unsafe { bar.arrive() }.wait();
 //!         unsafe { *out.add(lane) = slot.read_volatile() };
 //!     }
 //! }
@@ -60,7 +61,11 @@ use super::scope::Scope;
 ///
 /// Copyable: every thread that uses the barrier holds its own handle. Created with the
 /// `unsafe` [`from_shared_addr`](Self::from_shared_addr) or [`from_ptr`](Self::from_ptr),
-/// whose contract makes the other methods safe.
+/// whose contract (the storage, its initialization) makes the waits safe. Each arrival
+/// and tx-count change is `unsafe` on its own: the barrier's protocol (no phase receives
+/// more arrivals than it expects, tx-counts in range) is a property of each call, which
+/// its caller can check where it writes it, not a promise the handle's creator could
+/// make about calls written later or elsewhere.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct MBarrier {
     addr: u32,
@@ -76,10 +81,10 @@ impl MBarrier {
     /// - one thread has called [`init`](Self::init) on it, and that initialization is
     ///   visible to this thread (for example through [`sync_threads`](super::sync_threads)
     ///   or a fence plus cluster barrier) before any method other than `init` is called;
-    ///   it is not invalidated ([`inval`](Self::inval)) while in use;
-    /// - the threads follow the barrier's protocol: counts passed to arrives are in
-    ///   `1..2^20`, a phase never receives more arrivals than its expected count, and
-    ///   its tx-count stays within `-(2^20 - 1)..2^20`.
+    ///   it is not invalidated ([`inval`](Self::inval)) while in use.
+    ///
+    /// The protocol of arrivals and tx-counts is not part of this promise: each method
+    /// that arrives or changes the tx-count states it under its own `# Safety`.
     #[inline(always)]
     #[must_use]
     pub const unsafe fn from_shared_addr(addr: u32) -> Self {
@@ -140,9 +145,14 @@ impl MBarrier {
 
     /// `mbarrier.arrive.shared::cta.b64`: one arrival (release at CTA scope); the token
     /// names the phase it arrived in.
+    ///
+    /// # Safety
+    /// The current phase still expects at least one more arrival (an arrival past the expected count
+    /// is undefined behaviour).
     #[inline(always)]
-    pub fn arrive(self) -> ArrivalToken {
-        // SAFETY: the handle's contract makes the barrier live and the arrival in protocol.
+    pub unsafe fn arrive(self) -> ArrivalToken {
+        // SAFETY: the handle's contract makes the barrier live; the caller keeps the
+        // arrival in protocol.
         let state = unsafe { ptx_asm::mbarrier_arrive(self.addr) };
         ArrivalToken { bar: self, state }
     }
@@ -170,9 +180,14 @@ impl MBarrier {
 impl MBarrier {
     /// `mbarrier.arrive.shared::cta.b64 state, [addr], count;` (sm_90): `count`
     /// arrivals at once.
+    ///
+    /// # Safety
+    /// The current phase still expects at least `count` more arrivals (an arrival past the expected count
+    /// is undefined behaviour), and `count` is in `1..2^20`.
     #[inline(always)]
-    pub fn arrive_count(self, count: u32) -> ArrivalToken {
-        // SAFETY: the handle's contract makes the barrier live and `count` in protocol.
+    pub unsafe fn arrive_count(self, count: u32) -> ArrivalToken {
+        // SAFETY: the handle's contract makes the barrier live; the caller keeps `count`
+        // in protocol.
         let state = unsafe { ptx_asm::mbarrier_arrive_count(self.addr, count) };
         ArrivalToken { bar: self, state }
     }
@@ -187,9 +202,14 @@ impl MBarrier {
     /// `mbarrier.arrive.release.<scope>.shared::cta.b64 state, [addr], count;`: `count`
     /// arrivals releasing this thread's prior writes at `scope` (use
     /// [`Scope::Cluster`] when threads of other CTAs wait on what this thread wrote).
+    ///
+    /// # Safety
+    /// The current phase still expects at least `count` more arrivals (an arrival past the expected count
+    /// is undefined behaviour), and `count` is in `1..2^20`.
     #[inline(always)]
-    pub fn arrive_release(self, scope: Scope, count: u32) -> ArrivalToken {
-        // SAFETY: the handle's contract makes the barrier live and `count` in protocol.
+    pub unsafe fn arrive_release(self, scope: Scope, count: u32) -> ArrivalToken {
+        // SAFETY: the handle's contract makes the barrier live; the caller keeps `count`
+        // in protocol.
         let state = unsafe { ptx_asm::mbarrier_arrive_release(self.addr, scope, count) };
         ArrivalToken { bar: self, state }
     }
@@ -198,18 +218,28 @@ impl MBarrier {
     /// raises the phase's tx-count by `tx`, then arrives once. The phase completes only
     /// when `tx` units have been completed ([`complete_tx`](Self::complete_tx) or an
     /// async copy).
+    ///
+    /// # Safety
+    /// The current phase still expects at least one more arrival (an arrival past the expected count
+    /// is undefined behaviour), and its tx-count stays within `-(2^20 - 1)..2^20` with `tx`
+    /// added.
     #[inline(always)]
-    pub fn arrive_expect_tx(self, scope: Scope, tx: u32) -> ArrivalToken {
-        // SAFETY: the handle's contract makes the barrier live and the tx-count in range.
+    pub unsafe fn arrive_expect_tx(self, scope: Scope, tx: u32) -> ArrivalToken {
+        // SAFETY: the handle's contract makes the barrier live; the caller keeps the
+        // arrival and the tx-count in protocol.
         let state = unsafe { ptx_asm::mbarrier_arrive_expect_tx(self.addr, scope, tx) };
         ArrivalToken { bar: self, state }
     }
 
     /// `mbarrier.expect_tx.relaxed.<scope>.shared::cta.b64 [addr], tx;`: raises the
     /// current phase's tx-count by `tx` without arriving.
+    ///
+    /// # Safety
+    /// The current phase's tx-count stays within `-(2^20 - 1)..2^20` with `tx` added.
     #[inline(always)]
-    pub fn expect_tx(self, scope: Scope, tx: u32) {
-        // SAFETY: the handle's contract makes the barrier live and the tx-count in range.
+    pub unsafe fn expect_tx(self, scope: Scope, tx: u32) {
+        // SAFETY: the handle's contract makes the barrier live; the caller keeps the
+        // tx-count in range.
         unsafe { ptx_asm::mbarrier_expect_tx(self.addr, scope, tx) }
     }
 
@@ -218,10 +248,14 @@ impl MBarrier {
     /// of the executing CTA, so this works in a cluster of one): lowers the tx-count by
     /// `tx`, as an async copy's completion would. Relaxed: it releases nothing, so
     /// publish data with a release arrive.
+    ///
+    /// # Safety
+    /// The current phase's tx-count stays within `-(2^20 - 1)..2^20` with `tx` taken
+    /// away (the phase expects these units).
     #[inline(always)]
-    pub fn complete_tx(self, tx: u32) {
-        // SAFETY: the handle's contract makes the barrier live and the tx-count in range;
-        // this CTA is running, so its own barrier is reachable.
+    pub unsafe fn complete_tx(self, tx: u32) {
+        // SAFETY: the handle's contract makes the barrier live; the caller keeps the
+        // tx-count in range; this CTA is running, so its own barrier is reachable.
         unsafe { ptx_asm::mbarrier_complete_tx(self.addr, tx) }
     }
 }

@@ -429,6 +429,14 @@ impl Scratch<'_> {
 /// to: a cached executable is never launched again before its parameters are set to the
 /// current execution's. Host closures are owned by the graphs (CUDA user objects).
 ///
+/// The borrows alone do not make a region sound: a region can be forgotten
+/// (`mem::forget`), ending them while a launched graph is pending. What a pending graph
+/// may still touch is then covered by the driver's rules, probed on the GPU by
+/// `hw_promises` (a device buffer's free waits for its context's work; freeing pinned
+/// memory lets a pending read of it finish; a module unload lets a pending launch run),
+/// and the only host memory the graphs write is owned by the region
+/// ([`Region::bind_host`]), so it leaks with it.
+///
 /// ```compile_fail,E0505
 /// # fn f(ctx: &cudadrv::Context) -> cudadrv::Result<()> {
 /// use cudadrv::{DeviceBuffer, Stream, graph::Region};
@@ -586,7 +594,7 @@ static REGION_IDS: AtomicUsize = AtomicUsize::new(1);
 
 /// A pinned host buffer bound to one [`Region`] with [`Region::bind_host`]: the target of
 /// [`Recorder::copy_to_host`], read back with [`Region::host`]. A copyable index; the
-/// region holds the buffer's mutable borrow.
+/// region owns the buffer.
 pub struct HostTarget<T> {
     region: usize,
     index: usize,

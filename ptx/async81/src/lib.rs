@@ -126,12 +126,12 @@ pub unsafe extern "ptx-kernel" fn async_store_exchange(out: *mut u32) {
     unsafe { cluster_sync() };
 
     if i == 0 {
-        let _ = bar.arrive_expect_tx(Scope::Cluster, TX_BYTES);
+        // SAFETY: the barrier expects one arrival (count 1), this thread's; its one
+        // phase's tx is TX_BYTES, which the peer's writes below complete.
+        let _ = unsafe { bar.arrive_expect_tx(Scope::Cluster, TX_BYTES) };
     }
     // SAFETY (all maps): static shared arrays at the same addresses in both CTAs, the
-    // peer's barrier initialized and made visible by the cluster barrier above, its one
-    // phase expecting exactly these bytes (TX_BYTES), and no CTA exits before the final
-    // cluster barrier, which follows each CTA's wait for its own phase.
+    // peer's barrier initialized and made visible by the cluster barrier above.
     let (to_inbox, to_inbox64, to_sums, to_mins, to_maxs, to_bulk) = unsafe {
         (
             RemoteShared::map(inbox().as_mut_ptr(), THREADS, bar, p),
@@ -142,11 +142,17 @@ pub unsafe extern "ptx-kernel" fn async_store_exchange(out: *mut u32) {
             RemoteShared::map(bulk_dst().as_mut_ptr().cast::<u32>(), THREADS, bar, p),
         )
     };
-    let _ = to_inbox.store(i, 100_000 * r + i);
-    let _ = to_inbox64.store(i, (u64::from(r) << 40) | u64::from(i));
-    let _ = to_sums.reduce_add(i, (r + 1) * i + 5);
-    let _ = to_mins.reduce_min(i, 20 * i + r);
-    let _ = to_maxs.reduce_max(i, 20 * i + r);
+    // SAFETY (the writes): the peer's one phase expects exactly these bytes (TX_BYTES:
+    // every thread's five writes and the bulk reduction below); nothing else touches the
+    // arrays there until that phase completes; no CTA exits before the final cluster
+    // barrier, which follows each CTA's wait for its own phase.
+    unsafe {
+        let _ = to_inbox.store(i, 100_000 * r + i);
+        let _ = to_inbox64.store(i, (u64::from(r) << 40) | u64::from(i));
+        let _ = to_sums.reduce_add(i, (r + 1) * i + 5);
+        let _ = to_mins.reduce_min(i, 20 * i + r);
+        let _ = to_maxs.reduce_max(i, 20 * i + r);
+    }
     if i == 0 {
         if let Some(bytes) = BulkBytes::new(THREADS * 4) {
             // SAFETY: `bulk_src` is this CTA's, 16-byte aligned, 256 bytes, written

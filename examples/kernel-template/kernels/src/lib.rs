@@ -74,7 +74,7 @@ cudadrv::kernel! {
         let lane = tid % 32;
         // SAFETY: `bar_storage` is a `u64` in this block's shared memory used only as
         // this barrier; thread 0 initializes it before the `sync_threads` every thread
-        // reaches; each of the 64 threads arrives once, the expected count.
+        // reaches.
         let bar = unsafe { MBarrier::from_ptr(bar_storage().as_mut_ptr()) };
         if tid == 0 {
             // SAFETY: only thread 0, before any other use (see above).
@@ -90,9 +90,11 @@ cudadrv::kernel! {
                 // writes it, before its arrival releases it.
                 unsafe { p.write_volatile(seed.wrapping_add(lane * lane)) };
             }
-            let _ = bar.arrive();
+            // SAFETY: each of the 64 threads arrives once, the expected count.
+            let _ = unsafe { bar.arrive() };
         } else {
-            bar.arrive().wait();
+            // SAFETY: as above.
+            unsafe { bar.arrive() }.wait();
             if let Some(p) = slot {
                 // SAFETY: the phase completed after warp 0's arrivals, so its writes are
                 // visible; nothing writes the word any more.
