@@ -7,8 +7,10 @@
 //!
 //! What it covers (the crate's leak-safety list, see the crate docs' safety section):
 //! `HostRegistration::scope` (the registration cannot be leaked: the closure sees only a
-//! reference), `kernel::scope` with its lanes and `Owned` buffers leaked, and a device
-//! buffer freed with a copy out of it pending (the free waits for the context's work).
+//! reference), a device buffer freed with a copy out of it pending (the free waits for
+//! the context's work), and an executable graph forgotten with a launch pending (its
+//! drop would wait; what it writes is freed only after the free's wait). `kernel::scope`
+//! with leaked lanes and `Owned` buffers is `mock_kernels`'.
 //!
 //! One `#[test]` drives the checks in order (the driver table is process-wide).
 
@@ -23,12 +25,17 @@ use std::sync::Mutex;
 use std::thread::JoinHandle;
 use std::time::Duration;
 
+use cuda_core::graph::{Graph, InstantiateFlags};
 use cuda_core::memory::registered::{HostRegisterFlags, HostRegistration};
 use cuda_core::{Context, Device, DeviceBuffer, Stream};
-use cuda_sys::{CUdeviceptr, CUresult, CUstream};
+use cuda_sys::{
+    CUDA_MEMSET_NODE_PARAMS, CUcontext, CUdeviceptr, CUgraph, CUgraphExec, CUgraphNode, CUresult,
+    CUstream,
+};
 
-/// Device allocations: address -> backing bytes (real memory, so copies move bytes).
-static DEVICE: Mutex<BTreeMap<u64, Box<[u8]>>> = Mutex::new(BTreeMap::new());
+/// Device allocations: address -> backing memory in 8-byte words (real memory, so
+/// copies move bytes; aligned as device allocations are).
+static DEVICE: Mutex<BTreeMap<u64, Box<[u64]>>> = Mutex::new(BTreeMap::new());
 /// Copies in flight: joined by every synchronization.
 static IN_FLIGHT: Mutex<Vec<JoinHandle<()>>> = Mutex::new(Vec::new());
 
@@ -43,10 +50,10 @@ fn device_ptr(addr: CUdeviceptr, bytes: usize) -> Option<*mut u8> {
     let mut dev = lock(&DEVICE);
     let (&base, mem) = dev.range_mut(..=addr).next_back()?;
     let off = usize::try_from(addr - base).ok()?;
-    if off + bytes > mem.len() {
+    if off + bytes > mem.len() * 8 {
         return None;
     }
-    Some(mem.as_mut_ptr().wrapping_add(off))
+    Some(mem.as_mut_ptr().cast::<u8>().wrapping_add(off))
 }
 
 /// Runs `copy` later on another thread (after a short sleep), until a synchronization.
@@ -68,7 +75,7 @@ fn land_all() {
 }
 
 unsafe extern "C" fn cu_mem_alloc(p: *mut CUdeviceptr, bytes: usize) -> CUresult {
-    let mem = vec![0u8; bytes.max(1)].into_boxed_slice();
+    let mem = vec![0u64; bytes.div_ceil(8).max(1)].into_boxed_slice();
     let addr = mem.as_ptr().expose_provenance() as u64;
     lock(&DEVICE).insert(addr, mem);
     unsafe { *p = addr };
@@ -133,6 +140,75 @@ unsafe extern "C" fn cu_memcpy_htod_async(
     queue_copy("htod", d, src.cast_mut().cast(), n);
     OK
 }
+/// A memset node: device address, word, words.
+type MemsetNode = (CUdeviceptr, u32, usize);
+/// Graphs and executable graphs: handle -> the memsets of their nodes.
+static GRAPHS: Mutex<BTreeMap<usize, Vec<MemsetNode>>> = Mutex::new(BTreeMap::new());
+
+unsafe extern "C" fn cu_graph_create(g: *mut CUgraph, _flags: c_uint) -> CUresult {
+    let h = next::<c_void>();
+    lock(&GRAPHS).insert(h.addr(), Vec::new());
+    unsafe { *g = h.cast() };
+    OK
+}
+unsafe extern "C" fn cu_graph_destroy(g: CUgraph) -> CUresult {
+    lock(&GRAPHS).remove(&g.addr());
+    OK
+}
+unsafe extern "C" fn cu_graph_add_memset_node(
+    node: *mut CUgraphNode,
+    g: CUgraph,
+    _deps: *const CUgraphNode,
+    _n: usize,
+    params: *const CUDA_MEMSET_NODE_PARAMS,
+    _ctx: CUcontext,
+) -> CUresult {
+    let p = unsafe { &*params };
+    if p.elementSize != 4 || p.height != 1 {
+        return CUresult::CUDA_ERROR_NOT_SUPPORTED;
+    }
+    match lock(&GRAPHS).get_mut(&g.addr()) {
+        Some(nodes) => nodes.push((p.dst, p.value, p.width)),
+        None => return CUresult::CUDA_ERROR_INVALID_HANDLE,
+    }
+    unsafe { *node = next() };
+    OK
+}
+/// An executable graph is a copy of its graph's nodes, under a handle of its own.
+unsafe extern "C" fn cu_graph_instantiate(e: *mut CUgraphExec, g: CUgraph, _f: u64) -> CUresult {
+    let mut graphs = lock(&GRAPHS);
+    let Some(nodes) = graphs.get(&g.addr()).cloned() else {
+        return CUresult::CUDA_ERROR_INVALID_HANDLE;
+    };
+    let h = next::<c_void>();
+    graphs.insert(h.addr(), nodes);
+    unsafe { *e = h.cast() };
+    OK
+}
+unsafe extern "C" fn cu_graph_exec_destroy(e: CUgraphExec) -> CUresult {
+    lock(&GRAPHS).remove(&e.addr());
+    OK
+}
+/// Each memset node lands later, on the copy engine.
+unsafe extern "C" fn cu_graph_launch(e: CUgraphExec, _s: CUstream) -> CUresult {
+    let Some(nodes) = lock(&GRAPHS).get(&e.addr()).cloned() else {
+        return CUresult::CUDA_ERROR_INVALID_HANDLE;
+    };
+    log(format!("graph launched ({} nodes)", nodes.len()));
+    for (dst, value, words) in nodes {
+        let Some(d) = device_ptr(dst, words * 4) else {
+            return CUresult::CUDA_ERROR_INVALID_VALUE;
+        };
+        let d = HostPtr(d);
+        later(move || {
+            let d = d;
+            // SAFETY (of the mock): a live device allocation (frees wait for this
+            // thread), `words` words long.
+            unsafe { std::slice::from_raw_parts_mut(d.0.cast::<u32>(), words).fill(value) }
+        });
+    }
+    OK
+}
 unsafe extern "C" fn cu_stream_sync(_: CUstream) -> CUresult {
     land_all();
     OK
@@ -171,6 +247,12 @@ entry_table! {
         "cuStreamIsCapturing" => cu_stream_is_capturing as unsafe extern "C" fn(_, _) -> _,
         "cuMemHostRegister" => cu_host_register as unsafe extern "C" fn(_, _, _) -> _,
         "cuMemHostUnregister" => cu_host_unregister as unsafe extern "C" fn(_) -> _,
+        "cuGraphCreate" => cu_graph_create as unsafe extern "C" fn(_, _) -> _,
+        "cuGraphDestroy" => cu_graph_destroy as unsafe extern "C" fn(_) -> _,
+        "cuGraphAddMemsetNode" => cu_graph_add_memset_node as unsafe extern "C" fn(_, _, _, _, _, _) -> _,
+        "cuGraphInstantiate" => cu_graph_instantiate as unsafe extern "C" fn(_, _, _) -> _,
+        "cuGraphExecDestroy" => cu_graph_exec_destroy as unsafe extern "C" fn(_) -> _,
+        "cuGraphLaunch" => cu_graph_launch as unsafe extern "C" fn(_, _) -> _,
     }
 }
 
@@ -181,6 +263,28 @@ fn work_lands_later_and_leaks_end_nothing_early() {
     let stream = Stream::non_blocking(&ctx).unwrap();
     registration_scope_waits_whatever_the_closure_forgets(&ctx, &stream);
     freed_source_waits_for_the_pending_copy(&ctx, &stream);
+    forgotten_graph_exec_mid_flight(&ctx, &stream);
+}
+
+/// An executable graph launched and forgotten (`mem::forget`) with its memset pending:
+/// the graph's borrow of the buffer ends, and the buffer is freed. The free waits for the
+/// context's work, so the copy engine never writes freed memory; the forgotten exec's
+/// drop (which would wait too) never runs.
+fn forgotten_graph_exec_mid_flight(ctx: &Context, stream: &Stream) {
+    const N: usize = 64;
+    let buf = DeviceBuffer::from_slice(ctx, &[0u32; N]).unwrap();
+    let graph = Graph::new(ctx).unwrap();
+    graph.add_memset_d32_node(&[], &buf, 7).unwrap();
+    let exec = graph.instantiate(InstantiateFlags::empty()).unwrap();
+    take_log();
+    exec.launch(stream).unwrap();
+    std::mem::forget(exec);
+    drop(graph);
+    drop(buf); // cuMemFree with the memset in flight
+    assert_eq!(take_log(), ["graph launched (1 nodes)", "land 1"]);
+    // The memory the allocator hands out next is the program's alone.
+    let fresh = vec![0u32; N];
+    assert!(fresh.iter().all(|&v| v == 0));
 }
 
 /// A device-to-host copy into a registered `Vec`, queued and still in flight when the

@@ -355,9 +355,13 @@ impl<'a> GraphExec<'a> {
 
 impl Drop for GraphExec<'_> {
     /// `cuGraphExecDestroy`. An executable graph that was launched first waits for its
-    /// context's work (`cuCtxSynchronize`): the driver lets enqueued launches finish after
-    /// the destroy, but what they name is borrowed only for `'a`, which ends with this
-    /// drop, so a launch must not outlive it. Failures go to the drop-error sink.
+    /// context's work (`cuCtxSynchronize`), so its launches are done when the borrows of
+    /// `'a` end. No safety argument rests on this wait: a forgotten executable graph ends
+    /// those borrows with launches pending, and what they may still touch is covered by
+    /// the driver's rules (frees wait for their context's work, a pinned buffer's free
+    /// lets a pending read finish, a module unload lets a pending launch run:
+    /// `hw_promises`; `mock_async` forgets one mid-flight under Miri), while the graph
+    /// forms that write host memory are `unsafe`. Failures go to the drop-error sink.
     fn drop(&mut self) {
         let _g = crate::error::enter_for_drop!(self.ctx);
         if self.launched.get() {
