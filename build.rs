@@ -64,7 +64,7 @@ fn main() {
         );
         let _ = writeln!(
             rs,
-            "    (\"size {ty}\", core::mem::size_of::<cuda_sys::{ty}>()),\n    (\"align {ty}\", core::mem::align_of::<cuda_sys::{ty}>()),"
+            "    (\"size {ty}\", core::mem::size_of::<cudadrv_sys::{ty}>()),\n    (\"align {ty}\", core::mem::align_of::<cudadrv_sys::{ty}>()),"
         );
         count += 2;
         for f in fields.split_whitespace() {
@@ -82,7 +82,7 @@ fn main() {
             let _ = writeln!(c, "  {{\"offset {ty}.{f}\", offsetof({ty}, {f})}},");
             let _ = writeln!(
                 rs,
-                "    (\"offset {ty}.{f}\", core::mem::offset_of!(cuda_sys::{ty}, {rust_f})),"
+                "    (\"offset {ty}.{f}\", core::mem::offset_of!(cudadrv_sys::{ty}, {rust_f})),"
             );
             count += 1;
         }

@@ -27,9 +27,9 @@ mod common;
 use std::io::Write as _;
 
 use common::{R, open_gpu, stats};
-use cuda_core::graph::{CaptureMode, Graph, GraphExec, InstantiateFlags};
-use cuda_core::launch::{LaunchConfig, launch};
-use cuda_core::{
+use cudadrv::graph::{CaptureMode, Graph, GraphExec, InstantiateFlags};
+use cudadrv::launch::{LaunchConfig, launch};
+use cudadrv::{
     Context, DeviceBuffer, Event, EventFlags, Function, JitOptions, Linker, Module, Stream,
     StreamFlags,
 };
@@ -94,7 +94,7 @@ fn run(ctx: &Context, cpp_ptx: Option<String>, rounds: usize, csv: Option<String
         dev.name()?,
         dev.compute_capability()?.0,
         dev.compute_capability()?.1,
-        cuda_core::driver::driver_version()?
+        cudadrv::driver::driver_version()?
     );
     let rust = link(ctx, cuda_workspace::ptx::DEVRT, "devrt.ptx")?;
     let launcher = rust.function("dg_launch")?;
@@ -178,7 +178,7 @@ fn run(ctx: &Context, cpp_ptx: Option<String>, rounds: usize, csv: Option<String
 }
 
 /// A one-node graph of `f` with `args`, on a grid of `grid` x `block`.
-fn one_node<'a, A: cuda_core::args::KernelArgs>(
+fn one_node<'a, A: cudadrv::args::KernelArgs>(
     ctx: &Context,
     f: &'a Function,
     grid: u32,

@@ -32,10 +32,10 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Instant;
 
 use common::{R, arg_value, open_gpu, stats};
-use cuda_core::kernel::{self, DeviceSlice, DeviceSliceMut, KernelModule};
-use cuda_core::{DeviceBuffer, Event, EventFlags, LaunchConfig, Stream};
 use cuda_workspace::ptx;
 use cuda_workspace::typed::typed_axpy;
+use cudadrv::kernel::{self, DeviceSlice, DeviceSliceMut, KernelModule};
+use cudadrv::{DeviceBuffer, Event, EventFlags, LaunchConfig, Stream};
 
 /// Counts heap allocations, to show that the launch paths make none.
 struct Counting;
@@ -84,7 +84,7 @@ fn main() {
     }
 }
 
-fn run(ctx: &cuda_core::Context, rounds: usize, csv: Option<&str>) -> R {
+fn run(ctx: &cudadrv::Context, rounds: usize, csv: Option<&str>) -> R {
     let module = KernelModule::load(ctx, &ptx::TRUSTED)?;
     let axpy = module.kernel::<typed_axpy>()?;
     let n = 32usize;
@@ -96,7 +96,7 @@ fn run(ctx: &cuda_core::Context, rounds: usize, csv: Option<&str>) -> R {
     let event = Event::new(ctx, EventFlags::DISABLE_TIMING)?;
     let cfg = LaunchConfig::new(1, 32);
 
-    let cu = cuda_sys::driver()?;
+    let cu = cudadrv_sys::driver()?;
     let (lk, record, wait) = (
         cu.cuLaunchKernel()?,
         cu.cuEventRecord()?,
@@ -121,7 +121,7 @@ fn run(ctx: &cuda_core::Context, rounds: usize, csv: Option<&str>) -> R {
     };
     let typed_args = (3.0f32, xs, ys, os);
     let null = core::ptr::null_mut();
-    let check = |rc: cuda_sys::CUresult| -> R { rc.result().map_err(|e| e.to_string().into()) };
+    let check = |rc: cudadrv_sys::CUresult| -> R { rc.result().map_err(|e| e.to_string().into()) };
     let mut raw_launch = || -> R {
         let mut ptrs: [*mut core::ffi::c_void; 4] = [
             (&raw mut a).cast(),

@@ -68,12 +68,12 @@ use std::ops::Range;
 use std::time::{Duration, Instant};
 
 use common::{BLOCK, R, stats};
-use cuda_core::launch::{LaunchConfig, launch};
-use cuda_core::memory::DevicePtr;
-use cuda_core::memory::batch::CopyBatch;
-use cuda_core::memory::managed::{Attach, Location, ManagedBuffer, MemoryModel};
-use cuda_core::memory::registered::{HostRegisterFlags, HostRegistration};
-use cuda_core::{
+use cudadrv::launch::{LaunchConfig, launch};
+use cudadrv::memory::DevicePtr;
+use cudadrv::memory::batch::CopyBatch;
+use cudadrv::memory::managed::{Attach, Location, ManagedBuffer, MemoryModel};
+use cudadrv::memory::registered::{HostRegisterFlags, HostRegistration};
+use cudadrv::{
     Context, DeviceBuffer, Event, EventFlags, Function, Module, PinnedHostBuffer, Stream,
 };
 
@@ -865,14 +865,14 @@ struct CppRef {
     zero_copy: CppZeroCopy,
     teardown: CppFree,
     /// Kept loaded while the pointers above are used.
-    _library: cuda_sys::Library,
+    _library: cudadrv_sys::Library,
 }
 
 /// The function `name` of `library`, as `F`.
 ///
 /// # Safety
 /// `F` must be an `unsafe extern "C" fn` type with the symbol's C signature.
-unsafe fn symbol<F: Copy>(library: &cuda_sys::Library, path: &str, name: &CStr) -> R<F> {
+unsafe fn symbol<F: Copy>(library: &cudadrv_sys::Library, path: &str, name: &CStr) -> R<F> {
     let p = library.symbol(name);
     if p.is_null() {
         return Err(format!("{path} has no {}", name.to_string_lossy()).into());
@@ -907,8 +907,8 @@ impl CppRef {
         // the command line for this; its initialisers are the statically linked CUDA
         // runtime's and plain C++ static initialisation of its own globals. It is kept
         // beside the pointers read from it.
-        let library =
-            unsafe { cuda_sys::Library::open(&c_path) }.map_err(|e| format!("{path}: {}", e.0))?;
+        let library = unsafe { cudadrv_sys::Library::open(&c_path) }
+            .map_err(|e| format!("{path}: {}", e.0))?;
         let l = &library;
         // SAFETY: each symbol is the `extern "C"` function of that name in mem_ref.cu,
         // whose signature the type alias spells out.

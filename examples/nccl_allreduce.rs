@@ -13,8 +13,8 @@
 use std::ffi::{c_int, c_void};
 use std::time::Instant;
 
-use cuda_core::{Context, Device, DeviceBuffer, Stream};
 use cuda_workspace::interop::nccl::{self, Nccl};
+use cudadrv::{Context, Device, DeviceBuffer, Stream};
 
 type R<T = ()> = Result<T, Box<dyn std::error::Error>>;
 

@@ -25,7 +25,7 @@ use std::io::Write as _;
 use common::{
     BLOCK, ChainMode, Pair, R, STAMPS, chain_bench, chain_bench_trigger, open_gpu, stats,
 };
-use cuda_core::{Event, EventFlags, Module, Stream};
+use cudadrv::{Event, EventFlags, Module, Stream};
 
 const PRIMARY_WORK_NS: u32 = 10_000;
 const PROLOG_ITERS: u32 = 1_000;
@@ -54,15 +54,15 @@ fn main() {
     }
 }
 
-fn run(ctx: &cuda_core::Context, stamps_path: Option<&str>) -> R {
+fn run(ctx: &cudadrv::Context, stamps_path: Option<&str>) -> R {
     let dev = ctx.device();
     let (major, minor) = dev.compute_capability()?;
     let sms = dev.multiprocessor_count()?;
     println!(
         "pdl_demo: {} (sm_{major}{minor}, {sms} SMs), driver {}, cuda-sys {} mode",
         dev.name()?,
-        cuda_core::driver::driver_version()?,
-        cuda_sys::binding_mode()
+        cudadrv::driver::driver_version()?,
+        cudadrv_sys::binding_mode()
     );
     if major < 9 {
         println!("pdl_demo: PDL needs sm_90 or newer; nothing to show on this GPU.");
@@ -158,7 +158,7 @@ fn run(ctx: &cuda_core::Context, stamps_path: Option<&str>) -> R {
 }
 
 /// Section 3: PDL on kernels of several waves of blocks.
-fn multi_wave(ctx: &cuda_core::Context, module: &Module, stream: &mut Stream) -> R {
+fn multi_wave(ctx: &cudadrv::Context, module: &Module, stream: &mut Stream) -> R {
     const N: u32 = 1 << 20;
     let grid = N / BLOCK;
     println!(

@@ -30,7 +30,7 @@ use std::ffi::{CStr, CString, c_char, c_int, c_uint, c_void};
 use std::fmt::Write as _;
 
 use common::{R, stats};
-use cuda_core::{Context, Device, DeviceBuffer, Event, EventFlags, Stream};
+use cudadrv::{Context, Device, DeviceBuffer, Event, EventFlags, Stream};
 
 const DIRS: [&str; 3] = ["0->1", "1->0", "both"];
 
@@ -70,7 +70,7 @@ struct CppRef {
     gbps: CppGbps,
     teardown: CppTeardown,
     /// Kept loaded while the pointers above are used.
-    _library: cuda_sys::Library,
+    _library: cudadrv_sys::Library,
 }
 
 impl CppRef {
@@ -80,8 +80,8 @@ impl CppRef {
         // the command line for this; its initialisers are the statically linked CUDA
         // runtime's and plain C++ static initialisation of its own globals. It is kept
         // beside the pointers read from it.
-        let library =
-            unsafe { cuda_sys::Library::open(&c_path) }.map_err(|e| format!("{path}: {}", e.0))?;
+        let library = unsafe { cudadrv_sys::Library::open(&c_path) }
+            .map_err(|e| format!("{path}: {}", e.0))?;
         let sym = |name: &CStr| {
             let p = library.symbol(name);
             if p.is_null() {
@@ -339,7 +339,7 @@ fn nvlink_gbps(dev: Device) -> R<(u32, &'static str, f64)> {
     type LinkQuery = unsafe extern "C" fn(*mut c_void, c_uint, *mut c_uint) -> c_int;
     // SAFETY: the NVIDIA management library of the installed driver; its initialisers
     // set up its own state. It stays loaded for the process (leaked below).
-    let lib = unsafe { cuda_sys::Library::open(c"libnvidia-ml.so.1") }
+    let lib = unsafe { cudadrv_sys::Library::open(c"libnvidia-ml.so.1") }
         .map_err(|e| format!("libnvidia-ml.so.1: {}", e.0))?;
     let sym = |name: &CStr| {
         let p = lib.symbol(name);

@@ -38,9 +38,9 @@ use std::fmt::Write as _;
 use std::time::Instant;
 
 use common::{BLOCK, ChainMode, R, arg_value, chain_bench, open_gpu, stats};
-use cuda_core::graph::{CaptureMode, InstantiateFlags, Region};
-use cuda_core::launch::{AutoPdl, LaunchConfig, PdlPlan, launch};
-use cuda_core::{Context, DeviceBuffer, DevicePtr, Event, EventFlags, Function, Module, Stream};
+use cudadrv::graph::{CaptureMode, InstantiateFlags, Region};
+use cudadrv::launch::{AutoPdl, LaunchConfig, PdlPlan, launch};
+use cudadrv::{Context, DeviceBuffer, DevicePtr, Event, EventFlags, Function, Module, Stream};
 
 /// Counts heap allocations (section `allocs`).
 #[global_allocator]
@@ -58,7 +58,7 @@ type RefUpdate = unsafe extern "C" fn(u32, u32, i32, i32) -> f64;
 struct CppRef {
     graph: RefGraph,
     update: RefUpdate,
-    _library: cuda_sys::Library,
+    _library: cudadrv_sys::Library,
 }
 
 impl CppRef {
@@ -67,8 +67,8 @@ impl CppRef {
         // SAFETY: the bench's own reference library, named on the command line for this;
         // its constructors are nvcc's kernel registration and the CUDA runtime's, which
         // touch nothing of this program; it stays loaded beside the pointers read from it.
-        let library =
-            unsafe { cuda_sys::Library::open(&c_path) }.map_err(|e| format!("{path}: {}", e.0))?;
+        let library = unsafe { cudadrv_sys::Library::open(&c_path) }
+            .map_err(|e| format!("{path}: {}", e.0))?;
         let sym = |name: &std::ffi::CStr| {
             let p = library.symbol(name);
             if p.is_null() {
@@ -149,7 +149,7 @@ fn run(ctx: &Context, o: &Opts) -> R {
     println!(
         "# {} ({sms} SMs), driver {}",
         dev.name()?,
-        cuda_core::driver::driver_version()?
+        cudadrv::driver::driver_version()?
     );
     let module = Module::from_ptx(ctx, cuda_workspace::ptx::KERNELS)?;
     let cpp = match &o.cpp {
@@ -180,13 +180,13 @@ fn row(csv: &mut String, section: &str, case: &str, unit: &str, v: &mut [f64]) -
 /// The 256-link chain on `bufs` as a region body: plain launches, PDL on every link after
 /// the first when `pdl` (kernel mode 1: wait, trigger at once).
 fn chain_body<'a>(
-    r: &mut cuda_core::graph::Recorder<'_, 'a>,
+    r: &mut cudadrv::graph::Recorder<'_, 'a>,
     f: &'a Function,
     bufs: &[DeviceBuffer<u32>; 2],
     n: u32,
     grid: u32,
     pdl: bool,
-) -> cuda_core::Result<()> {
+) -> cudadrv::Result<()> {
     let plain = LaunchConfig::new(grid, BLOCK);
     let with_pdl = plain.clone().programmatic_stream_serialization()?;
     for k in 0..LINKS {
@@ -838,14 +838,14 @@ fn sweep(ctx: &Context, module: &Module, o: &Opts) -> R {
 
 /// One sweep chain of `SWEEP_LINKS` kernels in variant `v` (`VARIANTS`).
 fn sweep_body<'a>(
-    r: &mut cuda_core::graph::Recorder<'_, 'a>,
+    r: &mut cudadrv::graph::Recorder<'_, 'a>,
     f: &'a Function,
     auto: &AutoPdl<'_>,
     shape: &LaunchConfig<'_>,
     bufs: [u64; 2],
     n: u32,
     v: usize,
-) -> cuda_core::Result<()> {
+) -> cudadrv::Result<()> {
     for k in 0..SWEEP_LINKS {
         // Every variant makes the automatic choice (the same host work in each), the
         // fixed ones then override it.

@@ -37,9 +37,9 @@ mod common;
 use std::fmt::Write as _;
 
 use common::{R, open_gpu, stats};
-use cuda_core::cuda_sys::{CUdevice_attribute, CUresult};
-use cuda_core::launch::{LaunchConfig, launch};
-use cuda_core::{Context, DeviceBuffer, Event, EventFlags, Function, Module, Stream, StreamFlags};
+use cudadrv::cuda_sys::{CUdevice_attribute, CUresult};
+use cudadrv::launch::{LaunchConfig, launch};
+use cudadrv::{Context, DeviceBuffer, Event, EventFlags, Function, Module, Stream, StreamFlags};
 
 const GIB: u64 = 1 << 30;
 /// How long each allocation is settled with copies before it is measured.
@@ -233,7 +233,7 @@ fn run(ctx: &Context, cpp_ptx: Option<String>, plan: &Plan, sizes: &[u64], out: 
         dev.name()?,
         dev.compute_capability()?.0,
         dev.compute_capability()?.1,
-        cuda_core::driver::driver_version()?,
+        cudadrv::driver::driver_version()?,
         dev.multiprocessor_count()?,
         clock_khz / 1000,
         bus_bits,
@@ -763,7 +763,7 @@ fn check(b: &Bufs, transformed: bool) -> R {
         let mut got = vec![0u32; w];
         let bytes = (w * 4) as u64;
         let ptr = b.dst.as_raw() + (start as u64) * 4;
-        let cu = cuda_core::cuda_sys::driver()?;
+        let cu = cudadrv::cuda_sys::driver()?;
         b.dst.context().bind()?;
         // SAFETY: the window lies in `dst`; the host slice holds `w` u32s; the buffer's
         // context is current.

@@ -24,12 +24,10 @@ use std::ffi::{CStr, c_char, c_int, c_uint, c_void};
 use std::sync::Mutex;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
-use cuda_core::graph::{
-    CaptureMode, CaptureToGraph, ConditionalHandle, EdgeData, Graph, GraphNode,
-};
-use cuda_core::green::{GroupParams, SmPartition, SmResource, WorkqueueConfig};
-use cuda_core::{Context, ContextFlags, Device, Error, Event, EventFlags, Module, Stream};
-use cuda_sys::{
+use cudadrv::graph::{CaptureMode, CaptureToGraph, ConditionalHandle, EdgeData, Graph, GraphNode};
+use cudadrv::green::{GroupParams, SmPartition, SmResource, WorkqueueConfig};
+use cudadrv::{Context, ContextFlags, Device, Error, Event, EventFlags, Module, Stream};
+use cudadrv_sys::{
     CU_DEV_SM_RESOURCE_GROUP_PARAMS, CUcontext, CUctxCreateParams, CUdevResource,
     CUdevResourceType, CUdevSmResource, CUdevWorkqueueConfigResource, CUdevice,
     CUdriverProcAddressQueryResult, CUevent, CUfunction, CUgraph, CUgraphConditionalHandle,
@@ -365,7 +363,7 @@ fn child(version: &str) {
         }
     }
     assert!(
-        cuda_sys::install_driver(table).is_ok(),
+        cudadrv_sys::install_driver(table).is_ok(),
         "a table was installed before"
     );
 

@@ -9,15 +9,15 @@ use std::ffi::c_void;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 
-use cuda_core::{
-    AsyncDeviceBuffer, ClusterConfig, Context, Device, DeviceBuffer, Error, Event, EventFlags,
-    Function, JitOptions, Linker, MemPool, Module, PinnedHostBuffer, Stream, StreamFlags,
-};
-use cuda_sys::{CUdevice_attribute, CUresult};
 use cuda_workspace::{
     TestResult, check, check_eq, cudadevrt_path, hw_tests, ptx, require_gpu, require_sm, run_suite,
     skip,
 };
+use cudadrv::{
+    AsyncDeviceBuffer, ClusterConfig, Context, Device, DeviceBuffer, Error, Event, EventFlags,
+    Function, JitOptions, Linker, MemPool, Module, PinnedHostBuffer, Stream, StreamFlags,
+};
+use cudadrv_sys::{CUdevice_attribute, CUresult};
 
 fn main() {
     run_suite(
@@ -64,7 +64,7 @@ fn launch_vec_add(
         (&raw mut pc).cast(),
         (&raw mut pn).cast(),
     ];
-    let cu = cuda_sys::driver()?;
+    let cu = cudadrv_sys::driver()?;
     let grid = n.div_ceil(256).clamp(1, 132 * 8);
     // SAFETY: vec_add takes (f32*, f32*, f32*, u32); params points at four values of
     // those types that outlive the call; the buffers hold n floats each.
@@ -212,7 +212,7 @@ fn module_from_ptx_and_globals() -> TestResult {
     let g = m2.global("counter")?;
     check_eq(g.size, 4, "size of `counter`")?;
     let mut v = 0u32;
-    let cu = cuda_sys::driver()?;
+    let cu = cudadrv_sys::driver()?;
     // SAFETY: `counter` is 4 bytes of device memory; `v` is 4 writable bytes.
     let rc = unsafe { cu.cuMemcpyDtoH()?((&raw mut v).cast(), g.ptr, 4) };
     check(rc.is_success(), || {
@@ -286,7 +286,7 @@ fn function_attributes_and_param_info() -> TestResult {
         format!("param_info(4), count cached: expected Error::InvalidArgument, got {past:?}")
     })?;
     let buf = DeviceBuffer::<f32>::new(&ctx, 1)?;
-    let packed = cuda_core::args::PackedArgs::<4096>::from_args(&(
+    let packed = cudadrv::args::PackedArgs::<4096>::from_args(&(
         buf.as_arg(),
         buf.as_arg(),
         buf.as_arg(),
@@ -742,7 +742,7 @@ fn linker_with_cudadevrt() -> TestResult {
 
 fn runtime_interop_on_core_handles() -> TestResult {
     require_gpu()?;
-    let rt = match cuda_sys::runtime() {
+    let rt = match cudadrv_sys::runtime() {
         Ok(rt) => rt,
         Err(e) => return skip(format!("libcudart not loadable: {e}")),
     };
@@ -783,7 +783,7 @@ fn runtime_interop_on_core_handles() -> TestResult {
             host.as_mut_ptr().cast(),
             buf.as_raw() as *const c_void,
             n,
-            cuda_sys::cudaMemcpyKind::cudaMemcpyDeviceToHost,
+            cudadrv_sys::cudaMemcpyKind::cudaMemcpyDeviceToHost,
             stream.as_raw(),
         );
         check(rc.is_success(), || format!("cudaMemcpyAsync: {rc}"))?;

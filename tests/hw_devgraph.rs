@@ -18,16 +18,16 @@
 
 use std::ptr;
 
-use cuda_core::graph::{DeviceGraphHandle, Graph, GraphExec, InstantiateFlags};
-use cuda_core::launch::{LaunchConfig, launch};
-use cuda_core::{
-    Context, Device, DeviceBuffer, Error, Event, EventFlags, Function, Module, PinnedHostBuffer,
-    Stream, StreamFlags,
-};
-use cuda_sys::{CUDA_MEMCPY3D, CUgraphInstantiate_flags, CUmemorytype, CUresult};
 use cuda_workspace::{
     Outcome, TestResult, check, check_eq, hw_tests, link_with_devrt, ptx, require_sm, run_suite,
 };
+use cudadrv::graph::{DeviceGraphHandle, Graph, GraphExec, InstantiateFlags};
+use cudadrv::launch::{LaunchConfig, launch};
+use cudadrv::{
+    Context, Device, DeviceBuffer, Error, Event, EventFlags, Function, Module, PinnedHostBuffer,
+    Stream, StreamFlags,
+};
+use cudadrv_sys::{CUDA_MEMCPY3D, CUgraphInstantiate_flags, CUmemorytype, CUresult};
 
 fn main() {
     run_suite(
@@ -149,7 +149,7 @@ fn launcher_exec<'a>(
 
 /// What the driver says about instantiating `g` for device launch.
 fn driver_accepts(g: &Graph<'_>) -> Result<bool, Error> {
-    let cu = cuda_sys::driver()?;
+    let cu = cudadrv_sys::driver()?;
     let mut exec = ptr::null_mut();
     let flags = CUgraphInstantiate_flags::CUDA_GRAPH_INSTANTIATE_FLAG_DEVICE_LAUNCH.0 as u64;
     // SAFETY: a live graph whose context the caller made current; valid out-pointer.

@@ -1,5 +1,5 @@
 //! Hardware tests of the device side (sm_90): the inline-PTX helpers of
-//! `cuda_core::device`, the Rust kernels built from `ptx/` and device-side launch.
+//! `cudadrv::device`, the Rust kernels built from `ptx/` and device-side launch.
 //!
 //! What each test proves:
 //!
@@ -52,14 +52,14 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
-use cuda_core::args::{Float2, Float4};
-use cuda_core::launch::{LaunchConfig, launch};
-use cuda_core::{Context, Device, DeviceBuffer, DevicePtr, Error, JitOptions, Linker, Module};
-use cuda_core::{Function, Pod, Stream, StreamFlags};
 use cuda_workspace::{
     Outcome, TestResult, check, check_eq, cudadevrt_path, hw_tests, ptx, require_sm, run_suite,
     skip, under_sanitizer,
 };
+use cudadrv::args::{Float2, Float4};
+use cudadrv::launch::{LaunchConfig, launch};
+use cudadrv::{Context, Device, DeviceBuffer, DevicePtr, Error, JitOptions, Linker, Module};
+use cudadrv::{Function, Pod, Stream, StreamFlags};
 
 fn main() {
     run_suite(
@@ -680,7 +680,7 @@ fn cluster_ids_and_remote_arrive() -> TestResult {
 // 5. Device-side launch and its parameter layout
 // ---------------------------------------------------------------------------------------
 
-cuda_core::kernel_struct! {
+cudadrv::kernel_struct! {
     /// `struct Pair { float a; float4 b; }` (size 32, alignment 16), as in ptx/src/echo.rs.
     struct Pair {
         a: f32,

@@ -1,4 +1,4 @@
-//! Hardware tests of `cuda_core::graph`: captured and explicit PDL chains with
+//! Hardware tests of `cudadrv::graph`: captured and explicit PDL chains with
 //! programmatic edges, WHILE and SWITCH conditional nodes driven from device code, exec
 //! updates (kernel node parameters, whole graph, a refused topology change), memory
 //! alloc/free nodes replayed with stable pool usage, host-node closures, and the other
@@ -14,18 +14,18 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicU32, Ordering};
 use std::time::{Duration, Instant};
 
-use cuda_core::graph::{
+use cuda_workspace::{Outcome, TestResult, check, check_eq, ptx, require_gpu, require_sm};
+use cudadrv::graph::{
     CaptureMode, CaptureToGraph, EdgeData, ExecUpdateError, Graph, GraphMemUsage, GraphNode,
     InstantiateFlags,
 };
-use cuda_core::launch::{LaunchConfig, launch};
-use cuda_core::{
+use cudadrv::launch::{LaunchConfig, launch};
+use cudadrv::{
     Context, Device, DeviceBuffer, DevicePtr, Error, Event, EventFlags, Function, Module, Stream,
 };
-use cuda_sys::{
+use cudadrv_sys::{
     CUgraphDependencyType, CUgraphExecUpdateResult, CUgraphNodeType, CUstreamCaptureStatus,
 };
-use cuda_workspace::{Outcome, TestResult, check, check_eq, ptx, require_gpu, require_sm};
 
 fn main() {
     cuda_workspace::run_suite(
@@ -106,7 +106,7 @@ fn link_args(
 }
 
 /// A link's shape, with programmatic stream serialization when `pdl`, and no stream:
-/// [`Capturing::launch`](cuda_core::graph::Capturing::launch) uses the capture's.
+/// [`Capturing::launch`](cudadrv::graph::Capturing::launch) uses the capture's.
 fn pdl_shape(pdl: bool) -> Result<LaunchConfig<'static>, Error> {
     let cfg = LaunchConfig::new(BLOCKS, THREADS);
     Ok(if pdl {
@@ -192,7 +192,7 @@ fn captured_pdl_chain_has_programmatic_edges() -> TestResult {
     for (from, to, e) in &edges {
         check(
             e.kind() == CUgraphDependencyType::CU_GRAPH_DEPENDENCY_TYPE_PROGRAMMATIC
-                && e.from_port() == cuda_sys::CU_GRAPH_KERNEL_NODE_PORT_PROGRAMMATIC as u8
+                && e.from_port() == cudadrv_sys::CU_GRAPH_KERNEL_NODE_PORT_PROGRAMMATIC as u8
                 && e.to_port() == 0,
             || format!("edge {from:?} -> {to:?} is not programmatic: {e:?}"),
         )?;
@@ -485,7 +485,7 @@ fn invalid_update_reports_topology_change() -> TestResult {
     )?;
     check_eq(
         e.code,
-        cuda_sys::CUresult::CUDA_ERROR_GRAPH_EXEC_UPDATE_FAILURE,
+        cudadrv_sys::CUresult::CUDA_ERROR_GRAPH_EXEC_UPDATE_FAILURE,
         "driver code",
     )?;
     let text = e.to_string();
@@ -584,7 +584,7 @@ fn mem_alloc_free_nodes_replay_stably() -> TestResult {
     )?;
     drop(exec);
     drop(graph);
-    cuda_core::graph::graph_mem_trim(device)?;
+    cudadrv::graph::graph_mem_trim(device)?;
     Ok(())
 }
 
@@ -701,7 +701,7 @@ fn other_nodes_and_capture_into_graph() -> TestResult {
 fn graph_and_node_ids_match_the_driver() -> TestResult {
     require_gpu()?;
     let ctx = Context::primary(Device::get(0)?)?;
-    let version = u32::try_from(cuda_core::driver::driver_version()?).unwrap_or(0);
+    let version = u32::try_from(cudadrv::driver::driver_version()?).unwrap_or(0);
     let (g1, g2) = (Graph::new(&ctx)?, Graph::new(&ctx)?);
     let a = g1.add_empty_node(&[])?;
     let b = g1.add_empty_node(&[a])?;

@@ -14,19 +14,17 @@
 
 use std::collections::BTreeSet;
 
-use cuda_core::cuda_sys::CUmoduleLoadingMode;
-use cuda_core::green::{
-    self, GreenContext, GroupParams, ResourceDesc, SmPartition, SmResource, SplitFlags, Workqueue,
-    WorkqueueConfig,
-};
-use cuda_core::launch::{LaunchConfig, launch};
-use cuda_core::{
-    Context, Device, DeviceBuffer, Error, Event, EventFlags, Function, Module, Stream,
-};
 use cuda_workspace::{
     Outcome, TestResult, check, check_eq, check_filled, hw_tests, ptx, require_gpu, require_sm,
     run_suite,
 };
+use cudadrv::cuda_sys::CUmoduleLoadingMode;
+use cudadrv::green::{
+    self, GreenContext, GroupParams, ResourceDesc, SmPartition, SmResource, SplitFlags, Workqueue,
+    WorkqueueConfig,
+};
+use cudadrv::launch::{LaunchConfig, launch};
+use cudadrv::{Context, Device, DeviceBuffer, Error, Event, EventFlags, Function, Module, Stream};
 
 fn main() {
     run_suite(
@@ -460,7 +458,7 @@ fn check_all_ran(s: &Stamps, what: &str) -> TestResult {
 
 fn green_context_lives_while_its_handles_do() -> TestResult {
     let h = halves()?;
-    let before = cuda_core::drop_error_count();
+    let before = cudadrv::drop_error_count();
     let ctx = green_ctx(h.dev, &h.parts[0])?;
     check(ctx.green_raw().is_some(), || {
         "context made from a green context".into()
@@ -499,7 +497,7 @@ fn green_context_lives_while_its_handles_do() -> TestResult {
     )?;
     drop((stream, plain, fill, buf));
     check_eq(
-        cuda_core::drop_error_count(),
+        cudadrv::drop_error_count(),
         before,
         "drop errors (streams and buffers destroyed before cuGreenCtxDestroy)",
     )
@@ -996,7 +994,7 @@ fn latency_with_a_busy_neighbour_partition() -> TestResult {
 
 /// The driver's CUDA version (`13000` = 13.0).
 fn driver() -> Result<u32, Outcome> {
-    Ok(u32::try_from(cuda_core::driver::driver_version()?).unwrap_or(0))
+    Ok(u32::try_from(cudadrv::driver::driver_version()?).unwrap_or(0))
 }
 
 /// The 13.1 calls on this driver: before 13.1 each is `DriverTooOld` naming the call,

@@ -13,14 +13,14 @@
 
 use std::ffi::{c_int, c_void};
 
-use cuda_core::graph::{CaptureMode, InstantiateFlags};
-use cuda_core::launch::LaunchConfig;
-use cuda_core::{Context, Device, DeviceBuffer, PinnedHostBuffer, Stream};
 use cuda_workspace::interop::cublas::{self, Cublas};
 use cuda_workspace::interop::nccl::{self, Nccl};
 use cuda_workspace::{
     Kernels, Outcome, TestResult, check_eq, hw_tests, require_gpu, run_suite, skip,
 };
+use cudadrv::graph::{CaptureMode, InstantiateFlags};
+use cudadrv::launch::LaunchConfig;
+use cudadrv::{Context, Device, DeviceBuffer, PinnedHostBuffer, Stream};
 
 fn main() {
     run_suite(
@@ -171,7 +171,7 @@ fn run_rank(lib: &Nccl, id: nccl::UniqueId, rank: usize, ranks: usize) -> Result
         "ncclCommInitRank",
     )?;
     let result = (|| -> Result<(), String> {
-        let e = |e: cuda_core::Error| e.to_string();
+        let e = |e: cudadrv::Error| e.to_string();
         let stream = Stream::non_blocking(&ctx).map_err(e)?;
         let host: Vec<f32> = (0..COUNT).map(|i| rank_value(rank, i)).collect();
         let send = DeviceBuffer::from_slice(&ctx, &host).map_err(e)?;

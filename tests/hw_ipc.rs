@@ -19,17 +19,17 @@ use std::os::unix::net::{UnixListener, UnixStream};
 use std::process::{Child, Command};
 use std::time::{Duration, Instant};
 
-use cuda_core::ipc::{
-    HANDLE_BYTES, IpcEventHandle, IpcMapping, IpcMemHandle, PoolPtrExport, recv_fds, send_fds,
-};
-use cuda_core::launch::{LaunchConfig, launch};
-use cuda_core::memory::AsyncDeviceBuffer;
-use cuda_core::memory::vmm::{Granularity, PhysicalMemory, VirtualRange, granularity};
-use cuda_core::{Context, Device, DeviceBuffer, DevicePtr, Event, MemPool, Stream, StreamFlags};
 use cuda_workspace::{
     Kernels, Outcome, TestResult, check, check_eq, check_filled, hw_tests, require_gpu, run_suite,
     skip,
 };
+use cudadrv::ipc::{
+    HANDLE_BYTES, IpcEventHandle, IpcMapping, IpcMemHandle, PoolPtrExport, recv_fds, send_fds,
+};
+use cudadrv::launch::{LaunchConfig, launch};
+use cudadrv::memory::AsyncDeviceBuffer;
+use cudadrv::memory::vmm::{Granularity, PhysicalMemory, VirtualRange, granularity};
+use cudadrv::{Context, Device, DeviceBuffer, DevicePtr, Event, MemPool, Stream, StreamFlags};
 
 const N: u32 = 1 << 20;
 
@@ -201,7 +201,7 @@ fn vmm_fd_exporter_releases_first() -> TestResult {
     let gran = granularity(&ctx, Granularity::Minimum)?;
     let phys = match PhysicalMemory::new_exportable(&ctx, gran) {
         Ok(p) => p,
-        Err(e) if e.is(cuda_core::cuda_sys::CUresult::CUDA_ERROR_NOT_SUPPORTED) => {
+        Err(e) if e.is(cudadrv::cuda_sys::CUresult::CUDA_ERROR_NOT_SUPPORTED) => {
             return skip("POSIX file descriptor handles not supported");
         }
         Err(e) => return Err(e.into()),
@@ -215,12 +215,12 @@ fn vmm_fd_exporter_releases_first() -> TestResult {
     expect(&peer.sock, "filled").map_err(fail)?;
     let n = gran / 4;
     let mut got = vec![0u32; n];
-    let cu = cuda_core::cuda_sys::driver()?;
+    let cu = cudadrv::cuda_sys::driver()?;
     // SAFETY: `map` maps `gran` bytes; `got` holds them; the context is current.
     let rc = unsafe { (cu.cuMemcpyDtoH()?)(got.as_mut_ptr().cast(), map.as_raw(), gran) };
     check_eq(
         rc,
-        cuda_core::cuda_sys::CUresult::CUDA_SUCCESS,
+        cudadrv::cuda_sys::CUresult::CUDA_SUCCESS,
         "cuMemcpyDtoH",
     )?;
     check_filled(&got, "the child's writes through its own mapping")?;
@@ -243,7 +243,7 @@ fn ipc_pool_and_pointer_with_ipc_event() -> TestResult {
     let ctx = ctx().map_err(fail)?;
     let pool = match MemPool::new_exportable(&ctx) {
         Ok(p) => p,
-        Err(e) if e.is(cuda_core::cuda_sys::CUresult::CUDA_ERROR_NOT_SUPPORTED) => {
+        Err(e) if e.is(cudadrv::cuda_sys::CUresult::CUDA_ERROR_NOT_SUPPORTED) => {
             return skip("IPC memory pools not supported");
         }
         Err(e) => return Err(e.into()),
@@ -265,13 +265,13 @@ fn ipc_pool_and_pointer_with_ipc_event() -> TestResult {
     waiter.wait_event(&event)?;
     waiter.synchronize()?;
     let mut got = vec![0u32; N as usize];
-    let cu = cuda_core::cuda_sys::driver()?;
+    let cu = cudadrv::cuda_sys::driver()?;
     // SAFETY: the allocation holds N u32s; `got` too; the context is current.
     let rc =
         unsafe { (cu.cuMemcpyDtoH()?)(got.as_mut_ptr().cast(), alloc.as_raw(), N as usize * 4) };
     check_eq(
         rc,
-        cuda_core::cuda_sys::CUresult::CUDA_SUCCESS,
+        cudadrv::cuda_sys::CUresult::CUDA_SUCCESS,
         "cuMemcpyDtoH",
     )?;
     check_filled(&got, "pool allocation written by the child")?;
@@ -319,12 +319,12 @@ fn child_killed_while_mapping_parent_memory() -> TestResult {
     buf.copy_to_host(&mut got)?;
     check_eq(got[0], 99, "legacy buffer written after the child died")?;
     let mut v = vec![0u32; gran / 4];
-    let cu = cuda_core::cuda_sys::driver()?;
+    let cu = cudadrv::cuda_sys::driver()?;
     // SAFETY: `map` maps `gran` bytes; `v` holds them.
     let rc = unsafe { (cu.cuMemcpyDtoH()?)(v.as_mut_ptr().cast(), map.as_raw(), gran) };
     check_eq(
         rc,
-        cuda_core::cuda_sys::CUresult::CUDA_SUCCESS,
+        cudadrv::cuda_sys::CUresult::CUDA_SUCCESS,
         "cuMemcpyDtoH",
     )?;
     check_filled(&v, "VMM memory refilled after the child died")?;
@@ -386,7 +386,7 @@ fn child(case: &str) -> R {
             };
             stream.synchronize()?;
             let mut v = vec![0u32; bytes / 4];
-            let cu = cuda_core::cuda_sys::driver()?;
+            let cu = cudadrv::cuda_sys::driver()?;
             // SAFETY: `map` maps `bytes` bytes; `v` holds them.
             let rc = unsafe { (cu.cuMemcpyDtoH()?)(v.as_mut_ptr().cast(), map.as_raw(), bytes) };
             rc.result()?;

@@ -1,4 +1,4 @@
-//! Hardware tests of `cuda_core::kernel` (sm_90): typed handles checked against
+//! Hardware tests of `cudadrv::kernel` (sm_90): typed handles checked against
 //! `cuFuncGetParamInfo` (Rust kernels declared with `kernel!` in ptx/src/typed.rs, and a
 //! C++ kernel compiled by `nvcc` here), safe launches in a `kernel::scope` on one and two
 //! streams with events, the scope's synchronization on panic, bounds-checked device
@@ -11,14 +11,14 @@ use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::path::PathBuf;
 use std::process::Command;
 
-use cuda_core::args::LayoutMismatch;
-use cuda_core::kernel::{self, DeviceSlice, DeviceSliceMut, KernelModule, TypedKernel};
-use cuda_core::{
+use cuda_workspace::typed::{typed_bounds, typed_iota, typed_mad, typed_read_at};
+use cuda_workspace::{Outcome, TestResult, check, check_eq, ptx, require_sm, skip};
+use cudadrv::args::LayoutMismatch;
+use cudadrv::kernel::{self, DeviceSlice, DeviceSliceMut, KernelModule, TypedKernel};
+use cudadrv::{
     Context, ContextFlags, Device, DeviceBuffer, Error, Event, EventFlags, LaunchConfig, Module,
     Stream,
 };
-use cuda_workspace::typed::{typed_bounds, typed_iota, typed_mad, typed_read_at};
-use cuda_workspace::{Outcome, TestResult, check, check_eq, ptx, require_sm, skip};
 
 fn main() {
     cuda_workspace::run_suite(
@@ -62,13 +62,13 @@ fn check_values(got: &[u32], want: impl Fn(u32) -> u32, what: &str) -> TestResul
 
 /// Declarations that disagree with the kernels in kernels.ptx.
 mod wrong {
-    use cuda_core::kernel::DeviceSliceMut;
-    cuda_core::kernel! {
+    use cudadrv::kernel::DeviceSliceMut;
+    cudadrv::kernel! {
         /// `typed_iota` without its second parameter.
         pub extern fn typed_iota(out: DeviceSliceMut<u32>);
     }
     pub mod size {
-        cuda_core::kernel! {
+        cudadrv::kernel! {
             /// `typed_iota` with a pointer where the slice is.
             pub extern fn typed_iota(out: *mut u32, base: u32);
         }
@@ -332,13 +332,13 @@ fn nvcc() -> Option<PathBuf> {
 }
 
 mod cpp {
-    use cuda_core::kernel::{DeviceSlice, DeviceSliceMut};
-    cuda_core::kernel! {
+    use cudadrv::kernel::{DeviceSlice, DeviceSliceMut};
+    cudadrv::kernel! {
         /// `cpp_saxpy(float, Slice<const float>, Slice<float>)` from nvcc.
         pub extern fn cpp_saxpy(a: f32, x: DeviceSlice<f32>, y: DeviceSliceMut<f32>);
     }
     pub mod wrong {
-        cuda_core::kernel! {
+        cudadrv::kernel! {
             /// The C++ kernel declared with raw pointers: refused at load.
             pub extern fn cpp_saxpy(a: f32, x: *const f32, y: *mut f32);
         }
@@ -412,7 +412,7 @@ fn async_stores_and_reductions_across_a_cluster() -> TestResult {
     let ctx = Context::primary(Device::get(0)?)?;
     let module = Module::from_ptx(&ctx, ptx::ASYNC81)?;
     let f = module.function("async_store_exchange")?;
-    f.verify_args::<(cuda_core::DevicePtr<u32>,)>()?;
+    f.verify_args::<(cudadrv::DevicePtr<u32>,)>()?;
     const PER_BLOCK: usize = 7 * 64;
     let blocks = 8u32;
     let mut out = DeviceBuffer::<u32>::new(&ctx, blocks as usize * PER_BLOCK)?;

@@ -1,4 +1,4 @@
-//! Hardware tests of `cuda_core::launch` (sm_90): both argument paths, the checked
+//! Hardware tests of `cudadrv::launch` (sm_90): both argument paths, the checked
 //! launch, driver errors, and the cluster, cooperative, PDL, programmatic-event,
 //! priority and device-updatable-node attributes.
 //!
@@ -8,14 +8,14 @@
 //! `pdl_primary` / `pdl_secondary` (ptx/src/pdl.rs). Each test states the parameters it
 //! passes; the values it checks are the ones those kernels document.
 
-use cuda_core::args::{Float2, Float4, LayoutMismatch, PackedArgs};
-use cuda_core::graph::{CaptureMode, InstantiateFlags};
-use cuda_core::launch::{LaunchConfig, launch, launch_checked, launch_packed, launch_plain};
-use cuda_core::{Context, Device, DeviceBuffer, Error, Event, EventFlags, Module, Stream};
-use cuda_sys::CUresult;
 use cuda_workspace::{
     Outcome, TestResult, check, check_eq, check_filled, fill_value, ptx, require_sm,
 };
+use cudadrv::args::{Float2, Float4, LayoutMismatch, PackedArgs};
+use cudadrv::graph::{CaptureMode, InstantiateFlags};
+use cudadrv::launch::{LaunchConfig, launch, launch_checked, launch_packed, launch_plain};
+use cudadrv::{Context, Device, DeviceBuffer, Error, Event, EventFlags, Module, Stream};
+use cudadrv_sys::CUresult;
 
 fn main() {
     cuda_workspace::run_suite(
@@ -37,7 +37,7 @@ fn main() {
     );
 }
 
-cuda_core::kernel_struct! {
+cudadrv::kernel_struct! {
     /// `struct Pair { float a; float4 b; }` (size 32, alignment 16), as in ptx/src/echo.rs.
     struct Pair {
         a: f32,

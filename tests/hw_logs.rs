@@ -12,10 +12,10 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use cuda_core::launch::{LaunchConfig, launch};
-use cuda_core::logs::{self, LogCallback, LogLevel, MAX_LOG_BYTES};
-use cuda_core::{Context, Device, DeviceBuffer, Error, Function, Module, Stream};
 use cuda_workspace::{TestResult, check, check_eq, hw_tests, ptx, require_gpu, run_suite, skip};
+use cudadrv::launch::{LaunchConfig, launch};
+use cudadrv::logs::{self, LogCallback, LogLevel, MAX_LOG_BYTES};
+use cudadrv::{Context, Device, DeviceBuffer, Error, Function, Module, Stream};
 
 fn main() {
     run_suite(

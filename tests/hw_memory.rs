@@ -9,20 +9,18 @@
 //! Kernels come from `ptx/generated/kernels.ptx` (`fill`: `out[i] = 3 i + 1`;
 //! `chain_step`: `out[i] = in[i] + 1`; `vec_add`: `c = a + b`).
 
-use cuda_core::launch::{LaunchConfig, launch};
-use cuda_core::memory::batch::{CopyAttributes, CopyBatch, SrcAccessOrder, copy_with_attributes};
-use cuda_core::memory::l2::AccessPolicyWindow;
-use cuda_core::memory::managed::{
-    Advice, Attach, Location, ManagedBuffer, MemoryKind, MemoryModel, memory_kind,
-};
-use cuda_core::memory::registered::{HostRegisterFlags, HostRegistration};
-use cuda_core::{
-    Context, Device, DeviceBuffer, DevicePtr, Error, Module, PinnedHostBuffer, Stream,
-};
 use cuda_workspace::{
     Kernels, TestResult, check, check_eq, check_filled, fill_value, hw_tests, ptx, require_gpu,
     run_suite, skip,
 };
+use cudadrv::launch::{LaunchConfig, launch};
+use cudadrv::memory::batch::{CopyAttributes, CopyBatch, SrcAccessOrder, copy_with_attributes};
+use cudadrv::memory::l2::AccessPolicyWindow;
+use cudadrv::memory::managed::{
+    Advice, Attach, Location, ManagedBuffer, MemoryKind, MemoryModel, memory_kind,
+};
+use cudadrv::memory::registered::{HostRegisterFlags, HostRegistration};
+use cudadrv::{Context, Device, DeviceBuffer, DevicePtr, Error, Module, PinnedHostBuffer, Stream};
 
 fn main() {
     run_suite(
@@ -347,7 +345,7 @@ fn registered_ranges_and_pages() -> TestResult {
     let mut data = vec![0u32; 4096];
     // SAFETY: dropped below before `data` is used again; no device work uses it.
     let reg = unsafe { HostRegistration::new(&ctx, &mut data, HostRegisterFlags::empty())? };
-    let cu = cuda_sys::driver().map_err(|e| e.to_string())?;
+    let cu = cudadrv_sys::driver().map_err(|e| e.to_string())?;
     ctx.bind()?;
     // SAFETY: the range is live (borrowed by `reg`); the call only pins or refuses.
     let rc = unsafe {
@@ -356,7 +354,7 @@ fn registered_ranges_and_pages() -> TestResult {
     println!("    registering bytes already registered: {rc}");
     check_eq(
         rc,
-        cuda_sys::CUresult::CUDA_ERROR_HOST_MEMORY_ALREADY_REGISTERED,
+        cudadrv_sys::CUresult::CUDA_ERROR_HOST_MEMORY_ALREADY_REGISTERED,
         "overlapping registration",
     )?;
     drop(reg);
@@ -404,7 +402,7 @@ fn registered_async_copies_are_safe() -> TestResult {
             reg.copy_to_device_async(&mut a, &stream)?;
             increment(&k, a.as_arg(), b.as_arg(), N, &stream)?;
             reg.copy_from_device_async(&b, &stream)?;
-            let other = Context::create(ctx.device(), cuda_core::ContextFlags::empty())?;
+            let other = Context::create(ctx.device(), cudadrv::ContextFlags::empty())?;
             let foreign = Stream::non_blocking(&other)?;
             let r = reg.copy_from_device_async(&b, &foreign);
             check(matches!(r, Err(Error::ContextMismatch { .. })), || {
@@ -554,7 +552,7 @@ fn copy_with_attributes_moves_the_values() -> TestResult {
         Some(Err(Error::BatchCopy { index: 0, .. })) => {}
         other => return Err(format!("a length mismatch gave {other:?}").into()),
     }
-    let path = if cuda_core::driver::driver_version()? >= 13020 {
+    let path = if cudadrv::driver::driver_version()? >= 13020 {
         "cuMemcpyWithAttributesAsync"
     } else {
         "a batch of one (cuMemcpyBatchAsync)"
@@ -599,7 +597,7 @@ fn batch_checks_each_copy() -> TestResult {
     let mut a3 = DeviceBuffer::<u32>::new(&ctx, 16)?;
     let b = DeviceBuffer::<u32>::new(&ctx, 16)?;
     let c = DeviceBuffer::<u32>::new(&ctx, 8)?;
-    let other = Context::create(ctx.device(), cuda_core::ContextFlags::empty())?;
+    let other = Context::create(ctx.device(), cudadrv::ContextFlags::empty())?;
     let d = DeviceBuffer::<u32>::new(&other, 16)?;
     let mut batch = CopyBatch::new();
     batch.copy(&mut a, &b)?;
@@ -636,18 +634,18 @@ fn captured_prefetch_and_batch() -> TestResult {
     let unsupported = |what: &str, e: Error| {
         println!("    captured {what}: {e}");
         check(
-            e.is(cuda_sys::CUresult::CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED),
+            e.is(cudadrv_sys::CUresult::CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED),
             || format!("captured {what} failed otherwise: {e}"),
         )
     };
     let ran = {
         let mut batch = CopyBatch::new();
         batch.copy(&mut dst, &src)?;
-        let cap = stream.begin_capture(cuda_core::graph::CaptureMode::Global)?;
+        let cap = stream.begin_capture(cudadrv::graph::CaptureMode::Global)?;
         let recorded = cap.copy_batch(&batch);
         match recorded.and_then(|()| cap.end()) {
             Ok(graph) => {
-                let exec = graph.instantiate(cuda_core::graph::InstantiateFlags::empty())?;
+                let exec = graph.instantiate(cudadrv::graph::InstantiateFlags::empty())?;
                 exec.launch(&stream)?;
                 stream.synchronize()?;
                 true
@@ -667,11 +665,11 @@ fn captured_prefetch_and_batch() -> TestResult {
         println!("    captured batch: ran from the graph");
     }
     {
-        let cap = stream.begin_capture(cuda_core::graph::CaptureMode::Global)?;
+        let cap = stream.begin_capture(cudadrv::graph::CaptureMode::Global)?;
         let recorded = cap.prefetch(&managed, Location::Device(dev));
         match recorded.and_then(|()| cap.end()) {
             Ok(graph) => {
-                let exec = graph.instantiate(cuda_core::graph::InstantiateFlags::empty())?;
+                let exec = graph.instantiate(cudadrv::graph::InstantiateFlags::empty())?;
                 exec.launch(&stream)?;
                 stream.synchronize()?;
                 check_eq(
@@ -697,10 +695,10 @@ fn l2_window_on_a_stream() -> TestResult {
     let k = Kernels::load(&ctx)?;
     let dev = ctx.device();
     let max_persist = dev.attribute(
-        cuda_sys::CUdevice_attribute::CU_DEVICE_ATTRIBUTE_MAX_PERSISTING_L2_CACHE_SIZE,
+        cudadrv_sys::CUdevice_attribute::CU_DEVICE_ATTRIBUTE_MAX_PERSISTING_L2_CACHE_SIZE,
     )?;
     let max_window = dev.attribute(
-        cuda_sys::CUdevice_attribute::CU_DEVICE_ATTRIBUTE_MAX_ACCESS_POLICY_WINDOW_SIZE,
+        cudadrv_sys::CUdevice_attribute::CU_DEVICE_ATTRIBUTE_MAX_ACCESS_POLICY_WINDOW_SIZE,
     )?;
     let set_aside = (max_persist as usize).min(16 << 20);
     ctx.set_persisting_l2_size(set_aside)?;
@@ -726,17 +724,18 @@ fn l2_window_on_a_stream() -> TestResult {
     let mut host = vec![0u32; buf.len()];
     buf.copy_to_host(&mut host)?;
     check_filled(&host, "kernel under the window")?;
-    stream.set_sync_policy(cuda_sys::CUsynchronizationPolicy::CU_SYNC_POLICY_BLOCKING_SYNC)?;
+    stream.set_sync_policy(cudadrv_sys::CUsynchronizationPolicy::CU_SYNC_POLICY_BLOCKING_SYNC)?;
     check_eq(
         stream.sync_policy()?,
-        cuda_sys::CUsynchronizationPolicy::CU_SYNC_POLICY_BLOCKING_SYNC,
+        cudadrv_sys::CUsynchronizationPolicy::CU_SYNC_POLICY_BLOCKING_SYNC,
         "sync policy",
     )?;
-    stream
-        .set_mem_sync_domain(cuda_sys::CUlaunchMemSyncDomain::CU_LAUNCH_MEM_SYNC_DOMAIN_REMOTE)?;
+    stream.set_mem_sync_domain(
+        cudadrv_sys::CUlaunchMemSyncDomain::CU_LAUNCH_MEM_SYNC_DOMAIN_REMOTE,
+    )?;
     check_eq(
         stream.mem_sync_domain()?,
-        cuda_sys::CUlaunchMemSyncDomain::CU_LAUNCH_MEM_SYNC_DOMAIN_REMOTE,
+        cudadrv_sys::CUlaunchMemSyncDomain::CU_LAUNCH_MEM_SYNC_DOMAIN_REMOTE,
         "memory sync domain",
     )?;
     ctx.reset_persisting_l2()?;

@@ -15,17 +15,17 @@
 //! 1`), the last two launched plainly (no PDL attribute): they stand in for a long
 //! kernel and for a kernel that reads another buffer.
 
-use cuda_core::cuda_sys::{CUdevice_P2PAttribute, CUresult};
-use cuda_core::graph::{Graph, InstantiateFlags};
-use cuda_core::launch::{LaunchConfig, launch};
-use cuda_core::peer::MemAccess;
-use cuda_core::{
-    Context, ContextFlags, Device, DeviceBuffer, DevicePtr, Error, Event, EventFlags, Function,
-    MemPool, Module, Stream,
-};
 use cuda_workspace::{
     Kernels, Outcome, TestResult, check, check_eq, check_filled, fill_value, hw_tests, ptx,
     require_gpu, require_sm, run_suite, skip,
+};
+use cudadrv::cuda_sys::{CUdevice_P2PAttribute, CUresult};
+use cudadrv::graph::{Graph, InstantiateFlags};
+use cudadrv::launch::{LaunchConfig, launch};
+use cudadrv::peer::MemAccess;
+use cudadrv::{
+    Context, ContextFlags, Device, DeviceBuffer, DevicePtr, Error, Event, EventFlags, Function,
+    MemPool, Module, Stream,
 };
 
 fn main() {
@@ -432,7 +432,7 @@ fn graph_alloc_listing_its_own_device() -> TestResult {
     stream.synchronize()?;
     check_filled(&read(&keep)?, "graph allocation listing its own device")?;
     // More peers than the descriptor array holds: refused before the driver.
-    let too_many: Vec<Device> = (1..=cuda_core::peer::MAX_ALLOC_PEERS as i32 + 1)
+    let too_many: Vec<Device> = (1..=cudadrv::peer::MAX_ALLOC_PEERS as i32 + 1)
         .map(Device::from_raw)
         .collect();
     match graph.add_mem_alloc_node_with_peers(&[], 4096, &too_many) {
@@ -702,7 +702,7 @@ fn graph_alloc_on_gpu0_mapped_for_gpu1() -> TestResult {
     }
     let exec = graph.instantiate(InstantiateFlags::empty())?;
     let launched = Event::new(&c0, EventFlags::DISABLE_TIMING)?;
-    let cu = cuda_core::cuda_sys::driver()?;
+    let cu = cudadrv::cuda_sys::driver()?;
     // Twice: the allocation, not freed in the graph, is used on GPU 1 after the graph and
     // freed (cuMemFree) before the next launch.
     for round in 0..2 {

@@ -22,13 +22,13 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
-use cuda_core::graph::{Graph, InstantiateFlags};
-use cuda_core::launch::{LaunchConfig, launch};
-use cuda_core::{
-    Context, ContextFlags, Device, DeviceBuffer, Error, Event, EventFlags, PinnedHostBuffer, Stream,
-};
 use cuda_workspace::{
     Kernels, TestResult, check, check_eq, check_filled, hw_tests, require_gpu, run_suite,
+};
+use cudadrv::graph::{Graph, InstantiateFlags};
+use cudadrv::launch::{LaunchConfig, launch};
+use cudadrv::{
+    Context, ContextFlags, Device, DeviceBuffer, Error, Event, EventFlags, PinnedHostBuffer, Stream,
 };
 
 fn main() {
@@ -93,7 +93,7 @@ fn ms(d: Duration) -> f64 {
 
 /// `cuMemsetD32Async` through the raw table, on `stream` (of `ctx`, made current).
 fn raw_memset_d32(ctx: &Context, ptr: u64, value: u32, n: usize, stream: &Stream) -> TestResult {
-    let cu = cuda_sys::driver().map_err(|e| e.to_string())?;
+    let cu = cudadrv_sys::driver().map_err(|e| e.to_string())?;
     ctx.bind()?;
     let f = cu.cuMemsetD32Async().map_err(|e| e.to_string())?;
     // SAFETY: `ptr` holds `n` words while the call runs (the caller's buffer); live
@@ -208,7 +208,7 @@ fn exec_drop_waits_for_its_launches() -> TestResult {
 
     // Another context's work: a raw launch of the graph and, separately, a memset, each
     // held back on B; how long `cuCtxSynchronize` of A takes with each pending.
-    let cu = cuda_sys::driver().map_err(|e| e.to_string())?;
+    let cu = cudadrv_sys::driver().map_err(|e| e.to_string())?;
     let gate = Gate::close(&stream_b)?;
     b.bind()?;
     // SAFETY: live executable graph and stream; `buf` outlives the launch (the stream is

@@ -1,5 +1,5 @@
-//! Hardware tests of replay regions (`cuda_core::graph::Region`) and automatic PDL
-//! (`cuda_core::launch::AutoPdl`): results, never times.
+//! Hardware tests of replay regions (`cudadrv::graph::Region`) and automatic PDL
+//! (`cudadrv::launch::AutoPdl`): results, never times.
 //!
 //! - A region replayed 1000 times with changing kernel arguments (values, pointers,
 //!   sizes), memset values and destinations, copies, a stateless host function and an
@@ -23,14 +23,14 @@
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU32, Ordering};
 
-use cuda_core::graph::Region;
-use cuda_core::launch::{AutoPdl, LaunchConfig, PdlPlan, launch};
-use cuda_core::{
+use cuda_workspace::{Outcome, TestResult, check, check_eq, ptx, require_sm};
+use cudadrv::graph::Region;
+use cudadrv::launch::{AutoPdl, LaunchConfig, PdlPlan, launch};
+use cudadrv::{
     Context, Device, DeviceBuffer, DevicePtr, Error, Event, EventFlags, Module, PinnedHostBuffer,
     Stream,
 };
-use cuda_sys::CUgraphDependencyType;
-use cuda_workspace::{Outcome, TestResult, check, check_eq, ptx, require_sm};
+use cudadrv_sys::CUgraphDependencyType;
 
 fn main() {
     cuda_workspace::run_suite(

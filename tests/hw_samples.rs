@@ -12,16 +12,16 @@
 use core::ffi::c_int;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
-use cuda_core::graph::{CaptureMode, EdgeData, Graph, GraphNode, InstantiateFlags};
-use cuda_core::launch::{LaunchConfig, launch};
-use cuda_core::memory::HostAllocFlags;
-use cuda_core::{
-    Context, ContextFlags, Device, DeviceBuffer, DevicePtr, Error, PinnedHostBuffer, Pod, Stream,
-};
-use cuda_sys::{CUgraphNodeType, CUoccupancy_flags};
 use cuda_workspace::{
     Kernels, TestResult, check, check_eq, check_filled, hw_tests, require_gpu, run_suite, skip,
 };
+use cudadrv::graph::{CaptureMode, EdgeData, Graph, GraphNode, InstantiateFlags};
+use cudadrv::launch::{LaunchConfig, launch};
+use cudadrv::memory::HostAllocFlags;
+use cudadrv::{
+    Context, ContextFlags, Device, DeviceBuffer, DevicePtr, Error, PinnedHostBuffer, Pod, Stream,
+};
+use cudadrv_sys::{CUgraphNodeType, CUoccupancy_flags};
 
 fn main() {
     run_suite(
@@ -426,7 +426,7 @@ fn mapped_pinned_memory_written_by_a_kernel() -> TestResult {
 
 /// The driver version, or a skip below `need` (`12040` = 12.4).
 fn require_driver(need: i32, what: &str) -> TestResult {
-    let v = cuda_core::driver::driver_version()?;
+    let v = cudadrv::driver::driver_version()?;
     if v < need {
         return skip(format!(
             "{what} needs driver {}.{}, this one is {}.{}",

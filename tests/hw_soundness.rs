@@ -10,14 +10,14 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
-use cuda_core::graph::{CaptureMode, EdgeData, Graph, GraphNode, InstantiateFlags};
-use cuda_core::launch::{LaunchConfig, launch, launch_packed};
-use cuda_core::{
-    AsyncDeviceBuffer, Context, Device, DeviceBuffer, DevicePtr, Error, Event, EventFlags,
-    EventWaitFlags, MemPool, Module, PinnedHostBuffer, Pod, Stream,
-};
 use cuda_workspace::{
     Kernels, TestResult, check, check_eq, check_filled, hw_tests, ptx, require_gpu, run_suite,
+};
+use cudadrv::graph::{CaptureMode, EdgeData, Graph, GraphNode, InstantiateFlags};
+use cudadrv::launch::{LaunchConfig, launch, launch_packed};
+use cudadrv::{
+    AsyncDeviceBuffer, Context, Device, DeviceBuffer, DevicePtr, Error, Event, EventFlags,
+    EventWaitFlags, MemPool, Module, PinnedHostBuffer, Pod, Stream,
 };
 
 fn main() {
@@ -206,7 +206,7 @@ fn capture_refuses_calls_that_would_name_memory_by_address() -> TestResult {
     graph.nodes(&mut nodes)?;
     check_eq(
         nodes[0].node_type()?,
-        cuda_sys::CUgraphNodeType::CU_GRAPH_NODE_TYPE_WAIT_EVENT,
+        cudadrv_sys::CUgraphNodeType::CU_GRAPH_NODE_TYPE_WAIT_EVENT,
         "node type",
     )?;
     let exec = graph.instantiate(InstantiateFlags::empty())?;
@@ -232,7 +232,8 @@ fn joined_stream_refuses_the_same_calls() -> TestResult {
     fork.record(cap.stream())?;
     side.wait_event(&fork)?;
     check(
-        side.capture_status()? == cuda_sys::CUstreamCaptureStatus::CU_STREAM_CAPTURE_STATUS_ACTIVE,
+        side.capture_status()?
+            == cudadrv_sys::CUstreamCaptureStatus::CU_STREAM_CAPTURE_STATUS_ACTIVE,
         || "side stream did not join the capture".into(),
     )?;
     check(
@@ -257,7 +258,7 @@ fn joined_stream_refuses_the_same_calls() -> TestResult {
     let graph = cap.end()?;
     check_eq(
         side.capture_status()?,
-        cuda_sys::CUstreamCaptureStatus::CU_STREAM_CAPTURE_STATUS_NONE,
+        cudadrv_sys::CUstreamCaptureStatus::CU_STREAM_CAPTURE_STATUS_NONE,
         "side stream left the capture",
     )?;
     let exec = graph.instantiate(InstantiateFlags::empty())?;
@@ -320,7 +321,7 @@ fn capture_dependencies_are_typed_nodes() -> TestResult {
     let first = nodes[0];
     check_eq(
         first.node_type()?,
-        cuda_sys::CUgraphNodeType::CU_GRAPH_NODE_TYPE_KERNEL,
+        cudadrv_sys::CUgraphNodeType::CU_GRAPH_NODE_TYPE_KERNEL,
         "dependency is the kernel node",
     )?;
     // SAFETY: as above, for `b`.
@@ -482,7 +483,7 @@ fn packed_size_mismatch_is_an_error() -> TestResult {
     let stream = Stream::non_blocking(&ctx)?;
     let out = DeviceBuffer::<u32>::zeroed(&ctx, 1)?;
     let cfg = LaunchConfig::new(1, 32).stream(&stream);
-    let mut long = cuda_core::args::PackedArgs::new();
+    let mut long = cudadrv::args::PackedArgs::new();
     long.extend(&(out.as_arg(), 5u32, 6u64))?;
     // SAFETY: write_value(u32*, u32) reads its two parameters from the front of the
     // buffer; the pointer is live. The extra bytes are what is tested.
@@ -490,10 +491,10 @@ fn packed_size_mismatch_is_an_error() -> TestResult {
     println!("    launch_packed with 24 bytes for 12 bytes of parameters: {r:?}");
     check(
         r.as_ref().err().and_then(Error::code)
-            == Some(cuda_sys::CUresult::CUDA_ERROR_LAUNCH_OUT_OF_RESOURCES),
+            == Some(cudadrv_sys::CUresult::CUDA_ERROR_LAUNCH_OUT_OF_RESOURCES),
         || format!("expected CUDA_ERROR_LAUNCH_OUT_OF_RESOURCES, got {r:?}"),
     )?;
-    let mut short = cuda_core::args::PackedArgs::new();
+    let mut short = cudadrv::args::PackedArgs::new();
     short.push(&out.as_arg())?;
     for packed in [&long, &short] {
         let r = k.write_value.verify_packed(packed);
@@ -501,7 +502,7 @@ fn packed_size_mismatch_is_an_error() -> TestResult {
             format!("verify_packed: {r:?}")
         })?;
         // SAFETY: checked launch: the mismatch is refused before the driver is called.
-        let r = unsafe { cuda_core::launch::launch_checked(&k.write_value, &cfg, packed) };
+        let r = unsafe { cudadrv::launch::launch_checked(&k.write_value, &cfg, packed) };
         check(matches!(r, Err(Error::Layout(_))), || {
             format!("launch_checked: {r:?}")
         })?;
@@ -639,7 +640,7 @@ fn sixteen_threads_share_one_context() -> TestResult {
         .unwrap_or(30);
     let ctx = ctx()?;
     let k = Arc::new(kernels(&ctx)?);
-    let drop_errors = cuda_core::drop_error_count();
+    let drop_errors = cudadrv::drop_error_count();
     let deadline = Instant::now() + Duration::from_secs(secs);
     let threads: Vec<_> = (0..16u32)
         .map(|t| {
@@ -691,7 +692,7 @@ fn sixteen_threads_share_one_context() -> TestResult {
     }
     println!("    16 threads, {secs} s: {total} checked iterations");
     check_eq(
-        cuda_core::drop_error_count(),
+        cudadrv::drop_error_count(),
         drop_errors,
         "drops that failed during the stress run",
     )
@@ -706,7 +707,7 @@ fn cross_context_async_work_is_refused() -> TestResult {
     require_gpu()?;
     let dev = Device::get(0)?;
     let a = ctx()?;
-    let b = Context::create(dev, cuda_core::ContextFlags::empty())?;
+    let b = Context::create(dev, cudadrv::ContextFlags::empty())?;
     let stream_a = Stream::non_blocking(&a)?;
     let stream_b = Stream::non_blocking(&b)?;
     let mut dst = DeviceBuffer::<u32>::zeroed(&a, 4096)?;
@@ -1032,7 +1033,7 @@ fn fork_join_capture_records_both_streams() -> TestResult {
     check_eq(graph.root_nodes(&mut [])?, 2, "two roots: the branches")?;
     check_eq(
         side.capture_status()?,
-        cuda_sys::CUstreamCaptureStatus::CU_STREAM_CAPTURE_STATUS_NONE,
+        cudadrv_sys::CUstreamCaptureStatus::CU_STREAM_CAPTURE_STATUS_NONE,
         "the branch stream left the capture",
     )?;
     let exec = graph.instantiate(InstantiateFlags::empty())?;
@@ -1053,18 +1054,18 @@ fn fork_join_capture_records_both_streams() -> TestResult {
 /// safe launch is refused before the driver; the second does not load. The honest
 /// declaration of `typed_iota` is trusted and runs.
 mod impostors {
-    cuda_core::kernel! {
+    cudadrv::kernel! {
         /// The device's `write_value` is an `unsafe fn`: no safe-body marker.
         pub safe fn write_value(out: *mut u32, value: u32) {}
     }
-    cuda_core::kernel! {
+    cudadrv::kernel! {
         /// The device's `typed_iota` takes `DeviceSliceMut<u32>`.
-        pub safe fn typed_iota(out: cuda_core::kernel::DeviceSliceMut<u64>, base: u32) {}
+        pub safe fn typed_iota(out: cudadrv::kernel::DeviceSliceMut<u64>, base: u32) {}
     }
 }
 
 fn host_only_safe_declarations_are_refused() -> TestResult {
-    use cuda_core::kernel::{self, KernelModule, TypedKernel};
+    use cudadrv::kernel::{self, KernelModule, TypedKernel};
     require_gpu()?;
     let ctx = ctx()?;
     let module = KernelModule::load(&ctx, &ptx::TRUSTED)?;
@@ -1113,7 +1114,7 @@ fn host_only_safe_declarations_are_refused() -> TestResult {
 /// (`mem::forget`) mid-flight: the bound buffer is the region's (taken by value), so it
 /// leaks with it; host memory allocated afterwards is never written by the pending copy.
 fn forgotten_region_keeps_its_host_buffer() -> TestResult {
-    use cuda_core::graph::Region;
+    use cudadrv::graph::Region;
     require_gpu()?;
     const N: usize = 1 << 22;
     let ctx = ctx()?;
@@ -1149,7 +1150,7 @@ fn forgotten_region_keeps_its_host_buffer() -> TestResult {
 /// `HostRegistration::scope`: references and parts forgotten inside the closure end
 /// nothing; the scope waits for the device-to-host copy before the `Vec` is the host's.
 fn registration_scope_outlasts_a_forgotten_reference() -> TestResult {
-    use cuda_core::memory::registered::{HostRegisterFlags, HostRegistration};
+    use cudadrv::memory::registered::{HostRegisterFlags, HostRegistration};
     require_gpu()?;
     const N: usize = 1 << 22;
     let ctx = ctx()?;

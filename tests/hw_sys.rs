@@ -5,8 +5,8 @@
 
 use std::time::Instant;
 
-use cuda_sys::{CUdevice_attribute, CUresult};
 use cuda_workspace::{Outcome, TestResult, check, check_eq, require_gpu};
+use cudadrv_sys::{CUdevice_attribute, CUresult};
 
 fn ok(rc: CUresult, what: &str) -> TestResult {
     rc.result()
@@ -18,11 +18,11 @@ fn ok(rc: CUresult, what: &str) -> TestResult {
 fn driver_table_loads() -> TestResult {
     require_gpu()?;
     // The harness already loaded the process-wide table; time a fresh load too.
-    let cu = cuda_sys::driver()?;
+    let cu = cudadrv_sys::driver()?;
     if cu.is_linked() {
         println!(
             "    linked mode: {} driver entries linked",
-            cuda_sys::DRIVER_ENTRIES.len()
+            cudadrv_sys::DRIVER_ENTRIES.len()
         );
     }
     #[cfg(feature = "loaded")]
@@ -30,7 +30,7 @@ fn driver_table_loads() -> TestResult {
         let start = Instant::now();
         // SAFETY: the same search as the process-wide table's, which already opened
         // this host's CUDA driver.
-        let fresh = unsafe { cuda_sys::DriverApi::load(cuda_sys::LoadOptions::default()) }
+        let fresh = unsafe { cudadrv_sys::DriverApi::load(cudadrv_sys::LoadOptions::default()) }
             .map_err(|e| Outcome::Fail(e.to_string()))?;
         let load_us = start.elapsed().as_secs_f64() * 1e6;
         let resolved = fresh.resolved();
@@ -41,7 +41,7 @@ fn driver_table_loads() -> TestResult {
         );
         let missing: Vec<&str> = resolved
             .iter()
-            .zip(cuda_sys::DRIVER_ENTRIES)
+            .zip(cudadrv_sys::DRIVER_ENTRIES)
             .filter(|(r, _)| !**r)
             .map(|(_, e)| e.name)
             .collect();
@@ -85,7 +85,7 @@ fn driver_table_loads() -> TestResult {
         ok(cu.cuDeviceTotalMem()?(&mut bytes, dev), "cuDeviceTotalMem")?;
         println!(
             "    {} mode: driver {version} ({}.{}), device 0 = {name}, sm_{major}{minor}, {:.1} GiB",
-            cuda_sys::binding_mode(),
+            cudadrv_sys::binding_mode(),
             version / 1000,
             version % 1000 / 10,
             bytes as f64 / (1u64 << 30) as f64
@@ -101,7 +101,7 @@ fn driver_table_loads() -> TestResult {
 /// (`_v4`, with create params) and `cuGraphAddDependencies` (`_v2`, edge data).
 fn versioned_names_work() -> TestResult {
     require_gpu()?;
-    let cu = cuda_sys::driver()?;
+    let cu = cudadrv_sys::driver()?;
     // SAFETY: a context is created, used for one allocation and destroyed; all
     // out-pointers are valid locals.
     unsafe {
@@ -164,7 +164,7 @@ fn versioned_names_work() -> TestResult {
 fn runtime_table_loads() -> TestResult {
     require_gpu()?;
     let start = Instant::now();
-    let rt = match cuda_sys::runtime() {
+    let rt = match cudadrv_sys::runtime() {
         Ok(rt) => rt,
         Err(e) => return cuda_workspace::skip(format!("libcudart not found: {e}")),
     };
@@ -172,7 +172,7 @@ fn runtime_table_loads() -> TestResult {
     let found = rt.resolved().iter().filter(|r| **r).count();
     println!(
         "    runtime: {found} of {} entries resolved in {load_us:.0} us",
-        cuda_sys::RUNTIME_ENTRIES.len()
+        cudadrv_sys::RUNTIME_ENTRIES.len()
     );
     // SAFETY: runtime calls with valid out-pointers; the allocation is freed.
     unsafe {
@@ -180,7 +180,7 @@ fn runtime_table_loads() -> TestResult {
         rt.cudaRuntimeGetVersion()?(&mut version).result()?;
         let mut ptr = core::ptr::null_mut();
         rt.cudaMalloc()?(&mut ptr, 4096).result()?;
-        let cu = cuda_sys::driver()?;
+        let cu = cudadrv_sys::driver()?;
         let mut base = 0;
         let mut size = 0usize;
         ok(

@@ -8,13 +8,13 @@
 //! bounded wait. Host-side tensor-map validation is compared with the driver's own
 //! verdicts.
 
-use cuda_core::cuda_sys::{self, CUresult, CUtensorMap};
-use cuda_core::launch::{LaunchConfig, launch};
-use cuda_core::tensor_map::{Im2colDesc, Interleave, OobFill, Swizzle, TensorMap, TiledDesc};
-use cuda_core::{Context, Device, DeviceBuffer, Error, Function, Module, Stream, StreamFlags};
 use cuda_workspace::{
     Outcome, TestResult, check, check_eq, hw_tests, ptx, require_sm, run_suite, skip,
 };
+use cudadrv::cuda_sys::{self, CUresult, CUtensorMap};
+use cudadrv::launch::{LaunchConfig, launch};
+use cudadrv::tensor_map::{Im2colDesc, Interleave, OobFill, Swizzle, TensorMap, TiledDesc};
+use cudadrv::{Context, Device, DeviceBuffer, Error, Function, Module, Stream, StreamFlags};
 
 fn main() {
     if let Ok(kernel) = std::env::var("HW_TMA_BY_VALUE") {
@@ -75,7 +75,7 @@ impl Gpu {
     }
 }
 
-fn host<T: cuda_core::memory::Pod + Default>(buf: &DeviceBuffer<T>) -> Result<Vec<T>, Outcome> {
+fn host<T: cudadrv::memory::Pod + Default>(buf: &DeviceBuffer<T>) -> Result<Vec<T>, Outcome> {
     let mut v = vec![T::default(); buf.len()];
     buf.copy_to_host(&mut v)?;
     Ok(v)

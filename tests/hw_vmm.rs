@@ -3,14 +3,14 @@
 //! release orders, retaining the handle of mapped memory, and a `GrowableBuffer` grown
 //! while a kernel runs on its mapped part (the pointer stays, both parts checked).
 
-use cuda_core::launch::{LaunchConfig, launch};
-use cuda_core::memory::vmm::{Granularity, PhysicalMemory, VirtualRange, granularity};
-use cuda_core::{Context, Device, DeviceBuffer, GrowableBuffer, Module, Stream, StreamFlags};
-use cuda_sys::CUdevice_attribute;
 use cuda_workspace::{
     Kernels, Outcome, TestResult, check, check_eq, check_filled, hw_tests, ptx, require_gpu,
     run_suite, skip,
 };
+use cudadrv::launch::{LaunchConfig, launch};
+use cudadrv::memory::vmm::{Granularity, PhysicalMemory, VirtualRange, granularity};
+use cudadrv::{Context, Device, DeviceBuffer, GrowableBuffer, Module, Stream, StreamFlags};
+use cudadrv_sys::CUdevice_attribute;
 
 fn main() {
     run_suite(
@@ -35,7 +35,7 @@ fn ctx() -> Result<Context, Outcome> {
     Ok(Context::primary(dev)?)
 }
 
-fn fill(k: &Kernels, stream: &Stream, ptr: cuda_core::DevicePtr<u32>, n: u32) -> TestResult {
+fn fill(k: &Kernels, stream: &Stream, ptr: cudadrv::DevicePtr<u32>, n: u32) -> TestResult {
     let cfg = LaunchConfig::new(n.div_ceil(256), 256).stream(stream);
     // SAFETY: fill(out, n) writes out[0..n]; the callers pass `n` mapped elements that
     // stay mapped until the stream is synchronized.
@@ -43,14 +43,14 @@ fn fill(k: &Kernels, stream: &Stream, ptr: cuda_core::DevicePtr<u32>, n: u32) ->
     Ok(())
 }
 
-fn read(ctx: &Context, ptr: cuda_sys::CUdeviceptr, n: usize) -> Result<Vec<u32>, Outcome> {
+fn read(ctx: &Context, ptr: cudadrv_sys::CUdeviceptr, n: usize) -> Result<Vec<u32>, Outcome> {
     let _ = ctx;
-    let cu = cuda_sys::driver()?;
+    let cu = cudadrv_sys::driver()?;
     let mut v = vec![0u32; n];
     // SAFETY: the callers pass `n` mapped elements; the context is current (bound by
     // the caller); `v` holds `n` u32s.
     let r = unsafe { (cu.cuMemcpyDtoH()?)(v.as_mut_ptr().cast(), ptr, n * 4) };
-    check_eq(r, cuda_sys::CUresult::CUDA_SUCCESS, "cuMemcpyDtoH")?;
+    check_eq(r, cudadrv_sys::CUresult::CUDA_SUCCESS, "cuMemcpyDtoH")?;
     Ok(v)
 }
 
@@ -102,7 +102,7 @@ fn map_unmap_and_release_in_either_order() -> TestResult {
     )?;
     drop(map_a);
     drop(range);
-    check_eq(cuda_core::drop_error_count(), 0, "drop errors")
+    check_eq(cudadrv::drop_error_count(), 0, "drop errors")
 }
 
 fn retained_handle_names_the_mapped_memory() -> TestResult {
@@ -126,27 +126,27 @@ fn retained_handle_names_the_mapped_memory() -> TestResult {
     check(second.is_err(), || {
         "map of a size-less handle accepted".into()
     })?;
-    let cu = cuda_sys::driver()?;
+    let cu = cudadrv_sys::driver()?;
     let alias = range.base() + min as u64;
     // SAFETY: the second half of our reservation is free; the handle is live; the
     // alias is unmapped below before the range is dropped.
     let r = unsafe { (cu.cuMemMap()?)(alias, min, 0, retained.as_raw(), 0) };
     check_eq(
         r,
-        cuda_sys::CUresult::CUDA_SUCCESS,
+        cudadrv_sys::CUresult::CUDA_SUCCESS,
         "cuMemMap of the retained handle",
     )?;
-    let desc = cuda_sys::CUmemAccessDesc {
-        location: cuda_core::memory::managed::Location::Device(ctx.device()).as_raw(),
-        flags: cuda_sys::CUmemAccess_flags::CU_MEM_ACCESS_FLAGS_PROT_READWRITE,
+    let desc = cudadrv_sys::CUmemAccessDesc {
+        location: cudadrv::memory::managed::Location::Device(ctx.device()).as_raw(),
+        flags: cudadrv_sys::CUmemAccess_flags::CU_MEM_ACCESS_FLAGS_PROT_READWRITE,
     };
     // SAFETY: the alias is mapped; one descriptor.
     let r = unsafe { (cu.cuMemSetAccess()?)(alias, min, &desc, 1) };
-    check_eq(r, cuda_sys::CUresult::CUDA_SUCCESS, "cuMemSetAccess")?;
+    check_eq(r, cudadrv_sys::CUresult::CUDA_SUCCESS, "cuMemSetAccess")?;
     let through_alias = read(&ctx, alias, n as usize);
     // SAFETY: exactly the span mapped above.
     let r = unsafe { (cu.cuMemUnmap()?)(alias, min) };
-    check_eq(r, cuda_sys::CUresult::CUDA_SUCCESS, "cuMemUnmap")?;
+    check_eq(r, cudadrv_sys::CUresult::CUDA_SUCCESS, "cuMemUnmap")?;
     check_filled(
         &through_alias?,
         "the same memory read through a second mapping",
@@ -170,24 +170,21 @@ fn sizes_are_checked_before_the_driver() -> TestResult {
         ),
     ] {
         match r {
-            Some(cuda_core::Error::InvalidArgument(m)) => println!("    {what}: {m}"),
+            Some(cudadrv::Error::InvalidArgument(m)) => println!("    {what}: {m}"),
             other => return Err(Outcome::Fail(format!("{what}: {other:?}"))),
         }
     }
     let range = VirtualRange::reserve(&ctx, min)?;
     let mem = PhysicalMemory::new(&ctx, 2 * min)?;
     check(
-        matches!(
-            range.map(0, &mem),
-            Err(cuda_core::Error::InvalidArgument(_))
-        ),
+        matches!(range.map(0, &mem), Err(cudadrv::Error::InvalidArgument(_))),
         || "oversized map accepted".into(),
     )?;
     let small = PhysicalMemory::new(&ctx, min)?;
     check(
         matches!(
             range.map(min / 2, &small),
-            Err(cuda_core::Error::InvalidArgument(_))
+            Err(cudadrv::Error::InvalidArgument(_))
         ),
         || "unaligned offset accepted".into(),
     )

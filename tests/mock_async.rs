@@ -25,10 +25,10 @@ use std::sync::Mutex;
 use std::thread::JoinHandle;
 use std::time::Duration;
 
-use cuda_core::graph::{Graph, InstantiateFlags};
-use cuda_core::memory::registered::{HostRegisterFlags, HostRegistration};
-use cuda_core::{Context, Device, DeviceBuffer, Stream};
-use cuda_sys::{
+use cudadrv::graph::{Graph, InstantiateFlags};
+use cudadrv::memory::registered::{HostRegisterFlags, HostRegistration};
+use cudadrv::{Context, Device, DeviceBuffer, Stream};
+use cudadrv_sys::{
     CUDA_MEMSET_NODE_PARAMS, CUcontext, CUdeviceptr, CUgraph, CUgraphExec, CUgraphNode, CUresult,
     CUstream,
 };
@@ -220,9 +220,9 @@ unsafe extern "C" fn cu_ctx_sync() -> CUresult {
 }
 unsafe extern "C" fn cu_stream_is_capturing(
     _: CUstream,
-    status: *mut cuda_sys::CUstreamCaptureStatus,
+    status: *mut cudadrv_sys::CUstreamCaptureStatus,
 ) -> CUresult {
-    unsafe { *status = cuda_sys::CUstreamCaptureStatus::CU_STREAM_CAPTURE_STATUS_NONE };
+    unsafe { *status = cudadrv_sys::CUstreamCaptureStatus::CU_STREAM_CAPTURE_STATUS_NONE };
     OK
 }
 unsafe extern "C" fn cu_host_register(_p: *mut c_void, bytes: usize, _f: c_uint) -> CUresult {

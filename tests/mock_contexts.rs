@@ -38,9 +38,9 @@
 
 use std::ptr;
 
-use cuda_core::graph::InstantiateFlags;
-use cuda_core::{Context, ContextFlags, Device, DeviceBuffer, Error, Graph, Stream};
-use cuda_sys::CUresult;
+use cudadrv::graph::InstantiateFlags;
+use cudadrv::{Context, ContextFlags, Device, DeviceBuffer, Error, Graph, Stream};
+use cudadrv_sys::CUresult;
 use mock::UseAfterFree;
 
 /// The mock driver: the table's entries and the state they share.
@@ -50,7 +50,7 @@ mod mock {
     use std::ffi::{c_int, c_uchar, c_uint, c_ulonglong, c_void};
     use std::sync::{Mutex, MutexGuard};
 
-    use cuda_sys::{
+    use cudadrv_sys::{
         CUDA_MEMSET_NODE_PARAMS, CUcontext, CUctxCreateParams, CUdevice, CUdeviceptr, CUgraph,
         CUgraphExec, CUgraphNode, CUresult, CUstream, CUstreamCaptureStatus, DriverApi, Library,
     };
@@ -183,7 +183,7 @@ mod mock {
 
     /// The null handle and the two default-stream handles.
     fn is_default_stream(s: CUstream) -> bool {
-        s.is_null() || s == cuda_sys::CU_STREAM_LEGACY || s == cuda_sys::CU_STREAM_PER_THREAD
+        s.is_null() || s == cudadrv_sys::CU_STREAM_LEGACY || s == cudadrv_sys::CU_STREAM_PER_THREAD
     }
 
     impl World {
@@ -838,7 +838,7 @@ mod mock {
         // cuda.h), valid for the rest of the process.
         let table = unsafe { DriverApi::from_resolver(Library::none(), |e| mock_entry(e.name)) };
         assert!(
-            cuda_sys::install_driver(table).is_ok(),
+            cudadrv_sys::install_driver(table).is_ok(),
             "a driver table was loaded before the mock"
         );
     }
@@ -895,12 +895,12 @@ const BYTES: usize = 1024;
 const WORDS: usize = BYTES / 4;
 /// What the stale memsets write.
 const POISON: u32 = 0xDEAD_BEEF;
-const NON_BLOCKING: u32 = cuda_sys::CUstream_flags::CU_STREAM_NON_BLOCKING.0;
+const NON_BLOCKING: u32 = cudadrv_sys::CUstream_flags::CU_STREAM_NON_BLOCKING.0;
 
 /// Calls a raw driver entry (the mock's) and asserts that it succeeded.
 macro_rules! raw {
     ($name:ident ( $($arg:expr),* $(,)? )) => {{
-        let cu = cuda_sys::driver().expect("the mock is installed");
+        let cu = cudadrv_sys::driver().expect("the mock is installed");
         let f = cu.$name().expect(concat!(stringify!($name), " is mocked"));
         // SAFETY: the mock's entry, with the C signature; pointer arguments are live
         // locals of the check, handles are ones the mock handed out.
@@ -936,7 +936,7 @@ fn cross_context_work_against_a_mock_driver() {
         Vec::<String>::new(),
         "a context went before the handles made in it"
     );
-    assert_eq!(cuda_core::drop_error_count(), 0, "a drop failed");
+    assert_eq!(cudadrv::drop_error_count(), 0, "a drop failed");
 }
 
 /// Check 1, raw driver calls only: the sequence the crate must refuse. A memset queued

@@ -1,6 +1,6 @@
 //! cuda-core's handles against a mock driver table, on the CPU.
 //!
-//! The mock is installed once per process (`cuda_sys::install_driver`), so one `#[test]`
+//! The mock is installed once per process (`cudadrv_sys::install_driver`), so one `#[test]`
 //! drives every check in order. Each mock entry appends a line to `LOG`; the checks read
 //! the log to prove drop order, exactly-once destruction, and which calls were made.
 //!
@@ -25,13 +25,13 @@ use std::ffi::{c_char, c_int, c_uint, c_void};
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 
-use cuda_core::graph::CaptureMode;
-use cuda_core::launch::{self, LaunchConfig};
-use cuda_core::{
+use cudadrv::graph::CaptureMode;
+use cudadrv::launch::{self, LaunchConfig};
+use cudadrv::{
     AsyncDeviceBuffer, Context, Device, DeviceBuffer, DropError, Error, Event, EventFlags,
     EventWaitFlags, Function, JitOptions, Linker, Module, PinnedHostBuffer, Stream, StreamFlags,
 };
-use cuda_sys::{
+use cudadrv_sys::{
     CUcontext, CUdevice, CUdeviceptr, CUevent, CUfunction, CUgraph, CUgraphEdgeData, CUgraphExec,
     CUgraphNode, CUhostFn, CUjit_option, CUlaunchConfig, CUmodule, CUresult, CUstream,
     CUstreamCaptureMode, CUstreamCaptureStatus, CUuserObject, DriverApi, Library,
@@ -370,7 +370,7 @@ unsafe extern "C" fn cu_stream_is_capturing(
 unsafe extern "C" fn cu_stream_begin_capture(s: CUstream, _mode: CUstreamCaptureMode) -> CUresult {
     check!(bound("cuStreamBeginCapture"));
     log(format!("cuStreamBeginCapture {:#x}", s.addr()));
-    if s.is_null() || s == cuda_sys::CU_STREAM_LEGACY || s == cuda_sys::CU_STREAM_PER_THREAD {
+    if s.is_null() || s == cudadrv_sys::CU_STREAM_LEGACY || s == cudadrv_sys::CU_STREAM_PER_THREAD {
         return CUresult::CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED;
     }
     let mut captures = lock(&CAPTURES);
@@ -475,7 +475,7 @@ unsafe extern "C" fn cu_graph_retain_user_object(
         return CUresult::CUDA_ERROR_INVALID_VALUE;
     };
     // MOVE: the caller's references become the graph's; else the graph adds its own.
-    if flags & cuda_sys::CUuserObjectRetain_flags::CU_GRAPH_USER_OBJECT_MOVE.0 == 0 {
+    if flags & cudadrv_sys::CUuserObjectRetain_flags::CU_GRAPH_USER_OBJECT_MOVE.0 == 0 {
         o.refs += count;
     }
     g.objects
@@ -950,7 +950,7 @@ unsafe extern "C" fn cu_link_create(
     n: c_uint,
     options: *mut CUjit_option,
     values: *mut *mut c_void,
-    state: *mut cuda_sys::CUlinkState,
+    state: *mut cudadrv_sys::CUlinkState,
 ) -> CUresult {
     let (opts, vals) = unsafe { jit_options(n, options, values) };
     let find = |o: CUjit_option| opts.iter().position(|&x| x == o).map(|i| vals[i]);
@@ -966,8 +966,8 @@ unsafe extern "C" fn cu_link_create(
 }
 #[allow(clippy::too_many_arguments)]
 unsafe extern "C" fn cu_link_add_data(
-    _state: cuda_sys::CUlinkState,
-    kind: cuda_sys::CUjitInputType,
+    _state: cudadrv_sys::CUlinkState,
+    kind: cudadrv_sys::CUjitInputType,
     data: *mut c_void,
     size: usize,
     name: *const c_char,
@@ -986,7 +986,7 @@ unsafe extern "C" fn cu_link_add_data(
     OK
 }
 unsafe extern "C" fn cu_link_complete(
-    _state: cuda_sys::CUlinkState,
+    _state: cudadrv_sys::CUlinkState,
     cubin: *mut *mut c_void,
     size: *mut usize,
 ) -> CUresult {
@@ -1007,7 +1007,7 @@ unsafe extern "C" fn cu_link_complete(
     }
     OK
 }
-unsafe extern "C" fn cu_link_destroy(state: cuda_sys::CUlinkState) -> CUresult {
+unsafe extern "C" fn cu_link_destroy(state: cudadrv_sys::CUlinkState) -> CUresult {
     log(format!("cuLinkDestroy {:#x}", state.addr()));
     OK
 }
@@ -1086,7 +1086,7 @@ fn install() {
     // function of this program, valid for the rest of the process.
     let table = unsafe { DriverApi::from_resolver(Library::none(), |e| mock_entry(e.name)) };
     assert!(
-        cuda_sys::install_driver(table).is_ok(),
+        cudadrv_sys::install_driver(table).is_ok(),
         "a driver table was loaded before the mock"
     );
 }
@@ -1183,7 +1183,7 @@ fn device_queries() {
         "{e}"
     );
     assert_eq!(count(&take_log(), "cuInit"), 1, "cuInit runs once");
-    assert_eq!(cuda_core::driver::init().map_err(|e| e.to_string()), Ok(()));
+    assert_eq!(cudadrv::driver::init().map_err(|e| e.to_string()), Ok(()));
     assert_eq!(
         count(&take_log(), "cuInit"),
         0,
@@ -1444,7 +1444,7 @@ fn param_layout_is_read_from_the_driver() {
     assert_eq!(e.call(), Some("cuFuncGetParamInfo"));
     assert!(e.is(CUresult::CUDA_ERROR_INVALID_VALUE), "{e}");
     let buf = DeviceBuffer::<f32>::new(&ctx, 4).unwrap();
-    let packed = cuda_core::args::PackedArgs::<4096>::from_args(&(
+    let packed = cudadrv::args::PackedArgs::<4096>::from_args(&(
         buf.as_arg(),
         buf.as_arg(),
         buf.as_arg(),
@@ -1452,7 +1452,7 @@ fn param_layout_is_read_from_the_driver() {
     ))
     .unwrap();
     f.verify_params(&packed).unwrap();
-    let wrong = cuda_core::args::PackedArgs::<4096>::from_args(&(buf.as_arg(), 4u32)).unwrap();
+    let wrong = cudadrv::args::PackedArgs::<4096>::from_args(&(buf.as_arg(), 4u32)).unwrap();
     let e = f.verify_params(&wrong).unwrap_err();
     assert!(matches!(e, Error::Layout(_)), "{e}");
     let e = module.function("nope").unwrap_err();
@@ -1490,7 +1490,7 @@ fn linker_logs_and_destroys_once() {
     let log = take_log();
     let lib = format!(
         "cuLinkAddData kind={} libcudadevrt.a",
-        cuda_sys::CUjitInputType::CU_JIT_INPUT_LIBRARY.0
+        cudadrv_sys::CUjitInputType::CU_JIT_INPUT_LIBRARY.0
     );
     position(&log, &lib);
     let complete = position(&log, "cuLinkComplete");
@@ -1941,13 +1941,13 @@ fn record_drop_error(e: &DropError) {
 fn drop_errors_are_reported() {
     let ctx = primary();
     lock(&HOOKED).clear();
-    cuda_core::set_drop_error_hook(Some(record_drop_error));
+    cudadrv::set_drop_error_hook(Some(record_drop_error));
 
-    let before = cuda_core::drop_error_count();
+    let before = cudadrv::drop_error_count();
     let buf = DeviceBuffer::<u8>::new(&ctx, 8).unwrap();
     FAIL_MEM_FREE.store(true, Ordering::SeqCst);
     drop(buf);
-    assert_eq!(cuda_core::drop_error_count(), before + 1);
+    assert_eq!(cudadrv::drop_error_count(), before + 1);
     assert_eq!(
         *lock(&HOOKED),
         [DropError {
@@ -1959,7 +1959,7 @@ fn drop_errors_are_reported() {
     let stream = Stream::new(&ctx, StreamFlags::empty()).unwrap();
     FAIL_STREAM_DESTROY.store(true, Ordering::SeqCst);
     drop(stream);
-    assert_eq!(cuda_core::drop_error_count(), before + 2);
+    assert_eq!(cudadrv::drop_error_count(), before + 2);
     assert_eq!(
         lock(&HOOKED).last(),
         Some(&DropError {
@@ -1969,15 +1969,15 @@ fn drop_errors_are_reported() {
     );
 
     // Without the hook, still counted.
-    cuda_core::set_drop_error_hook(None);
+    cudadrv::set_drop_error_hook(None);
     let buf = DeviceBuffer::<u8>::new(&ctx, 8).unwrap();
     FAIL_MEM_FREE.store(true, Ordering::SeqCst);
     drop(buf);
-    assert_eq!(cuda_core::drop_error_count(), before + 3);
+    assert_eq!(cudadrv::drop_error_count(), before + 3);
     assert_eq!(lock(&HOOKED).len(), 2, "the removed hook is not called");
     // A successful drop is not an error.
     drop(DeviceBuffer::<u8>::new(&ctx, 8).unwrap());
-    assert_eq!(cuda_core::drop_error_count(), before + 3);
+    assert_eq!(cudadrv::drop_error_count(), before + 3);
 }
 
 /// A page, as a pinned element type that needs more than the driver's 256-byte alignment.
@@ -1986,7 +1986,7 @@ fn drop_errors_are_reported() {
 struct Aligned4096([u8; 4096]);
 
 // SAFETY: 4096 bytes of `u8` at alignment 4096: no padding, every bit pattern valid.
-unsafe impl cuda_core::memory::Pod for Aligned4096 {}
+unsafe impl cudadrv::memory::Pod for Aligned4096 {}
 
 /// The addresses in the lines starting with `prefix` (`"cuMemAllocHost 0x... n"`).
 fn addresses(log: &[String], prefix: &str) -> Vec<usize> {
@@ -2066,7 +2066,7 @@ fn launch_without_a_stream_is_refused() {
     let f = scale_function(&ctx);
     let buf = DeviceBuffer::from_slice(&ctx, &[1u32, 2, 3, 4]).unwrap();
     let args = (buf.as_arg(), 4u32);
-    let packed = cuda_core::args::PackedArgs::<4096>::from_args(&args).unwrap();
+    let packed = cudadrv::args::PackedArgs::<4096>::from_args(&args).unwrap();
     let cfg = LaunchConfig::new(1u32, 4u32);
     assert!(!cfg.has_stream());
     take_log();
@@ -2091,7 +2091,7 @@ fn launch_without_a_stream_is_refused() {
     let log = take_log();
     let line = format!(
         "cuLaunchKernelEx scale on {:#x}",
-        cuda_sys::CU_STREAM_LEGACY.addr()
+        cudadrv_sys::CU_STREAM_LEGACY.addr()
     );
     assert_eq!(count(&log, "cuLaunchKernelEx"), 1, "{log:#?}");
     assert_eq!(count(&log, &line), 1, "{log:#?}");

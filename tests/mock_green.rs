@@ -15,12 +15,12 @@ use mock_common::*;
 
 use std::ffi::{c_int, c_uint, c_ulonglong};
 
-use cuda_core::green::{
+use cudadrv::green::{
     self, GreenContext, GroupParams, ResourceDesc, SmPartition, SmResource, Workqueue,
     WorkqueueConfig, WorkqueueScope,
 };
-use cuda_core::{Context, Device, Error, Event, EventFlags, Stream, StreamFlags};
-use cuda_sys::{
+use cudadrv::{Context, Device, Error, Event, EventFlags, Stream, StreamFlags};
+use cudadrv_sys::{
     CU_DEV_SM_RESOURCE_GROUP_PARAMS, CUcontext, CUdevResource, CUdevResourceDesc,
     CUdevResourceType, CUdevSmResource, CUdevWorkqueueConfigResource, CUdevWorkqueueConfigScope,
     CUdevice, CUevent, CUgreenCtx, CUresult, CUstream,
@@ -55,7 +55,7 @@ fn resource(ty: CUdevResourceType, sms: u32) -> CUdevResource {
             }
         }
         WQ => {
-            let mut wq = cuda_sys::CUdevWorkqueueResource::default();
+            let mut wq = cudadrv_sys::CUdevWorkqueueResource::default();
             wq.reserved[0] = 0x77;
             r.__bindgen_anon_1.wq = wq;
         }

@@ -17,20 +17,20 @@ use std::ffi::{CStr, c_char, c_uint, c_void};
 use std::sync::Mutex;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
-use cuda_core::args::KernelArgs;
-use cuda_core::kernel::{
+use cudadrv::args::KernelArgs;
+use cudadrv::kernel::{
     self, DeviceSlice, DeviceSliceMut, Kernel, KernelModule, KernelPtx, MAX_LANES, TypedKernel,
 };
-use cuda_core::launch::LaunchConfig;
-use cuda_core::{Context, Device, DeviceBuffer, Error, Event, EventFlags, Stream};
-use cuda_sys::{CUdeviceptr, CUevent, CUfunction, CUlaunchConfig, CUmodule, CUresult, CUstream};
+use cudadrv::launch::LaunchConfig;
+use cudadrv::{Context, Device, DeviceBuffer, Error, Event, EventFlags, Stream};
+use cudadrv_sys::{CUdeviceptr, CUevent, CUfunction, CUlaunchConfig, CUmodule, CUresult, CUstream};
 
-cuda_core::kernel! {
+cudadrv::kernel! {
     /// `out[i] = a[i] * k` (the body is the device half's; the host sees the handle).
     pub safe fn scale(a: DeviceSlice<f32>, out: DeviceSliceMut<f32>, k: f32) {}
 }
 
-cuda_core::kernel! {
+cudadrv::kernel! {
     /// Waits for its predecessor, then writes `out`.
     pub safe dependent fn follow(out: DeviceSliceMut<u32>) {}
 }
@@ -39,20 +39,20 @@ cuda_core::kernel! {
 /// element types (same layout: 16 + 16 + 4 bytes), and `raw_fill`, the name of a kernel
 /// the mock module has without a safe-body marker (an `unsafe fn` kernel).
 mod impostors {
-    use cuda_core::kernel::{DeviceSlice, DeviceSliceMut};
-    cuda_core::kernel! {
+    use cudadrv::kernel::{DeviceSlice, DeviceSliceMut};
+    cudadrv::kernel! {
         /// `scale` with 8-byte elements: the device build's marker says 4-byte ones.
         pub safe fn scale(a: DeviceSlice<u64>, out: DeviceSliceMut<u64>, k: f32) {}
     }
-    cuda_core::kernel! {
+    cudadrv::kernel! {
         /// Declared `safe` here; the module's `raw_fill` is not a safe body.
         pub safe fn raw_fill(out: DeviceSliceMut<u32>) {}
     }
     /// `scale` claimed `dependent` (so PDL launches would be accepted): the device
     /// build's `scale` does not wait for its predecessor.
     pub mod waiting {
-        use cuda_core::kernel::{DeviceSlice, DeviceSliceMut};
-        cuda_core::kernel! {
+        use cudadrv::kernel::{DeviceSlice, DeviceSliceMut};
+        cudadrv::kernel! {
             pub safe dependent fn scale(a: DeviceSlice<f32>, out: DeviceSliceMut<f32>, k: f32) {}
         }
     }
@@ -90,9 +90,9 @@ unsafe extern "C" fn cu_stream_sync(s: CUstream) -> CUresult {
 }
 unsafe extern "C" fn cu_stream_is_capturing(
     _: CUstream,
-    status: *mut cuda_sys::CUstreamCaptureStatus,
+    status: *mut cudadrv_sys::CUstreamCaptureStatus,
 ) -> CUresult {
-    unsafe { *status = cuda_sys::CUstreamCaptureStatus::CU_STREAM_CAPTURE_STATUS_NONE };
+    unsafe { *status = cudadrv_sys::CUstreamCaptureStatus::CU_STREAM_CAPTURE_STATUS_NONE };
     OK
 }
 unsafe extern "C" fn cu_event_record(e: CUevent, s: CUstream) -> CUresult {
@@ -264,7 +264,7 @@ entry_table! {
     }
 }
 
-fn invalid(r: cuda_core::Result<()>, what: &str) {
+fn invalid(r: cudadrv::Result<()>, what: &str) {
     assert!(
         matches!(&r, Err(Error::InvalidArgument(m)) if m.contains(what)),
         "expected a refusal naming {what:?}, got {r:?}"
@@ -438,7 +438,8 @@ fn refusals(
             "cuLaunchKernelEx follow({:#x}+64) on {:#x} attrs [{}]",
             flags.as_raw(),
             streams[0].as_raw().addr(),
-            cuda_sys::CUlaunchAttributeID::CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION.0
+            cudadrv_sys::CUlaunchAttributeID::CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION
+                .0
         )],
         "only the accepted launch reaches the driver"
     );

@@ -18,14 +18,14 @@ use std::ffi::{c_int, c_uint, c_void};
 use std::sync::Mutex;
 use std::sync::atomic::Ordering;
 
-use cuda_core::memory::batch::{CopyAttributes, CopyBatch, SrcAccessOrder, copy_with_attributes};
-use cuda_core::memory::l2::AccessPolicyWindow;
-use cuda_core::memory::managed::{
+use cudadrv::memory::batch::{CopyAttributes, CopyBatch, SrcAccessOrder, copy_with_attributes};
+use cudadrv::memory::l2::AccessPolicyWindow;
+use cudadrv::memory::managed::{
     Advice, Attach, Location, ManagedBuffer, MemoryKind, MemoryModel, memory_kind,
 };
-use cuda_core::memory::registered::{HostRegisterFlags, HostRegistration};
-use cuda_core::{Context, Device, DeviceBuffer, Error, Stream, StreamFlags};
-use cuda_sys::{
+use cudadrv::memory::registered::{HostRegisterFlags, HostRegistration};
+use cudadrv::{Context, Device, DeviceBuffer, Error, Stream, StreamFlags};
+use cudadrv_sys::{
     CUdevice, CUdeviceptr, CUlaunchAttributeID, CUmem_advise, CUmem_range_attribute, CUmemLocation,
     CUmemcpyAttributes, CUpointer_attribute, CUresult, CUstream, CUstreamAttrValue,
 };
@@ -48,10 +48,10 @@ static NO_CONCURRENT_ACCESS: std::sync::atomic::AtomicBool =
 
 unsafe extern "C" fn cu_device_get_attribute(
     v: *mut c_int,
-    attr: cuda_sys::CUdevice_attribute,
+    attr: cudadrv_sys::CUdevice_attribute,
     _: CUdevice,
 ) -> CUresult {
-    use cuda_sys::CUdevice_attribute as A;
+    use cudadrv_sys::CUdevice_attribute as A;
     // A coherent system (as on Grace Hopper): pageable memory access through the host's
     // page tables, native host atomics; no read-only registration.
     let on = match attr {
@@ -75,9 +75,9 @@ unsafe extern "C" fn cu_stream_sync(_: CUstream) -> CUresult {
 }
 unsafe extern "C" fn cu_stream_is_capturing(
     _: CUstream,
-    status: *mut cuda_sys::CUstreamCaptureStatus,
+    status: *mut cudadrv_sys::CUstreamCaptureStatus,
 ) -> CUresult {
-    unsafe { *status = cuda_sys::CUstreamCaptureStatus::CU_STREAM_CAPTURE_STATUS_NONE };
+    unsafe { *status = cudadrv_sys::CUstreamCaptureStatus::CU_STREAM_CAPTURE_STATUS_NONE };
     OK
 }
 unsafe extern "C" fn cu_mem_alloc(p: *mut CUdeviceptr, bytes: usize) -> CUresult {
@@ -120,7 +120,7 @@ unsafe extern "C" fn cu_mem_prefetch(
     log(format!(
         "cuMemPrefetchAsync {p:#x} {bytes} loc {}:{} flags {flags} stream {:#x}",
         loc.type_.0,
-        cuda_core::memory::location_id(&loc),
+        cudadrv::memory::location_id(&loc),
         s.addr()
     ));
     OK
@@ -135,7 +135,7 @@ unsafe extern "C" fn cu_mem_advise(
         "cuMemAdvise {p:#x} {bytes} advice {} loc {}:{}",
         advice.0,
         loc.type_.0,
-        cuda_core::memory::location_id(&loc)
+        cudadrv::memory::location_id(&loc)
     ));
     OK
 }
@@ -228,7 +228,7 @@ unsafe extern "C" fn cu_memcpy_with_attributes(
         "cuMemcpyWithAttributesAsync {dst:#x} <- {src:#x} {size} order {} dst hint {}:{} flags {} stream {:#x}",
         a.srcAccessOrder.0,
         a.dstLocHint.type_.0,
-        cuda_core::memory::location_id(&a.dstLocHint),
+        cudadrv::memory::location_id(&a.dstLocHint),
         a.flags,
         s.addr()
     ));
@@ -256,12 +256,12 @@ unsafe extern "C" fn cu_stream_get_attribute(
             return CUresult::CUDA_ERROR_INVALID_VALUE;
         };
         unsafe {
-            (*v).accessPolicyWindow = cuda_sys::CUaccessPolicyWindow {
+            (*v).accessPolicyWindow = cudadrv_sys::CUaccessPolicyWindow {
                 base_ptr: std::ptr::without_provenance_mut(base),
                 num_bytes: bytes,
                 hitRatio: 0.5,
-                hitProp: cuda_sys::CUaccessProperty(hit),
-                missProp: cuda_sys::CUaccessProperty::CU_ACCESS_PROPERTY_STREAMING,
+                hitProp: cudadrv_sys::CUaccessProperty(hit),
+                missProp: cudadrv_sys::CUaccessProperty::CU_ACCESS_PROPERTY_STREAMING,
             }
         };
     }

@@ -24,10 +24,10 @@ use std::ffi::{CStr, c_char, c_uint, c_void};
 use std::sync::Mutex;
 use std::sync::atomic::{AtomicBool, Ordering};
 
-use cuda_core::graph::Region;
-use cuda_core::launch::{LaunchAttribute, LaunchConfig};
-use cuda_core::{Context, Device, DeviceBuffer, Error, Module, PinnedHostBuffer, Stream};
-use cuda_sys::{
+use cudadrv::graph::Region;
+use cudadrv::launch::{LaunchAttribute, LaunchConfig};
+use cudadrv::{Context, Device, DeviceBuffer, Error, Module, PinnedHostBuffer, Stream};
+use cudadrv_sys::{
     CUDA_KERNEL_NODE_PARAMS, CUDA_MEMCPY3D, CUDA_MEMSET_NODE_PARAMS, CUcontext, CUdeviceptr,
     CUfunction, CUgraph, CUgraphEdgeData, CUgraphExec, CUgraphNode, CUlaunchConfig, CUmemorytype,
     CUmodule, CUresult, CUstream, CUstreamCaptureMode, CUstreamCaptureStatus,
@@ -436,12 +436,12 @@ fn mock_entry(name: &str) -> *mut c_void {
 fn execute<'a>(
     region: &mut Region<'a>,
     stream: &mut Stream,
-    f: &'a cuda_core::Function,
+    f: &'a cudadrv::Function,
     a: &'a DeviceBuffer<u32>,
     fill: u32,
     coeffs: &[f32],
     grid: u32,
-) -> cuda_core::Result<()> {
+) -> cudadrv::Result<()> {
     region.run(stream, |r| {
         r.memset_d32(a, fill)?;
         for &k in coeffs {

@@ -1,6 +1,6 @@
 //! cuda-sys on the CPU: result codes, the generated tables, and loading failures.
 
-use cuda_sys::{CUresult, DRIVER_ENTRIES, RUNTIME_ENTRIES, cudaError_t};
+use cudadrv_sys::{CUresult, DRIVER_ENTRIES, RUNTIME_ENTRIES, cudaError_t};
 
 /// Tests that load (and so read the environment) or write it hold this.
 #[cfg(feature = "loaded")]
@@ -79,7 +79,7 @@ fn documented_names_map_to_versioned_symbols() {
 mod resolver {
     use core::ffi::{c_int, c_uint, c_void};
 
-    use cuda_sys::{CUresult, DriverApi, Library};
+    use cudadrv_sys::{CUresult, DriverApi, Library};
 
     unsafe extern "C" fn mock_init(flags: c_uint) -> CUresult {
         if flags == 0 {
@@ -133,7 +133,7 @@ mod resolver {
 
 #[cfg(feature = "loaded")]
 mod loaded {
-    use cuda_sys::{DriverApi, LoadOptions, RuntimeApi};
+    use cudadrv_sys::{DriverApi, LoadOptions, RuntimeApi};
 
     /// Without a driver on this machine, loading fails with every candidate named; on a
     /// GPU machine it loads. Either way, nothing panics.
@@ -169,7 +169,7 @@ mod loaded {
 /// build turning on `linked`.
 #[cfg(all(feature = "loaded", feature = "linked"))]
 mod both_modes {
-    use cuda_sys::{DriverApi, LoadError, LoadOptions, RuntimeApi};
+    use cudadrv_sys::{DriverApi, LoadError, LoadOptions, RuntimeApi};
 
     #[test]
     fn both_constructors_exist_and_driver_loads() {
@@ -185,8 +185,8 @@ mod both_modes {
             Ok(loaded) => assert!(!loaded.is_linked()),
             Err(e) => assert!(matches!(e, LoadError::LibraryNotFound { .. }), "{e}"),
         }
-        assert_eq!(cuda_sys::binding_mode(), "loaded");
-        match cuda_sys::driver() {
+        assert_eq!(cudadrv_sys::binding_mode(), "loaded");
+        match cudadrv_sys::driver() {
             Ok(table) => assert!(!table.is_linked(), "driver() loads when `loaded` is on"),
             Err(e) => assert!(
                 matches!(e, LoadError::LibraryNotFound { .. }),
@@ -200,10 +200,10 @@ mod both_modes {
 #[cfg(all(feature = "linked", not(feature = "loaded")))]
 #[test]
 fn linked_alone_driver_is_the_linked_table() {
-    assert_eq!(cuda_sys::binding_mode(), "linked");
-    let table = cuda_sys::driver().expect("the linked table needs no loading");
+    assert_eq!(cudadrv_sys::binding_mode(), "linked");
+    let table = cudadrv_sys::driver().expect("the linked table needs no loading");
     assert!(table.is_linked());
-    assert!(cuda_sys::install_driver(cuda_sys::DriverApi::linked()).is_err());
+    assert!(cudadrv_sys::install_driver(cudadrv_sys::DriverApi::linked()).is_err());
 }
 
 /// `linked` names libcudart only together with `runtime`: a machine with only the driver

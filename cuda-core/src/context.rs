@@ -19,7 +19,7 @@
 use core::marker::PhantomData;
 use core::ptr;
 
-use cuda_sys::{CUcontext, CUctx_flags, DriverApi};
+use cudadrv_sys::{CUcontext, CUctx_flags, DriverApi};
 
 use crate::Device;
 use crate::driver::api;
@@ -80,7 +80,7 @@ enum Ownership {
     /// Made from this green context with `cuCtxFromGreenCtx`: `cuGreenCtxDestroy` of the
     /// green context (which also releases the primary context it retained).
     #[cfg(feature = "green")]
-    Green(cuda_sys::CUgreenCtx),
+    Green(cudadrv_sys::CUgreenCtx),
 }
 
 /// What the clones of a [`Context`] share.
@@ -386,7 +386,7 @@ impl Context {
 
     /// The green context this context was made from ([`Context::from_green`]), if any.
     #[cfg(feature = "green")]
-    pub fn green_raw(&self) -> Option<cuda_sys::CUgreenCtx> {
+    pub fn green_raw(&self) -> Option<cudadrv_sys::CUgreenCtx> {
         match self.inner.ownership {
             Ownership::Green(green) => Some(green),
             _ => None,
@@ -618,7 +618,7 @@ impl Drop for CurrentGuard<'_> {
                 Ok(f) => crate::error::report_drop("cuCtxPopCurrent", unsafe { f(&mut popped) }),
                 Err(_) => crate::error::report_drop(
                     "cuCtxPopCurrent",
-                    cuda_sys::CUresult::CUDA_ERROR_NOT_INITIALIZED,
+                    cudadrv_sys::CUresult::CUDA_ERROR_NOT_INITIALIZED,
                 ),
             }
         }

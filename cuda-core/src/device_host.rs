@@ -6,7 +6,7 @@
 
 use core::ffi::c_char;
 
-use cuda_sys::{CUdevice, CUdevice_attribute};
+use cudadrv_sys::{CUdevice, CUdevice_attribute};
 
 use crate::context::ContextFlags;
 use crate::driver::api;
@@ -125,7 +125,7 @@ impl Device {
     #[doc(alias = "cuDeviceGetUuid")]
     pub fn uuid(self) -> Result<[u8; 16]> {
         let cu = api()?;
-        let mut uuid = cuda_sys::CUuuid { bytes: [0; 16] };
+        let mut uuid = cudadrv_sys::CUuuid { bytes: [0; 16] };
         // SAFETY: `uuid` is a valid out-pointer.
         unsafe { drv!(cu, cuDeviceGetUuid(&mut uuid, self.raw))? };
         // `c_char` is `i8` on x86_64 and `u8` on aarch64: reinterpret the bytes either way.

@@ -1,12 +1,12 @@
 //! How the host layer reaches the driver: the process-wide table of
-//! [`cudadrv_sys::driver()`](cuda_sys::driver()), initialized with `cuInit(0)` once.
+//! [`cudadrv_sys::driver()`](cudadrv_sys::driver()), initialized with `cuInit(0)` once.
 //!
 //! Everything in this crate goes through one internal accessor; a test can install a mock table with
-//! [`cudadrv_sys::install_driver`](cuda_sys::install_driver) before the first call.
+//! [`cudadrv_sys::install_driver`](cudadrv_sys::install_driver) before the first call.
 
 use core::sync::atomic::{AtomicBool, AtomicU32, Ordering};
 
-use cuda_sys::{DriverApi, MissingSymbol};
+use cudadrv_sys::{DriverApi, MissingSymbol};
 
 use crate::error::{Error, Result, drv};
 
@@ -18,7 +18,7 @@ static INITIALIZED: AtomicBool = AtomicBool::new(false);
 /// `cuInit` is called until it succeeds once; concurrent first calls may both call it,
 /// which the driver allows.
 pub(crate) fn api() -> Result<&'static DriverApi> {
-    let cu = cuda_sys::driver()?;
+    let cu = cudadrv_sys::driver()?;
     if !INITIALIZED.load(Ordering::Acquire) {
         // SAFETY: cuInit has no preconditions; 0 is the only valid flag value.
         unsafe { drv!(cu, cuInit(0))? };
@@ -56,7 +56,7 @@ pub fn driver_version() -> Result<i32> {
 /// The driver table for a `Drop`: a handle exists only if the driver was loaded, so this
 /// is `None` only when a mock table was never installed in a test.
 pub(crate) fn api_for_drop() -> Option<&'static DriverApi> {
-    cuda_sys::driver().ok()
+    cudadrv_sys::driver().ok()
 }
 
 /// The driver's CUDA version once read (0: not yet).
@@ -72,7 +72,7 @@ pub(crate) fn cached_version() -> Option<u32> {
     if known != 0 {
         return Some(known);
     }
-    let cu = cuda_sys::driver().ok()?;
+    let cu = cudadrv_sys::driver().ok()?;
     let get = cu.cuDriverGetVersion().ok()?;
     let mut v = 0;
     // SAFETY: `v` is a valid out-pointer; cuDriverGetVersion has no other precondition.

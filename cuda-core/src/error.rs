@@ -17,7 +17,7 @@
 
 use core::fmt;
 
-use cuda_sys::{CUgraphNodeType, CUresult, LoadError, MissingSymbol};
+use cudadrv_sys::{CUgraphNodeType, CUresult, LoadError, MissingSymbol};
 
 use crate::args::{LayoutMismatch, PackError};
 
@@ -611,12 +611,12 @@ macro_rules! dropping {
                 Ok(f) => $crate::error::report_drop(stringify!($name), f($($arg),*)),
                 Err(_) => $crate::error::report_drop(
                     stringify!($name),
-                    cuda_sys::CUresult::CUDA_ERROR_NOT_INITIALIZED,
+                    cudadrv_sys::CUresult::CUDA_ERROR_NOT_INITIALIZED,
                 ),
             },
             None => $crate::error::report_drop(
                 stringify!($name),
-                cuda_sys::CUresult::CUDA_ERROR_NOT_INITIALIZED,
+                cudadrv_sys::CUresult::CUDA_ERROR_NOT_INITIALIZED,
             ),
         }
     };

@@ -3,7 +3,7 @@
 
 use core::ptr;
 
-use cuda_sys::CUevent;
+use cudadrv_sys::CUevent;
 
 use crate::context::Context;
 use crate::error::{Result, dropping, drv};
@@ -15,13 +15,13 @@ crate::flags::flags! {
     pub struct EventFlags: u32 {
         /// `CU_EVENT_BLOCKING_SYNC`: [`Event::synchronize`] blocks the thread instead of
         /// spinning.
-        const BLOCKING_SYNC = cuda_sys::CUevent_flags::CU_EVENT_BLOCKING_SYNC.0;
+        const BLOCKING_SYNC = cudadrv_sys::CUevent_flags::CU_EVENT_BLOCKING_SYNC.0;
         /// `CU_EVENT_DISABLE_TIMING`: no timestamps (cheaper; [`Event::elapsed_ms`]
         /// fails).
-        const DISABLE_TIMING = cuda_sys::CUevent_flags::CU_EVENT_DISABLE_TIMING.0;
+        const DISABLE_TIMING = cudadrv_sys::CUevent_flags::CU_EVENT_DISABLE_TIMING.0;
         /// `CU_EVENT_INTERPROCESS`: shareable with other processes (needs
         /// `DISABLE_TIMING`).
-        const INTERPROCESS = cuda_sys::CUevent_flags::CU_EVENT_INTERPROCESS.0;
+        const INTERPROCESS = cudadrv_sys::CUevent_flags::CU_EVENT_INTERPROCESS.0;
     }
 }
 

@@ -5,7 +5,7 @@
 use core::ffi::c_int;
 use core::sync::atomic::{AtomicU32, Ordering};
 
-use cuda_sys::{
+use cudadrv_sys::{
     CUcontext, CUfunction, CUfunction_attribute, CUlaunchAttribute, CUlaunchAttributeValue,
     CUlaunchConfig, CUoccupancy_flags, CUoccupancyB2DSize, CUresult,
 };
@@ -555,11 +555,11 @@ impl Function {
     #[doc(alias = "cuFuncIsLoaded")]
     pub fn is_loaded(&self) -> Result<bool> {
         let g = self.enter()?;
-        let mut state = cuda_sys::CUfunctionLoadingState::CU_FUNCTION_LOADING_STATE_UNLOADED;
+        let mut state = cudadrv_sys::CUfunctionLoadingState::CU_FUNCTION_LOADING_STATE_UNLOADED;
         // SAFETY: live function (its module is kept loaded), valid out-pointer; the
         // context is current.
         unsafe { drv!(g.cu, cuFuncIsLoaded(&mut state, self.raw))? };
-        Ok(state == cuda_sys::CUfunctionLoadingState::CU_FUNCTION_LOADING_STATE_LOADED)
+        Ok(state == cudadrv_sys::CUfunctionLoadingState::CU_FUNCTION_LOADING_STATE_LOADED)
     }
 
     /// `cuFuncLoad`: loads the kernel's code now (under lazy loading), so that its first
@@ -610,7 +610,7 @@ fn cluster_attribute(config: &ClusterConfig) -> Option<CUlaunchAttribute> {
     value.clusterDim.y = config.cluster[1];
     value.clusterDim.z = config.cluster[2];
     Some(CUlaunchAttribute {
-        id: cuda_sys::CUlaunchAttributeID::CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION,
+        id: cudadrv_sys::CUlaunchAttributeID::CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION,
         pad: [0; 4],
         value,
     })

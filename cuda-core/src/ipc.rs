@@ -36,7 +36,7 @@ use std::os::fd::{AsRawFd, BorrowedFd, FromRawFd, OwnedFd, RawFd};
 use std::os::unix::net::UnixStream;
 use std::vec::Vec;
 
-use cuda_sys::{
+use cudadrv_sys::{
     CUdeviceptr, CUipcEventHandle, CUipcMemHandle, CUmemAllocationHandleType, CUmemPoolProps,
     CUmemPoolPtrExportData,
 };
@@ -168,7 +168,7 @@ impl IpcMapping {
                 cuIpcOpenMemHandle(
                     &mut ptr,
                     handle.to_raw(),
-                    cuda_sys::CUipcMem_flags::CU_IPC_MEM_LAZY_ENABLE_PEER_ACCESS.0
+                    cudadrv_sys::CUipcMem_flags::CU_IPC_MEM_LAZY_ENABLE_PEER_ACCESS.0
                 )
             )?
         };
@@ -340,7 +340,7 @@ impl MemPool {
     #[doc(alias = "cuMemPoolCreate")]
     pub fn new_exportable(ctx: &Context) -> Result<Self> {
         let props = CUmemPoolProps {
-            allocType: cuda_sys::CUmemAllocationType::CU_MEM_ALLOCATION_TYPE_PINNED,
+            allocType: cudadrv_sys::CUmemAllocationType::CU_MEM_ALLOCATION_TYPE_PINNED,
             handleTypes: POSIX_FD,
             location: crate::memory::managed::Location::Device(ctx.device()).as_raw(),
             ..CUmemPoolProps::default()

@@ -278,7 +278,7 @@
 //! Errors name what failed: a missing kernel's name, both lengths of a mismatched copy.
 //!
 //! ```
-//! use cudadrv::{Error, SymbolName, cuda_sys::CUresult};
+//! use cudadrv::{Error, SymbolName, cudadrv_sys::CUresult};
 //!
 //! fn explain(e: &Error) -> String {
 //!     match e {
@@ -420,7 +420,7 @@
 //!   modules.
 //! - `loaded` (default) and `linked`: how cudadrv-sys reaches the driver, `dlopen` at run
 //!   time or `-lcuda` at link time (with both, `driver()` loads; with neither, only
-//!   tables from a resolver, `cuda_sys::install_driver`, as on a bare-metal target).
+//!   tables from a resolver, `cudadrv_sys::install_driver`, as on a bare-metal target).
 //! - `runtime` (default): cudadrv-sys's runtime API (`cudadrv::cuda_sys::runtime()`);
 //!   cudadrv itself uses only the driver, and a `linked` build without it does not link
 //!   libcudart.
@@ -473,7 +473,7 @@
   ([`launch`]), kernel arguments ([`args`]).
 - Graphs (feature `graph`): [`Graph`], [`GraphExec`], [`graph::Capture`] (see [`graph`]).
 - Errors: [`Error`], [`set_drop_error_hook`], [`drop_error_count`].
-- The raw bindings: [`cuda_sys`]. The device side: [`device`].
+- The raw bindings: [`cudadrv_sys`]. The device side: [`device`].
 "#
 )]
 #![cfg_attr(
@@ -553,7 +553,7 @@ extern crate std;
 /// The raw bindings this crate is built on, re-exported so that users reach the same
 /// copy (`cudadrv::cuda_sys::CUstream`, `cudadrv::cuda_sys::driver()`).
 #[cfg(not(target_arch = "nvptx64"))]
-pub use cuda_sys;
+pub use cudadrv_sys as cuda_sys;
 
 pub mod args;
 mod dim3;

@@ -2,7 +2,7 @@
 //! `malloc` heap, and the device runtime's synchronization depth and pending-launch
 //! count (dynamic parallelism).
 
-use cuda_sys::CUlimit;
+use cudadrv_sys::CUlimit;
 
 use crate::context::Context;
 use crate::error::{Result, drv};

@@ -10,7 +10,7 @@ use core::ffi::{CStr, c_void};
 use core::marker::PhantomData;
 use core::ptr;
 
-use cuda_sys::{CUjitInputType, CUlinkState};
+use cudadrv_sys::{CUjitInputType, CUlinkState};
 
 use crate::context::Context;
 use crate::driver::api;
@@ -189,7 +189,7 @@ impl<'ctx, 'log> Linker<'ctx, 'log> {
         self.raw
     }
 
-    fn fail(&self, call: &'static str, code: cuda_sys::CUresult) -> Error {
+    fn fail(&self, call: &'static str, code: cudadrv_sys::CUresult) -> Error {
         Error::jit(call, code, self.error_log.log())
     }
 

@@ -53,7 +53,7 @@ use core::ffi::{CStr, c_char, c_void};
 use core::sync::atomic::{AtomicUsize, Ordering};
 use core::{fmt, ptr};
 
-use cuda_sys::{CUlogIterator, CUlogLevel, CUlogsCallbackHandle};
+use cudadrv_sys::{CUlogIterator, CUlogLevel, CUlogsCallbackHandle};
 
 use crate::driver::{api, api_for_drop};
 use crate::error::{Error, Result, drv, report_drop};
@@ -435,7 +435,7 @@ impl Drop for LogCallback {
             // SAFETY: the handle came from `cuLogsRegisterCallback` and is unregistered
             // once, here.
             Some(Ok(unregister)) => unsafe { unregister(self.handle) },
-            _ => cuda_sys::CUresult::CUDA_ERROR_NOT_INITIALIZED,
+            _ => cudadrv_sys::CUresult::CUDA_ERROR_NOT_INITIALIZED,
         };
         report_drop("cuLogsUnregisterCallback", rc);
         if let Some((data, free)) = self.owned.take() {

@@ -8,7 +8,7 @@
 use core::ffi::{CStr, c_void};
 use core::ptr;
 
-use cuda_sys::{CUdeviceptr, CUjit_option, CUjit_target, CUmodule, CUresult};
+use cudadrv_sys::{CUdeviceptr, CUjit_option, CUjit_target, CUmodule, CUresult};
 
 use crate::context::Context;
 use crate::error::{Error, JitLog, Result, SymbolName, dropping, drv};
@@ -755,9 +755,9 @@ impl Module {
     /// drivers this crate supports).
     #[doc(alias = "cuModuleGetLoadingMode")]
     #[doc(alias = "CUDA_MODULE_LOADING")]
-    pub fn loading_mode() -> Result<cuda_sys::CUmoduleLoadingMode> {
+    pub fn loading_mode() -> Result<cudadrv_sys::CUmoduleLoadingMode> {
         let cu = crate::driver::api()?;
-        let mut mode = cuda_sys::CUmoduleLoadingMode(0);
+        let mut mode = cudadrv_sys::CUmoduleLoadingMode(0);
         // SAFETY: valid out-pointer; the call needs no context.
         unsafe { drv!(cu, cuModuleGetLoadingMode(&mut mode))? };
         Ok(mode)
@@ -797,8 +797,8 @@ impl Module {
         // The driver's array of handles must fit in the slots' memory at the same
         // alignment; it does, since a `Function` holds a `CUfunction`.
         const _: () = assert!(
-            size_of::<Option<Function>>() >= size_of::<cuda_sys::CUfunction>()
-                && align_of::<Option<Function>>() >= align_of::<cuda_sys::CUfunction>()
+            size_of::<Option<Function>>() >= size_of::<cudadrv_sys::CUfunction>()
+                && align_of::<Option<Function>>() >= align_of::<cudadrv_sys::CUfunction>()
         );
         for slot in out.iter_mut() {
             *slot = None;
@@ -815,7 +815,7 @@ impl Module {
         // `k <= count`, a u32.
         let k32 = u32::try_from(k).unwrap_or(count);
         let slots = out.as_mut_ptr();
-        let handles = slots.cast::<cuda_sys::CUfunction>();
+        let handles = slots.cast::<cudadrv_sys::CUfunction>();
         // SAFETY: `handles` points at the first `k` slots, `k * size_of::<Option<Function>>()`
         // bytes, aligned for and large enough for `k` handles (the assertion above); every
         // slot is `None` (nothing is leaked when its bytes are overwritten). The module is

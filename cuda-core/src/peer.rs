@@ -48,7 +48,7 @@
 
 use core::ffi::c_int;
 
-use cuda_sys::{CUdevice_P2PAttribute, CUmemAccess_flags, CUmemAccessDesc, CUresult};
+use cudadrv_sys::{CUdevice_P2PAttribute, CUmemAccess_flags, CUmemAccessDesc, CUresult};
 
 use crate::context::Context;
 use crate::device_host::Device;
@@ -296,14 +296,14 @@ impl<T: Copy> DeviceBuffer<T> {
                         bytes
                     )
                 )?;
-                drv!(g.cu, cuStreamSynchronize(cuda_sys::CU_STREAM_LEGACY))?;
+                drv!(g.cu, cuStreamSynchronize(cudadrv_sys::CU_STREAM_LEGACY))?;
             }
         }
         if src.context() != self.context() {
             let g = src.context().enter()?;
             // SAFETY: the legacy stream handle is valid in every context; `src`'s context
             // is current.
-            unsafe { drv!(g.cu, cuStreamSynchronize(cuda_sys::CU_STREAM_LEGACY))? };
+            unsafe { drv!(g.cu, cuStreamSynchronize(cudadrv_sys::CU_STREAM_LEGACY))? };
         }
         Ok(())
     }
@@ -412,7 +412,7 @@ mod tests {
         assert_eq!(crate::memory::location_id(&d.location), 3);
         assert_eq!(
             d.location.type_,
-            cuda_sys::CUmemLocationType::CU_MEM_LOCATION_TYPE_DEVICE
+            cudadrv_sys::CUmemLocationType::CU_MEM_LOCATION_TYPE_DEVICE
         );
         assert_eq!(d.flags, CUmemAccess_flags::CU_MEM_ACCESS_FLAGS_PROT_READ);
     }

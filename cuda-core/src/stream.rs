@@ -5,7 +5,7 @@
 use core::ffi::c_void;
 use core::ptr;
 
-use cuda_sys::{CUresult, CUstream, CUstreamCaptureStatus};
+use cudadrv_sys::{CUresult, CUstream, CUstreamCaptureStatus};
 
 use crate::context::Context;
 use crate::error::{Error, Result, dropping, drv};
@@ -16,7 +16,7 @@ crate::flags::flags! {
     #[derive(Clone, Copy, PartialEq, Eq, Hash)]
     pub struct StreamFlags: u32 {
         /// `CU_STREAM_NON_BLOCKING`: does not synchronize with the legacy default stream.
-        const NON_BLOCKING = cuda_sys::CUstream_flags::CU_STREAM_NON_BLOCKING.0;
+        const NON_BLOCKING = cudadrv_sys::CUstream_flags::CU_STREAM_NON_BLOCKING.0;
     }
 }
 
@@ -25,7 +25,7 @@ crate::flags::flags! {
     #[derive(Clone, Copy, PartialEq, Eq, Hash)]
     pub struct EventWaitFlags: u32 {
         /// `CU_EVENT_WAIT_EXTERNAL`: the wait is captured as an external-event node.
-        const EXTERNAL = cuda_sys::CUevent_wait_flags::CU_EVENT_WAIT_EXTERNAL.0;
+        const EXTERNAL = cudadrv_sys::CUevent_wait_flags::CU_EVENT_WAIT_EXTERNAL.0;
     }
 }
 
@@ -135,7 +135,7 @@ impl Stream {
     /// with every blocking stream of the context; not destroyed. It cannot be captured.
     pub fn legacy(ctx: &Context) -> Self {
         Self {
-            raw: cuda_sys::CU_STREAM_LEGACY,
+            raw: cudadrv_sys::CU_STREAM_LEGACY,
             kind: Kind::Default,
             ctx: ctx.clone(),
         }
@@ -146,7 +146,7 @@ impl Stream {
     /// of a per-thread-default-stream build run on it, and would be captured too).
     pub fn per_thread(ctx: &Context) -> Self {
         Self {
-            raw: cuda_sys::CU_STREAM_PER_THREAD,
+            raw: cudadrv_sys::CU_STREAM_PER_THREAD,
             kind: Kind::Default,
             ctx: ctx.clone(),
         }
@@ -219,7 +219,7 @@ impl Stream {
     #[inline]
     pub(crate) fn ensure_not_capturing_current(
         &self,
-        cu: &cuda_sys::DriverApi,
+        cu: &cudadrv_sys::DriverApi,
         call: &'static str,
     ) -> Result<()> {
         let mut status = CUstreamCaptureStatus::CU_STREAM_CAPTURE_STATUS_NONE;

@@ -42,7 +42,7 @@
 
 use core::marker::PhantomData;
 
-use cuda_sys::{
+use cudadrv_sys::{
     CUtensorMap, CUtensorMapDataType, CUtensorMapFloatOOBfill, CUtensorMapInterleave,
     CUtensorMapL2promotion, CUtensorMapSwizzle,
 };
@@ -1433,6 +1433,6 @@ mod tests {
         };
         let s = format!("{e}");
         assert!(s.contains("box extent") && s.contains("dimension 1"), "{s}");
-        assert!(e.is(cuda_sys::CUresult::CUDA_ERROR_INVALID_VALUE));
+        assert!(e.is(cudadrv_sys::CUresult::CUDA_ERROR_INVALID_VALUE));
     }
 }

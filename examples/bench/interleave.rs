@@ -10,7 +10,7 @@ use std::cell::RefCell;
 use std::ffi::{CStr, c_char, c_void};
 use std::fmt::Write as _;
 
-use cuda_core::{Context, Function, Module, Stream};
+use cudadrv::{Context, Function, Module, Stream};
 
 use crate::common::{BLOCK, ChainMode, Pair, R, chain_bench, chain_bench_trigger, stats};
 use crate::{CROSSOVER_ELEMS, Rows, launch_costs, pair_bench};
@@ -34,7 +34,7 @@ struct CppLib {
     launch: CppLaunch,
     kernel: CppKernel,
     /// Kept loaded for the process: the functions above and the kernels' code live in it.
-    _library: cuda_sys::Library,
+    _library: cudadrv_sys::Library,
 }
 
 impl CppLib {
@@ -48,8 +48,8 @@ impl CppLib {
         // returned `CppLib` beside the pointers read from it, and the functions made from
         // its kernels are used only while it is loaded (see `function`), so nothing read
         // from it outlives it.
-        let library =
-            unsafe { cuda_sys::Library::open(&c_path) }.map_err(|e| format!("{path}: {}", e.0))?;
+        let library = unsafe { cudadrv_sys::Library::open(&c_path) }
+            .map_err(|e| format!("{path}: {}", e.0))?;
         let sym = |name: &CStr| {
             let p = library.symbol(name);
             if p.is_null() {
@@ -85,10 +85,10 @@ impl CppLib {
         if raw.is_null() {
             return Err(format!("the C++ library has no kernel {}", name.to_string_lossy()).into());
         }
-        let raw: cuda_sys::CUfunction = raw.cast();
+        let raw: cudadrv_sys::CUfunction = raw.cast();
         let mut module = core::ptr::null_mut();
         // SAFETY: `raw` is a live CUfunction (cudaGetFuncBySymbol); valid out-pointer.
-        unsafe { cuda_sys::driver()?.cuFuncGetModule()?(&mut module, raw) }
+        unsafe { cudadrv_sys::driver()?.cuFuncGetModule()?(&mut module, raw) }
             .result()
             .map_err(|e| format!("cuFuncGetModule: {e}"))?;
         // SAFETY: the module holding `raw`, loaded by the runtime into the primary context
@@ -184,12 +184,7 @@ pub fn interleave(ctx: &Context, lib: &str, rounds: usize, csv_path: &str) -> R 
     // this function declared after `cpp`, so they are dropped, and last used, before it.
     let nvcc_chain = unsafe { cpp.function(ctx, c"chain_step")? };
     // The nvcc kernel must take what the Rust kernel takes: (in, out, n, mode).
-    nvcc_chain.verify_args::<(
-        cuda_core::DevicePtr<u32>,
-        cuda_core::DevicePtr<u32>,
-        u32,
-        u32,
-    )>()?;
+    nvcc_chain.verify_args::<(cudadrv::DevicePtr<u32>, cudadrv::DevicePtr<u32>, u32, u32)>()?;
     let mut csv = Csv(format!("{}\n", Csv::HEADER));
 
     // 1. Host cost of one launch.

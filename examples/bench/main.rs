@@ -26,9 +26,9 @@ use std::fmt::Write as _;
 use std::time::Instant;
 
 use common::{BLOCK, ChainMode, Pair, R, chain_bench, open_gpu, stats};
-use cuda_core::args::{LayoutRule, PackedArgs};
-use cuda_core::launch::{LaunchConfig, launch, launch_packed, launch_plain};
-use cuda_core::{Context, DeviceBuffer, DevicePtr, Event, EventFlags, Function, Module, Stream};
+use cudadrv::args::{LayoutRule, PackedArgs};
+use cudadrv::launch::{LaunchConfig, launch, launch_packed, launch_plain};
+use cudadrv::{Context, DeviceBuffer, DevicePtr, Event, EventFlags, Function, Module, Stream};
 use interleave::{CppLaunch, Rounds, ratio_text};
 
 /// Counts heap allocations, to show that the launch path makes none.
@@ -86,14 +86,14 @@ fn main() {
     });
     // (4) loader, cold: before anything else touches CUDA.
     let t = Instant::now();
-    let table = cuda_sys::driver();
+    let table = cudadrv_sys::driver();
     let load_ms = t.elapsed().as_secs_f64() * 1e3;
     if let Err(e) = table {
         println!("bench: no GPU: {e}");
         return;
     }
     let t = Instant::now();
-    if let Err(e) = cuda_core::driver::init() {
+    if let Err(e) = cudadrv::driver::init() {
         println!("bench: no GPU: {e}");
         return;
     }
@@ -155,8 +155,8 @@ fn run(ctx: &Context, rows: &mut Rows, quick: bool, cold: [f64; 3]) -> R {
         dev.name()?,
         dev.compute_capability()?.0,
         dev.compute_capability()?.1,
-        cuda_core::driver::driver_version()?,
-        cuda_sys::binding_mode()
+        cudadrv::driver::driver_version()?,
+        cudadrv_sys::binding_mode()
     );
     let t = Instant::now();
     let module = Module::from_ptx(ctx, cuda_workspace::ptx::KERNELS)?;
@@ -179,14 +179,15 @@ fn run(ctx: &Context, rows: &mut Rows, quick: bool, cold: [f64; 3]) -> R {
         rows.add("rust", "loader", case, 0, 0, "ms", &mut [ms]);
     }
     #[cfg(feature = "loaded")]
-    if !cuda_sys::driver()?.is_linked() {
+    if !cudadrv_sys::driver()?.is_linked() {
         let mut warm = Vec::new();
         for _ in 0..20 {
             let t = Instant::now();
             // A table never closes libcuda, so this is dlopen of a loaded library plus
             // resolving every entry.
             // SAFETY: the search the process-wide table made, which opened the driver.
-            let _table = unsafe { cuda_sys::DriverApi::load(cuda_sys::LoadOptions::default()) }?;
+            let _table =
+                unsafe { cudadrv_sys::DriverApi::load(cudadrv_sys::LoadOptions::default()) }?;
             warm.push(t.elapsed().as_secs_f64() * 1e3);
         }
         rows.add("rust", "loader", "load_driver_warm", 0, 0, "ms", &mut warm);
@@ -389,15 +390,15 @@ fn launch_costs(
     }
 
     // The same calls through cuda-sys function pointers: what the safe layer costs.
-    let cu = cuda_sys::driver()?;
+    let cu = cudadrv_sys::driver()?;
     let (lk, lkex) = (cu.cuLaunchKernel()?, cu.cuLaunchKernelEx()?);
-    let mut raw_attrs = cuda_core::launch::RawAttributes::new();
+    let mut raw_attrs = cudadrv::launch::RawAttributes::new();
     let raw_cfg = pdl.as_raw(&mut raw_attrs);
     let s = stream.as_raw();
     let (f_empty, f_chain) = (empty.as_raw(), chain.as_raw());
     let (mut a_in, mut a_out, mut a_n, mut a_mode) = (input.as_raw(), out.as_raw(), 0u32, 0u32);
     let null = core::ptr::null_mut();
-    let check = |rc: cuda_sys::CUresult| -> R { rc.result().map_err(|e| e.to_string().into()) };
+    let check = |rc: cudadrv_sys::CUresult| -> R { rc.result().map_err(|e| e.to_string().into()) };
     let (mut ns, _) = time_launches(stream, batches, || {
         // SAFETY: as above, with the raw handles of live objects.
         check(unsafe { lk(f_empty, 1, 1, 1, 1, 1, 1, 0, s, null, null) })
@@ -513,8 +514,8 @@ fn compare(rust: &str, cpp: &str) {
 /// C++ reference's.
 fn graph_probe(ctx: &Context) -> R {
     use common::enqueue_chain;
-    use cuda_core::StreamFlags;
-    use cuda_core::graph::{CaptureMode, InstantiateFlags};
+    use cudadrv::StreamFlags;
+    use cudadrv::graph::{CaptureMode, InstantiateFlags};
     let module = Module::from_ptx(ctx, cuda_workspace::ptx::KERNELS)?;
     let f = module.function("chain_step")?;
     let sms = ctx.device().multiprocessor_count()?;
@@ -579,7 +580,7 @@ fn graph_probe(ctx: &Context) -> R {
     run("blocking stream", &mut blocking, &bufs, false)?;
     run("baseline again", &mut nb, &bufs, false)?;
     // Buffers from the runtime (cudaMalloc), after the runtime initialized.
-    let rt = cuda_sys::runtime()?;
+    let rt = cudadrv_sys::runtime()?;
     let mut raw = [core::ptr::null_mut(); 2];
     for p in &mut raw {
         // SAFETY: valid out-pointer; freed below.

@@ -6,9 +6,9 @@ use std::alloc::{GlobalAlloc, Layout, System};
 use std::error::Error;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
-use cuda_core::graph::{CaptureMode, InstantiateFlags};
-use cuda_core::launch::{LaunchConfig, launch};
-use cuda_core::{Context, Device, DeviceBuffer, Event, EventFlags, Function, Module, Stream};
+use cudadrv::graph::{CaptureMode, InstantiateFlags};
+use cudadrv::launch::{LaunchConfig, launch};
+use cudadrv::{Context, Device, DeviceBuffer, Event, EventFlags, Function, Module, Stream};
 
 /// A global allocator that counts heap allocations (and reallocations), to show that a
 /// launch path makes none: `#[global_allocator] static GLOBAL: Counting = Counting;`,

@@ -9,7 +9,7 @@
 //! (64-byte aligned), except for [`acp_tma_2d_load_tile_param`], which takes one by
 //! value.
 
-use cuda_core::device::{
+use cudadrv::device::{
     Align16, Align128, BulkBytes, BulkLoad, Dim3, DynamicShared, L2Policy, MBarrier, ProxySpace,
     Ring, Scope, TensorMapRef, block_dim, block_idx, bulk_commit, bulk_load, bulk_store,
     bulk_store_hint, bulk_wait, bulk_wait_read, cluster_cta_count, cluster_cta_rank, cluster_sync,
@@ -55,37 +55,37 @@ pub struct TensorMapParam {
     pub opaque: [u64; 16],
 }
 
-cuda_core::shared_array! {
+cudadrv::shared_array! {
     /// [`acp_cp_async`]'s block tile: 512 `u32`s.
     fn acp_cp_tile() -> [Align16<[u32; 4]>; 128];
 }
 
-cuda_core::shared_array! {
+cudadrv::shared_array! {
     /// [`acp_cp_async_sizes`]'s buffer: 224 `u32`s.
     fn acp_sizes_buf() -> [Align16<[u32; 4]>; 56];
 }
 
-cuda_core::shared_array! {
+cudadrv::shared_array! {
     /// One mbarrier for the single-barrier kernels.
     fn acp_bar() -> [u64; 1];
 }
 
-cuda_core::shared_array! {
+cudadrv::shared_array! {
     /// TMA input tile.
     fn acp_tile_in() -> [Tile; 1];
 }
 
-cuda_core::shared_array! {
+cudadrv::shared_array! {
     /// TMA output tile (transposed).
     fn acp_tile_out() -> [Tile; 1];
 }
 
-cuda_core::shared_array! {
+cudadrv::shared_array! {
     /// [`acp_expect_tx_wrong`]'s buffer.
     fn acp_wrong_buf() -> [Align16<[u32; 64]>; 1];
 }
 
-cuda_core::dynamic_shared! {
+cudadrv::dynamic_shared! {
     /// Dynamic shared memory of the bulk kernels.
     fn acp_dyn();
 }
@@ -805,7 +805,7 @@ pub const IM2COL_MAX_TAPS: u32 = 8;
 /// One im2col column: [`IM2COL_PIXELS`] pixels of [`IM2COL_CHANNELS`] `u32`s.
 type Im2colColumn = Align128<[[u32; IM2COL_CHANNELS as usize]; IM2COL_PIXELS as usize]>;
 
-cuda_core::shared_array! {
+cudadrv::shared_array! {
     /// [`acp_tma_im2col_1d`]'s column buffer.
     fn acp_im2col_buf() -> [Im2colColumn; 1];
 }
@@ -950,7 +950,7 @@ pub unsafe extern "ptx-kernel" fn acp_tma_2d_load_tile_param(
 
 /// [`acp_tma_2d_load_tile`] with the tensor map passed by value, named in the kernel
 /// parameter space: its address comes from
-/// [`kernel_param_ptr!`](cuda_core::kernel_param_ptr) (`mov.b64` of the parameter's
+/// [`kernel_param_ptr!`](cudadrv::kernel_param_ptr) (`mov.b64` of the parameter's
 /// symbol + `cvta.param.u64`), as CUDA does for a `const __grid_constant__ CUtensorMap`
 /// parameter.
 ///
@@ -968,7 +968,7 @@ pub unsafe extern "ptx-kernel" fn acp_tma_2d_load_tile_param_sym(
     out: *mut u32,
 ) {
     let _ = tmap;
-    let ptr = cuda_core::kernel_param_ptr!(acp_tma_2d_load_tile_param_sym, 0);
+    let ptr = cudadrv::kernel_param_ptr!(acp_tma_2d_load_tile_param_sym, 0);
     // SAFETY: `ptr` is the generic address of the parameter `tmap`, which holds a valid
     // map for the whole kernel, in parameter space.
     let map = unsafe { TensorMapRef::from_ptr(ptr) };

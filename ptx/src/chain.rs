@@ -1,7 +1,7 @@
 //! `chain_step`: one link of a kernel chain for the launch-overhead benchmarks
 //! (stream vs stream + PDL vs graph vs graph + PDL).
 
-use cuda_core::device::{grid_dependency_wait, launch_dependents};
+use cudadrv::device::{grid_dependency_wait, launch_dependents};
 
 use crate::grid::for_each_index;
 

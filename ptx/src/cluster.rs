@@ -2,7 +2,7 @@
 //! (distributed shared memory, `mapa`) and arrives remotely on rank 0's mbarrier; rank 0
 //! waits with cluster-scope acquire and reports what it received.
 
-use cuda_core::device::{
+use cudadrv::device::{
     MBarrier, Scope, block_idx, cluster_arrive, cluster_arrive_relaxed, cluster_cta_count,
     cluster_cta_id, cluster_cta_rank, cluster_dim, cluster_grid_dim, cluster_id, cluster_wait,
     fence_mbarrier_init, map_shared_rank, smid, thread_idx,
@@ -17,12 +17,12 @@ pub const MARKER_OK: u32 = 1;
 /// Record word 7 when the cluster was larger than [`MAX_CLUSTER`] (nothing else done).
 pub const MARKER_TOO_LARGE: u32 = 0xBAD;
 
-cuda_core::shared_array! {
+cudadrv::shared_array! {
     /// The barrier rank 0 waits on (expected count: the cluster size).
     fn cluster_bar() -> [u64; 1];
 }
 
-cuda_core::shared_array! {
+cudadrv::shared_array! {
     /// Rank 0's inbox: slot `r` written by rank `r`.
     fn cluster_slots() -> [u32; 8];
 }

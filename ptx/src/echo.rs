@@ -2,9 +2,9 @@
 //! what arrived through each launch path (kernelParams array, packed buffer, device-side
 //! launch).
 
-use cuda_core::args::{Float2, Float4};
+use cudadrv::args::{Float2, Float4};
 
-cuda_core::kernel_struct! {
+cudadrv::kernel_struct! {
     /// `struct Pair { float a; float4 b; }`: size 32, alignment 16, 12 bytes of padding
     /// after `a`.
     pub struct Pair {
@@ -94,7 +94,7 @@ pub unsafe extern "ptx-kernel" fn param_echo(
     f: Float2,
     g: Pair,
 ) {
-    if cuda_core::device::global_idx_x() == 0 {
+    if cudadrv::device::global_idx_x() == 0 {
         // SAFETY: the host passes 128 writable, 16-byte aligned bytes.
         unsafe { echo_params(out, a, b, c, d, e, f, g) };
     }

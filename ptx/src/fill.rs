@@ -1,7 +1,7 @@
 //! `fill` and `write_value`: the smallest kernels with a known output, for the launch
 //! and graph tests (launch paths, refused launches, attributes, graph nodes).
 
-use cuda_core::device::global_idx_x;
+use cudadrv::device::global_idx_x;
 
 use crate::grid::for_each_index;
 

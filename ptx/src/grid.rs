@@ -1,6 +1,6 @@
 //! Grid-stride iteration shared by the kernels.
 
-use cuda_core::device::{global_dim_x, global_idx_x};
+use cudadrv::device::{global_dim_x, global_idx_x};
 
 /// Calls `f(i)` for each `i` in `0..n` that this thread owns in a 1-D grid-stride loop
 /// (`i = blockIdx.x * blockDim.x + threadIdx.x`, step `gridDim.x * blockDim.x`).

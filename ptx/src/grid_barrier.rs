@@ -4,7 +4,7 @@
 
 use core::sync::atomic::{AtomicU32, Ordering};
 
-use cuda_core::device::{FenceScope, block_idx, fence_acq_rel, grid_dim, sync_threads, thread_idx};
+use cudadrv::device::{FenceScope, block_idx, fence_acq_rel, grid_dim, sync_threads, thread_idx};
 
 /// Thread 0 of each block adds 1 to `*counter` (after `fence.acq_rel.gpu`, so a release),
 /// then spins (acquire loads) until the counter reaches `gridDim.x`, and writes the count

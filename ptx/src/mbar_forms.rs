@@ -2,9 +2,9 @@
 //! pipeline kernel does not (noComplete, pending_count, scoped arrives, the
 //! `.shared::cluster` forms on its own CTA, every try_wait variant, false wait results),
 //! runs every fence, and reads the special registers, recording results a host test
-//! checks. It also makes `ptxas` see every instruction form of `cuda_core::device`.
+//! checks. It also makes `ptxas` see every instruction form of `cudadrv::device`.
 
-use cuda_core::device::{
+use cudadrv::device::{
     DynamicShared, FenceScope, MBarrier, ProxySpace, Scope, clock64, cluster_cta_count,
     cluster_cta_id, cluster_cta_rank, cluster_dim, cluster_grid_dim, cluster_id, fence_acq_rel,
     fence_mbarrier_init, fence_proxy_async, fence_sc, globaltimer, lane_id, map_shared_rank, nsmid,
@@ -16,17 +16,17 @@ pub const OUT_WORDS: usize = 32;
 /// Dynamic shared memory bytes the launch must give.
 pub const DYN_SMEM_BYTES: u32 = 64;
 
-cuda_core::shared_array! {
+cudadrv::shared_array! {
     /// The barrier under test.
     fn forms_bar() -> [u64; 1];
 }
 
-cuda_core::shared_array! {
+cudadrv::shared_array! {
     /// A word reached through `mapa` (distributed shared memory, own rank).
     fn forms_word() -> [u32; 1];
 }
 
-cuda_core::dynamic_shared! {
+cudadrv::dynamic_shared! {
     /// The launch's dynamic shared memory.
     fn forms_dyn();
 }

@@ -4,7 +4,7 @@
 //! (test_wait, try_wait with a suspend hint) and parity waits (test_wait.parity,
 //! try_wait.parity), fence.mbarrier_init, inval.
 
-use cuda_core::device::{
+use cudadrv::device::{
     ArrivalToken, Dim3, MBarrier, PhaseCursor, Scope, block_dim, block_idx, fence_mbarrier_init,
     sync_threads, thread_idx,
 };
@@ -20,12 +20,12 @@ pub const BLOCK_THREADS: u32 = 128;
 /// Consumer threads per block.
 pub const CONSUMERS: u32 = BLOCK_THREADS - 32;
 
-cuda_core::shared_array! {
+cudadrv::shared_array! {
     /// The ring: `SLOTS` slots of `SLOT_WORDS` words.
     fn pipe_ring() -> [u32; 256];
 }
 
-cuda_core::shared_array! {
+cudadrv::shared_array! {
     /// `full[k]` at 0..SLOTS, `empty[k]` at SLOTS..2*SLOTS.
     fn pipe_bars() -> [u64; 8];
 }

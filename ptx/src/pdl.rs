@@ -8,7 +8,7 @@
 //! `secondary.mid >= max(primary.end)` (the wait returned after the primary completed)
 //! and in the data.
 
-use cuda_core::device::{
+use cudadrv::device::{
     block_idx, clock64, globaltimer, grid_dependency_wait, launch_dependents, smid, sync_threads,
     thread_idx,
 };

@@ -1,7 +1,7 @@
 //! Kernels for replay regions (`hw_region`) and automatic PDL (`hw_region`,
 //! `region_bench`).
 
-use cuda_core::device::{PdlPlan, pdl_auto};
+use cudadrv::device::{PdlPlan, pdl_auto};
 
 use crate::grid::for_each_index;
 

@@ -5,13 +5,13 @@
 //! Every kernel here is `safe`: its body is compiled under `#[forbid(unsafe_code)]` and
 //! reaches memory only through bounds-checked slices. Each states its output.
 
-use cuda_core::kernel::{DeviceSlice, DeviceSliceMut};
+use cudadrv::kernel::{DeviceSlice, DeviceSliceMut};
 
-cuda_core::kernel! {
+cudadrv::kernel! {
     /// `out[i] = base + 3 i` for every `i < out.len()` (grid-stride loop; any 1-D shape).
     pub safe fn typed_iota(out: DeviceSliceMut<u32>, base: u32) {
-        let stride = cuda_core::device::global_dim_x() as usize;
-        let mut i = cuda_core::device::global_idx_x() as usize;
+        let stride = cudadrv::device::global_dim_x() as usize;
+        let mut i = cudadrv::device::global_idx_x() as usize;
         while i < out.len() {
             out.write(i, base.wrapping_add(3u32.wrapping_mul(i as u32)));
             i += stride;
@@ -19,11 +19,11 @@ cuda_core::kernel! {
     }
 }
 
-cuda_core::kernel! {
+cudadrv::kernel! {
     /// `out[i] += k * x[i]` for every `i < min(x.len(), out.len())` (grid-stride loop).
     pub safe fn typed_mad(x: DeviceSlice<u32>, k: u32, out: DeviceSliceMut<u32>) {
-        let stride = cuda_core::device::global_dim_x() as usize;
-        let mut i = cuda_core::device::global_idx_x() as usize;
+        let stride = cudadrv::device::global_dim_x() as usize;
+        let mut i = cudadrv::device::global_idx_x() as usize;
         while let (Some(x), Some(o)) = (x.get(i), out.get(i)) {
             out.write(i, o.wrapping_add(k.wrapping_mul(x)));
             i += stride;
@@ -31,12 +31,12 @@ cuda_core::kernel! {
     }
 }
 
-cuda_core::kernel! {
+cudadrv::kernel! {
     /// `out[i] = a * x[i] + y[i]` (`f32`, one `fma.rn`-free multiply and add each) for
     /// `i < out.len()` where `x` and `y` have element `i`. Four parameters: the launch
     /// benchmark's typed kernel.
     pub safe fn typed_axpy(a: f32, x: DeviceSlice<f32>, y: DeviceSlice<f32>, out: DeviceSliceMut<f32>) {
-        let i = cuda_core::device::global_idx_x() as usize;
+        let i = cudadrv::device::global_idx_x() as usize;
         if let (Some(x), Some(y)) = (x.get(i), y.get(i)) {
             // `try_write`: threads past `out`'s end write nothing.
             let _ = out.try_write(i, a * x + y);
@@ -44,13 +44,13 @@ cuda_core::kernel! {
     }
 }
 
-cuda_core::kernel! {
+cudadrv::kernel! {
     /// Every thread `i` of the grid calls `out.try_write(i, value)`: the first
     /// `out.len()` elements become `value`, threads past the end write nothing. Thread 0
     /// also stores `out.get(out.len())` (which must be `None`) as 1 (`None`) or 2
     /// (`Some`) into `flag[0]`.
     pub safe fn typed_bounds(out: DeviceSliceMut<u32>, value: u32, flag: DeviceSliceMut<u32>) {
-        let i = cuda_core::device::global_idx_x() as usize;
+        let i = cudadrv::device::global_idx_x() as usize;
         let _ = out.try_write(i, value);
         if i == 0 {
             let past_end = out.get(out.len());
@@ -59,10 +59,10 @@ cuda_core::kernel! {
     }
 }
 
-cuda_core::kernel! {
+cudadrv::kernel! {
     /// `out[0] = x.read(index)`: traps when `index >= x.len()` (the launch then fails).
     pub safe fn typed_read_at(x: DeviceSlice<u32>, index: u32, out: DeviceSliceMut<u32>) {
-        if cuda_core::device::global_idx_x() == 0 {
+        if cudadrv::device::global_idx_x() == 0 {
             out.write(0, x.read(index as usize));
         }
     }

@@ -2,7 +2,7 @@
 //! benchmark compares the bulk-copy pipeline with (same transform, same output), and
 //! `vs_spin`, which holds SMs busy for a while (to see what else can run meanwhile).
 
-use cuda_core::device::{block_dim, block_idx, globaltimer, grid_dim, thread_idx};
+use cudadrv::device::{block_dim, block_idx, globaltimer, grid_dim, thread_idx};
 
 /// Four `u32`s moved as one 16-byte vector (`ld.global.v4.u32` / `st.global.v4.u32`).
 #[derive(Clone, Copy)]

@@ -12,7 +12,7 @@ use std::ffi::{c_int, c_uint, c_void};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Mutex, MutexGuard};
 
-use cuda_sys::{
+use cudadrv_sys::{
     CUcontext, CUdevice, CUevent, CUjit_option, CUmodule, CUresult, CUstream, DriverApi, Library,
 };
 
@@ -171,7 +171,7 @@ pub fn install(own: fn(&str) -> *mut c_void) {
         })
     };
     assert!(
-        cuda_sys::install_driver(table).is_ok(),
+        cudadrv_sys::install_driver(table).is_ok(),
         "a driver table was loaded before the mock"
     );
 }

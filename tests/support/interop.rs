@@ -15,7 +15,7 @@
 use std::ffi::{CStr, CString, c_char, c_int, c_void};
 use std::sync::OnceLock;
 
-use cuda_core::cuda_sys::Library;
+use cudadrv::cuda_sys::Library;
 
 /// Opens the first of `candidates` that loads; the error lists every attempt.
 ///
@@ -107,7 +107,7 @@ pub mod nccl {
             c_int,
             c_int,
             Comm,
-            cuda_core::cuda_sys::CUstream,
+            cudadrv::cuda_sys::CUstream,
         ) -> NcclResult,
         pub get_error_string: unsafe extern "C" fn(NcclResult) -> *const c_char,
         _lib: Library,
@@ -216,7 +216,7 @@ pub mod cublas {
         pub path: String,
         pub create: unsafe extern "C" fn(*mut Handle) -> Status,
         pub destroy: unsafe extern "C" fn(Handle) -> Status,
-        pub set_stream: unsafe extern "C" fn(Handle, cuda_core::cuda_sys::CUstream) -> Status,
+        pub set_stream: unsafe extern "C" fn(Handle, cudadrv::cuda_sys::CUstream) -> Status,
         pub set_workspace: unsafe extern "C" fn(Handle, *mut c_void, usize) -> Status,
         pub get_version: unsafe extern "C" fn(Handle, *mut c_int) -> Status,
         pub sgemm: Sgemm,

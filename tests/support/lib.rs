@@ -96,8 +96,9 @@ pub fn require_sm(major: i32, minor: i32) -> Result<&'static GpuInfo, Outcome> {
 }
 
 fn probe() -> Result<GpuInfo, String> {
-    let cu = cuda_sys::driver().map_err(|e| e.to_string())?;
-    let call = |rc: cuda_sys::CUresult, what: &str| rc.result().map_err(|e| format!("{what}: {e}"));
+    let cu = cudadrv_sys::driver().map_err(|e| e.to_string())?;
+    let call =
+        |rc: cudadrv_sys::CUresult, what: &str| rc.result().map_err(|e| format!("{what}: {e}"));
     // SAFETY: plain driver queries with valid out-pointers.
     unsafe {
         call(cu.cuInit().map_err(|e| e.to_string())?(0), "cuInit")?;
@@ -114,7 +115,7 @@ fn probe() -> Result<GpuInfo, String> {
             cu.cuDeviceGet().map_err(|e| e.to_string())?(&mut dev, 0),
             "cuDeviceGet",
         )?;
-        let attr = |a: cuda_sys::CUdevice_attribute| -> Result<i32, String> {
+        let attr = |a: cudadrv_sys::CUdevice_attribute| -> Result<i32, String> {
             let mut v = 0;
             call(
                 cu.cuDeviceGetAttribute().map_err(|e| e.to_string())?(&mut v, a, dev),
@@ -123,8 +124,8 @@ fn probe() -> Result<GpuInfo, String> {
             Ok(v)
         };
         let cc = (
-            attr(cuda_sys::CUdevice_attribute::CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR)?,
-            attr(cuda_sys::CUdevice_attribute::CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR)?,
+            attr(cudadrv_sys::CUdevice_attribute::CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR)?,
+            attr(cudadrv_sys::CUdevice_attribute::CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR)?,
         );
         let mut name = [0 as core::ffi::c_char; 256];
         call(
@@ -185,7 +186,7 @@ pub fn run_suite(suite: &str, tests: &[HwTest]) -> ! {
             g.driver_version / 1000,
             g.driver_version % 1000 / 10,
             g.count,
-            cuda_sys::binding_mode()
+            cudadrv_sys::binding_mode()
         ),
         Err(why) => println!("{suite}: no GPU ({why}): hardware tests will report SKIPPED"),
     }
@@ -258,17 +259,17 @@ pub fn check_filled(got: &[u32], what: &str) -> TestResult {
 /// 1`), `write_value(u32*, u32)` (`out[0] = value`), `vec_add(f32*, f32*, f32*, u32)`.
 pub struct Kernels {
     /// `fill`.
-    pub fill: cuda_core::Function,
+    pub fill: cudadrv::Function,
     /// `write_value`.
-    pub write_value: cuda_core::Function,
+    pub write_value: cudadrv::Function,
     /// `vec_add`.
-    pub vec_add: cuda_core::Function,
+    pub vec_add: cudadrv::Function,
 }
 
 impl Kernels {
     /// Loads `ptx::KERNELS` into `ctx` and looks the three kernels up.
-    pub fn load(ctx: &cuda_core::Context) -> Result<Self, cuda_core::Error> {
-        let m = cuda_core::Module::from_ptx(ctx, ptx::KERNELS)?;
+    pub fn load(ctx: &cudadrv::Context) -> Result<Self, cudadrv::Error> {
+        let m = cudadrv::Module::from_ptx(ctx, ptx::KERNELS)?;
         Ok(Self {
             fill: m.function("fill")?,
             write_value: m.function("write_value")?,
@@ -290,8 +291,8 @@ pub mod ptx {
     /// ptx/src/typed.rs ([`crate::typed`]).
     // SAFETY: kernels.ptx is the PTX rustc produced from ptx/src (`cargo xtask ptx`):
     // every `__cudadrv_safe_*` global in it comes from a `kernel!` safe declaration.
-    pub static TRUSTED: cuda_core::kernel::KernelPtx =
-        unsafe { cuda_core::kernel::KernelPtx::new(KERNELS) };
+    pub static TRUSTED: cudadrv::kernel::KernelPtx =
+        unsafe { cudadrv::kernel::KernelPtx::new(KERNELS) };
 }
 
 /// The host half of ptx/src/typed.rs: typed handles of the `kernel!` declarations whose
@@ -319,11 +320,11 @@ pub fn cudadevrt_path() -> Option<std::path::PathBuf> {
 /// `ptx_src` (named `name` in JIT messages) linked with `libcudadevrt.a` by the JIT
 /// linker; a skip when the library is not found.
 pub fn link_with_devrt(
-    ctx: &cuda_core::Context,
+    ctx: &cudadrv::Context,
     ptx_src: &str,
     name: &str,
-) -> Result<cuda_core::Module, Outcome> {
-    use cuda_core::{JitOptions, Linker};
+) -> Result<cudadrv::Module, Outcome> {
+    use cudadrv::{JitOptions, Linker};
     let Some(devrt) = cudadevrt_path() else {
         return skip(
             "libcudadevrt.a not found ($CUDA_DEVRT_LIB, $CUDA_PATH/lib64, $CUDA_HOME/lib64, \

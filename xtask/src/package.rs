@@ -112,7 +112,7 @@ pub fn run_package(root: &Path) -> R {
     )?;
     fs::write(smoke.join("src/main.rs"), SMOKE_MAIN)?;
     // The mock-driver suites, as a vendoring user would run them against the packaged
-    // sources, in a crate of their own (they name the crates `cuda_core` and `cuda_sys`,
+    // sources, in a crate of their own (they name the crates `cudadrv` and `cudadrv_sys`,
     // as this workspace does).
     let mocks = check_dir.join("mocks");
     if mocks.exists() {
@@ -324,8 +324,8 @@ publish = false
 [workspace]
 
 [dev-dependencies]
-cuda-core = {{ package = "cudadrv", path = "{core}" }}
-cuda-sys = {{ package = "cudadrv-sys", path = "{sys}" }}
+cudadrv = {{ path = "{core}" }}
+cudadrv-sys = {{ path = "{sys}" }}
 
 # The suites skip themselves in a linked build.
 [features]

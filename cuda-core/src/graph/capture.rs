@@ -42,7 +42,7 @@ use core::marker::PhantomData;
 use core::ops::Deref;
 use core::ptr;
 
-use cuda_sys::{
+use cudadrv_sys::{
     CUgraph, CUgraphEdgeData, CUgraphNode, CUstreamCaptureMode, CUstreamCaptureStatus,
     CUstreamUpdateCaptureDependencies_flags,
 };
@@ -269,7 +269,7 @@ impl Stream {
 
 /// The refusal for default streams.
 fn check_capturable(stream: &Stream) -> Result<()> {
-    if stream.as_raw() == cuda_sys::CU_STREAM_PER_THREAD {
+    if stream.as_raw() == cudadrv_sys::CU_STREAM_PER_THREAD {
         return Err(Error::InvalidArgument(
             "the per-thread default stream is not captured by this crate (its synchronous \
              calls would be captured too): capture a stream of your own",
@@ -724,8 +724,8 @@ pub(crate) struct RawCaptureInfo {
 /// # Safety
 /// `stream` is a live stream of the current context.
 pub(crate) unsafe fn raw_capture_info(
-    cu: &cuda_sys::DriverApi,
-    stream: cuda_sys::CUstream,
+    cu: &cudadrv_sys::DriverApi,
+    stream: cudadrv_sys::CUstream,
 ) -> Result<RawCaptureInfo> {
     let mut info = RawCaptureInfo {
         status: CUstreamCaptureStatus::CU_STREAM_CAPTURE_STATUS_NONE,

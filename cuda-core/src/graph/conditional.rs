@@ -11,7 +11,7 @@
 
 use core::ptr;
 
-use cuda_sys::{
+use cudadrv_sys::{
     CU_GRAPH_COND_ASSIGN_DEFAULT, CUDA_CONDITIONAL_NODE_PARAMS, CUgraph, CUgraphConditionalHandle,
     CUgraphConditionalNodeType, CUgraphEdgeData, CUgraphNode, CUgraphNodeParams, CUgraphNodeType,
     CUstreamCaptureStatus,

@@ -38,14 +38,14 @@
 
 use core::ptr;
 
-use cuda_sys::{
+use cudadrv_sys::{
     CUDA_MEMCPY3D, CUdevice_attribute, CUgraph, CUgraphNode, CUgraphNodeType, CUmemorytype,
     CUpointer_attribute,
 };
 
 use super::{Graph, GraphExec, InstantiateFlags};
 use crate::args::DeviceRepr;
-use cuda_sys::DriverApi as Api;
+use cudadrv_sys::DriverApi as Api;
 
 use crate::error::drv;
 use crate::{Error, Result, Stream};
@@ -152,7 +152,7 @@ fn is_pinned(cu: &Api, host: *const core::ffi::c_void) -> bool {
     // SAFETY: one attribute, one out-pointer of its type (an unsigned int); the pointer
     // is only looked up, never dereferenced.
     let r = unsafe { get(1, &mut attr, data.as_mut_ptr(), host as u64) };
-    r == cuda_sys::CUresult::CUDA_SUCCESS && kind == CUmemorytype::CU_MEMORYTYPE_HOST.0
+    r == cudadrv_sys::CUresult::CUDA_SUCCESS && kind == CUmemorytype::CU_MEMORYTYPE_HOST.0
 }
 
 /// Checks one memcpy node's endpoints.
@@ -333,7 +333,10 @@ mod tests {
                 .is_some()
         );
         let e = refuse("x", Some(CUgraphNodeType::CU_GRAPH_NODE_TYPE_HOST));
-        assert_eq!(e.code(), Some(cuda_sys::CUresult::CUDA_ERROR_INVALID_VALUE));
+        assert_eq!(
+            e.code(),
+            Some(cudadrv_sys::CUresult::CUDA_ERROR_INVALID_VALUE)
+        );
         #[cfg(feature = "std")]
         assert_eq!(
             std::format!("{e}"),

@@ -4,7 +4,7 @@
 use core::fmt;
 use core::ptr;
 
-use cuda_sys::{
+use cudadrv_sys::{
     CU_GRAPH_KERNEL_NODE_PORT_DEFAULT, CU_GRAPH_KERNEL_NODE_PORT_LAUNCH_ORDER,
     CU_GRAPH_KERNEL_NODE_PORT_PROGRAMMATIC, CUgraphDependencyType, CUgraphEdgeData, CUgraphNode,
 };

@@ -5,7 +5,7 @@ use core::marker::PhantomData;
 use core::mem::ManuallyDrop;
 use core::ptr;
 
-use cuda_sys::{
+use cudadrv_sys::{
     CUDA_GRAPH_INSTANTIATE_PARAMS, CUgraphExec, CUgraphExecUpdateResult,
     CUgraphExecUpdateResultInfo, CUgraphInstantiate_flags, CUgraphInstantiateResult, CUgraphNode,
     CUresult,
@@ -55,7 +55,7 @@ pub struct GraphExec<'a> {
     /// The graph it was instantiated from (null when unknown, [`GraphExec::from_raw`]):
     /// node methods accept only that graph's nodes. The graph may be gone; the handle is
     /// only compared, never used.
-    source: cuda_sys::CUgraph,
+    source: cudadrv_sys::CUgraph,
     /// Whether it was ever launched (then dropping it waits for the context's work).
     launched: core::cell::Cell<bool>,
     /// Updates and launches on one thread at a time (not `Sync`); `'a` invariant.

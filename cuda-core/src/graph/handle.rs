@@ -7,7 +7,7 @@ use core::mem::ManuallyDrop;
 use core::ops::Deref;
 use core::ptr;
 
-use cuda_sys::CUgraph;
+use cudadrv_sys::CUgraph;
 
 use crate::context::Context;
 use crate::error::{Result, dropping, drv};

@@ -11,7 +11,7 @@
 use core::ffi::c_void;
 use core::ptr;
 
-use cuda_sys::{
+use cudadrv_sys::{
     CU_LAUNCH_PARAM_BUFFER_POINTER, CU_LAUNCH_PARAM_BUFFER_SIZE, CU_LAUNCH_PARAM_END,
     CUDA_KERNEL_NODE_PARAMS, CUlaunchAttributeID,
 };

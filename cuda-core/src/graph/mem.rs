@@ -5,7 +5,7 @@
 use core::ffi::c_void;
 use core::ptr;
 
-use cuda_sys::{
+use cudadrv_sys::{
     CUDA_MEM_ALLOC_NODE_PARAMS, CUdeviceptr, CUgraphMem_attribute, CUmemAllocationHandleType,
     CUmemAllocationType, CUmemPoolProps,
 };

@@ -4,7 +4,7 @@
 use core::marker::PhantomData;
 use core::ptr;
 
-use cuda_sys::{CUgraph, CUgraphEdgeData, CUgraphNode, CUgraphNodeType};
+use cudadrv_sys::{CUgraph, CUgraphEdgeData, CUgraphNode, CUgraphNodeType};
 
 use super::{EdgeData, Graph};
 use crate::driver::api;

@@ -47,7 +47,7 @@
 use core::ffi::c_void;
 use core::ptr;
 
-use cuda_sys::{
+use cudadrv_sys::{
     CUDA_HOST_NODE_PARAMS, CUDA_MEMCPY3D, CUDA_MEMSET_NODE_PARAMS, CUdeviceptr, CUevent,
     CUmemorytype,
 };
@@ -587,13 +587,13 @@ pub(crate) struct GraphClosure {
     pub(crate) run: unsafe extern "C" fn(*mut c_void),
     /// The box, `run`'s argument.
     pub(crate) data: *mut c_void,
-    object: cuda_sys::CUuserObject,
-    graph: cuda_sys::CUgraph,
+    object: cudadrv_sys::CUuserObject,
+    graph: cudadrv_sys::CUgraph,
 }
 
 #[cfg(feature = "alloc")]
 impl GraphClosure {
-    pub(crate) fn new<F>(graph: cuda_sys::CUgraph, f: F) -> Result<Self>
+    pub(crate) fn new<F>(graph: cudadrv_sys::CUgraph, f: F) -> Result<Self>
     where
         F: Fn() + Send + Sync + 'static,
     {
@@ -623,7 +623,7 @@ impl GraphClosure {
                 data,
                 Some(free::<F>),
                 1,
-                cuda_sys::CUuserObject_flags::CU_USER_OBJECT_NO_DESTRUCTOR_SYNC.0,
+                cudadrv_sys::CUuserObject_flags::CU_USER_OBJECT_NO_DESTRUCTOR_SYNC.0,
             )
         };
         if !rc.is_success() {

@@ -21,7 +21,7 @@ use core::ops::Range;
 use core::ptr;
 use core::sync::atomic::{AtomicUsize, Ordering};
 
-use cuda_sys::{
+use cudadrv_sys::{
     CUDA_KERNEL_NODE_PARAMS, CUDA_MEMCPY3D, CUDA_MEMSET_NODE_PARAMS, CUdeviceptr, CUgraphExec,
     CUgraphNode, CUlaunchAttribute, CUlaunchConfig, CUmemorytype,
 };

@@ -5,7 +5,7 @@
 
 use core::ptr;
 
-use cuda_sys::{
+use cudadrv_sys::{
     CUdevResource, CUdevResourceDesc, CUdevResourceType, CUgreenCtx, CUgreenCtxCreate_flags,
     CUstream_flags_enum,
 };

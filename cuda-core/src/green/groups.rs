@@ -6,7 +6,7 @@
 //! `cuDevSmResourceSplit`, 13.1 and the driver's version; the 12.4 split by count
 //! ([`SmResource::split_by_count`]) is what runs there.
 
-use cuda_sys::{CU_DEV_SM_RESOURCE_GROUP_PARAMS, CUdevResource, CUdevSmResourceGroup_flags};
+use cudadrv_sys::{CU_DEV_SM_RESOURCE_GROUP_PARAMS, CUdevResource, CUdevSmResourceGroup_flags};
 
 use super::{SmPartition, SmResource, Split};
 use crate::driver::api;
@@ -109,7 +109,7 @@ impl GroupParams {
     /// `CU_DEV_SM_RESOURCE_GROUP_LOCALITY_DOMAIN_ID_ANY`: SMs from any locality domain of
     /// the input, none from outside one.
     pub const fn any_locality_domain(self) -> Self {
-        self.locality_domain(cuda_sys::CU_DEV_SM_RESOURCE_GROUP_LOCALITY_DOMAIN_ID_ANY as u32)
+        self.locality_domain(cudadrv_sys::CU_DEV_SM_RESOURCE_GROUP_LOCALITY_DOMAIN_ID_ANY as u32)
     }
 
     /// `CU_DEV_SM_RESOURCE_GROUP_LOCALITY_DOMAIN_SUPPLEMENTAL_SMS`: with a locality

@@ -5,7 +5,7 @@
 
 use core::ptr;
 
-use cuda_sys::{
+use cudadrv_sys::{
     CUdevResource, CUdevResourceType, CUdevSmResource, CUdevSmResourceSplitByCount_flags,
 };
 
@@ -349,7 +349,7 @@ impl SmPartition {
         raw: CUdevResource {
             type_: CUdevResourceType::CU_DEV_RESOURCE_TYPE_INVALID,
             _internal_padding: [0; 92],
-            __bindgen_anon_1: cuda_sys::CUdevResource_st__bindgen_ty_1 { _oversize: [0; 40] },
+            __bindgen_anon_1: cudadrv_sys::CUdevResource_st__bindgen_ty_1 { _oversize: [0; 40] },
             nextResource: ptr::null_mut(),
         },
     };

@@ -9,7 +9,7 @@
 //! Drivers before 13.1 do not know these resource types: every call here is
 //! [`Error::DriverTooOld`] there, found before the driver is called.
 
-use cuda_sys::{CUdevResource, CUdevResourceType, CUdevWorkqueueConfigScope};
+use cudadrv_sys::{CUdevResource, CUdevResourceType, CUdevWorkqueueConfigScope};
 
 use super::{ResourceDesc, SmPartition, empty_resource};
 use crate::context::Context;
@@ -153,13 +153,13 @@ impl WorkqueueConfig {
         }
     }
 
-    fn fields(&self) -> &cuda_sys::CUdevWorkqueueConfigResource {
+    fn fields(&self) -> &cudadrv_sys::CUdevWorkqueueConfigResource {
         // SAFETY: `checked` made sure the driver filled the `wqConfig` member (plain
         // integers, valid for any bits).
         unsafe { &self.raw.__bindgen_anon_1.wqConfig }
     }
 
-    fn fields_mut(&mut self) -> &mut cuda_sys::CUdevWorkqueueConfigResource {
+    fn fields_mut(&mut self) -> &mut cudadrv_sys::CUdevWorkqueueConfigResource {
         // SAFETY: as in `fields`; writing integers keeps the member valid.
         unsafe { &mut self.raw.__bindgen_anon_1.wqConfig }
     }

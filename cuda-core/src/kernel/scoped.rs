@@ -21,7 +21,7 @@ use core::cell::Cell;
 use core::marker::PhantomData;
 use core::ptr;
 
-use cuda_sys::{CUlaunchAttributeID, CUstream};
+use cudadrv_sys::{CUlaunchAttributeID, CUstream};
 
 use super::params::{DeviceSlice, DeviceSliceMut, Element};
 use super::typed::{SafeKernel, TypedKernel};
@@ -237,7 +237,7 @@ impl<'s, 'env> Scope<'s, 'env> {
         // Wait even if the context cannot be made current: `cuStreamSynchronize` finds
         // the context from the stream. Without a driver table nothing was launched.
         let guard = self.ctx.enter();
-        let cu = match (&guard, cuda_sys::driver()) {
+        let cu = match (&guard, cudadrv_sys::driver()) {
             (Ok(g), _) => g.cu,
             (Err(_), Ok(cu)) => cu,
             (Err(_), Err(_)) => return guard.map(|_| ()),

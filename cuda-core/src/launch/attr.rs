@@ -3,7 +3,7 @@
 use core::fmt;
 use core::marker::PhantomData;
 
-use cuda_sys::{
+use cudadrv_sys::{
     CUaccessPolicyWindow, CUclusterSchedulingPolicy, CUevent, CUlaunchAttribute,
     CUlaunchAttributeID, CUlaunchMemSyncDomain, CUlaunchMemSyncDomainMap,
 };

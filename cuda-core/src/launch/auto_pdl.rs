@@ -7,7 +7,7 @@
 
 use core::cell::Cell;
 
-use cuda_sys::CUlaunchAttributeID;
+use cudadrv_sys::CUlaunchAttributeID;
 
 use super::{LaunchAttribute, LaunchConfig};
 use crate::args::DeviceRepr;

@@ -9,7 +9,7 @@ use core::marker::PhantomData;
 use core::mem::MaybeUninit;
 use core::ptr;
 
-use cuda_sys::{
+use cudadrv_sys::{
     CUaccessPolicyWindow, CUaccessProperty, CUclusterSchedulingPolicy, CUevent, CUgraphDeviceNode,
     CUlaunchAttribute, CUlaunchAttributeID, CUlaunchAttributePortableClusterMode, CUlaunchConfig,
     CUlaunchMemSyncDomain, CUlaunchMemSyncDomainMap, CUsharedMemoryMode, CUstream,

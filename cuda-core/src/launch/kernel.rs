@@ -13,7 +13,9 @@
 use core::ffi::c_void;
 use core::ptr;
 
-use cuda_sys::{CU_LAUNCH_PARAM_BUFFER_POINTER, CU_LAUNCH_PARAM_BUFFER_SIZE, CU_LAUNCH_PARAM_END};
+use cudadrv_sys::{
+    CU_LAUNCH_PARAM_BUFFER_POINTER, CU_LAUNCH_PARAM_BUFFER_SIZE, CU_LAUNCH_PARAM_END,
+};
 
 use super::LaunchConfig;
 use crate::args::{KernelArgs, PackedArgs};

@@ -4,7 +4,7 @@
 use core::mem::{offset_of, size_of};
 use core::ptr;
 
-use cuda_sys::{
+use cudadrv_sys::{
     CUaccessPolicyWindow, CUaccessProperty, CUclusterSchedulingPolicy, CUevent, CUlaunchAttribute,
     CUlaunchAttributeID as Id, CUlaunchAttributePortableClusterMode, CUlaunchConfig,
     CUlaunchMemSyncDomain, CUsharedMemoryMode, CUsynchronizationPolicy,
@@ -228,12 +228,12 @@ fn config_fields_and_attribute_array() {
 #[test]
 fn raw_stream_is_passed_through() {
     // SAFETY: never launched; the handle is only stored.
-    let cfg = unsafe { LaunchConfig::new(1, 1).raw_stream(cuda_sys::CU_STREAM_PER_THREAD) };
+    let cfg = unsafe { LaunchConfig::new(1, 1).raw_stream(cudadrv_sys::CU_STREAM_PER_THREAD) };
     assert_eq!(
         cfg.as_raw(&mut RawAttributes::new()).hStream,
-        cuda_sys::CU_STREAM_PER_THREAD
+        cudadrv_sys::CU_STREAM_PER_THREAD
     );
-    assert_eq!(cfg.stream_handle(), cuda_sys::CU_STREAM_PER_THREAD);
+    assert_eq!(cfg.stream_handle(), cudadrv_sys::CU_STREAM_PER_THREAD);
 }
 
 #[test]

@@ -21,7 +21,7 @@
 use alloc::vec::Vec;
 use core::marker::PhantomData;
 
-use cuda_sys::{CUdeviceptr, CUmemLocation, CUmemcpyAttributes, CUmemcpySrcAccessOrder};
+use cudadrv_sys::{CUdeviceptr, CUmemLocation, CUmemcpyAttributes, CUmemcpySrcAccessOrder};
 
 use super::managed::{Location, ManagedBuffer};
 use super::registered::{HostRegisterFlags, HostRegistration, RegisteredPart};
@@ -75,7 +75,7 @@ impl CopyAttributes {
             srcLocHint: hint(self.src_hint),
             dstLocHint: hint(self.dst_hint),
             flags: if self.prefer_overlap_with_compute {
-                cuda_sys::CUmemcpyFlags::CU_MEMCPY_FLAG_PREFER_OVERLAP_WITH_COMPUTE.0
+                cudadrv_sys::CUmemcpyFlags::CU_MEMCPY_FLAG_PREFER_OVERLAP_WITH_COMPUTE.0
             } else {
                 0
             },

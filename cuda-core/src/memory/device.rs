@@ -3,7 +3,7 @@
 use core::ffi::c_void;
 use core::marker::PhantomData;
 
-use cuda_sys::CUdeviceptr;
+use cudadrv_sys::CUdeviceptr;
 
 use super::{PinnedHostBuffer, Pod, byte_len, same_len};
 use crate::args::DeviceRepr;
@@ -535,7 +535,7 @@ impl<T: Copy> Drop for DeviceBuffer<T> {
 /// The allocation holds `bytes` bytes, and its context is current; if `stream` is
 /// capturing, the allocation outlives every graph made from the capture.
 pub(crate) unsafe fn memset_d8(
-    cu: &cuda_sys::DriverApi,
+    cu: &cudadrv_sys::DriverApi,
     ptr: CUdeviceptr,
     bytes: usize,
     value: u8,
@@ -561,7 +561,7 @@ pub(crate) unsafe fn memset_d8(
 /// # Safety
 /// As [`memset_d8`].
 pub(crate) unsafe fn memset_d32(
-    cu: &cuda_sys::DriverApi,
+    cu: &cudadrv_sys::DriverApi,
     ptr: CUdeviceptr,
     bytes: usize,
     value: u32,
@@ -592,7 +592,7 @@ pub(crate) unsafe fn memset_d32(
 /// host-to-device copies, which the driver queues on the legacy default stream and may
 /// still be running when they return. Without this, work on a non-blocking stream (which
 /// does not wait for the legacy stream) could run before or under them.
-fn legacy_stream_sync(cu: &cuda_sys::DriverApi) -> Result<()> {
+fn legacy_stream_sync(cu: &cudadrv_sys::DriverApi) -> Result<()> {
     // SAFETY: the legacy stream handle is always valid in a context.
-    unsafe { drv!(cu, cuStreamSynchronize(cuda_sys::CU_STREAM_LEGACY)) }
+    unsafe { drv!(cu, cuStreamSynchronize(cudadrv_sys::CU_STREAM_LEGACY)) }
 }

@@ -10,7 +10,7 @@
 //! correctness, so setting one is safe. Attributes that name events are launch-only and
 //! not offered here (a stream would keep the event's handle past its borrow).
 
-use cuda_sys::{
+use cudadrv_sys::{
     CUaccessPolicyWindow, CUaccessProperty, CUlaunchAttributeID, CUlaunchMemSyncDomain,
     CUstreamAttrValue, CUsynchronizationPolicy,
 };
@@ -193,7 +193,7 @@ impl Context {
     /// # Errors
     /// Driver errors.
     pub fn persisting_l2_size(&self) -> Result<usize> {
-        self.limit(cuda_sys::CUlimit::CU_LIMIT_PERSISTING_L2_CACHE_SIZE)
+        self.limit(cudadrv_sys::CUlimit::CU_LIMIT_PERSISTING_L2_CACHE_SIZE)
     }
 
     /// `cuCtxSetLimit(CU_LIMIT_PERSISTING_L2_CACHE_SIZE)`: sets aside `bytes` of L2 for
@@ -203,7 +203,10 @@ impl Context {
     /// # Errors
     /// Driver errors.
     pub fn set_persisting_l2_size(&self, bytes: usize) -> Result<()> {
-        self.set_limit(cuda_sys::CUlimit::CU_LIMIT_PERSISTING_L2_CACHE_SIZE, bytes)
+        self.set_limit(
+            cudadrv_sys::CUlimit::CU_LIMIT_PERSISTING_L2_CACHE_SIZE,
+            bytes,
+        )
     }
 
     /// `cuCtxResetPersistingL2Cache`: turns every persisting L2 line back to normal.

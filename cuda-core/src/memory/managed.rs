@@ -47,7 +47,7 @@
 
 use core::marker::PhantomData;
 
-use cuda_sys::{
+use cudadrv_sys::{
     CUdeviceptr, CUmem_advise, CUmem_range_attribute, CUmemLocation, CUmemLocationType,
 };
 
@@ -120,7 +120,7 @@ pub enum Attach {
 
 impl Attach {
     fn flags(self) -> u32 {
-        use cuda_sys::CUmemAttach_flags as F;
+        use cudadrv_sys::CUmemAttach_flags as F;
         match self {
             Self::Global => F::CU_MEM_ATTACH_GLOBAL.0,
             Self::Host => F::CU_MEM_ATTACH_HOST.0,
@@ -199,7 +199,7 @@ impl MemoryModel {
     /// # Errors
     /// Driver errors.
     pub fn of(device: Device) -> Result<Self> {
-        use cuda_sys::CUdevice_attribute as A;
+        use cudadrv_sys::CUdevice_attribute as A;
         let on = |a: A| device.attribute(a).map(|v| v != 0);
         Ok(Self {
             managed_memory: on(A::CU_DEVICE_ATTRIBUTE_MANAGED_MEMORY)?,
@@ -384,7 +384,7 @@ impl<T: Copy> ManagedBuffer<T> {
     /// Refuses host views on a device without concurrent managed access (see
     /// [`host`](Self::host)).
     fn ensure_concurrent_access(&self) -> Result<()> {
-        let attr = cuda_sys::CUdevice_attribute::CU_DEVICE_ATTRIBUTE_CONCURRENT_MANAGED_ACCESS;
+        let attr = cudadrv_sys::CUdevice_attribute::CU_DEVICE_ATTRIBUTE_CONCURRENT_MANAGED_ACCESS;
         if self.ctx.device().attribute(attr)? == 0 {
             return Err(Error::InvalidArgument(
                 "ManagedBuffer::host/host_mut: the device has no concurrent managed access, \
@@ -634,7 +634,7 @@ pub enum MemoryKind {
 /// know is [`MemoryKind::Unknown`]).
 #[doc(alias = "cuPointerGetAttribute")]
 pub fn memory_kind(ptr: CUdeviceptr) -> Result<MemoryKind> {
-    use cuda_sys::{CUmemorytype, CUpointer_attribute as P, CUresult};
+    use cudadrv_sys::{CUmemorytype, CUpointer_attribute as P, CUresult};
     let cu = crate::driver::api()?;
     let get = cu.cuPointerGetAttribute()?;
     let mut managed = 0u32;

@@ -46,7 +46,7 @@ pub use pool::{AsyncDeviceBuffer, MemPool};
 pub use vmm::GrowableBuffer;
 
 use crate::error::{Error, Result};
-use cuda_sys::{CUmemLocation, CUmemLocation_st__bindgen_ty_1, CUmemLocationType};
+use cudadrv_sys::{CUmemLocation, CUmemLocation_st__bindgen_ty_1, CUmemLocationType};
 
 /// A `CUmemLocation` of a type and an id. Since CUDA 13.2 the id shares an anonymous
 /// union with the `localized` form (a location type this crate does not build), so the

@@ -17,13 +17,13 @@ crate::flags::flags! {
     pub struct HostAllocFlags: u32 {
         /// `CU_MEMHOSTALLOC_PORTABLE`: pinned for every context, not only the one it was
         /// allocated in.
-        const PORTABLE = cuda_sys::CU_MEMHOSTALLOC_PORTABLE;
+        const PORTABLE = cudadrv_sys::CU_MEMHOSTALLOC_PORTABLE;
         /// `CU_MEMHOSTALLOC_DEVICEMAP`: mapped into the device's address space; kernels
         /// read and write it directly through [`PinnedHostBuffer::device_ptr`] (zero-copy).
-        const DEVICEMAP = cuda_sys::CU_MEMHOSTALLOC_DEVICEMAP;
+        const DEVICEMAP = cudadrv_sys::CU_MEMHOSTALLOC_DEVICEMAP;
         /// `CU_MEMHOSTALLOC_WRITECOMBINED`: write-combined: faster for the host to write
         /// and the device to read over PCIe, very slow for the host to read.
-        const WRITECOMBINED = cuda_sys::CU_MEMHOSTALLOC_WRITECOMBINED;
+        const WRITECOMBINED = cudadrv_sys::CU_MEMHOSTALLOC_WRITECOMBINED;
     }
 }
 

@@ -5,7 +5,7 @@ use core::ffi::c_void;
 use core::marker::PhantomData;
 use core::ptr;
 
-use cuda_sys::{CUdeviceptr, CUmemPool_attribute, CUmemPoolProps, CUmemoryPool};
+use cudadrv_sys::{CUdeviceptr, CUmemPool_attribute, CUmemPoolProps, CUmemoryPool};
 
 use super::device::{DevicePtr, memset_d8, memset_d32};
 use super::{Pod, byte_len, same_len};
@@ -253,11 +253,11 @@ impl<T: Copy> Drop for AsyncDeviceBuffer<'_, T> {
             Err(e) => {
                 let code = match e {
                     Error::StreamCapturing(_) => {
-                        cuda_sys::CUresult::CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED
+                        cudadrv_sys::CUresult::CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED
                     }
                     other => other
                         .code()
-                        .unwrap_or(cuda_sys::CUresult::CUDA_ERROR_NOT_INITIALIZED),
+                        .unwrap_or(cudadrv_sys::CUresult::CUDA_ERROR_NOT_INITIALIZED),
                 };
                 crate::error::report_drop("cuMemFreeAsync", code);
                 return;
@@ -294,8 +294,8 @@ impl MemPool {
     #[doc(alias = "cuMemPoolCreate")]
     pub fn new(ctx: &Context) -> Result<Self> {
         let props = CUmemPoolProps {
-            allocType: cuda_sys::CUmemAllocationType::CU_MEM_ALLOCATION_TYPE_PINNED,
-            handleTypes: cuda_sys::CUmemAllocationHandleType::CU_MEM_HANDLE_TYPE_NONE,
+            allocType: cudadrv_sys::CUmemAllocationType::CU_MEM_ALLOCATION_TYPE_PINNED,
+            handleTypes: cudadrv_sys::CUmemAllocationHandleType::CU_MEM_HANDLE_TYPE_NONE,
             location: super::managed::Location::Device(ctx.device()).as_raw(),
             ..CUmemPoolProps::default()
         };
@@ -566,7 +566,7 @@ impl MemPool {
     #[doc(alias = "cudaMemPoolGetAccess")]
     pub fn access(&self, device: crate::Device) -> Result<crate::peer::MemAccess> {
         let mut location = crate::peer::MemAccess::None.desc(device).location;
-        let mut flags = cuda_sys::CUmemAccess_flags::CU_MEM_ACCESS_FLAGS_PROT_NONE;
+        let mut flags = cudadrv_sys::CUmemAccess_flags::CU_MEM_ACCESS_FLAGS_PROT_NONE;
         let g = self.ctx.enter()?;
         // SAFETY: live pool; valid pointers (the driver reads `location`, writes
         // `flags`); the context is current.

@@ -88,17 +88,17 @@ crate::flags::flags! {
     pub struct HostRegisterFlags: u32 {
         /// `CU_MEMHOSTREGISTER_PORTABLE`: page-locked for every context, not only the
         /// current one.
-        const PORTABLE = cuda_sys::CU_MEMHOSTREGISTER_PORTABLE;
+        const PORTABLE = cudadrv_sys::CU_MEMHOSTREGISTER_PORTABLE;
         /// `CU_MEMHOSTREGISTER_DEVICEMAP`: mapped into the device's address space
         /// ([`HostRegistration::device_ptr`]).
-        const DEVICE_MAP = cuda_sys::CU_MEMHOSTREGISTER_DEVICEMAP;
+        const DEVICE_MAP = cudadrv_sys::CU_MEMHOSTREGISTER_DEVICEMAP;
         /// `CU_MEMHOSTREGISTER_IOMEMORY`: the range is I/O memory (a device's BAR
         /// mapped into the process), not RAM.
-        const IO_MEMORY = cuda_sys::CU_MEMHOSTREGISTER_IOMEMORY;
+        const IO_MEMORY = cudadrv_sys::CU_MEMHOSTREGISTER_IOMEMORY;
         /// `CU_MEMHOSTREGISTER_READ_ONLY`: the device only reads the range (needs
         /// `CU_DEVICE_ATTRIBUTE_READ_ONLY_HOST_REGISTER_SUPPORTED`); copies into it are
         /// refused.
-        const READ_ONLY = cuda_sys::CU_MEMHOSTREGISTER_READ_ONLY;
+        const READ_ONLY = cudadrv_sys::CU_MEMHOSTREGISTER_READ_ONLY;
     }
 }
 

@@ -20,7 +20,7 @@
 
 use core::marker::PhantomData;
 
-use cuda_sys::{
+use cudadrv_sys::{
     CUdeviceptr, CUmemAccess_flags, CUmemAccessDesc, CUmemAllocationGranularity_flags,
     CUmemAllocationHandleType, CUmemAllocationProp, CUmemAllocationType,
     CUmemGenericAllocationHandle,
@@ -348,7 +348,7 @@ impl VirtualRange {
 /// `cuMemSetAccess`: read/write for `ctx`'s device on `[ptr, ptr + bytes)`.
 fn set_access(
     ctx: &Context,
-    cu: &cuda_sys::DriverApi,
+    cu: &cudadrv_sys::DriverApi,
     ptr: CUdeviceptr,
     bytes: usize,
 ) -> Result<()> {

@@ -2,7 +2,7 @@
 //! `cargo xtask ptx` with `-C target-feature=+ptx81` (the other modules stay at 8.0).
 //!
 //! `async_store_exchange`: the asynchronous stores and reductions of
-//! `cuda_core::device::RemoteShared` between the two CTAs of each cluster.
+//! `cudadrv::device::RemoteShared` between the two CTAs of each cluster.
 //!
 //! # Unsafe policy
 //! The kernel is an `unsafe extern "ptx-kernel" fn`: the host promises the launch shape
@@ -21,7 +21,7 @@ compile_error!(
      -C target-feature=+ptx81: run `cargo xtask ptx`"
 );
 
-use cuda_core::device::{
+use cudadrv::device::{
     Align16, BulkBytes, MBarrier, ProxySpace, RemoteShared, Scope, block_dim, block_idx,
     cluster_cta_count, cluster_cta_rank, cluster_sync, fence_mbarrier_init, fence_proxy_async,
     thread_idx,
@@ -40,35 +40,35 @@ pub const MIN_START: u32 = 1000;
 /// See [`MIN_START`].
 pub const MAX_START: u32 = 500;
 
-cuda_core::shared_array! {
+cudadrv::shared_array! {
     /// `st.async.u32` destination.
     fn inbox() -> [u32; 64];
 }
-cuda_core::shared_array! {
+cudadrv::shared_array! {
     /// `st.async.u64` destination.
     fn inbox64() -> [u64; 64];
 }
-cuda_core::shared_array! {
+cudadrv::shared_array! {
     /// `red.async.add` destination.
     fn sums() -> [u32; 64];
 }
-cuda_core::shared_array! {
+cudadrv::shared_array! {
     /// `red.async.min` destination.
     fn mins() -> [u32; 64];
 }
-cuda_core::shared_array! {
+cudadrv::shared_array! {
     /// `red.async.max` destination.
     fn maxs() -> [u32; 64];
 }
-cuda_core::shared_array! {
+cudadrv::shared_array! {
     /// Bulk reduction destination (16-byte aligned).
     fn bulk_dst() -> [Align16<[u32; 64]>; 1];
 }
-cuda_core::shared_array! {
+cudadrv::shared_array! {
     /// Bulk reduction source (16-byte aligned).
     fn bulk_src() -> [Align16<[u32; 64]>; 1];
 }
-cuda_core::shared_array! {
+cudadrv::shared_array! {
     /// The barrier the peer's writes complete on.
     fn bar_cell() -> [u64; 1];
 }

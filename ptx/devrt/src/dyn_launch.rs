@@ -1,9 +1,9 @@
 //! Device-side launch: `dyn_parent` / `dyn_parent_size_multiple` launch `dyn_echo` with
 //! a mix of scalar, pointer, vector and struct parameters, the buffer written by
-//! `cuda_core::device::launch_child_with_rule` (the host packer's layout code).
+//! `cudadrv::device::launch_child_with_rule` (the host packer's layout code).
 
-use cuda_core::args::{Float2, Float4, LayoutRule};
-use cuda_core::device::{DeviceStream, Dim3, global_idx_x, launch_child_with_rule};
+use cudadrv::args::{Float2, Float4, LayoutRule};
+use cudadrv::device::{DeviceStream, Dim3, global_idx_x, launch_child_with_rule};
 use ptx_kernels::echo::{Pair, echo_params};
 
 /// `a` the parents pass: `-123456789`.

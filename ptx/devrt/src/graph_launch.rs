@@ -7,7 +7,7 @@
 //! is 1 once the kernel has run; codes are `cudaError_t`, [`NOT_LAUNCHED`] when the
 //! launch was not asked for).
 
-use cuda_core::device::{
+use cudadrv::device::{
     DeviceGraphExec, GraphLaunchStream, block_idx, global_dim_x, global_idx_x, globaltimer,
     thread_idx,
 };

@@ -2,7 +2,7 @@
 //! upstream of an IF, WHILE or SWITCH node (the host chooses the branch by writing the
 //! value before each graph launch).
 
-use cuda_core::device::{ConditionalHandle, global_idx_x};
+use cudadrv::device::{ConditionalHandle, global_idx_x};
 
 /// Sets the conditional `handle` to `*selector` with `cudaGraphSetConditional`: for a
 /// SWITCH node the index of the body that runs (an index past the last body runs none),

@@ -1,7 +1,7 @@
 //! `while_cond`: the body kernel of a graph WHILE conditional node, driving the loop
 //! from device code with `cudaGraphSetConditional`.
 
-use cuda_core::device::{ConditionalHandle, global_idx_x};
+use cudadrv::device::{ConditionalHandle, global_idx_x};
 
 /// Increments `*counter` and sets the conditional `handle` to `counter < n` (1 or 0).
 ///
