@@ -1,8 +1,8 @@
 //! How the host layer reaches the driver: the process-wide table of
-//! [`cudadrv_sys::driver()`](cudadrv_sys::driver()), initialized with `cuInit(0)` once.
+//! [`cudadrv_sys::driver()`], initialized with `cuInit(0)` once.
 //!
 //! Everything in this crate goes through one internal accessor; a test can install a mock table with
-//! [`cudadrv_sys::install_driver`](cudadrv_sys::install_driver) before the first call.
+//! [`cudadrv_sys::install_driver`] before the first call.
 
 use core::sync::atomic::{AtomicBool, AtomicU32, Ordering};
 

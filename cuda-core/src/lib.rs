@@ -121,9 +121,9 @@
 //! ([`device::grid_dependency_wait`]) before it reads anything the first wrote.
 //!
 //! Whether an early trigger helps depends on the grid: it pays off only in grids of a few
-//! blocks, and costs a lot in grids of several waves (H100, 4096 blocks of 256 threads:
-//! 3.46 us per kernel without PDL, 5.43 with an early trigger, 3.26 waiting without
-//! one). `launch::AutoPdl` makes that choice per launch from the grid and the
+//! blocks, and costs a lot in grids of several waves, where waiting without one is
+//! fastest (the figures, with device and date: `docs/measurements.md` in the
+//! repository, "Where PDL helps and where it hurts"). `launch::AutoPdl` makes that choice per launch from the grid and the
 //! function's occupancy, and the kernel follows it with one call,
 //! [`device::pdl_auto`]`(plan)`. Here the grids have 4096 blocks, so both launches get
 //! the attribute and neither kernel triggers early.
@@ -432,7 +432,7 @@
 //! The last three are a program's to leave out: nothing else in either crate needs them,
 //! and together they are about a quarter of a clean build's time against them. A program
 //! that uses none of them depends on `cudadrv = { default-features = false, features =
-//! ["std", "loaded"] }` (the workspace README's build-time section has the figures).
+//! ["std", "loaded"] }` (figures: `docs/measurements.md`, "Build time").
 //!
 //! With `default-features = false, features = ["loaded"]` the crate needs neither `std`
 //! nor a heap: contexts and modules live in fixed static pools (`MAX_CONTEXTS`,

@@ -116,22 +116,22 @@ fn shape(cfg: &LaunchConfig<'_>) -> Result<(u32, u64)> {
 /// - any larger grid: PDL attribute, **wait only** (the trigger is the grid's exit). The
 ///   launch still overlaps the end of this grid, and no dependent block takes an SM slot
 ///   while this grid has blocks left to run. An explicit trigger in a grid of more than
-///   one wave lets the dependent's blocks take those slots, and the H100 ran such chains
-///   at 55% of their bandwidth (1M elements, 4096 blocks: no PDL 3.46 us, early trigger
-///   5.43, wait-only 3.26); within one wave, waiting alone was faster than the early
-///   trigger too from 16 blocks up (up to 28% at 132-264 blocks).
+///   one wave lets the dependent's blocks take those slots, which slowed such chains
+///   markedly on an H100; within one wave, waiting alone was faster than the early
+///   trigger too from 16 blocks up (figures: `docs/measurements.md` in the repository).
 /// - a kernel that fits nowhere (capacity 0, its launch fails): no PDL.
 ///
 /// No rule from the grid and the occupancy alone is right everywhere: on the H100, at
-/// half a wave (528 blocks of 256 threads) the early trigger made chains of a kernel
-/// moving 4 bytes per thread 10% faster and chains of the same kernel moving 16 bytes
-/// per thread 21% slower, with the same grid, block and occupancy. Where it matters,
+/// half a wave the early trigger made chains of one kernel faster and of the same kernel
+/// moving four times the bytes per thread slower, with the same grid, block and
+/// occupancy (`docs/measurements.md`). Where it matters,
 /// [`tune`](AutoPdl::tune) measures the three choices for a shape on the GPU and keeps
 /// the fastest: from then on, launches of that shape (grid, block, dynamic shared
 /// memory) get the measured plan instead of the rule's, with no driver call.
 ///
 /// `region_bench` measures the rule and the tuned choice against the three fixed choices
-/// from one block to 17 waves and three element sizes (README, `docs/auto_pdl_sweep.svg`).
+/// from one block to 17 waves and three element sizes (`docs/measurements.md`,
+/// `docs/auto_pdl_sweep.svg`).
 ///
 /// ```no_run
 /// # fn f(step: &cudadrv::Function, stream: &cudadrv::Stream, a: cudadrv::DevicePtr<u32>,
