@@ -278,7 +278,7 @@
 //! Errors name what failed: a missing kernel's name, both lengths of a mismatched copy.
 //!
 //! ```
-//! use cudadrv::{Error, SymbolName, cudadrv_sys::CUresult};
+//! use cudadrv::{Error, SymbolName, cuda_sys::CUresult};
 //!
 //! fn explain(e: &Error) -> String {
 //!     match e {
