@@ -1,4 +1,4 @@
-//! Hardware tests of interprocess communication (`cudadrv::ipc`, Programming Guide
+//! Hardware tests of interprocess communication (`cudadrv::memory::ipc`, Programming Guide
 //! 4.3.3.4, 4.15, 4.16) with two real processes: each test re-executes this binary as a
 //! child (`HW_IPC_CHILD=<case>`), which connects to the parent over a Unix socket.
 //!
@@ -23,11 +23,11 @@ use cuda_workspace::{
     Kernels, Outcome, TestResult, check, check_eq, check_filled, hw_tests, require_gpu, run_suite,
     skip,
 };
-use cudadrv::ipc::{
-    HANDLE_BYTES, IpcEventHandle, IpcMapping, IpcMemHandle, PoolPtrExport, recv_fds, send_fds,
-};
 use cudadrv::launch::{LaunchConfig, launch};
 use cudadrv::memory::AsyncDeviceBuffer;
+use cudadrv::memory::ipc::{
+    HANDLE_BYTES, IpcEventHandle, IpcMapping, IpcMemHandle, PoolPtrExport, recv_fds, send_fds,
+};
 use cudadrv::memory::vmm::{Granularity, PhysicalMemory, VirtualRange, granularity};
 use cudadrv::{Context, Device, DeviceBuffer, DevicePtr, Event, MemPool, Stream, StreamFlags};
 

@@ -1,4 +1,4 @@
-//! Hardware tests of several devices in one process (`cudadrv::peer`, Programming Guide
+//! Hardware tests of several devices in one process (`cudadrv::memory::peer`, Programming Guide
 //! 4.3.3 and 4.2.5.6): peer capabilities and attributes, peer access on and off, peer
 //! copies (sync and async, both directions), a kernel on GPU 1 reading GPU 0's memory,
 //! a pool on GPU 0 opened to GPU 1, an event of GPU 0 waited for by a stream of GPU 1,
@@ -22,7 +22,7 @@ use cuda_workspace::{
 use cudadrv::cuda_sys::{CUdevice_P2PAttribute, CUresult};
 use cudadrv::graph::{Graph, InstantiateFlags};
 use cudadrv::launch::{LaunchConfig, launch};
-use cudadrv::peer::MemAccess;
+use cudadrv::memory::peer::MemAccess;
 use cudadrv::{
     Context, ContextFlags, Device, DeviceBuffer, DevicePtr, Error, Event, EventFlags, Function,
     MemPool, Module, Stream,
@@ -432,7 +432,7 @@ fn graph_alloc_listing_its_own_device() -> TestResult {
     stream.synchronize()?;
     check_filled(&read(&keep)?, "graph allocation listing its own device")?;
     // More peers than the descriptor array holds: refused before the driver.
-    let too_many: Vec<Device> = (1..=cudadrv::peer::MAX_ALLOC_PEERS as i32 + 1)
+    let too_many: Vec<Device> = (1..=cudadrv::memory::peer::MAX_ALLOC_PEERS as i32 + 1)
         .map(Device::from_raw)
         .collect();
     match graph.add_mem_alloc_node_with_peers(&[], 4096, &too_many) {

@@ -305,14 +305,6 @@ impl From<&'static LoadError> for Error {
     }
 }
 
-impl From<MissingSymbol> for Error {
-    /// [`Error::DriverTooOld`] when the function's ABI is newer than the driver (the
-    /// loader leaves such entries out), else [`Error::MissingSymbol`].
-    fn from(e: MissingSymbol) -> Self {
-        crate::driver::missing(e)
-    }
-}
-
 impl From<PackError> for Error {
     fn from(e: PackError) -> Self {
         Self::Pack(e)
@@ -601,28 +593,6 @@ macro_rules! enter_for_drop {
 }
 pub(crate) use enter_for_drop;
 
-/// Runs a driver call inside `Drop`: `dropping!(cuMemFree(ptr))` reports a failure (and a
-/// driver that cannot be reached) through [`report_drop`].
-/// Must be used inside an `unsafe` block; the call carries the C function's contract.
-macro_rules! dropping {
-    ($name:ident ( $($arg:expr),* $(,)? )) => {
-        match $crate::driver::api_for_drop() {
-            Some(cu) => match cu.$name() {
-                Ok(f) => $crate::error::report_drop(stringify!($name), f($($arg),*)),
-                Err(_) => $crate::error::report_drop(
-                    stringify!($name),
-                    cudadrv_sys::CUresult::CUDA_ERROR_NOT_INITIALIZED,
-                ),
-            },
-            None => $crate::error::report_drop(
-                stringify!($name),
-                cudadrv_sys::CUresult::CUDA_ERROR_NOT_INITIALIZED,
-            ),
-        }
-    };
-}
-pub(crate) use dropping;
-
 #[cfg(all(test, feature = "std"))]
 mod tests {
     use super::*;
@@ -700,31 +670,5 @@ mod tests {
         );
         assert!(e.is(CUresult::CUDA_ERROR_NOT_SUPPORTED));
         assert_eq!(e.call(), Some("cuFuncGetParamInfo"));
-    }
-
-    #[test]
-    fn error_stays_small() {
-        // The inline name fills the room the largest variant already takes.
-        assert!(size_of::<Error>() <= 64, "{}", size_of::<Error>());
-        // Every error type the crate returns by value (through `Result`s that a caller
-        // moves up its stack) stays within the same 64 bytes.
-        let sizes = [
-            ("DropError", size_of::<DropError>()),
-            ("PackError", size_of::<crate::args::PackError>()),
-            ("LayoutMismatch", size_of::<crate::args::LayoutMismatch>()),
-            #[cfg(feature = "graph")]
-            (
-                "ExecUpdateError",
-                size_of::<crate::graph::ExecUpdateError>(),
-            ),
-            (
-                "TooManyAttributes",
-                size_of::<crate::launch::TooManyAttributes>(),
-            ),
-            ("BuildError", size_of::<crate::kernel::build::BuildError>()),
-        ];
-        for (name, size) in sizes {
-            assert!(size <= 64, "{name} is {size} bytes");
-        }
     }
 }

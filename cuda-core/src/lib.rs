@@ -570,75 +570,54 @@ pub use dim3::Dim3;
 )]
 pub mod device;
 
-// Host layer: RAII handles over the driver API, one module per driver API section.
-#[cfg(not(target_arch = "nvptx64"))]
-mod context;
-#[cfg(not(target_arch = "nvptx64"))]
-mod device_host;
+// Host layer, one module per driver API section. `driver`: the driver's host objects
+// (initialization, device, context, module and function, linker, stream, event).
 #[cfg(not(target_arch = "nvptx64"))]
 pub mod driver;
 #[cfg(not(target_arch = "nvptx64"))]
 pub mod error;
 #[cfg(not(target_arch = "nvptx64"))]
-mod event;
-#[cfg(not(target_arch = "nvptx64"))]
 mod flags;
-#[cfg(not(target_arch = "nvptx64"))]
-mod function;
 #[cfg(all(not(target_arch = "nvptx64"), feature = "graph"))]
 pub mod graph;
 #[cfg(all(not(target_arch = "nvptx64"), feature = "green"))]
 pub mod green;
-#[cfg(all(not(target_arch = "nvptx64"), feature = "std", target_os = "linux"))]
-pub mod ipc;
 #[cfg(not(target_arch = "nvptx64"))]
 pub mod launch;
-#[cfg(not(target_arch = "nvptx64"))]
-pub mod limits;
-#[cfg(not(target_arch = "nvptx64"))]
-mod linker;
 #[cfg(not(target_arch = "nvptx64"))]
 pub mod logs;
 #[cfg(not(target_arch = "nvptx64"))]
 pub mod memory;
-#[cfg(not(target_arch = "nvptx64"))]
-mod module;
-#[cfg(not(target_arch = "nvptx64"))]
-pub mod peer;
-#[cfg(not(target_arch = "nvptx64"))]
-mod shared;
-#[cfg(not(target_arch = "nvptx64"))]
-mod stream;
 #[cfg(not(target_arch = "nvptx64"))]
 pub mod tensor_map;
 #[cfg(test)]
 mod testing;
 
 #[cfg(not(target_arch = "nvptx64"))]
-pub use context::{Context, ContextFlags, MAX_CONTEXTS, StreamPriorityRange};
+pub use driver::context::{Context, ContextFlags, MAX_CONTEXTS, StreamPriorityRange};
 #[cfg(not(target_arch = "nvptx64"))]
-pub use device_host::{Device, DeviceName};
+pub use driver::device::{Device, DeviceName};
+#[cfg(not(target_arch = "nvptx64"))]
+pub use driver::event::{Event, EventFlags};
+#[cfg(not(target_arch = "nvptx64"))]
+pub use driver::function::{ClusterConfig, Function};
+#[cfg(not(target_arch = "nvptx64"))]
+pub use driver::limits::Limit;
+#[cfg(not(target_arch = "nvptx64"))]
+pub use driver::linker::{LinkStorage, Linker};
+#[cfg(not(target_arch = "nvptx64"))]
+pub use driver::module::{Global, JitOptions, MAX_MODULES, Module};
+#[cfg(not(target_arch = "nvptx64"))]
+pub use driver::stream::{EventWaitFlags, Stream, StreamFlags};
 #[cfg(not(target_arch = "nvptx64"))]
 pub use error::{
     DropError, Error, JitLog, Result, SymbolName, drop_error_count, set_drop_error_hook,
 };
-#[cfg(not(target_arch = "nvptx64"))]
-pub use event::{Event, EventFlags};
-#[cfg(not(target_arch = "nvptx64"))]
-pub use function::{ClusterConfig, Function};
 #[cfg(all(not(target_arch = "nvptx64"), feature = "graph"))]
 pub use graph::{Graph, GraphExec};
 #[cfg(not(target_arch = "nvptx64"))]
 pub use launch::LaunchConfig;
 #[cfg(not(target_arch = "nvptx64"))]
-pub use limits::Limit;
-#[cfg(not(target_arch = "nvptx64"))]
-pub use linker::{LinkStorage, Linker};
-#[cfg(not(target_arch = "nvptx64"))]
 pub use memory::{
     AsyncDeviceBuffer, DeviceBuffer, DevicePtr, GrowableBuffer, MemPool, PinnedHostBuffer, Pod,
 };
-#[cfg(not(target_arch = "nvptx64"))]
-pub use module::{Global, JitOptions, MAX_MODULES, Module};
-#[cfg(not(target_arch = "nvptx64"))]
-pub use stream::{EventWaitFlags, Stream, StreamFlags};

@@ -1,4 +1,5 @@
-//! What the unit tests share: a small deterministic generator for property tests.
+//! What the unit tests share: a small deterministic generator for property tests; and
+//! the crate-wide check that every error type stays small.
 
 /// Cases per property test (Miri is slow).
 pub(crate) const CASES: usize = if cfg!(miri) { 200 } else { 10_000 };
@@ -26,5 +27,38 @@ impl Rng {
 
     pub(crate) fn pick<T: Copy>(&mut self, xs: &[T]) -> T {
         xs[self.below(xs.len() as u64) as usize]
+    }
+}
+
+#[cfg(not(target_arch = "nvptx64"))]
+mod error_size {
+    #[test]
+    fn error_stays_small() {
+        // The inline name fills the room the largest variant already takes.
+        assert!(
+            size_of::<crate::Error>() <= 64,
+            "{}",
+            size_of::<crate::Error>()
+        );
+        // Every error type the crate returns by value (through `Result`s that a caller
+        // moves up its stack) stays within the same 64 bytes.
+        let sizes = [
+            ("DropError", size_of::<crate::error::DropError>()),
+            ("PackError", size_of::<crate::args::PackError>()),
+            ("LayoutMismatch", size_of::<crate::args::LayoutMismatch>()),
+            #[cfg(feature = "graph")]
+            (
+                "ExecUpdateError",
+                size_of::<crate::graph::ExecUpdateError>(),
+            ),
+            (
+                "TooManyAttributes",
+                size_of::<crate::launch::TooManyAttributes>(),
+            ),
+            ("BuildError", size_of::<crate::kernel::build::BuildError>()),
+        ];
+        for (name, size) in sizes {
+            assert!(size <= 64, "{name} is {size} bytes");
+        }
     }
 }

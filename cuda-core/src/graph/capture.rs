@@ -50,14 +50,14 @@ use cudadrv_sys::{
 use super::handle::Borrows;
 use super::{EdgeData, Graph, GraphNode};
 use crate::args::KernelArgs;
+use crate::driver::event::Event;
+use crate::driver::function::Function;
+use crate::driver::stream::{EventWaitFlags, Stream};
 use crate::error::{Error, Result, drv};
-use crate::event::Event;
-use crate::function::Function;
 use crate::launch::LaunchConfig;
 use crate::memory::{
     DeviceBuffer, PinnedHostBuffer, Pod, copy_dtod_async, memset_d8, memset_d32, same_len,
 };
-use crate::stream::{EventWaitFlags, Stream};
 
 /// How a capture treats CUDA calls that are not safe during capture
 /// (`CUstreamCaptureMode`), such as `cuMemAlloc` or a synchronizing call.
@@ -606,7 +606,7 @@ impl<'s, 'a> Capturing<'s, 'a> {
                 "host_fn: the stream's capture is not active (invalidated)",
             ));
         }
-        super::nodes::GraphClosure::new(info.graph, f)?.attach(|c| {
+        super::plain_nodes::GraphClosure::new(info.graph, f)?.attach(|c| {
             // SAFETY: the capture graph owns the closure for as long as any graph or
             // executable graph made from it can run it; `run` matches `data`'s type;
             // the closure is `Send + Sync` and reentrant (`Fn`).

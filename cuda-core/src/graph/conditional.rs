@@ -21,7 +21,8 @@ use super::capture::{RawCaptureInfo, raw_capture_info};
 use super::{Capturing, EdgeData, Graph, GraphNode, GraphRef};
 use crate::args::DeviceRepr;
 use crate::driver::api;
-use crate::error::{Error, Result, dropping, drv};
+use crate::driver::dropping;
+use crate::error::{Error, Result, drv};
 
 /// A conditional handle (`CUgraphConditionalHandle`) of a graph: the value a
 /// conditional node tests. Kernels set it with `cudaGraphSetConditional(handle, value)`

@@ -13,10 +13,11 @@ use cudadrv_sys::{
 
 use super::handle::Borrows;
 use super::{Graph, GraphNode};
-use crate::context::Context;
 use crate::driver::api;
-use crate::error::{Error, Result, dropping, drv};
-use crate::stream::Stream;
+use crate::driver::context::Context;
+use crate::driver::dropping;
+use crate::driver::stream::Stream;
+use crate::error::{Error, Result, drv};
 
 crate::flags::flags! {
     /// `CUgraphInstantiate_flags` for [`Graph::instantiate`].

@@ -9,8 +9,9 @@ use core::ptr;
 
 use cudadrv_sys::CUgraph;
 
-use crate::context::Context;
-use crate::error::{Result, dropping, drv};
+use crate::driver::context::Context;
+use crate::driver::dropping;
+use crate::error::{Result, drv};
 
 /// The marker every graph-side type carries for `'a`, the lifetime of what its nodes
 /// name: invariant (so a `Graph<'long>` cannot be treated as a `Graph<'short>` to accept

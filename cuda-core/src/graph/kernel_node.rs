@@ -19,8 +19,8 @@ use cudadrv_sys::{
 use super::{Graph, GraphExec, GraphNode};
 use crate::args::{KernelArgs, PackedArgs};
 use crate::driver::api;
+use crate::driver::function::Function;
 use crate::error::{Error, Result, drv};
-use crate::function::Function;
 use crate::launch::{LaunchAttribute, LaunchConfig};
 
 /// The node parameters for `f` with `cfg`'s shape and the given argument encoding.
@@ -165,7 +165,7 @@ impl<'a> Graph<'a> {
                 // The attribute's error is the one returned; a failure to remove the node
                 // again goes to the drop-error sink (the node stays in the graph).
                 // SAFETY: the node is ours and nothing refers to it yet.
-                unsafe { crate::error::dropping!(cuGraphDestroyNode(node.as_raw())) };
+                unsafe { crate::driver::dropping!(cuGraphDestroyNode(node.as_raw())) };
                 return Err(e);
             }
         }

@@ -148,7 +148,7 @@ pub fn graph_mem_trim(device: Device) -> Result<()> {
 
 // ---------------------------------------------------------------------------------------
 // Graph allocations reachable from other devices (Programming Guide 4.2.5.6, "Peer
-// Access"): added for multi-GPU use, see `crate::peer`.
+// Access"): added for multi-GPU use, see `crate::memory::peer`.
 // ---------------------------------------------------------------------------------------
 
 impl Graph<'_> {
@@ -157,7 +157,7 @@ impl Graph<'_> {
     /// mapped read-write on each device of `peers` (the driver's `accessDescs`), so that
     /// kernels there, in this graph or ordered after its launch, may dereference it. The
     /// graph's own device always has access: listing it (or a device twice) changes
-    /// nothing. At most [`MAX_ALLOC_PEERS`](crate::peer::MAX_ALLOC_PEERS) peers.
+    /// nothing. At most [`MAX_ALLOC_PEERS`](crate::memory::peer::MAX_ALLOC_PEERS) peers.
     ///
     /// ```no_run
     /// # fn main() -> cudadrv::Result<()> {
@@ -182,8 +182,9 @@ impl Graph<'_> {
         peers: &[Device],
     ) -> Result<(GraphNode<'_>, CUdeviceptr)> {
         let own = self.context().device();
-        let mut descs = [crate::peer::MemAccess::None.desc(own); crate::peer::MAX_ALLOC_PEERS];
-        let count = crate::peer::peer_descs(own, peers, &mut descs)?;
+        let mut descs =
+            [crate::memory::peer::MemAccess::None.desc(own); crate::memory::peer::MAX_ALLOC_PEERS];
+        let count = crate::memory::peer::peer_descs(own, peers, &mut descs)?;
         let cu = api()?;
         let mut params = CUDA_MEM_ALLOC_NODE_PARAMS {
             poolProps: CUmemPoolProps {

@@ -54,7 +54,7 @@ mod ids;
 mod kernel_node;
 mod mem;
 mod node;
-mod nodes;
+mod plain_nodes;
 #[cfg(feature = "alloc")]
 mod region;
 
@@ -66,6 +66,6 @@ pub use exec::{ExecUpdateError, GraphExec, InstantiateFlags, instantiate_result_
 pub use handle::{Graph, GraphRef};
 pub use mem::{GraphMemUsage, graph_mem_attribute, graph_mem_trim};
 pub use node::GraphNode;
-pub use nodes::Memset;
+pub use plain_nodes::Memset;
 #[cfg(feature = "alloc")]
 pub use region::{DEFAULT_REGION_CAPACITY, HostTarget, Recorder, Region, RegionStats};

@@ -28,17 +28,17 @@ use cudadrv_sys::{
 
 use super::capture::{Capture, CaptureMode, raw_capture_info};
 use super::handle::Borrows;
-use super::nodes::GraphClosure;
+use super::plain_nodes::GraphClosure;
 use super::{Graph, GraphExec, InstantiateFlags};
 use crate::args::{ArgVisitor, DeviceRepr, KernelArgs, MAX_PARAMS, ParamSpec};
-use crate::context::Context;
 use crate::driver::api;
+use crate::driver::context::Context;
+use crate::driver::event::Event;
+use crate::driver::function::Function;
+use crate::driver::stream::{EventWaitFlags, Stream};
 use crate::error::{Error, Result, drv};
-use crate::event::Event;
-use crate::function::Function;
 use crate::launch::LaunchConfig;
 use crate::memory::{DeviceBuffer, PinnedHostBuffer, Pod, memset_d8, memset_d32, same_len};
-use crate::stream::{EventWaitFlags, Stream};
 
 /// How many executable graphs a [`Region::new`] caches.
 pub const DEFAULT_REGION_CAPACITY: usize = 4;

@@ -105,12 +105,12 @@
 //! thread at a time, is the caller's, in the `# Safety` section of
 //! [`Context::from_green`].
 
-mod context;
+mod green_context;
 mod groups;
 mod split;
 mod workqueue;
 
-pub use context::{GreenContext, ResourceDesc, stream};
+pub use green_context::{GreenContext, ResourceDesc, stream};
 pub use groups::{GroupParams, MAX_GROUPS};
 pub use split::{SmPartition, SmResource, Split, SplitFlags};
 pub use workqueue::{Workqueue, WorkqueueConfig, WorkqueueScope};
@@ -119,4 +119,4 @@ use split::empty_resource;
 
 // The module docs name these.
 #[cfg(doc)]
-use crate::{context::Context, error::Error, stream::Stream};
+use crate::{Context, Stream, error::Error};

@@ -11,11 +11,11 @@ use cudadrv_sys::{
 
 #[cfg(doc)]
 use super::ResourceDesc;
-use crate::context::Context;
-use crate::device_host::Device;
 use crate::driver::api;
+use crate::driver::context::Context;
+use crate::driver::device::Device;
+use crate::driver::stream::Stream;
 use crate::error::{Error, Result, drv};
-use crate::stream::Stream;
 
 crate::flags::flags! {
     /// `CUdevSmResourceSplitByCount_flags` for [`SmResource::split_by_count`].

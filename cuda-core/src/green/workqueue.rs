@@ -12,11 +12,11 @@
 use cudadrv_sys::{CUdevResource, CUdevResourceType, CUdevWorkqueueConfigScope};
 
 use super::{ResourceDesc, SmPartition, empty_resource};
-use crate::context::Context;
-use crate::device_host::Device;
+use crate::driver::context::Context;
+use crate::driver::device::Device;
+use crate::driver::stream::Stream;
 use crate::driver::{api, cached_version};
 use crate::error::{Error, Result, drv};
-use crate::stream::Stream;
 
 /// The CUDA version that introduced workqueue resources.
 const SINCE: u32 = 13010;

@@ -26,12 +26,12 @@ use cudadrv_sys::{CUlaunchAttributeID, CUstream};
 use super::params::{DeviceSlice, DeviceSliceMut, Element};
 use super::typed::{SafeKernel, TypedKernel};
 use crate::args::{DeviceRepr, KernelArgs};
-use crate::context::Context;
+use crate::driver::context::Context;
+use crate::driver::event::Event;
+use crate::driver::stream::Stream;
 use crate::error::{Error, Result, drv, report_drop_error};
-use crate::event::Event;
 use crate::launch::LaunchConfig;
 use crate::memory::DeviceBuffer;
-use crate::stream::Stream;
 
 /// How many streams one [`scope`] can use (the lanes are kept inline, without a heap).
 pub const MAX_LANES: usize = 16;

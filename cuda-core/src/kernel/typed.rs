@@ -5,11 +5,11 @@ use core::ffi::CStr;
 use core::marker::PhantomData;
 
 use crate::args::KernelArgs;
-use crate::context::Context;
+use crate::driver::context::Context;
+use crate::driver::function::Function;
+use crate::driver::module::Module;
 use crate::error::Result;
-use crate::function::Function;
 use crate::launch::LaunchConfig;
-use crate::module::Module;
 
 /// A kernel's name and parameter types, as one declaration states them for both sides.
 ///

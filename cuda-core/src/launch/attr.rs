@@ -9,7 +9,7 @@ use cudadrv_sys::{
 };
 
 use super::Dim3;
-use crate::event::Event;
+use crate::driver::event::Event;
 
 type Id = CUlaunchAttributeID;
 

@@ -11,10 +11,10 @@ use cudadrv_sys::CUlaunchAttributeID;
 
 use super::{LaunchAttribute, LaunchConfig};
 use crate::args::DeviceRepr;
+use crate::driver::event::{Event, EventFlags};
+use crate::driver::function::Function;
+use crate::driver::stream::Stream;
 use crate::error::{Error, Result};
-use crate::event::{Event, EventFlags};
-use crate::function::Function;
-use crate::stream::Stream;
 
 /// The per-launch PDL choice passed to the kernel as one `u32` parameter (the device
 /// type `cudadrv::device::PdlPlan` has the same layout and bits).

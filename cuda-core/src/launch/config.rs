@@ -17,8 +17,8 @@ use cudadrv_sys::{
 };
 
 use super::{Dim3, LaunchAttribute, TooManyAttributes};
-use crate::event::Event;
-use crate::stream::Stream;
+use crate::driver::event::Event;
+use crate::driver::stream::Stream;
 
 type Id = CUlaunchAttributeID;
 

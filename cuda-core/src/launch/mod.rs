@@ -34,15 +34,15 @@
 
 mod attr;
 mod auto_pdl;
+mod call;
 mod config;
-mod kernel;
 mod verify;
 
 pub use crate::dim3::Dim3;
 pub use attr::{LaunchAttribute, TooManyAttributes};
 pub use auto_pdl::{AutoPdl, MAX_TUNE_ROUNDS, MAX_TUNED_SHAPES, PdlPlan};
+pub use call::{launch, launch_checked, launch_packed, launch_plain};
 pub use config::{LaunchConfig, MAX_LAUNCH_ATTRIBUTES, RawAttributes};
-pub use kernel::{launch, launch_checked, launch_packed, launch_plain};
 
 impl From<TooManyAttributes> for crate::error::Error {
     fn from(_: TooManyAttributes) -> Self {

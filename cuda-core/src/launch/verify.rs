@@ -2,8 +2,8 @@
 //! it (`cuFuncGetParamInfo`, CUDA 12.4+).
 
 use crate::args::{KernelArgs, LayoutMismatch, LayoutRule, PackedArgs, param_offset};
+use crate::driver::function::Function;
 use crate::error::{Error, Result};
-use crate::function::Function;
 
 /// Runs `check` over the reported layout of `f`: `cuFuncGetParamInfo` for each index
 /// below the kernel's parameter count (cached in `f`, see [`Function::param_count`]), so

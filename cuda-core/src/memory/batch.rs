@@ -26,11 +26,11 @@ use cudadrv_sys::{CUdeviceptr, CUmemLocation, CUmemcpyAttributes, CUmemcpySrcAcc
 use super::managed::{Location, ManagedBuffer};
 use super::registered::{HostRegisterFlags, HostRegistration, RegisteredPart};
 use super::{DeviceBuffer, Pod};
-use crate::context::Context;
+use crate::driver::context::Context;
+use crate::driver::stream::Stream;
 use crate::error::{Error, Result, drv};
 #[cfg(feature = "graph")]
 use crate::graph::Capturing;
-use crate::stream::Stream;
 
 /// When the source of a copy may be read (`CUmemcpySrcAccessOrder`).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]

@@ -15,9 +15,9 @@ use cudadrv_sys::{
     CUstreamAttrValue, CUsynchronizationPolicy,
 };
 
-use crate::context::Context;
+use crate::driver::context::Context;
+use crate::driver::stream::Stream;
 use crate::error::{Result, drv};
-use crate::stream::Stream;
 
 /// An access-policy window (`CUaccessPolicyWindow`): of `num_bytes` bytes from `base`,
 /// a `hit_ratio` share of accesses get `hit` (persisting, say), the rest `miss`.

@@ -51,12 +51,13 @@ use cudadrv_sys::{
     CUdeviceptr, CUmem_advise, CUmem_range_attribute, CUmemLocation, CUmemLocationType,
 };
 
-use super::device::DevicePtr;
+use super::device_buffer::DevicePtr;
 use super::{Pod, byte_len};
 use crate::Device;
-use crate::context::Context;
-use crate::error::{Error, Result, dropping, drv};
-use crate::stream::Stream;
+use crate::driver::context::Context;
+use crate::driver::dropping;
+use crate::driver::stream::Stream;
+use crate::error::{Error, Result, drv};
 
 /// Where memory lives, is prefetched to, or is advised about (`CUmemLocation`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]

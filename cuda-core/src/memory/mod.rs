@@ -29,17 +29,20 @@
 
 #[cfg(feature = "alloc")]
 pub mod batch;
-mod device;
+mod device_buffer;
+#[cfg(all(feature = "std", target_os = "linux"))]
+pub mod ipc;
 pub mod l2;
 pub mod managed;
+pub mod peer;
 mod pinned;
 mod pool;
 pub mod registered;
 pub mod vmm;
 
-pub use device::{DeviceBuffer, DevicePtr};
+pub use device_buffer::{DeviceBuffer, DevicePtr};
 #[cfg(feature = "graph")]
-pub(crate) use device::{copy_dtod_async, memset_d8, memset_d32};
+pub(crate) use device_buffer::{copy_dtod_async, memset_d8, memset_d32};
 pub use managed::{ManagedBuffer, MemoryModel};
 pub use pinned::{HostAllocFlags, PinnedHostBuffer};
 pub use pool::{AsyncDeviceBuffer, MemPool};

@@ -7,8 +7,9 @@ use core::marker::PhantomData;
 use core::ptr::{self, NonNull};
 
 use super::{DevicePtr, Pod, byte_len};
-use crate::context::Context;
-use crate::error::{Error, Result, dropping, drv};
+use crate::driver::context::Context;
+use crate::driver::dropping;
+use crate::error::{Error, Result, drv};
 
 crate::flags::flags! {
     /// `CU_MEMHOSTALLOC_*` flags for [`PinnedHostBuffer::with_flags`] (`cuMemHostAlloc`).

@@ -7,11 +7,12 @@ use core::ptr;
 
 use cudadrv_sys::{CUdeviceptr, CUmemPool_attribute, CUmemPoolProps, CUmemoryPool};
 
-use super::device::{DevicePtr, memset_d8, memset_d32};
+use super::device_buffer::{DevicePtr, memset_d8, memset_d32};
 use super::{Pod, byte_len, same_len};
-use crate::context::Context;
-use crate::error::{Error, Result, dropping, drv};
-use crate::stream::Stream;
+use crate::driver::context::Context;
+use crate::driver::dropping;
+use crate::driver::stream::Stream;
+use crate::error::{Error, Result, drv};
 
 /// `len` values of `T` allocated in stream order (`cuMemAllocAsync`, or
 /// `cuMemAllocFromPoolAsync` from a [`MemPool`]); freed in stream order on drop
@@ -511,7 +512,7 @@ fn is_u64_attribute(attr: CUmemPool_attribute) -> bool {
 
 // ---------------------------------------------------------------------------------------
 // Access from other devices (Programming Guide 4.3.3.3): added for multi-GPU use, see
-// `crate::peer`.
+// `crate::memory::peer`.
 // ---------------------------------------------------------------------------------------
 
 impl MemPool {
@@ -545,10 +546,14 @@ impl MemPool {
     /// away.
     ///
     /// [`Context::enable_peer_access`]: crate::Context::enable_peer_access
-    /// [`MemAccess::None`]: crate::peer::MemAccess::None
+    /// [`MemAccess::None`]: crate::memory::peer::MemAccess::None
     #[doc(alias = "cuMemPoolSetAccess")]
     #[doc(alias = "cudaMemPoolSetAccess")]
-    pub fn set_access(&self, device: crate::Device, access: crate::peer::MemAccess) -> Result<()> {
+    pub fn set_access(
+        &self,
+        device: crate::Device,
+        access: crate::memory::peer::MemAccess,
+    ) -> Result<()> {
         let desc = access.desc(device);
         let g = self.ctx.enter()?;
         // SAFETY: live pool; one descriptor, as the count says; the context is current.
@@ -556,7 +561,7 @@ impl MemPool {
     }
 
     /// `cuMemPoolGetAccess`: the access `device` has to the pool's memory
-    /// ([`MemAccess::ReadWrite`](crate::peer::MemAccess::ReadWrite) for the pool's own
+    /// ([`MemAccess::ReadWrite`](crate::memory::peer::MemAccess::ReadWrite) for the pool's own
     /// device).
     ///
     /// # Errors
@@ -564,8 +569,8 @@ impl MemPool {
     /// know (a newer driver's).
     #[doc(alias = "cuMemPoolGetAccess")]
     #[doc(alias = "cudaMemPoolGetAccess")]
-    pub fn access(&self, device: crate::Device) -> Result<crate::peer::MemAccess> {
-        let mut location = crate::peer::MemAccess::None.desc(device).location;
+    pub fn access(&self, device: crate::Device) -> Result<crate::memory::peer::MemAccess> {
+        let mut location = crate::memory::peer::MemAccess::None.desc(device).location;
         let mut flags = cudadrv_sys::CUmemAccess_flags::CU_MEM_ACCESS_FLAGS_PROT_NONE;
         let g = self.ctx.enter()?;
         // SAFETY: live pool; valid pointers (the driver reads `location`, writes
@@ -576,7 +581,7 @@ impl MemPool {
                 cuMemPoolGetAccess(&mut flags, self.raw, &mut location)
             )?
         };
-        crate::peer::MemAccess::from_raw(flags).ok_or(Error::InvalidArgument(
+        crate::memory::peer::MemAccess::from_raw(flags).ok_or(Error::InvalidArgument(
             "cuMemPoolGetAccess returned an access value this crate does not know",
         ))
     }

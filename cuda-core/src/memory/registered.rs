@@ -76,11 +76,12 @@ use core::ffi::c_void;
 use core::marker::PhantomData;
 use core::sync::atomic::{AtomicBool, Ordering};
 
-use super::device::{DeviceBuffer, DevicePtr};
+use super::device_buffer::{DeviceBuffer, DevicePtr};
 use super::{Pod, byte_len, same_len};
-use crate::context::Context;
-use crate::error::{Error, Result, dropping, drv};
-use crate::stream::Stream;
+use crate::driver::context::Context;
+use crate::driver::dropping;
+use crate::driver::stream::Stream;
+use crate::error::{Error, Result, drv};
 
 crate::flags::flags! {
     /// `CU_MEMHOSTREGISTER_*` flags for [`HostRegistration::new`].

@@ -27,7 +27,8 @@ use cudadrv_sys::{
 };
 
 use super::{DevicePtr, Pod, byte_len};
-use crate::error::{dropping, drv, enter_for_drop};
+use crate::driver::dropping;
+use crate::error::{drv, enter_for_drop};
 use crate::{Context, Error, Result};
 
 /// The allocation properties of pinned device memory on `ctx`'s device, exportable as
@@ -127,7 +128,7 @@ impl PhysicalMemory {
     /// `CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR`: the memory can be exported to other
     /// processes as a file descriptor
     /// ([`export_fd`](Self::export_fd), [`import_fd`](Self::import_fd); see
-    /// [`crate::ipc`]).
+    /// [`crate::memory::ipc`]).
     ///
     /// # Errors
     /// As [`new`](Self::new); `CUDA_ERROR_NOT_SUPPORTED` on a device without

@@ -12,10 +12,10 @@ use core::ptr;
 
 use cudadrv_sys::{CUjitInputType, CUlinkState};
 
-use crate::context::Context;
 use crate::driver::api;
+use crate::driver::context::Context;
+use crate::driver::module::{JitOptions, LogBuffer, Module, OptionList, with_cstr};
 use crate::error::{Error, JitLog, Result};
-use crate::module::{JitOptions, LogBuffer, Module, OptionList, with_cstr};
 
 /// Fixed-address storage for a [`Linker`]'s JIT option arrays (no heap needed).
 pub struct LinkStorage {
@@ -376,7 +376,7 @@ impl Drop for Linker<'_, '_> {
     /// `cuLinkDestroy`, then frees boxed storage; a failure goes to the drop-error sink.
     fn drop(&mut self) {
         // SAFETY: the link state is ours; no cubin slice borrows it any more.
-        unsafe { crate::error::dropping!(cuLinkDestroy(self.raw)) };
+        unsafe { crate::driver::dropping!(cuLinkDestroy(self.raw)) };
         #[cfg(feature = "alloc")]
         if self.owns_storage {
             // SAFETY: boxed in `new`; the link state that used it is destroyed.

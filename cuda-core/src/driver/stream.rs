@@ -7,9 +7,10 @@ use core::ptr;
 
 use cudadrv_sys::{CUresult, CUstream, CUstreamCaptureStatus};
 
-use crate::context::Context;
-use crate::error::{Error, Result, dropping, drv};
-use crate::event::Event;
+use crate::driver::context::Context;
+use crate::driver::dropping;
+use crate::driver::event::Event;
+use crate::error::{Error, Result, drv};
 
 crate::flags::flags! {
     /// `CUstream_flags` for [`Stream::new`].

@@ -10,9 +10,9 @@ use cudadrv_sys::{
     CUlaunchConfig, CUoccupancy_flags, CUoccupancyB2DSize, CUresult,
 };
 
-use crate::context::{Context, CurrentGuard, enter_raw};
+use crate::driver::context::{Context, CurrentGuard, enter_raw};
+use crate::driver::module::Module;
 use crate::error::{Error, Result, drv};
-use crate::module::Module;
 
 /// A kernel (`CUfunction`) of a [`Module`]. It keeps the module loaded (a clone of it),
 /// so a `Function` can be stored on its own and outlive the `Module` value it came from;

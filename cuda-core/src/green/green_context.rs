@@ -11,11 +11,12 @@ use cudadrv_sys::{
 };
 
 use super::{SmPartition, SmResource, empty_resource};
-use crate::context::Context;
-use crate::device_host::Device;
 use crate::driver::api;
-use crate::error::{Error, Result, dropping, drv};
-use crate::stream::Stream;
+use crate::driver::context::Context;
+use crate::driver::device::Device;
+use crate::driver::dropping;
+use crate::driver::stream::Stream;
+use crate::error::{Error, Result, drv};
 
 /// A resource descriptor (`CUdevResourceDesc`): the SMs a [`GreenContext`] is made with.
 /// The driver has no call to free one: it is plain data to this crate.
@@ -206,6 +207,64 @@ impl Drop for GreenContext {
         // SAFETY: the green context is ours and no Context was made from it (that would
         // have taken it with `into_raw`).
         unsafe { dropping!(cuGreenCtxDestroy(self.raw)) };
+    }
+}
+
+/// Making a [`Context`] of a green context: every handle of this crate then works in it.
+impl Context {
+    /// `cuCtxFromGreenCtx`: the context of a green context, which every handle of this
+    /// crate works in ([`Stream`](crate::Stream), [`DeviceBuffer`](crate::DeviceBuffer),
+    /// [`Module`](crate::Module), launches, ...) with the green context's SMs. The result
+    /// owns `green`: `cuGreenCtxDestroy` runs when its last clone, and with it the last
+    /// handle made in it, is dropped, so no stream or module outlives the green context.
+    /// See [the module](crate::green).
+    ///
+    /// ```no_run
+    /// # fn main() -> cudadrv::Result<()> {
+    /// use cudadrv::green::{GreenContext, ResourceDesc, SmPartition, SmResource, SplitFlags};
+    /// use cudadrv::{Context, Device, DeviceBuffer, Stream};
+    /// let dev = Device::get(0)?;
+    /// let _primary = Context::primary(dev)?; // retained once, not per green context
+    /// let sms = SmResource::of_device(dev)?;
+    /// let mut groups = [SmPartition::EMPTY; 1];
+    /// let split = sms.split_by_count(&mut groups, 16, SplitFlags::empty())?;
+    /// let green = GreenContext::create(dev, &ResourceDesc::new(&groups[..split.count])?)?;
+    /// // SAFETY: this example uses the context and its handles on this thread only.
+    /// let ctx = unsafe { Context::from_green(green)? };
+    /// let stream = Stream::non_blocking(&ctx)?; // runs kernels on the 16 SMs only
+    /// let buf = DeviceBuffer::<u32>::zeroed(&ctx, 1024)?;
+    /// stream.synchronize()?;
+    /// # let _ = buf; Ok(()) }
+    /// ```
+    ///
+    /// # Safety
+    /// The driver lets a green context be current on one thread at a time and does not
+    /// synchronize calls on it from several threads (the rule `cuGreenCtxCreate`'s
+    /// documentation states). The caller must make sure that the result, its clones and the
+    /// handles made in it are not used, dropped included, by two threads at the same
+    /// time (each call makes the context current for its duration). Moving them to
+    /// another thread is fine.
+    ///
+    /// Why this stays `unsafe` rather than the crate enforcing it: every handle of this
+    /// crate is `Send + Sync` and makes its context current per call, so a lock would
+    /// have to be taken on every call of every handle (the launch path included) to
+    /// serialize them, and it still could not cover the context being current on a
+    /// thread outside such a call ([`Context::bind`], or another library making it
+    /// current). The promise is the caller's, like the driver's own rule.
+    ///
+    /// # Errors
+    /// [`Error::DriverTooOld`] before CUDA 12.4; driver errors (the green context is
+    /// destroyed); without `alloc`, when [`MAX_CONTEXTS`] contexts are alive (the green
+    /// context is destroyed).
+    #[doc(alias = "cuCtxFromGreenCtx")]
+    pub unsafe fn from_green(green: GreenContext) -> Result<Self> {
+        let cu = api()?;
+        let mut raw = ptr::null_mut();
+        // SAFETY: `green` is a live green context; valid out-pointer. On failure `green`
+        // is dropped, which destroys it.
+        unsafe { drv!(cu, cuCtxFromGreenCtx(&mut raw, green.as_raw()))? };
+        let device = green.device();
+        Self::adopt_green(raw, device, green.into_raw())
     }
 }
 

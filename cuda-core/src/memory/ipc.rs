@@ -41,9 +41,10 @@ use cudadrv_sys::{
     CUmemPoolPtrExportData,
 };
 
-use crate::context::Context;
-use crate::error::{Error, Result, dropping, drv, enter_for_drop};
-use crate::event::{Event, EventFlags};
+use crate::driver::context::Context;
+use crate::driver::dropping;
+use crate::driver::event::{Event, EventFlags};
+use crate::error::{Error, Result, drv, enter_for_drop};
 use crate::memory::vmm::PhysicalMemory;
 use crate::memory::{DeviceBuffer, DevicePtr, MemPool, Pod, byte_len};
 

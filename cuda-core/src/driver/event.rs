@@ -5,9 +5,10 @@ use core::ptr;
 
 use cudadrv_sys::CUevent;
 
-use crate::context::Context;
-use crate::error::{Result, dropping, drv};
-use crate::stream::{Stream, ready};
+use crate::driver::context::Context;
+use crate::driver::dropping;
+use crate::driver::stream::{Stream, ready};
+use crate::error::{Result, drv};
 
 crate::flags::flags! {
     /// `CUevent_flags` for [`Event::new`].

@@ -4,7 +4,7 @@
 
 use cudadrv_sys::CUlimit;
 
-use crate::context::Context;
+use crate::driver::context::Context;
 use crate::error::{Result, drv};
 
 /// A context limit (`CUlimit`); the constants are `CU_LIMIT_*`.

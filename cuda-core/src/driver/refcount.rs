@@ -107,12 +107,12 @@ impl<T: Pooled> Drop for Shared<T> {
 /// `alloc`): `pooled!(CtxInner, MAX_CONTEXTS);`.
 macro_rules! pooled {
     ($t:ty, $n:expr) => {
-        impl $crate::shared::Pooled for $t {
-            fn pool() -> &'static [$crate::shared::Slot<Self>] {
+        impl $crate::driver::refcount::Pooled for $t {
+            fn pool() -> &'static [$crate::driver::refcount::Slot<Self>] {
                 #[cfg(not(feature = "alloc"))]
                 {
-                    static POOL: [$crate::shared::Slot<$t>; $n] =
-                        [const { $crate::shared::Slot::new() }; $n];
+                    static POOL: [$crate::driver::refcount::Slot<$t>; $n] =
+                        [const { $crate::driver::refcount::Slot::new() }; $n];
                     &POOL
                 }
                 #[cfg(feature = "alloc")]

@@ -9,7 +9,7 @@
 //! any other value.
 //!
 //! Cloning is a reference count (`Arc` with `alloc`; without it a slot of a fixed
-//! static pool of [`MAX_CONTEXTS`] entries, see `shared.rs`). The last drop releases the
+//! static pool of [`MAX_CONTEXTS`] entries, see `refcount.rs`). The last drop releases the
 //! primary context (`cuDevicePrimaryCtxRelease`) or destroys a created one
 //! (`cuCtxDestroy`).
 //!
@@ -23,8 +23,9 @@ use cudadrv_sys::{CUcontext, CUctx_flags, DriverApi};
 
 use crate::Device;
 use crate::driver::api;
-use crate::error::{Error, Result, dropping, drv};
-use crate::shared::{Shared, pooled};
+use crate::driver::dropping;
+use crate::driver::refcount::{Shared, pooled};
+use crate::error::{Error, Result, drv};
 
 /// Without `alloc`, how many distinct contexts (each [`Context::primary`] or
 /// [`Context::create`] call, not clones) can be alive at once.
@@ -324,67 +325,23 @@ impl Context {
         })
     }
 
-    /// `cuCtxFromGreenCtx`: the context of a green context, which every handle of this
-    /// crate works in ([`Stream`](crate::Stream), [`DeviceBuffer`](crate::DeviceBuffer),
-    /// [`Module`](crate::Module), launches, ...) with the green context's SMs. The result
-    /// owns `green`: `cuGreenCtxDestroy` runs when its last clone, and with it the last
-    /// handle made in it, is dropped, so no stream or module outlives the green context.
-    /// See [`crate::green`].
-    ///
-    /// ```no_run
-    /// # fn main() -> cudadrv::Result<()> {
-    /// use cudadrv::green::{GreenContext, ResourceDesc, SmPartition, SmResource, SplitFlags};
-    /// use cudadrv::{Context, Device, DeviceBuffer, Stream};
-    /// let dev = Device::get(0)?;
-    /// let _primary = Context::primary(dev)?; // retained once, not per green context
-    /// let sms = SmResource::of_device(dev)?;
-    /// let mut groups = [SmPartition::EMPTY; 1];
-    /// let split = sms.split_by_count(&mut groups, 16, SplitFlags::empty())?;
-    /// let green = GreenContext::create(dev, &ResourceDesc::new(&groups[..split.count])?)?;
-    /// // SAFETY: this example uses the context and its handles on this thread only.
-    /// let ctx = unsafe { Context::from_green(green)? };
-    /// let stream = Stream::non_blocking(&ctx)?; // runs kernels on the 16 SMs only
-    /// let buf = DeviceBuffer::<u32>::zeroed(&ctx, 1024)?;
-    /// stream.synchronize()?;
-    /// # let _ = buf; Ok(()) }
-    /// ```
-    ///
-    /// # Safety
-    /// The driver lets a green context be current on one thread at a time and does not
-    /// synchronize calls on it from several threads (the rule `cuGreenCtxCreate`'s
-    /// documentation states). The caller must make sure that the result, its clones and the
-    /// handles made in it are not used, dropped included, by two threads at the same
-    /// time (each call makes the context current for its duration). Moving them to
-    /// another thread is fine.
-    ///
-    /// Why this stays `unsafe` rather than the crate enforcing it: every handle of this
-    /// crate is `Send + Sync` and makes its context current per call, so a lock would
-    /// have to be taken on every call of every handle (the launch path included) to
-    /// serialize them, and it still could not cover the context being current on a
-    /// thread outside such a call ([`Context::bind`], or another library making it
-    /// current). The promise is the caller's, like the driver's own rule.
-    ///
-    /// # Errors
-    /// [`Error::DriverTooOld`] before CUDA 12.4; driver errors (the green context is
-    /// destroyed); without `alloc`, when [`MAX_CONTEXTS`] contexts are alive (the green
-    /// context is destroyed).
-    #[doc(alias = "cuCtxFromGreenCtx")]
+    /// A context made from a green context with `cuCtxFromGreenCtx`, owning it
+    /// (`cuGreenCtxDestroy` when the last clone drops); see
+    /// `Context::from_green` in the green-context module.
     #[cfg(feature = "green")]
-    pub unsafe fn from_green(green: crate::green::GreenContext) -> Result<Self> {
-        let cu = api()?;
-        let mut raw = ptr::null_mut();
-        // SAFETY: `green` is a live green context; valid out-pointer. On failure `green`
-        // is dropped, which destroys it.
-        unsafe { drv!(cu, cuCtxFromGreenCtx(&mut raw, green.as_raw()))? };
-        let device = green.device();
+    pub(crate) fn adopt_green(
+        raw: CUcontext,
+        device: Device,
+        green: cudadrv_sys::CUgreenCtx,
+    ) -> Result<Self> {
         Self::share(CtxInner {
             raw,
             device,
-            ownership: Ownership::Green(green.into_raw()),
+            ownership: Ownership::Green(green),
         })
     }
 
-    /// The green context this context was made from ([`Context::from_green`]), if any.
+    /// The green context this context was made from (`Context::from_green`), if any.
     #[cfg(feature = "green")]
     pub fn green_raw(&self) -> Option<cudadrv_sys::CUgreenCtx> {
         match self.inner.ownership {
@@ -622,5 +579,89 @@ impl Drop for CurrentGuard<'_> {
                 ),
             }
         }
+    }
+}
+
+/// Primary context management (driver API section "Primary Context Management"): the
+/// device's primary context, its flags, and its reset.
+impl Device {
+    /// `cuDevicePrimaryCtxGetState`: the primary context's flags and whether it is
+    /// active (retained by someone, a [`Context::primary`](crate::Context::primary) or
+    /// the CUDA runtime, and not reset since).
+    ///
+    /// # Errors
+    /// Driver errors.
+    #[doc(alias = "cuDevicePrimaryCtxGetState")]
+    pub fn primary_context_state(self) -> Result<(ContextFlags, bool)> {
+        let cu = api()?;
+        let (mut flags, mut active) = (0u32, 0i32);
+        // SAFETY: valid out-pointers.
+        unsafe {
+            drv!(
+                cu,
+                cuDevicePrimaryCtxGetState(self.as_raw(), &mut flags, &mut active)
+            )?
+        };
+        Ok((ContextFlags::from_bits_retain(flags), active != 0))
+    }
+
+    /// `cuDevicePrimaryCtxSetFlags`: the flags the primary context gets when it is next
+    /// created, or now if it is active (then only the `SCHED_*` flags can change).
+    ///
+    /// # Errors
+    /// Driver errors.
+    #[doc(alias = "cuDevicePrimaryCtxSetFlags")]
+    pub fn set_primary_context_flags(self, flags: ContextFlags) -> Result<()> {
+        let cu = api()?;
+        // SAFETY: plain value arguments.
+        unsafe { drv!(cu, cuDevicePrimaryCtxSetFlags(self.as_raw(), flags.bits())) }
+    }
+
+    /// `cuDevicePrimaryCtxReset`: destroys every allocation and resets all state of the
+    /// device's primary context in this process (the runtime's `cudaDeviceReset`). The
+    /// next [`Context::primary`](crate::Context::primary) (or runtime call) starts a fresh
+    /// one. Outstanding retains are not released: `Context` values of the old context
+    /// stay counted and release their reference when dropped, which the driver allows
+    /// after a reset.
+    ///
+    /// ```no_run
+    /// # fn main() -> cudadrv::Result<()> {
+    /// use cudadrv::{Context, Device, DeviceBuffer};
+    /// let dev = Device::get(0)?;
+    /// {
+    ///     let ctx = Context::primary(dev)?;
+    ///     let buf = DeviceBuffer::<u32>::zeroed(&ctx, 1 << 20)?;
+    ///     drop(buf); // every handle made in the context is gone...
+    /// } // ...and so is every `Context` value of it
+    /// // SAFETY: no handle of the primary context exists, and no library uses it.
+    /// unsafe { dev.primary_context_reset()? };
+    /// let fresh = Context::primary(dev)?;
+    /// # drop(fresh); Ok(()) }
+    /// ```
+    ///
+    /// # Safety
+    /// The reset frees everything made in the primary context, behind the back of the
+    /// handles that own it, and a later allocation may reuse the same addresses. So:
+    /// - every handle made in this device's primary context before the call (buffers,
+    ///   pinned host buffers, streams, events, modules, functions, graphs, executable
+    ///   graphs, memory pools) must be dropped before it, or leaked (`mem::forget`,
+    ///   [`DeviceBuffer::into_raw`](crate::DeviceBuffer::into_raw)) and never used:
+    ///   dropping one afterwards frees an address that may belong to someone else by
+    ///   then, and using one touches freed memory (pinned host memory is host memory);
+    /// - a [`Context`](crate::Context) of the old primary context that is still alive
+    ///   may only be dropped afterwards; retain a new one with
+    ///   [`Context::primary`](crate::Context::primary);
+    /// - nothing else in the process (the CUDA runtime, other libraries, other threads)
+    ///   may be using the primary context or its memory.
+    ///
+    /// # Errors
+    /// Driver errors.
+    #[doc(alias = "cuDevicePrimaryCtxReset")]
+    #[doc(alias = "cudaDeviceReset")]
+    pub unsafe fn primary_context_reset(self) -> Result<()> {
+        let cu = api()?;
+        // SAFETY: plain value argument; that nothing uses the context's resources any
+        // more is the caller's promise.
+        unsafe { drv!(cu, cuDevicePrimaryCtxReset(self.as_raw())) }
     }
 }

@@ -1,7 +1,15 @@
-//! How the host layer reaches the driver: the process-wide table of
-//! [`cudadrv_sys::driver()`], initialized with `cuInit(0)` once.
+//! The driver's host objects, one file per driver API section: initialization and
+//! version (here), [`Device`](crate::Device) (`device.rs`, "Device Management"),
+//! [`Context`](crate::Context) and its limits (`context.rs`, `limits.rs`, "Context
+//! Management"), [`Module`](crate::Module), [`Function`](crate::Function) and
+//! [`Linker`](crate::Linker) (`module.rs`, `function.rs`, `linker.rs`, "Module
+//! Management" and "Execution Control"), [`Stream`](crate::Stream) (`stream.rs`) and
+//! [`Event`](crate::Event) (`event.rs`); `refcount.rs` is the reference count the
+//! handles that others keep alive share. The handles are re-exported at the crate root.
 //!
-//! Everything in this crate goes through one internal accessor; a test can install a mock table with
+//! How the host layer reaches the driver: the process-wide table of
+//! [`cudadrv_sys::driver()`], initialized with `cuInit(0)` once. Everything in this
+//! crate goes through one internal accessor; a test can install a mock table with
 //! [`cudadrv_sys::install_driver`] before the first call.
 
 use core::sync::atomic::{AtomicBool, AtomicU32, Ordering};
@@ -9,6 +17,16 @@ use core::sync::atomic::{AtomicBool, AtomicU32, Ordering};
 use cudadrv_sys::{DriverApi, MissingSymbol};
 
 use crate::error::{Error, Result, drv};
+
+pub(crate) mod context;
+pub(crate) mod device;
+pub(crate) mod event;
+pub(crate) mod function;
+pub(crate) mod limits;
+pub(crate) mod linker;
+pub(crate) mod module;
+pub(crate) mod refcount;
+pub(crate) mod stream;
 
 /// Whether `cuInit(0)` succeeded in this process.
 static INITIALIZED: AtomicBool = AtomicBool::new(false);
@@ -87,7 +105,7 @@ pub(crate) fn cached_version() -> Option<u32> {
 /// The error for a driver function the table lacks: [`Error::DriverTooOld`] when its
 /// ABI is newer than the driver (the call and the version it needs), else
 /// [`Error::MissingSymbol`].
-pub(crate) fn missing(m: MissingSymbol) -> Error {
+fn missing(m: MissingSymbol) -> Error {
     match cached_version() {
         Some(driver) if m.abi > driver => Error::DriverTooOld {
             call: m.name,
@@ -97,3 +115,33 @@ pub(crate) fn missing(m: MissingSymbol) -> Error {
         _ => Error::MissingSymbol(m),
     }
 }
+
+impl From<MissingSymbol> for Error {
+    /// [`Error::DriverTooOld`] when the function's ABI is newer than the driver (the
+    /// loader leaves such entries out), else [`Error::MissingSymbol`].
+    fn from(e: MissingSymbol) -> Self {
+        missing(e)
+    }
+}
+
+/// Runs a driver call inside `Drop`: `dropping!(cuMemFree(ptr))` reports a failure (and a
+/// driver that cannot be reached) through [`report_drop`](crate::error::report_drop).
+/// Must be used inside an `unsafe` block; the call carries the C function's contract.
+macro_rules! dropping {
+    ($name:ident ( $($arg:expr),* $(,)? )) => {
+        match $crate::driver::api_for_drop() {
+            Some(cu) => match cu.$name() {
+                Ok(f) => $crate::error::report_drop(stringify!($name), f($($arg),*)),
+                Err(_) => $crate::error::report_drop(
+                    stringify!($name),
+                    cudadrv_sys::CUresult::CUDA_ERROR_NOT_INITIALIZED,
+                ),
+            },
+            None => $crate::error::report_drop(
+                stringify!($name),
+                cudadrv_sys::CUresult::CUDA_ERROR_NOT_INITIALIZED,
+            ),
+        }
+    };
+}
+pub(crate) use dropping;

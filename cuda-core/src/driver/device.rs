@@ -8,7 +8,6 @@ use core::ffi::c_char;
 
 use cudadrv_sys::{CUdevice, CUdevice_attribute};
 
-use crate::context::ContextFlags;
 use crate::driver::api;
 use crate::error::{Error, Result, drv};
 
@@ -227,85 +226,5 @@ impl Device {
     /// Driver errors.
     pub fn supports_memory_pools(self) -> Result<bool> {
         Ok(self.attribute(CUdevice_attribute::CU_DEVICE_ATTRIBUTE_MEMORY_POOLS_SUPPORTED)? != 0)
-    }
-
-    /// `cuDevicePrimaryCtxGetState`: the primary context's flags and whether it is
-    /// active (retained by someone, a [`Context::primary`](crate::Context::primary) or
-    /// the CUDA runtime, and not reset since).
-    ///
-    /// # Errors
-    /// Driver errors.
-    #[doc(alias = "cuDevicePrimaryCtxGetState")]
-    pub fn primary_context_state(self) -> Result<(ContextFlags, bool)> {
-        let cu = api()?;
-        let (mut flags, mut active) = (0u32, 0i32);
-        // SAFETY: valid out-pointers.
-        unsafe {
-            drv!(
-                cu,
-                cuDevicePrimaryCtxGetState(self.raw, &mut flags, &mut active)
-            )?
-        };
-        Ok((ContextFlags::from_bits_retain(flags), active != 0))
-    }
-
-    /// `cuDevicePrimaryCtxSetFlags`: the flags the primary context gets when it is next
-    /// created, or now if it is active (then only the `SCHED_*` flags can change).
-    ///
-    /// # Errors
-    /// Driver errors.
-    #[doc(alias = "cuDevicePrimaryCtxSetFlags")]
-    pub fn set_primary_context_flags(self, flags: ContextFlags) -> Result<()> {
-        let cu = api()?;
-        // SAFETY: plain value arguments.
-        unsafe { drv!(cu, cuDevicePrimaryCtxSetFlags(self.raw, flags.bits())) }
-    }
-
-    /// `cuDevicePrimaryCtxReset`: destroys every allocation and resets all state of the
-    /// device's primary context in this process (the runtime's `cudaDeviceReset`). The
-    /// next [`Context::primary`](crate::Context::primary) (or runtime call) starts a fresh
-    /// one. Outstanding retains are not released: `Context` values of the old context
-    /// stay counted and release their reference when dropped, which the driver allows
-    /// after a reset.
-    ///
-    /// ```no_run
-    /// # fn main() -> cudadrv::Result<()> {
-    /// use cudadrv::{Context, Device, DeviceBuffer};
-    /// let dev = Device::get(0)?;
-    /// {
-    ///     let ctx = Context::primary(dev)?;
-    ///     let buf = DeviceBuffer::<u32>::zeroed(&ctx, 1 << 20)?;
-    ///     drop(buf); // every handle made in the context is gone...
-    /// } // ...and so is every `Context` value of it
-    /// // SAFETY: no handle of the primary context exists, and no library uses it.
-    /// unsafe { dev.primary_context_reset()? };
-    /// let fresh = Context::primary(dev)?;
-    /// # drop(fresh); Ok(()) }
-    /// ```
-    ///
-    /// # Safety
-    /// The reset frees everything made in the primary context, behind the back of the
-    /// handles that own it, and a later allocation may reuse the same addresses. So:
-    /// - every handle made in this device's primary context before the call (buffers,
-    ///   pinned host buffers, streams, events, modules, functions, graphs, executable
-    ///   graphs, memory pools) must be dropped before it, or leaked (`mem::forget`,
-    ///   [`DeviceBuffer::into_raw`](crate::DeviceBuffer::into_raw)) and never used:
-    ///   dropping one afterwards frees an address that may belong to someone else by
-    ///   then, and using one touches freed memory (pinned host memory is host memory);
-    /// - a [`Context`](crate::Context) of the old primary context that is still alive
-    ///   may only be dropped afterwards; retain a new one with
-    ///   [`Context::primary`](crate::Context::primary);
-    /// - nothing else in the process (the CUDA runtime, other libraries, other threads)
-    ///   may be using the primary context or its memory.
-    ///
-    /// # Errors
-    /// Driver errors.
-    #[doc(alias = "cuDevicePrimaryCtxReset")]
-    #[doc(alias = "cudaDeviceReset")]
-    pub unsafe fn primary_context_reset(self) -> Result<()> {
-        let cu = api()?;
-        // SAFETY: plain value argument; that nothing uses the context's resources any
-        // more is the caller's promise.
-        unsafe { drv!(cu, cuDevicePrimaryCtxReset(self.raw)) }
     }
 }

@@ -7,9 +7,10 @@ use cudadrv_sys::CUdeviceptr;
 
 use super::{PinnedHostBuffer, Pod, byte_len, same_len};
 use crate::args::DeviceRepr;
-use crate::context::Context;
-use crate::error::{Error, Result, dropping, drv};
-use crate::stream::Stream;
+use crate::driver::context::Context;
+use crate::driver::dropping;
+use crate::driver::stream::Stream;
+use crate::error::{Error, Result, drv};
 
 /// A typed device pointer as a kernel argument: 8 bytes, 8-aligned, the `T*` of the
 /// kernel's signature. Made by [`DeviceBuffer::as_arg`] and friends.

@@ -54,8 +54,8 @@ use cudadrv_sys::{
 
 use super::{Graph, GraphNode, GraphRef};
 use crate::driver::api;
+use crate::driver::event::Event;
 use crate::error::{Error, Result, drv};
-use crate::event::Event;
 use crate::memory::{DeviceBuffer, PinnedHostBuffer, Pod, same_len};
 
 /// A memset node's target: `height` rows of `width` elements of `element_size`
@@ -635,7 +635,7 @@ impl GraphClosure {
         let retained = unsafe { drv!(cu, cuGraphRetainUserObject(graph, object, 1, 0)) };
         if let Err(e) = retained {
             // SAFETY: our one reference; releasing it frees the box.
-            unsafe { crate::error::dropping!(cuUserObjectRelease(object, 1)) };
+            unsafe { crate::driver::dropping!(cuUserObjectRelease(object, 1)) };
             return Err(e);
         }
         Ok(Self {
@@ -649,7 +649,7 @@ impl GraphClosure {
     /// The node that calls the closure was added: the graph's reference is the only one.
     pub(crate) fn keep(self) {
         // SAFETY: our reference, released once; the graph still holds one.
-        unsafe { crate::error::dropping!(cuUserObjectRelease(self.object, 1)) };
+        unsafe { crate::driver::dropping!(cuUserObjectRelease(self.object, 1)) };
     }
 
     /// The node was refused: drops the graph's reference and ours, which frees the
@@ -657,8 +657,8 @@ impl GraphClosure {
     pub(crate) fn abandon(self) {
         // SAFETY: the graph's reference taken in `new`, and ours, each released once.
         unsafe {
-            crate::error::dropping!(cuGraphReleaseUserObject(self.graph, self.object, 1));
-            crate::error::dropping!(cuUserObjectRelease(self.object, 1));
+            crate::driver::dropping!(cuGraphReleaseUserObject(self.graph, self.object, 1));
+            crate::driver::dropping!(cuUserObjectRelease(self.object, 1));
         }
     }
 

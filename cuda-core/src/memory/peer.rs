@@ -50,12 +50,12 @@ use core::ffi::c_int;
 
 use cudadrv_sys::{CUdevice_P2PAttribute, CUmemAccess_flags, CUmemAccessDesc, CUresult};
 
-use crate::context::Context;
-use crate::device_host::Device;
 use crate::driver::api;
+use crate::driver::context::Context;
+use crate::driver::device::Device;
+use crate::driver::stream::Stream;
 use crate::error::{Error, Result, drv};
 use crate::memory::{DeviceBuffer, same_len};
-use crate::stream::Stream;
 
 /// Access a device has to memory of a pool or of a graph allocation
 /// (`CUmemAccess_flags`).

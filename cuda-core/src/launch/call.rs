@@ -19,8 +19,8 @@ use cudadrv_sys::{
 
 use super::LaunchConfig;
 use crate::args::{KernelArgs, PackedArgs};
+use crate::driver::function::Function;
 use crate::error::{Error, Result, drv};
-use crate::function::Function;
 
 /// `cuLaunchKernelEx`: launches `f` with `cfg` (grid, block, shared memory, stream and
 /// every attribute), passing `args` as the `kernelParams` pointer array.
