@@ -268,6 +268,27 @@
 //! # Ok(()) }
 //! ```
 //!
+//! # Which launch do I use
+//!
+//! Every form below ends in one internal launch core (the crate's only call of
+//! `cuLaunchKernel` / `cuLaunchKernelEx`), except graph kernel nodes, which the driver
+//! adds with `cuGraphAddKernelNode` instead of launching. They differ in what they check
+//! and what they ask of the caller:
+//!
+//! | You have | Use | Safe? | What is checked |
+//! | --- | --- | --- | --- |
+//! | a `kernel!` `safe fn` and buffers to borrow | `kernel::scope(&stream, \|lane\| lane.launch(..))` | safe | types at compile time, layout at load, buffers of the context, borrows until the scope synchronizes |
+//! | a `kernel!` or `extern fn` declaration | `TypedKernel::launch` (`module.kernel::<K>()?`) | `unsafe` | types at compile time, layout at load; pointers are yours |
+//! | a `Function` and a tuple of values | `launch::launch` / `LaunchConfig::launch` (`cuLaunchKernelEx`), `launch::launch_plain` (`cuLaunchKernel`) | `unsafe` | nothing before the driver; `Function::verify_args` checks the layout once |
+//! | parameters packed into one buffer | `launch::launch_checked` (layout checked per call), `launch::launch_packed` | `unsafe` | `launch_checked`: count, offsets, sizes against `cuFuncGetParamInfo` |
+//! | a stream being captured | `Capturing::launch` (from `Stream::capture`) | `unsafe` | as `launch`; the graph borrows the function |
+//! | the same step every iteration | `Region::launch` inside `Region::run` (replay region) | `unsafe` | the function's context; the recording is replayed, updated in place when only values change |
+//! | a graph built node by node | `Graph::add_kernel_node` / `add_kernel_node_packed` | `unsafe` | as `launch`, for every launch of the graph |
+//!
+//! Programmatic Dependent Launch is an attribute on any of them
+//! (`LaunchConfig::programmatic_stream_serialization`, or `AutoPdl::apply` to let the
+//! crate choose); a safe launch takes it only for a kernel declared `dependent`.
+//!
 //! # Handle errors
 //!
 //! Every fallible call returns `cudadrv::Result`. A failed driver call is
@@ -463,12 +484,13 @@
     doc = r#"
 # Where things are
 
-- Devices and contexts: [`Device`], [`Context`], [`driver`] (`cuInit`, the driver's
-  version), [`limits`].
+- Devices and contexts: [`Device`], [`Context`] and its [`Limit`]s, [`driver`] (`cuInit`,
+  the driver's version; its folder holds every host handle, re-exported here).
 - Code: [`Module`] (PTX, cubin, fatbin, with [`JitOptions`]), [`Linker`], [`Function`]
   (attributes, occupancy, [`Function::verify_args`]).
 - Memory: [`DeviceBuffer`], [`PinnedHostBuffer`], [`AsyncDeviceBuffer`], [`MemPool`]
-  (see [`memory`]).
+  (see [`memory`]); several devices in [`memory::peer`], other processes in
+  [`memory::ipc`].
 - Work: [`Stream`], [`Event`], [`LaunchConfig`] with every `cuLaunchKernelEx` attribute
   ([`launch`]), kernel arguments ([`args`]).
 - Graphs (feature `graph`): [`Graph`], [`GraphExec`], [`graph::Capture`] (see [`graph`]).

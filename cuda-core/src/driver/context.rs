@@ -648,7 +648,7 @@ impl Device {
     ///   [`DeviceBuffer::into_raw`](crate::DeviceBuffer::into_raw)) and never used:
     ///   dropping one afterwards frees an address that may belong to someone else by
     ///   then, and using one touches freed memory (pinned host memory is host memory);
-    /// - a [`Context`](crate::Context) of the old primary context that is still alive
+    /// - a [`Context`] of the old primary context that is still alive
     ///   may only be dropped afterwards; retain a new one with
     ///   [`Context::primary`](crate::Context::primary);
     /// - nothing else in the process (the CUDA runtime, other libraries, other threads)

@@ -37,7 +37,7 @@ use crate::driver::event::Event;
 use crate::driver::function::Function;
 use crate::driver::stream::{EventWaitFlags, Stream};
 use crate::error::{Error, Result, drv};
-use crate::launch::LaunchConfig;
+use crate::launch::{DriverLaunch, LaunchConfig, launch_core};
 use crate::memory::{DeviceBuffer, PinnedHostBuffer, Pod, memset_d8, memset_d32, same_len};
 
 /// How many executable graphs a [`Region::new`] caches.
@@ -1215,24 +1215,24 @@ fn issue(rec: &mut Recording<'_>, i: usize, op: &Op<'_>, stream: &Stream) -> Res
                 numAttrs: attrs.len() as u32,
             };
             let g = f.enter()?;
+            let params = if n == 0 {
+                ptr::null_mut()
+            } else {
+                ptrs.as_mut_ptr()
+            };
             // SAFETY: `cfg` points at attributes built by `LaunchConfig` (none writes
             // back: those are refused when recorded); `ptrs` holds `n` pointers into
             // `rec.words`, alive for the call; live stream of `f`'s context (checked when
-            // recorded); `f` is borrowed for `'a`. The kernel-side contract is the
-            // recorder's caller's.
+            // recorded), which is current; `f` is borrowed for `'a`. The kernel-side
+            // contract is the recorder's caller's.
             unsafe {
-                drv!(
+                launch_core(
                     g.cu,
-                    cuLaunchKernelEx(
-                        &cfg,
-                        f.as_raw(),
-                        if n == 0 {
-                            ptr::null_mut()
-                        } else {
-                            ptrs.as_mut_ptr()
-                        },
-                        ptr::null_mut()
-                    )
+                    f.as_raw(),
+                    &cfg,
+                    params,
+                    ptr::null_mut(),
+                    DriverLaunch::Ex,
                 )
             }
         }

@@ -213,7 +213,7 @@ impl Drop for GreenContext {
 /// Making a [`Context`] of a green context: every handle of this crate then works in it.
 impl Context {
     /// `cuCtxFromGreenCtx`: the context of a green context, which every handle of this
-    /// crate works in ([`Stream`](crate::Stream), [`DeviceBuffer`](crate::DeviceBuffer),
+    /// crate works in ([`Stream`], [`DeviceBuffer`](crate::DeviceBuffer),
     /// [`Module`](crate::Module), launches, ...) with the green context's SMs. The result
     /// owns `green`: `cuGreenCtxDestroy` runs when its last clone, and with it the last
     /// handle made in it, is dropped, so no stream or module outlives the green context.
@@ -254,7 +254,7 @@ impl Context {
     ///
     /// # Errors
     /// [`Error::DriverTooOld`] before CUDA 12.4; driver errors (the green context is
-    /// destroyed); without `alloc`, when [`MAX_CONTEXTS`] contexts are alive (the green
+    /// destroyed); without `alloc`, when [`MAX_CONTEXTS`](crate::MAX_CONTEXTS) contexts are alive (the green
     /// context is destroyed).
     #[doc(alias = "cuCtxFromGreenCtx")]
     pub unsafe fn from_green(green: GreenContext) -> Result<Self> {

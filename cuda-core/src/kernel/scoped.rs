@@ -30,7 +30,7 @@ use crate::driver::context::Context;
 use crate::driver::event::Event;
 use crate::driver::stream::Stream;
 use crate::error::{Error, Result, drv, report_drop_error};
-use crate::launch::LaunchConfig;
+use crate::launch::{DriverLaunch, LaunchConfig, launch_config};
 use crate::memory::DeviceBuffer;
 
 /// How many streams one [`scope`] can use (the lanes are kept inline, without a heap).
@@ -384,46 +384,19 @@ impl<'s> Lane<'s> {
         }
         let params = args.into_params(self, Token(()))?;
         let mut ptrs = params.arg_ptrs();
-        let g = f.enter()?;
-        if attrs == 0 {
-            // SAFETY: `K::Params` is the kernel's verified signature (types and the
-            // load-time `cuFuncGetParamInfo` check), and `ptrs` points into `params`,
-            // alive for the call; every slice in it names a live buffer of this context,
-            // borrowed (exclusively where written) until the scope has synchronized this
-            // lane's stream, which is not capturing; the kernel is a `SafeKernel` from a
-            // trusted module, so it touches memory only through those slices; its
-            // module stays loaded (`kernel` is borrowed for `'s`).
-            unsafe {
-                drv!(
-                    g.cu,
-                    cuLaunchKernel(
-                        f.as_raw(),
-                        cfg.grid.x,
-                        cfg.grid.y,
-                        cfg.grid.z,
-                        cfg.block.x,
-                        cfg.block.y,
-                        cfg.block.z,
-                        cfg.shared_mem_bytes,
-                        stream,
-                        ptrs.as_mut_ptr(),
-                        ptr::null_mut(),
-                    )
-                )
-            }
+        let entry = if attrs == 0 {
+            DriverLaunch::Plain
         } else {
-            cfg.with_raw(|raw| {
-                raw.hStream = stream;
-                // SAFETY: as above; `raw` points at the attribute array `with_raw` built
-                // on this stack, alive and not otherwise borrowed for the call.
-                unsafe {
-                    drv!(
-                        g.cu,
-                        cuLaunchKernelEx(raw, f.as_raw(), ptrs.as_mut_ptr(), ptr::null_mut())
-                    )
-                }
-            })
-        }
+            DriverLaunch::Ex
+        };
+        // SAFETY: `K::Params` is the kernel's verified signature (types and the
+        // load-time `cuFuncGetParamInfo` check), and `ptrs` points into `params`, alive
+        // for the call; every slice in it names a live buffer of this context, borrowed
+        // (exclusively where written) until the scope has synchronized this lane's
+        // stream, which is not capturing and belongs to `f`'s context (checked above);
+        // the kernel is a `SafeKernel` from a trusted module, so it touches memory only
+        // through those slices; its module stays loaded (`kernel` is borrowed for `'s`).
+        unsafe { launch_config(f, cfg, stream, ptrs.as_mut_ptr(), ptr::null_mut(), entry) }
     }
 }
 

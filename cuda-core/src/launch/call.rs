@@ -1,5 +1,9 @@
 //! The launch calls: `cuLaunchKernelEx` with a pointer array or a packed buffer, the
-//! layout-checked packed launch, and plain `cuLaunchKernel`.
+//! layout-checked packed launch, and plain `cuLaunchKernel`; and the launch core,
+//! [`launch_core`], the one place in the crate that calls either of the driver's launch
+//! functions (these calls, [`Lane::launch`](crate::kernel::Lane::launch),
+//! [`TypedKernel::launch`](crate::kernel::TypedKernel::launch), a capture's and a
+//! replay region's launches all end there).
 //!
 //! None of them allocates or records an event: each builds the `CUlaunchConfig`, its
 //! attribute array ([`RawAttributes`](super::RawAttributes), only the attributes set
@@ -14,7 +18,8 @@ use core::ffi::c_void;
 use core::ptr;
 
 use cudadrv_sys::{
-    CU_LAUNCH_PARAM_BUFFER_POINTER, CU_LAUNCH_PARAM_BUFFER_SIZE, CU_LAUNCH_PARAM_END,
+    CU_LAUNCH_PARAM_BUFFER_POINTER, CU_LAUNCH_PARAM_BUFFER_SIZE, CU_LAUNCH_PARAM_END, CUfunction,
+    CUlaunchConfig, CUstream, DriverApi,
 };
 
 use super::LaunchConfig;
@@ -58,21 +63,20 @@ use crate::error::{Error, Result, drv};
 #[inline]
 pub unsafe fn launch<A: KernelArgs>(f: &Function, cfg: &LaunchConfig<'_>, args: &A) -> Result<()> {
     cfg.require_stream()?;
-    let g = f.enter()?;
     let mut ptrs = args.arg_ptrs();
-    cfg.with_raw(|raw| {
-        // SAFETY: `raw` points at the attribute array `with_raw` built on this stack,
-        // alive and not otherwise borrowed for the call; `ptrs` holds `A::COUNT`
-        // pointers into `args`, alive for the call; the driver copies the parameters
-        // before returning; the function's context is current. The kernel-side contract
-        // is the caller's.
-        unsafe {
-            drv!(
-                g.cu,
-                cuLaunchKernelEx(raw, f.as_raw(), ptrs.as_mut_ptr(), ptr::null_mut())
-            )
-        }
-    })
+    // SAFETY: `ptrs` holds `A::COUNT` pointers into `args`, alive for the call; the
+    // driver copies the parameters before returning; the stream is `cfg`'s (its context
+    // is `f`'s: the caller's contract, as is the kernel-side one).
+    unsafe {
+        launch_config(
+            f,
+            cfg,
+            cfg.stream_handle(),
+            ptrs.as_mut_ptr(),
+            ptr::null_mut(),
+            DriverLaunch::Ex,
+        )
+    }
 }
 
 /// `cuLaunchKernelEx` with the parameters in one packed buffer
@@ -98,7 +102,6 @@ pub unsafe fn launch_packed<const CAP: usize, const N: usize>(
     packed: &PackedArgs<CAP, N>,
 ) -> Result<()> {
     cfg.require_stream()?;
-    let g = f.enter()?;
     let mut size: usize = packed.len();
     let mut extra: [*mut c_void; 5] = [
         CU_LAUNCH_PARAM_BUFFER_POINTER,
@@ -107,18 +110,19 @@ pub unsafe fn launch_packed<const CAP: usize, const N: usize>(
         ptr::from_mut(&mut size).cast::<c_void>(),
         CU_LAUNCH_PARAM_END,
     ];
-    cfg.with_raw(|raw| {
-        // SAFETY: `extra` is a well-formed, END-terminated list whose buffer pointer and
-        // size pointer are alive for the call; the driver only reads them. `raw` as in
-        // `launch`; the function's context is current. The kernel-side contract is the
-        // caller's.
-        unsafe {
-            drv!(
-                g.cu,
-                cuLaunchKernelEx(raw, f.as_raw(), ptr::null_mut(), extra.as_mut_ptr())
-            )
-        }
-    })
+    // SAFETY: `extra` is a well-formed, END-terminated list whose buffer pointer and
+    // size pointer are alive for the call; the driver only reads them. The stream and
+    // the kernel-side contract are the caller's.
+    unsafe {
+        launch_config(
+            f,
+            cfg,
+            cfg.stream_handle(),
+            ptr::null_mut(),
+            extra.as_mut_ptr(),
+            DriverLaunch::Ex,
+        )
+    }
 }
 
 /// [`launch_packed`] after checking `packed` against the kernel's parameter layout as
@@ -177,26 +181,17 @@ pub unsafe fn launch_plain<A: KernelArgs>(
         ));
     }
     cfg.require_stream()?;
-    let g = f.enter()?;
     let mut ptrs = args.arg_ptrs();
     // SAFETY: as in `launch`: `ptrs` points into `args`, alive for the call; the driver
-    // copies the parameters before returning; the function's context is current.
+    // copies the parameters before returning.
     unsafe {
-        drv!(
-            g.cu,
-            cuLaunchKernel(
-                f.as_raw(),
-                cfg.grid.x,
-                cfg.grid.y,
-                cfg.grid.z,
-                cfg.block.x,
-                cfg.block.y,
-                cfg.block.z,
-                cfg.shared_mem_bytes,
-                cfg.stream_handle(),
-                ptrs.as_mut_ptr(),
-                ptr::null_mut(),
-            )
+        launch_config(
+            f,
+            cfg,
+            cfg.stream_handle(),
+            ptrs.as_mut_ptr(),
+            ptr::null_mut(),
+            DriverLaunch::Plain,
         )
     }
 }
@@ -214,5 +209,105 @@ impl<'a> LaunchConfig<'a> {
     pub unsafe fn launch<A: KernelArgs>(&self, f: &Function, args: &A) -> Result<()> {
         // SAFETY: forwarded to the caller.
         unsafe { launch(f, self, args) }
+    }
+}
+
+/// Which of the driver's launch functions [`launch_core`] calls.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+pub(crate) enum DriverLaunch {
+    /// `cuLaunchKernel`: grid, block, shared memory and stream; no attributes.
+    Plain,
+    /// `cuLaunchKernelEx`: the whole `CUlaunchConfig`, attributes included.
+    Ex,
+}
+
+/// The launch core: the crate's one call of `cuLaunchKernel` / `cuLaunchKernelEx`.
+///
+/// `raw` carries grid, block, dynamic shared memory, stream and (for [`DriverLaunch::Ex`]) the
+/// attributes; `params` is the `kernelParams` pointer array (or null), `extra` the
+/// `extra` list (or null). A context the function and the stream belong to must be
+/// current.
+///
+/// # Safety
+/// Everything the driver's launch requires: `f` a live function, `raw.hStream` a live
+/// stream of its context (or null), `raw.attrs` pointing at `raw.numAttrs` valid
+/// attributes, `params` at the kernel's parameters (or `extra` a well-formed list),
+/// all alive for the call; the kernel-side contract (what the kernel reads and writes
+/// stays valid until it has run) is the caller's.
+#[inline]
+pub(crate) unsafe fn launch_core(
+    cu: &DriverApi,
+    f: CUfunction,
+    raw: &CUlaunchConfig,
+    params: *mut *mut c_void,
+    extra: *mut *mut c_void,
+    entry: DriverLaunch,
+) -> Result<()> {
+    match entry {
+        // SAFETY: the caller's contract above.
+        DriverLaunch::Plain => unsafe {
+            drv!(
+                cu,
+                cuLaunchKernel(
+                    f,
+                    raw.gridDimX,
+                    raw.gridDimY,
+                    raw.gridDimZ,
+                    raw.blockDimX,
+                    raw.blockDimY,
+                    raw.blockDimZ,
+                    raw.sharedMemBytes,
+                    raw.hStream,
+                    params,
+                    extra,
+                )
+            )
+        },
+        // SAFETY: the caller's contract above.
+        DriverLaunch::Ex => unsafe { drv!(cu, cuLaunchKernelEx(raw, f, params, extra)) },
+    }
+}
+
+/// [`launch_core`] with `cfg`'s grid, block, shared memory and (for [`DriverLaunch::Ex`])
+/// attributes, on `stream`, after making `f`'s context current. The attribute array is
+/// built on this stack; a device node the driver writes back lands in `cfg`.
+///
+/// # Safety
+/// As [`launch_core`]: `stream` a live stream of `f`'s context (or null), `params` /
+/// `extra` as there, the kernel-side contract the caller's.
+#[inline]
+pub(crate) unsafe fn launch_config(
+    f: &Function,
+    cfg: &LaunchConfig<'_>,
+    stream: CUstream,
+    params: *mut *mut c_void,
+    extra: *mut *mut c_void,
+    entry: DriverLaunch,
+) -> Result<()> {
+    let g = f.enter()?;
+    match entry {
+        DriverLaunch::Plain => {
+            let raw = CUlaunchConfig {
+                gridDimX: cfg.grid.x,
+                gridDimY: cfg.grid.y,
+                gridDimZ: cfg.grid.z,
+                blockDimX: cfg.block.x,
+                blockDimY: cfg.block.y,
+                blockDimZ: cfg.block.z,
+                sharedMemBytes: cfg.shared_mem_bytes,
+                hStream: stream,
+                attrs: ptr::null_mut(),
+                numAttrs: 0,
+            };
+            // SAFETY: the caller's contract; `f`'s context is current.
+            unsafe { launch_core(g.cu, f.as_raw(), &raw, params, extra, entry) }
+        }
+        DriverLaunch::Ex => cfg.with_raw(|raw| {
+            raw.hStream = stream;
+            // SAFETY: `raw` points at the attribute array `with_raw` built on this
+            // stack, alive and not otherwise borrowed for the call; the rest is the
+            // caller's contract; `f`'s context is current.
+            unsafe { launch_core(g.cu, f.as_raw(), raw, params, extra, entry) }
+        }),
     }
 }
