@@ -127,11 +127,10 @@ impl Event {
     /// context; driver errors.
     #[doc(alias = "cuEventRecord")]
     pub fn record(&self, stream: &Stream) -> Result<()> {
-        self.ctx.ensure_same(stream.context(), "cuEventRecord")?;
-        let g = self.ctx.enter()?;
+        let q = stream.queue_capturable(&self.ctx, "cuEventRecord")?;
         // SAFETY: live event and stream; the context is current. Recorded in a capture,
         // the event only marks a point of it (no graph node names it).
-        unsafe { drv!(g.cu, cuEventRecord(self.raw, stream.as_raw())) }
+        unsafe { drv!(q.cu, cuEventRecord(self.raw, q.stream)) }
     }
 
     /// `cuEventQuery`: `true` once the captured work has completed (or if the event was

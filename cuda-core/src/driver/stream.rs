@@ -7,7 +7,7 @@ use core::ptr;
 
 use cudadrv_sys::{CUresult, CUstream, CUstreamCaptureStatus};
 
-use crate::driver::context::Context;
+use crate::driver::context::{Context, CurrentGuard};
 use crate::driver::dropping;
 use crate::driver::event::Event;
 use crate::error::{Error, Result, drv};
@@ -205,6 +205,37 @@ impl Stream {
         // here exactly once.
         drop(unsafe { ptr::read(&this.ctx) });
         raw
+    }
+
+    /// The one guard for work a safe call queues on this stream naming `owner`'s
+    /// objects (memory, an executable graph, a kernel): [`Error::ContextMismatch`]
+    /// naming `call` unless the stream is of `owner`'s context, then that context made
+    /// current for the guard's life, then [`Error::StreamCapturing`] unless the stream
+    /// is not capturing (captured work would become a graph node that runs after the
+    /// borrow that made it safe has ended).
+    #[inline]
+    pub(crate) fn queue(&self, owner: &Context, call: &'static str) -> Result<Queued<'_>> {
+        let q = self.queue_capturable(owner, call)?;
+        self.ensure_not_capturing_current(q.cu, call)?;
+        Ok(q)
+    }
+
+    /// [`queue`](Self::queue) without the capture check: for calls whose work may
+    /// become a graph node (their contract, or a borrow as long as the graph's, covers
+    /// every replay).
+    #[inline]
+    pub(crate) fn queue_capturable(
+        &self,
+        owner: &Context,
+        call: &'static str,
+    ) -> Result<Queued<'_>> {
+        owner.ensure_same(&self.ctx, call)?;
+        let g = self.ctx.enter()?;
+        Ok(Queued {
+            cu: g.cu,
+            stream: self.raw,
+            _current: g,
+        })
     }
 
     /// `cuStreamIsCapturing` as a guard: [`Error::StreamCapturing`] naming `call` unless
@@ -425,4 +456,12 @@ pub(crate) fn ready(rc: CUresult, what: &'static str) -> Result<bool> {
         CUresult::CUDA_ERROR_NOT_READY => Ok(false),
         code => Err(Error::Driver { call: what, code }),
     }
+}
+
+/// Work about to be queued on a stream ([`Stream::queue`]): the driver table, the raw
+/// stream, and its context current until the guard drops.
+pub(crate) struct Queued<'s> {
+    pub(crate) cu: &'static cudadrv_sys::DriverApi,
+    pub(crate) stream: CUstream,
+    _current: CurrentGuard<'s>,
 }

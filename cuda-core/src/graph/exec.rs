@@ -248,14 +248,12 @@ impl<'a> GraphExec<'a> {
     #[doc(alias = "cuGraphLaunch")]
     #[inline]
     pub fn launch(&self, stream: &Stream) -> Result<()> {
-        self.ctx.ensure_same(stream.context(), "cuGraphLaunch")?;
-        let g = self.ctx.enter()?;
-        stream.ensure_not_capturing_current(g.cu, "cuGraphLaunch")?;
+        let q = stream.queue(&self.ctx, "cuGraphLaunch")?;
         self.launched.set(true);
         // SAFETY: live executable graph and stream (not capturing); the context is
         // current. What the nodes name is borrowed for `'a`, which `self` cannot outlive,
         // and dropping `self` waits for the launches (see `Drop`).
-        unsafe { drv!(g.cu, cuGraphLaunch(self.raw, stream.as_raw())) }
+        unsafe { drv!(q.cu, cuGraphLaunch(self.raw, q.stream)) }
     }
 
     /// `cuGraphUpload`: uploads the graph's work to the device on `stream` ahead of the
@@ -265,10 +263,9 @@ impl<'a> GraphExec<'a> {
     /// [`Error::ContextMismatch`] for a stream of another context; driver errors.
     #[doc(alias = "cuGraphUpload")]
     pub fn upload(&self, stream: &Stream) -> Result<()> {
-        self.ctx.ensure_same(stream.context(), "cuGraphUpload")?;
-        let g = self.ctx.enter()?;
+        let q = stream.queue_capturable(&self.ctx, "cuGraphUpload")?;
         // SAFETY: live executable graph and stream; the context is current.
-        unsafe { drv!(g.cu, cuGraphUpload(self.raw, stream.as_raw())) }
+        unsafe { drv!(q.cu, cuGraphUpload(self.raw, q.stream)) }
     }
 
     /// `cuGraphExecGetFlags`: the flags it was instantiated with.

@@ -27,7 +27,7 @@ use super::managed::{Location, ManagedBuffer};
 use super::registered::{HostRegisterFlags, HostRegistration, RegisteredPart};
 use super::{DeviceBuffer, Pod};
 use crate::driver::context::Context;
-use crate::driver::stream::Stream;
+use crate::driver::stream::{Queued, Stream};
 use crate::error::{Error, Result, drv};
 #[cfg(feature = "graph")]
 use crate::graph::Capturing;
@@ -322,27 +322,25 @@ impl<'a> CopyBatch<'a> {
         let Some(ctx) = &self.ctx else {
             return Ok(());
         };
-        ctx.ensure_same(stream.context(), CALL)?;
-        stream.ensure_not_capturing(CALL)?;
+        let q = stream.queue(ctx, CALL)?;
         // SAFETY: not capturing: the copies run once, and every side belongs to the
         // stream's context (see the module docs for why pending copies are sound).
-        unsafe { self.enqueue(ctx, stream) }
+        unsafe { self.enqueue(&q) }
     }
 
     /// The driver call.
     ///
     /// # Safety
-    /// `stream` is of `ctx`, the copies' context; if it is capturing, every side
+    /// `q` guards a stream of the copies' context; if it is capturing, every side
     /// outlives every graph made from the capture.
-    unsafe fn enqueue(&self, ctx: &Context, stream: &Stream) -> Result<()> {
-        let g = ctx.enter()?;
+    unsafe fn enqueue(&self, q: &Queued<'_>) -> Result<()> {
         // SAFETY: `dsts`, `srcs` and `sizes` hold `len` entries, `attrs` and
         // `attr_starts` as many as each other (at least one, the first starting at copy
         // 0); the driver only reads them (the C signature's `*mut` notwithstanding). The
         // sides' lifetimes are the caller's promise; the context is current.
         unsafe {
             drv!(
-                g.cu,
+                q.cu,
                 cuMemcpyBatchAsync(
                     self.dsts.as_ptr().cast_mut(),
                     self.srcs.as_ptr().cast_mut(),
@@ -351,7 +349,7 @@ impl<'a> CopyBatch<'a> {
                     self.attrs.as_ptr().cast_mut(),
                     self.attr_starts.as_ptr().cast_mut(),
                     self.attrs.len(),
-                    stream.as_raw()
+                    q.stream
                 )
             )
         }
@@ -393,10 +391,10 @@ impl<'a> Capturing<'_, 'a> {
         let Some(ctx) = &batch.ctx else {
             return Ok(());
         };
-        ctx.ensure_same(self.stream().context(), "cuMemcpyBatchAsync")?;
+        let q = self.stream().queue_capturable(ctx, "cuMemcpyBatchAsync")?;
         // SAFETY: the capture's stream, of the copies' context; every side is borrowed
         // for `'a`, as long as the graph and its executable graphs.
-        unsafe { batch.enqueue(ctx, self.stream()) }
+        unsafe { batch.enqueue(&q) }
     }
 }
 
@@ -456,13 +454,11 @@ pub fn copy_with_attributes<T: Pod>(
     const CALL: &str = "cuMemcpyWithAttributesAsync";
     let (d, s, bytes, ctx) =
         check_pair(dst, src, None).map_err(|rule| Error::BatchCopy { index: 0, rule })?;
-    ctx.ensure_same(stream.context(), CALL)?;
-    stream.ensure_not_capturing(CALL)?;
+    let q = stream.queue(ctx, CALL)?;
     if bytes == 0 {
         return Ok(());
     }
     let mut raw = attrs.as_raw();
-    let g = ctx.enter()?;
     // SAFETY: not capturing, so the copy runs once; both sides belong to the stream's
     // context (checked above) and are alive for the call. Once they are gone the copy
     // may be pending, which is sound as for a batch (module docs): a device buffer's
@@ -470,15 +466,15 @@ pub fn copy_with_attributes<T: Pod>(
     // host view and a registration's drop synchronize that context first. `raw` and the
     // one-entry arrays are read during the call only. The context is current.
     unsafe {
-        if g.cu.cuMemcpyWithAttributesAsync().is_ok() {
+        if q.cu.cuMemcpyWithAttributesAsync().is_ok() {
             drv!(
-                g.cu,
+                q.cu,
                 cuMemcpyWithAttributesAsync(d, s, bytes, &mut raw, stream.as_raw())
             )
         } else {
             let (mut d, mut s, mut n, mut start) = (d, s, bytes, 0usize);
             drv!(
-                g.cu,
+                q.cu,
                 cuMemcpyBatchAsync(
                     &mut d,
                     &mut s,

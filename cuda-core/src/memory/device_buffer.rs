@@ -307,8 +307,7 @@ impl<T: Copy> DeviceBuffer<T> {
         const CALL: &str = "cuMemcpyDtoDAsync";
         same_len(self.len, src.len)?;
         self.ctx.ensure_same(&src.ctx, CALL)?;
-        self.ctx.ensure_same(stream.context(), CALL)?;
-        stream.ensure_not_capturing(CALL)?;
+        let _q = stream.queue(&self.ctx, CALL)?;
         // SAFETY: `self` holds as many bytes as `src` (same length and type); the stream
         // is not capturing (and cannot start without `&mut`), so the copy runs once, and
         // it is queued in the buffers' context: `cuMemFree` waits for its own context's
@@ -348,22 +347,20 @@ impl<T: Copy> DeviceBuffer<T> {
     #[doc(alias = "cuMemcpyHtoDAsync")]
     pub unsafe fn copy_from_host_slice_async(&mut self, src: &[T], stream: &Stream) -> Result<()> {
         same_len(self.len, src.len())?;
-        self.ctx
-            .ensure_same(stream.context(), "cuMemcpyHtoDAsync")?;
+        let q = stream.queue_capturable(&self.ctx, "cuMemcpyHtoDAsync")?;
         if self.size_bytes() == 0 {
             return Ok(());
         }
-        let g = self.ctx.enter()?;
         // SAFETY: `src` holds `size_bytes` bytes and (caller) stays valid until the copy
         // runs; live stream; the context is current.
         unsafe {
             drv!(
-                g.cu,
+                q.cu,
                 cuMemcpyHtoDAsync(
                     self.ptr,
                     src.as_ptr().cast::<c_void>(),
                     self.size_bytes(),
-                    stream.as_raw()
+                    q.stream
                 )
             )
         }
@@ -405,23 +402,21 @@ impl<T: Copy> DeviceBuffer<T> {
         T: Pod,
     {
         same_len(self.len, dst.len())?;
-        self.ctx
-            .ensure_same(stream.context(), "cuMemcpyDtoHAsync")?;
+        let q = stream.queue_capturable(&self.ctx, "cuMemcpyDtoHAsync")?;
         if self.size_bytes() == 0 {
             return Ok(());
         }
-        let g = self.ctx.enter()?;
         // SAFETY: `dst` holds `size_bytes` writable bytes, any bytes are a valid `T`, and
         // (caller) it stays untouched until the copy runs; live stream; the context is
         // current.
         unsafe {
             drv!(
-                g.cu,
+                q.cu,
                 cuMemcpyDtoHAsync(
                     dst.as_mut_ptr().cast::<c_void>(),
                     self.ptr,
                     self.size_bytes(),
-                    stream.as_raw()
+                    q.stream
                 )
             )
         }
@@ -449,13 +444,11 @@ impl<T: Copy> DeviceBuffer<T> {
     /// [`Capturing::memset_d8`](crate::graph::Capturing::memset_d8)); driver errors.
     #[doc(alias = "cuMemsetD8Async")]
     pub fn memset_d8_async(&mut self, value: u8, stream: &Stream) -> Result<()> {
-        self.ctx.ensure_same(stream.context(), "cuMemsetD8Async")?;
-        stream.ensure_not_capturing("cuMemsetD8Async")?;
-        let g = self.ctx.enter()?;
+        let q = stream.queue(&self.ctx, "cuMemsetD8Async")?;
         // SAFETY: the buffer holds `size_bytes` bytes; the stream is of the buffer's
         // context and not capturing, so the memset runs once, before the buffer can be
         // freed (`cuMemFree` waits for its own context's work).
-        unsafe { memset_d8(g.cu, self.ptr, self.size_bytes(), value, Some(stream)) }
+        unsafe { memset_d8(q.cu, self.ptr, self.size_bytes(), value, Some(stream)) }
     }
 
     /// `cuMemsetD32`: sets every 32-bit word to `value`; complete when this returns (it
@@ -480,13 +473,11 @@ impl<T: Copy> DeviceBuffer<T> {
     /// [`Capturing::memset_d32`](crate::graph::Capturing::memset_d32)); driver errors.
     #[doc(alias = "cuMemsetD32Async")]
     pub fn memset_d32_async(&mut self, value: u32, stream: &Stream) -> Result<()> {
-        self.ctx.ensure_same(stream.context(), "cuMemsetD32Async")?;
-        stream.ensure_not_capturing("cuMemsetD32Async")?;
-        let g = self.ctx.enter()?;
+        let q = stream.queue(&self.ctx, "cuMemsetD32Async")?;
         // SAFETY: the buffer holds `size_bytes` bytes; the stream is of the buffer's
         // context and not capturing, so the memset runs once, before the buffer can be
         // freed (`cuMemFree` waits for its own context's work).
-        unsafe { memset_d32(g.cu, self.ptr, self.size_bytes(), value, Some(stream)) }
+        unsafe { memset_d32(q.cu, self.ptr, self.size_bytes(), value, Some(stream)) }
     }
 }
 

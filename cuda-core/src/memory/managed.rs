@@ -428,16 +428,14 @@ impl<T: Copy> ManagedBuffer<T> {
     #[doc(alias = "cuMemPrefetchAsync")]
     #[doc(alias = "cudaMemPrefetchAsync")]
     pub fn prefetch(&self, to: Location, stream: &Stream) -> Result<()> {
-        self.ctx
-            .ensure_same(stream.context(), "cuMemPrefetchAsync")?;
-        let g = self.ctx.enter()?;
+        let q = stream.queue_capturable(&self.ctx, "cuMemPrefetchAsync")?;
         // SAFETY: the range is this allocation; a prefetch moves pages, never changes
         // their contents; live stream of the buffer's context (whose `cuMemFree` waits
         // for it); the context is current.
         unsafe {
             drv!(
-                g.cu,
-                cuMemPrefetchAsync(self.ptr, self.size_bytes(), to.as_raw(), 0, stream.as_raw())
+                q.cu,
+                cuMemPrefetchAsync(self.ptr, self.size_bytes(), to.as_raw(), 0, q.stream)
             )
         }
     }
@@ -463,15 +461,13 @@ impl<T: Copy> ManagedBuffer<T> {
     #[doc(alias = "cuStreamAttachMemAsync")]
     #[doc(alias = "cudaStreamAttachMemAsync")]
     pub fn attach(&self, stream: &Stream, attach: Attach) -> Result<()> {
-        self.ctx
-            .ensure_same(stream.context(), "cuStreamAttachMemAsync")?;
-        let g = self.ctx.enter()?;
+        let q = stream.queue_capturable(&self.ctx, "cuStreamAttachMemAsync")?;
         // SAFETY: live stream; the whole allocation (length 0 means all of it); changes
         // visibility, never contents.
         unsafe {
             drv!(
-                g.cu,
-                cuStreamAttachMemAsync(stream.as_raw(), self.ptr, 0, attach.flags())
+                q.cu,
+                cuStreamAttachMemAsync(q.stream, self.ptr, 0, attach.flags())
             )
         }
     }
@@ -588,16 +584,14 @@ impl<'a> crate::graph::Capturing<'_, 'a> {
     #[doc(alias = "cuMemPrefetchAsync")]
     pub fn prefetch<T: Copy>(&self, buf: &'a ManagedBuffer<T>, to: Location) -> Result<()> {
         let stream = self.stream();
-        buf.ctx
-            .ensure_same(stream.context(), "cuMemPrefetchAsync")?;
-        let g = buf.ctx.enter()?;
+        let q = stream.queue_capturable(&buf.ctx, "cuMemPrefetchAsync")?;
         // SAFETY: the range is `buf`'s allocation, borrowed for `'a` (as long as the
         // graph); a prefetch moves pages, never changes their contents; the context is
         // current.
         unsafe {
             drv!(
-                g.cu,
-                cuMemPrefetchAsync(buf.ptr, buf.size_bytes(), to.as_raw(), 0, stream.as_raw())
+                q.cu,
+                cuMemPrefetchAsync(buf.ptr, buf.size_bytes(), to.as_raw(), 0, q.stream)
             )
         }
     }

@@ -78,11 +78,10 @@ impl<'s, T: Copy> AsyncDeviceBuffer<'s, T> {
         let bytes = byte_len::<T>(len)?;
         let mut ptr = 0;
         if bytes != 0 {
-            stream.ensure_not_capturing("cuMemAllocAsync")?;
-            let g = stream.context().enter()?;
+            let q = stream.queue(stream.context(), "cuMemAllocAsync")?;
             // SAFETY: valid out-pointer, live stream (not capturing); the context is
             // current.
-            unsafe { drv!(g.cu, cuMemAllocAsync(&mut ptr, bytes, stream.as_raw()))? };
+            unsafe { drv!(q.cu, cuMemAllocAsync(&mut ptr, bytes, stream.as_raw()))? };
         }
         Ok(Self {
             ptr,
@@ -101,13 +100,12 @@ impl<'s, T: Copy> AsyncDeviceBuffer<'s, T> {
         let bytes = byte_len::<T>(len)?;
         let mut ptr = 0;
         if bytes != 0 {
-            stream.ensure_not_capturing("cuMemAllocFromPoolAsync")?;
-            let g = stream.context().enter()?;
+            let q = stream.queue(stream.context(), "cuMemAllocFromPoolAsync")?;
             // SAFETY: valid out-pointer, live pool and stream (not capturing); the
             // context is current.
             unsafe {
                 drv!(
-                    g.cu,
+                    q.cu,
                     cuMemAllocFromPoolAsync(&mut ptr, bytes, pool.as_raw(), stream.as_raw())
                 )?
             };
@@ -156,10 +154,11 @@ impl<'s, T: Copy> AsyncDeviceBuffer<'s, T> {
     /// Driver errors.
     #[doc(alias = "cuMemsetD8Async")]
     pub fn memset_d8_async(&mut self, value: u8) -> Result<()> {
-        self.stream.ensure_not_capturing("cuMemsetD8Async")?;
-        let g = self.stream.context().enter()?;
+        let q = self
+            .stream
+            .queue(self.stream.context(), "cuMemsetD8Async")?;
         // SAFETY: the allocation holds `size_bytes` bytes; the stream is not capturing.
-        unsafe { memset_d8(g.cu, self.ptr, self.size_bytes(), value, Some(self.stream)) }
+        unsafe { memset_d8(q.cu, self.ptr, self.size_bytes(), value, Some(self.stream)) }
     }
 
     /// `cuMemsetD32Async` on the buffer's stream.
@@ -168,10 +167,11 @@ impl<'s, T: Copy> AsyncDeviceBuffer<'s, T> {
     /// [`Error::InvalidArgument`] unless the size is a multiple of 4; driver errors.
     #[doc(alias = "cuMemsetD32Async")]
     pub fn memset_d32_async(&mut self, value: u32) -> Result<()> {
-        self.stream.ensure_not_capturing("cuMemsetD32Async")?;
-        let g = self.stream.context().enter()?;
+        let q = self
+            .stream
+            .queue(self.stream.context(), "cuMemsetD32Async")?;
         // SAFETY: the allocation holds `size_bytes` bytes; the stream is not capturing.
-        unsafe { memset_d32(g.cu, self.ptr, self.size_bytes(), value, Some(self.stream)) }
+        unsafe { memset_d32(q.cu, self.ptr, self.size_bytes(), value, Some(self.stream)) }
     }
 
     /// `cuMemcpyHtoDAsync` on the buffer's stream.
@@ -188,13 +188,14 @@ impl<'s, T: Copy> AsyncDeviceBuffer<'s, T> {
         if self.size_bytes() == 0 {
             return Ok(());
         }
-        self.stream.ensure_not_capturing("cuMemcpyHtoDAsync")?;
-        let g = self.stream.context().enter()?;
+        let q = self
+            .stream
+            .queue(self.stream.context(), "cuMemcpyHtoDAsync")?;
         // SAFETY: sizes match; the caller keeps `src` valid until the copy runs; the
         // context is current.
         unsafe {
             drv!(
-                g.cu,
+                q.cu,
                 cuMemcpyHtoDAsync(
                     self.ptr,
                     src.as_ptr().cast::<c_void>(),
@@ -222,13 +223,14 @@ impl<'s, T: Copy> AsyncDeviceBuffer<'s, T> {
         if self.size_bytes() == 0 {
             return Ok(());
         }
-        self.stream.ensure_not_capturing("cuMemcpyDtoHAsync")?;
-        let g = self.stream.context().enter()?;
+        let q = self
+            .stream
+            .queue(self.stream.context(), "cuMemcpyDtoHAsync")?;
         // SAFETY: sizes match; any bytes are a valid `T`; the caller keeps `dst` valid;
         // the context is current.
         unsafe {
             drv!(
-                g.cu,
+                q.cu,
                 cuMemcpyDtoHAsync(
                     dst.as_mut_ptr().cast::<c_void>(),
                     self.ptr,

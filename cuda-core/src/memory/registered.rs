@@ -80,7 +80,7 @@ use super::device_buffer::{DeviceBuffer, DevicePtr};
 use super::{Pod, byte_len, same_len};
 use crate::driver::context::Context;
 use crate::driver::dropping;
-use crate::driver::stream::Stream;
+use crate::driver::stream::{Queued, Stream};
 use crate::error::{Error, Result, drv};
 
 crate::flags::flags! {
@@ -302,19 +302,18 @@ impl<'a, T: Copy> HostRegistration<'a, T> {
     pub fn copy_to_device_async(&self, dst: &mut DeviceBuffer<T>, stream: &Stream) -> Result<()> {
         const CALL: &str = "cuMemcpyHtoDAsync";
         same_len(dst.len(), self.len)?;
-        self.queue(dst.context(), stream, CALL)?;
-        let g = self.ctx.enter()?;
+        let q = self.queue(dst.context(), stream, CALL)?;
         // SAFETY: both sides hold `size_bytes` bytes; the host side is pinned and
         // borrowed by `self`, whose drop waits for the copy (same context, checked); the
         // stream is not capturing; the context is current.
         unsafe {
             drv!(
-                g.cu,
+                q.cu,
                 cuMemcpyHtoDAsync(
                     dst.as_raw(),
                     self.ptr.cast::<c_void>(),
                     self.size_bytes(),
-                    stream.as_raw()
+                    q.stream
                 )
             )
         }
@@ -340,19 +339,18 @@ impl<'a, T: Copy> HostRegistration<'a, T> {
             ));
         }
         same_len(self.len, src.len())?;
-        self.queue(src.context(), stream, CALL)?;
-        let g = self.ctx.enter()?;
+        let q = self.queue(src.context(), stream, CALL)?;
         // SAFETY: both sides hold `size_bytes` bytes; any bytes are a valid `T`; the
         // device writes the pinned range, which no Rust reference reaches until the
         // registration's drop has waited for the copy; the context is current.
         unsafe {
             drv!(
-                g.cu,
+                q.cu,
                 cuMemcpyDtoHAsync(
                     self.ptr.cast::<c_void>(),
                     src.as_raw(),
                     self.size_bytes(),
-                    stream.as_raw()
+                    q.stream
                 )
             )
         }
@@ -360,12 +358,16 @@ impl<'a, T: Copy> HostRegistration<'a, T> {
 
     /// The checks before queueing device work on the range: one context for all three,
     /// a stream that is not capturing; marks the registration used.
-    fn queue(&self, buf: &Context, stream: &Stream, call: &'static str) -> Result<()> {
+    fn queue<'s>(
+        &self,
+        buf: &Context,
+        stream: &'s Stream,
+        call: &'static str,
+    ) -> Result<Queued<'s>> {
         self.ctx.ensure_same(buf, call)?;
-        self.ctx.ensure_same(stream.context(), call)?;
-        stream.ensure_not_capturing(call)?;
+        let q = stream.queue(&self.ctx, call)?;
         self.used.store(true, Ordering::Release);
-        Ok(())
+        Ok(q)
     }
 
     /// The pointer and length batched copies use: marks it used.
