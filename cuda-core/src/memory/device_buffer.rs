@@ -1,5 +1,6 @@
 //! [`DeviceBuffer`] (`cuMemAlloc`) and [`DevicePtr`], its form as a kernel argument.
 
+use super::device_memory::device_memory;
 use core::ffi::c_void;
 use core::marker::PhantomData;
 
@@ -104,6 +105,8 @@ unsafe impl<T: Copy + Send> Send for DeviceBuffer<T> {}
 // SAFETY: `&DeviceBuffer` only reads through driver calls.
 unsafe impl<T: Copy + Sync> Sync for DeviceBuffer<T> {}
 
+device_memory!(impl[T: Copy] DeviceBuffer<T>, T, |b| ptr: b.ptr, len: b.len, context: &b.ctx);
+
 impl<T: Copy> core::fmt::Debug for DeviceBuffer<T> {
     fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
         f.debug_struct("DeviceBuffer")
@@ -183,38 +186,6 @@ impl<T: Copy> DeviceBuffer<T> {
         // here exactly once.
         drop(unsafe { core::ptr::read(&this.ctx) });
         parts
-    }
-
-    /// The device address (`CUdeviceptr`; 0 for an empty buffer).
-    #[inline]
-    pub fn as_raw(&self) -> CUdeviceptr {
-        self.ptr
-    }
-
-    /// The context the memory belongs to.
-    pub fn context(&self) -> &Context {
-        &self.ctx
-    }
-
-    /// The buffer as a kernel argument (`T*` on the device).
-    pub fn as_arg(&self) -> DevicePtr<T> {
-        DevicePtr::from_raw(self.ptr)
-    }
-
-    /// Number of values.
-    pub fn len(&self) -> usize {
-        self.len
-    }
-
-    /// Whether the buffer holds no values.
-    pub fn is_empty(&self) -> bool {
-        self.len == 0
-    }
-
-    /// Size in bytes.
-    pub fn size_bytes(&self) -> usize {
-        // Cannot overflow: checked when the buffer was made.
-        self.len.saturating_mul(core::mem::size_of::<T>())
     }
 
     /// `cuMemcpyHtoD`: copies `src` (of the same length) into the buffer; the copy has

@@ -45,13 +45,13 @@
 //! # drop(batch); Ok(()) }
 //! ```
 
+use super::device_memory::device_memory;
 use core::marker::PhantomData;
 
 use cudadrv_sys::{
     CUdeviceptr, CUmem_advise, CUmem_range_attribute, CUmemLocation, CUmemLocationType,
 };
 
-use super::device_buffer::DevicePtr;
 use super::{Pod, byte_len};
 use crate::Device;
 use crate::driver::context::Context;
@@ -260,6 +260,8 @@ unsafe impl<T: Copy + Send> Send for ManagedBuffer<T> {}
 // attributes through driver calls.
 unsafe impl<T: Copy + Sync> Sync for ManagedBuffer<T> {}
 
+device_memory!(impl[T: Copy] ManagedBuffer<T>, T, |b| ptr: b.ptr, len: b.len, context: &b.ctx);
+
 impl<T: Copy> core::fmt::Debug for ManagedBuffer<T> {
     fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
         f.debug_struct("ManagedBuffer")
@@ -302,42 +304,6 @@ impl<T: Copy> ManagedBuffer<T> {
             ctx: ctx.clone(),
             _t: PhantomData,
         })
-    }
-
-    /// The address (host and device alike).
-    #[must_use]
-    pub fn as_raw(&self) -> CUdeviceptr {
-        self.ptr
-    }
-
-    /// The buffer as a kernel argument (`T*` on the device).
-    #[must_use]
-    pub fn as_arg(&self) -> DevicePtr<T> {
-        DevicePtr::from_raw(self.ptr)
-    }
-
-    /// Number of values.
-    #[must_use]
-    pub fn len(&self) -> usize {
-        self.len
-    }
-
-    /// Always `false`: a managed buffer holds at least one value.
-    #[must_use]
-    pub fn is_empty(&self) -> bool {
-        self.len == 0
-    }
-
-    /// Size in bytes.
-    #[must_use]
-    pub fn size_bytes(&self) -> usize {
-        self.len * core::mem::size_of::<T>()
-    }
-
-    /// The context the memory belongs to.
-    #[must_use]
-    pub fn context(&self) -> &Context {
-        &self.ctx
     }
 
     /// The values, read by the host, after synchronizing the buffer's context

@@ -3,6 +3,8 @@
 //! and memory pools, with synchronous and asynchronous copies and memsets.
 //!
 //! - [`DeviceBuffer`]: `cuMemAlloc` / `cuMemFree`, copies and memsets.
+//! - [`DeviceMemory`]: what every typed device memory kind shares (address, length,
+//!   context, size, kernel argument), for code generic over them.
 //! - [`PinnedHostBuffer`]: `cuMemAllocHost` / `cuMemFreeHost`, the host side of
 //!   asynchronous copies; `cuMemHostAlloc` with [`HostAllocFlags`] for portable, mapped
 //!   (zero-copy, [`PinnedHostBuffer::device_ptr`]) and write-combined memory.
@@ -30,6 +32,7 @@
 #[cfg(feature = "alloc")]
 pub mod batch;
 mod device_buffer;
+pub(crate) mod device_memory;
 #[cfg(all(feature = "std", target_os = "linux"))]
 pub mod ipc;
 pub mod l2;
@@ -43,6 +46,7 @@ pub mod vmm;
 pub use device_buffer::{DeviceBuffer, DevicePtr};
 #[cfg(feature = "graph")]
 pub(crate) use device_buffer::{copy_dtod_async, memset_d8, memset_d32};
+pub use device_memory::DeviceMemory;
 pub use managed::{ManagedBuffer, MemoryModel};
 pub use pinned::{HostAllocFlags, PinnedHostBuffer};
 pub use pool::{AsyncDeviceBuffer, MemPool};

@@ -1,13 +1,14 @@
 //! Stream-ordered allocation: [`AsyncDeviceBuffer`] (`cuMemAllocAsync` /
 //! `cuMemFreeAsync`) and [`MemPool`] (`cuMemPoolCreate`, attributes, default pool).
 
+use super::device_memory::device_memory;
 use core::ffi::c_void;
 use core::marker::PhantomData;
 use core::ptr;
 
 use cudadrv_sys::{CUdeviceptr, CUmemPool_attribute, CUmemPoolProps, CUmemoryPool};
 
-use super::device_buffer::{DevicePtr, memset_d8, memset_d32};
+use super::device_buffer::{memset_d8, memset_d32};
 use super::{Pod, byte_len, same_len};
 use crate::driver::context::Context;
 use crate::driver::dropping;
@@ -55,6 +56,14 @@ pub struct AsyncDeviceBuffer<'s, T: Copy> {
 unsafe impl<T: Copy + Send> Send for AsyncDeviceBuffer<'_, T> {}
 // SAFETY: `&self` only reads through driver calls.
 unsafe impl<T: Copy + Sync> Sync for AsyncDeviceBuffer<'_, T> {}
+
+device_memory!(
+    impl['s, T: Copy] AsyncDeviceBuffer<'s, T>,
+    T, |b|
+    ptr: b.ptr,
+    len: b.len,
+    context: b.stream.context(),
+);
 
 impl<T: Copy> core::fmt::Debug for AsyncDeviceBuffer<'_, T> {
     fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
@@ -118,34 +127,9 @@ impl<'s, T: Copy> AsyncDeviceBuffer<'s, T> {
         })
     }
 
-    /// The device address (0 for an empty buffer).
-    pub fn as_raw(&self) -> CUdeviceptr {
-        self.ptr
-    }
-
-    /// The buffer as a kernel argument.
-    pub fn as_arg(&self) -> DevicePtr<T> {
-        DevicePtr::from_raw(self.ptr)
-    }
-
     /// The stream the buffer is ordered on.
     pub fn stream(&self) -> &'s Stream {
         self.stream
-    }
-
-    /// Number of values.
-    pub fn len(&self) -> usize {
-        self.len
-    }
-
-    /// Whether the buffer holds no values.
-    pub fn is_empty(&self) -> bool {
-        self.len == 0
-    }
-
-    /// Size in bytes.
-    pub fn size_bytes(&self) -> usize {
-        self.len.saturating_mul(core::mem::size_of::<T>())
     }
 
     /// `cuMemsetD8Async` on the buffer's stream.

@@ -18,6 +18,7 @@
 //! Sizes must be multiples of the granularity (checked before the driver call, with
 //! [`Error::InvalidArgument`]). Device access is read/write for the context's device.
 
+use super::device_memory::device_memory;
 use core::marker::PhantomData;
 
 use cudadrv_sys::{
@@ -423,6 +424,14 @@ pub struct GrowableBuffer<T> {
     _t: PhantomData<T>,
 }
 
+device_memory!(
+    impl[T: Pod] GrowableBuffer<T>,
+    T, |b|
+    ptr: b.range.base,
+    len: b.mapped_chunks * b.chunk_bytes / size_of::<T>().max(1),
+    context: &b.range.ctx,
+);
+
 impl<T: Pod> GrowableBuffer<T> {
     /// Reserves room for `max_len` elements, mapping nothing yet. `chunk_bytes` is the
     /// unit of growth, rounded up to the recommended granularity (`0` means one
@@ -473,18 +482,6 @@ impl<T: Pod> GrowableBuffer<T> {
         Ok(())
     }
 
-    /// Elements backed by memory now.
-    #[must_use]
-    pub fn len(&self) -> usize {
-        self.mapped_chunks * self.chunk_bytes / core::mem::size_of::<T>().max(1)
-    }
-
-    /// Whether nothing is mapped yet.
-    #[must_use]
-    pub fn is_empty(&self) -> bool {
-        self.mapped_chunks == 0
-    }
-
     /// Elements the reservation can hold.
     #[must_use]
     pub fn max_len(&self) -> usize {
@@ -495,18 +492,6 @@ impl<T: Pod> GrowableBuffer<T> {
     #[must_use]
     pub fn chunk_bytes(&self) -> usize {
         self.chunk_bytes
-    }
-
-    /// The (fixed) device address.
-    #[must_use]
-    pub fn as_raw(&self) -> CUdeviceptr {
-        self.range.base
-    }
-
-    /// The buffer as a kernel argument; valid for [`len`](Self::len) elements.
-    #[must_use]
-    pub fn as_arg(&self) -> DevicePtr<T> {
-        DevicePtr::from_raw(self.range.base)
     }
 
     /// `cuMemcpyHtoD` of `src` to elements `offset..offset + src.len()`.
