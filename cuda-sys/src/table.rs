@@ -69,12 +69,87 @@ impl<const N: usize> Fields<N> {
     }
 }
 
-/// Builds `DriverApi` and `DRIVER_ENTRIES`.
+/// Builds `DriverApi` and `DRIVER_ENTRIES` from `generated/driver_fns.rs`.
 macro_rules! driver_table {
     ($( $name:ident = $sym:ident @ $lookup:literal [$ver:literal, $ptds:literal]
         ( $($arg:ident : $ty:ty),* ) -> $ret:ty; )*) => {
-        /// Every driver function these bindings know, in table order.
-        pub static DRIVER_ENTRIES: &[$crate::Entry] = &[$(
+        $crate::table::api_table! {
+            []
+            /// The driver API (`libcuda`) as a table of function pointers.
+            ///
+            /// Each accessor has the C function's documented name (`cuMemAlloc`, which the
+            /// headers map to `cuMemAlloc_v2`) and returns its pointer, or a
+            /// [`MissingSymbol`]($crate::MissingSymbol) naming it when the driver lacks it.
+            /// Calling the pointer is `unsafe` with the C function's own contract.
+            ///
+            /// One type in every build; how it is filled is chosen at run time:
+            /// - [`DriverApi::from_resolver`] (every build, every target): from a function
+            ///   that resolves each entry (a bare-metal driver interface, a mock). This is
+            ///   how a target without `dlopen` (`x86_64-unknown-none`,
+            ///   `aarch64-unknown-none`) reaches its driver: pass
+            ///   [`Library::none()`]($crate::loader::Library::none), resolve the entries
+            ///   from the platform's own driver interface, and hand the table to
+            ///   [`install_driver`](crate::install_driver);
+            /// - `DriverApi::load` (feature `loaded`, Unix and Windows): `libcuda`
+            ///   (`nvcuda.dll`) through `dlopen` (`LoadLibraryExW`) and
+            ///   `cuGetProcAddress_v2`;
+            /// - `DriverApi::linked` (feature `linked`): the `extern "C"` declarations,
+            ///   linked against `-lcuda` at build time.
+            ///
+            /// The table never closes the library it was filled from (dropping the table
+            /// does not drop its [`Library`]($crate::loader::Library)), so every function
+            /// pointer an accessor returns stays valid for the rest of the process, also
+            /// after the table is dropped. Each `DriverApi::load` keeps one more reference
+            /// to `libcuda` open.
+            DriverApi, DRIVER_ENTRIES, DRIVER_FIELDS, DriverIndex, linked_driver, "cuda",
+            "Every driver function these bindings know, in table order.";
+            $( $name = $sym @ $lookup [$ver, $ptds] ( $($arg : $ty),* ) -> $ret; )*
+        }
+    };
+}
+
+/// Builds `RuntimeApi` and `RUNTIME_ENTRIES` (feature `runtime`) from
+/// `generated/runtime_fns.rs`: a runtime entry's lookup name is its per-thread
+/// default-stream symbol, its versions are 0.
+#[cfg(feature = "runtime")]
+macro_rules! runtime_table {
+    ($( $name:ident = $sym:ident @ $ptds:literal ( $($arg:ident : $ty:ty),* ) -> $ret:ty; )*) => {
+        $crate::table::api_table! {
+            [#[cfg_attr(docsrs, doc(cfg(feature = "runtime")))]]
+            /// The runtime API (`libcudart`) as a table of function pointers.
+            ///
+            /// Each accessor returns the function pointer, or a
+            /// [`MissingSymbol`]($crate::MissingSymbol) naming it when the library lacks it.
+            /// Calling the pointer is `unsafe` with the C function's own contract.
+            ///
+            /// Filled like [`DriverApi`](crate::DriverApi): [`RuntimeApi::from_resolver`]
+            /// in every build, `RuntimeApi::load` (feature `loaded`, Unix and Windows) and
+            /// `RuntimeApi::linked` (feature `linked`, which then links `-lcudart`; the
+            /// declarations exist only with `runtime`, so `linked` alone never links it).
+            ///
+            /// The table never closes the library it was filled from (dropping the table
+            /// does not drop its [`Library`]($crate::loader::Library)), so every function
+            /// pointer an accessor returns stays valid for the rest of the process, also
+            /// after the table is dropped.
+            RuntimeApi, RUNTIME_ENTRIES, RUNTIME_FIELDS, RuntimeIndex, linked_runtime, "cudart",
+            "Every runtime function these bindings know, in table order.";
+            $( $name = $sym @ $ptds [0, 0] ( $($arg : $ty),* ) -> $ret; )*
+        }
+    };
+}
+
+/// The one table macro: a function-pointer table type (`$api`), its entries
+/// (`$entries`, and `$fields`, the same field by field), and the `extern "C"`
+/// declarations of the linked table (`$linked`, linking `$lib`).
+macro_rules! api_table {
+    ([$(#[$gate:meta])*] $(#[$doc:meta])*
+     $api:ident, $entries:ident, $fields:ident, $index:ident, $linked:ident, $lib:literal,
+     $entries_doc:literal;
+     $( $name:ident = $sym:ident @ $lookup:literal [$ver:literal, $ptds:literal]
+        ( $($arg:ident : $ty:ty),* ) -> $ret:ty; )*) => {
+        #[doc = $entries_doc]
+        $(#[$gate])*
+        pub static $entries: &[$crate::Entry] = &[$(
             $crate::Entry {
                 name: stringify!($name),
                 symbol: concat!(stringify!($sym), "\0"),
@@ -84,16 +159,17 @@ macro_rules! driver_table {
             },
         )*];
 
-        /// [`DRIVER_ENTRIES`]' fields, one array each, for
-        /// [`DriverApi::from_resolver_in_place`]: a resolver that reads only some fields
-        /// (a bare-metal one reading the names) keeps only those arrays in an LTO image,
-        /// where the array of whole entries would keep every string of every entry.
-        const DRIVER_FIELDS: $crate::table::Fields<{ DRIVER_ENTRIES.len() }> = {
-            static NAMES: [&str; DRIVER_ENTRIES.len()] = [$(stringify!($name)),*];
-            static SYMBOLS: [&str; DRIVER_ENTRIES.len()] = [$(concat!(stringify!($sym), "\0")),*];
-            static LOOKUPS: [&str; DRIVER_ENTRIES.len()] = [$(concat!($lookup, "\0")),*];
-            static VERSIONS: [u32; DRIVER_ENTRIES.len()] = [$($ver),*];
-            static PER_THREAD: [u32; DRIVER_ENTRIES.len()] = [$($ptds),*];
+        #[doc = concat!("[`", stringify!($entries), "`]' fields, one array each, for")]
+        #[doc = concat!("[`", stringify!($api), "::from_resolver_in_place`]: a resolver")]
+        /// that reads only some fields (a bare-metal one reading the names) keeps only
+        /// those arrays in an LTO image, where the array of whole entries would keep
+        /// every string of every entry.
+        const $fields: $crate::table::Fields<{ $entries.len() }> = {
+            static NAMES: [&str; $entries.len()] = [$(stringify!($name)),*];
+            static SYMBOLS: [&str; $entries.len()] = [$(concat!(stringify!($sym), "\0")),*];
+            static LOOKUPS: [&str; $entries.len()] = [$(concat!($lookup, "\0")),*];
+            static VERSIONS: [u32; $entries.len()] = [$($ver),*];
+            static PER_THREAD: [u32; $entries.len()] = [$($ptds),*];
             $crate::table::Fields {
                 names: &NAMES,
                 symbols: &SYMBOLS,
@@ -103,55 +179,31 @@ macro_rules! driver_table {
             }
         };
 
-        /// The driver API (`libcuda`) as a table of function pointers.
-        ///
-        /// Each accessor has the C function's documented name (`cuMemAlloc`, which the
-        /// headers map to `cuMemAlloc_v2`) and returns its pointer, or a
-        /// [`MissingSymbol`]($crate::MissingSymbol) naming it when the driver lacks it.
-        /// Calling the pointer is `unsafe` with the C function's own contract.
-        ///
-        /// One type in every build; how it is filled is chosen at run time:
-        /// - [`DriverApi::from_resolver`] (every build, every target): from a function
-        ///   that resolves each entry (a bare-metal driver interface, a mock);
-        /// - `DriverApi::load` (feature `loaded`, Unix and Windows): `libcuda`
-        ///   (`nvcuda.dll`) through `dlopen` (`LoadLibraryExW`) and
-        ///   `cuGetProcAddress_v2`;
-        /// - `DriverApi::linked` (feature `linked`): the `extern "C"` declarations,
-        ///   linked against `-lcuda` at build time.
-        ///
-        /// The table never closes the library it was filled from (dropping the table
-        /// does not drop its [`Library`]($crate::loader::Library)), so every function
-        /// pointer an accessor returns stays valid for the rest of the process, also
-        /// after the table is dropped. Each `DriverApi::load` keeps one more reference
-        /// to `libcuda` open.
+        $(#[$doc])*
+        $(#[$gate])*
         #[allow(non_snake_case)]
-        pub struct DriverApi {
+        pub struct $api {
             /// Never dropped: see the type's docs.
             library: ::core::mem::ManuallyDrop<$crate::loader::Library>,
             /// Made by `linked()`: the accessors return the linked symbols.
             linked: bool,
             /// Each entry's function, type-erased ([`Erased`]($crate::table::Erased)), in
-            /// the order of [`DRIVER_ENTRIES`](crate::DRIVER_ENTRIES): one array, so that a table
-            /// is filled in place, entry by entry, wherever it lives.
-            fns: [Option<$crate::table::Erased>; DRIVER_ENTRIES.len()],
+            /// the order of the entries: one array, so that a table is filled in place,
+            /// entry by entry, wherever it lives.
+            fns: [Option<$crate::table::Erased>; $entries.len()],
         }
 
         /// Each entry's index in the table.
         #[allow(non_camel_case_types, dead_code)]
         #[repr(usize)]
-        enum DriverIndex { $( $name, )* }
+        enum $index { $( $name, )* }
 
         #[allow(non_snake_case)]
-        impl DriverApi {
-            /// Builds a table by asking `resolve` for each entry of
-            /// [`DRIVER_ENTRIES`](crate::DRIVER_ENTRIES), in order. A null pointer leaves
-            /// the entry missing. The table keeps `library` and never closes it.
-            ///
-            /// This is how a target without `dlopen` (`x86_64-unknown-none`,
-            /// `aarch64-unknown-none`) reaches its driver: pass
-            /// [`Library::none()`]($crate::loader::Library::none), resolve the entries
-            /// from the platform's own driver interface, and hand the table to
-            /// [`install_driver`](crate::install_driver).
+        impl $api {
+            #[doc = concat!("Builds a table by asking `resolve` for each entry of [`",
+                stringify!($entries), "`](crate::", stringify!($entries), "), in order.")]
+            /// A null pointer leaves the entry missing. The table keeps `library` and
+            /// never closes it.
             ///
             /// # Safety
             /// Every non-null pointer `resolve` returns must be a function with the C
@@ -171,12 +223,12 @@ macro_rules! driver_table {
                 unsafe { slot.assume_init() }
             }
 
-            /// [`DriverApi::from_resolver`], writing the table into `slot` instead of
-            /// returning it (the table is several KiB: a static or a heap block holds it
-            /// without it passing through the stack). Returns the table.
+            /// [`from_resolver`](Self::from_resolver), writing the table into `slot`
+            /// instead of returning it (the table is several KiB: a static or a heap
+            /// block holds it without it passing through the stack). Returns the table.
             ///
             /// # Safety
-            /// As for [`DriverApi::from_resolver`].
+            /// As for [`from_resolver`](Self::from_resolver).
             pub unsafe fn from_resolver_in_place(
                 slot: &mut ::core::mem::MaybeUninit<Self>,
                 library: $crate::loader::Library,
@@ -186,7 +238,7 @@ macro_rules! driver_table {
                 // the entry of the same index.
                 unsafe {
                     Self::fill_in_place(slot, library, false, |_, fns| {
-                        DRIVER_FIELDS.fill(fns, &mut resolve);
+                        $fields.fill(fns, &mut resolve);
                     })
                 }
             }
@@ -196,8 +248,7 @@ macro_rules! driver_table {
             ///
             /// # Safety
             /// Every entry `fill` sets must be a function with the C signature of the
-            /// entry of the same index of [`DRIVER_ENTRIES`](crate::DRIVER_ENTRIES), valid for the
-            /// rest of the process.
+            /// entry of the same index, valid for the rest of the process.
             pub(crate) unsafe fn fill_in_place(
                 slot: &mut ::core::mem::MaybeUninit<Self>,
                 library: $crate::loader::Library,
@@ -211,7 +262,7 @@ macro_rules! driver_table {
                     (&raw mut (*table).library).write(::core::mem::ManuallyDrop::new(library));
                     (&raw mut (*table).linked).write(linked);
                     let fns = (&raw mut (*table).fns).cast::<Option<$crate::table::Erased>>();
-                    for i in 0..DRIVER_ENTRIES.len() {
+                    for i in 0..$entries.len() {
                         fns.add(i).write(None);
                     }
                     let fns = &mut *(&raw mut (*table).fns);
@@ -220,30 +271,30 @@ macro_rules! driver_table {
                 }
             }
 
-            /// The linked table: each accessor returns the `extern "C"` declaration of
-            /// its symbol, resolved when the program was linked (`-lcuda`) and loaded.
-            /// It never reports a missing symbol.
+            #[doc = concat!("The linked table: each accessor returns the `extern \"C\"` ",
+                "declaration of its symbol, resolved when the program was linked (`-l",
+                $lib, "`) and loaded. It never reports a missing symbol.")]
             #[cfg(feature = "linked")]
             #[cfg_attr(docsrs, doc(cfg(feature = "linked")))]
             pub const fn linked() -> Self {
                 Self {
                     library: ::core::mem::ManuallyDrop::new($crate::loader::Library::none()),
                     linked: true,
-                    fns: [None; DRIVER_ENTRIES.len()],
+                    fns: [None; $entries.len()],
                 }
             }
 
-            /// Whether this is the linked table (`DriverApi::linked()`) rather than one
-            /// filled by a resolver.
+            /// Whether this is the linked table (`linked()`) rather than one filled by a
+            /// resolver.
             pub const fn is_linked(&self) -> bool {
                 self.linked
             }
 
-            /// Whether each entry of [`DRIVER_ENTRIES`](crate::DRIVER_ENTRIES) resolved
-            /// (all of them in the linked table).
-            pub fn resolved(&self) -> [bool; DRIVER_ENTRIES.len()] {
+            #[doc = concat!("Whether each entry of [`", stringify!($entries), "`](crate::",
+                stringify!($entries), ") resolved (all of them in the linked table).")]
+            pub fn resolved(&self) -> [bool; $entries.len()] {
                 if self.linked {
-                    return [true; DRIVER_ENTRIES.len()];
+                    return [true; $entries.len()];
                 }
                 ::core::array::from_fn(|i| self.fns.get(i).is_some_and(Option::is_some))
             }
@@ -260,9 +311,9 @@ macro_rules! driver_table {
                 pub fn $name(&self) -> Result<unsafe extern "C" fn($($ty),*) -> $ret, $crate::MissingSymbol> {
                     #[cfg(feature = "linked")]
                     if self.linked {
-                        return Ok(linked_driver::$name);
+                        return Ok($linked::$name);
                     }
-                    match self.fns[DriverIndex::$name as usize] {
+                    match self.fns[$index::$name as usize] {
                         // SAFETY: the entry of this index holds a function of this
                         // signature (the contract of whatever filled the table), erased.
                         Some(f) => Ok(unsafe {
@@ -279,10 +330,10 @@ macro_rules! driver_table {
 
         #[cfg(feature = "linked")]
         #[allow(non_snake_case)]
-        mod linked_driver {
+        mod $linked {
             #[allow(unused_imports)]
             use $crate::*;
-            #[link(name = "cuda")]
+            #[link(name = $lib)]
             unsafe extern "C" {
                 $( #[link_name = stringify!($sym)] pub fn $name($($arg: $ty),*) -> $ret; )*
             }
@@ -290,212 +341,7 @@ macro_rules! driver_table {
     };
 }
 
-/// Builds `RuntimeApi` and `RUNTIME_ENTRIES` (feature `runtime`).
-#[cfg(feature = "runtime")]
-macro_rules! runtime_table {
-    ($( $name:ident = $sym:ident @ $ptds:literal ( $($arg:ident : $ty:ty),* ) -> $ret:ty; )*) => {
-        /// Every runtime function these bindings know, in table order.
-        #[cfg_attr(docsrs, doc(cfg(feature = "runtime")))]
-        pub static RUNTIME_ENTRIES: &[$crate::Entry] = &[$(
-            $crate::Entry {
-                name: stringify!($name),
-                symbol: concat!(stringify!($sym), "\0"),
-                lookup: concat!($ptds, "\0"),
-                version: 0,
-                per_thread_version: 0,
-            },
-        )*];
-
-        /// [`RUNTIME_ENTRIES`]' fields, one array each (see `DRIVER_FIELDS`).
-        const RUNTIME_FIELDS: $crate::table::Fields<{ RUNTIME_ENTRIES.len() }> = {
-            static NAMES: [&str; RUNTIME_ENTRIES.len()] = [$(stringify!($name)),*];
-            static SYMBOLS: [&str; RUNTIME_ENTRIES.len()] = [$(concat!(stringify!($sym), "\0")),*];
-            static LOOKUPS: [&str; RUNTIME_ENTRIES.len()] = [$(concat!($ptds, "\0")),*];
-            static ZEROS: [u32; RUNTIME_ENTRIES.len()] = [0; RUNTIME_ENTRIES.len()];
-            $crate::table::Fields {
-                names: &NAMES,
-                symbols: &SYMBOLS,
-                lookups: &LOOKUPS,
-                versions: &ZEROS,
-                per_thread_versions: &ZEROS,
-            }
-        };
-
-        /// The runtime API (`libcudart`) as a table of function pointers.
-        ///
-        /// Each accessor returns the function pointer, or a
-        /// [`MissingSymbol`]($crate::MissingSymbol) naming it when the library lacks it.
-        /// Calling the pointer is `unsafe` with the C function's own contract.
-        ///
-        /// Filled like [`DriverApi`](crate::DriverApi): [`RuntimeApi::from_resolver`]
-        /// in every build, `RuntimeApi::load` (feature `loaded`, Unix and Windows) and
-        /// `RuntimeApi::linked` (feature `linked`, which then links `-lcudart`).
-        ///
-        /// The table never closes the library it was filled from (dropping the table
-        /// does not drop its [`Library`]($crate::loader::Library)), so every function
-        /// pointer an accessor returns stays valid for the rest of the process, also
-        /// after the table is dropped.
-        #[cfg_attr(docsrs, doc(cfg(feature = "runtime")))]
-        #[allow(non_snake_case)]
-        pub struct RuntimeApi {
-            /// Never dropped: see the type's docs.
-            library: ::core::mem::ManuallyDrop<$crate::loader::Library>,
-            /// Made by `linked()`: the accessors return the linked symbols.
-            linked: bool,
-            /// Each entry's function, type-erased ([`Erased`]($crate::table::Erased)), in
-            /// the order of [`RUNTIME_ENTRIES`](crate::RUNTIME_ENTRIES): one array, so that a table
-            /// is filled in place, entry by entry, wherever it lives.
-            fns: [Option<$crate::table::Erased>; RUNTIME_ENTRIES.len()],
-        }
-
-        /// Each entry's index in the table.
-        #[allow(non_camel_case_types, dead_code)]
-        #[repr(usize)]
-        enum RuntimeIndex { $( $name, )* }
-
-        #[allow(non_snake_case)]
-        impl RuntimeApi {
-            /// Builds a table by asking `resolve` for each entry of
-            /// [`RUNTIME_ENTRIES`](crate::RUNTIME_ENTRIES), in order. A null pointer
-            /// leaves the entry missing. The table keeps `library` and never closes it.
-            ///
-            /// # Safety
-            /// Every non-null pointer `resolve` returns must be a function with the C
-            /// signature of the entry it was asked for, and must stay valid for the rest
-            /// of the process (as for
-            /// [`DriverApi::from_resolver`](crate::DriverApi::from_resolver)).
-            pub unsafe fn from_resolver(
-                library: $crate::loader::Library,
-                resolve: impl FnMut(&$crate::Entry) -> *mut ::core::ffi::c_void,
-            ) -> Self {
-                let mut slot = ::core::mem::MaybeUninit::<Self>::uninit();
-                // SAFETY: the caller's promise, for the entries `resolve` is asked for in
-                // order.
-                unsafe { Self::from_resolver_in_place(&mut slot, library, resolve) };
-                // SAFETY: `from_resolver_in_place` initialized every field.
-                unsafe { slot.assume_init() }
-            }
-
-            /// [`RuntimeApi::from_resolver`], writing the table into `slot` instead of
-            /// returning it (the table is several KiB: a static or a heap block holds it
-            /// without it passing through the stack). Returns the table.
-            ///
-            /// # Safety
-            /// As for [`RuntimeApi::from_resolver`].
-            pub unsafe fn from_resolver_in_place(
-                slot: &mut ::core::mem::MaybeUninit<Self>,
-                library: $crate::loader::Library,
-                mut resolve: impl FnMut(&$crate::Entry) -> *mut ::core::ffi::c_void,
-            ) -> &mut Self {
-                // SAFETY: the caller's promise covers each address `resolve` returns for
-                // the entry of the same index.
-                unsafe {
-                    Self::fill_in_place(slot, library, false, |_, fns| {
-                        RUNTIME_FIELDS.fill(fns, &mut resolve);
-                    })
-                }
-            }
-
-            /// Writes a table into `slot`: `library`, `linked`, every entry missing, then
-            /// `fill` sets the entries (given the library, already in the table).
-            ///
-            /// # Safety
-            /// Every entry `fill` sets must be a function with the C signature of the
-            /// entry of the same index of [`RUNTIME_ENTRIES`](crate::RUNTIME_ENTRIES), valid for the
-            /// rest of the process.
-            pub(crate) unsafe fn fill_in_place(
-                slot: &mut ::core::mem::MaybeUninit<Self>,
-                library: $crate::loader::Library,
-                linked: bool,
-                fill: impl FnOnce(&$crate::loader::Library, &mut [Option<$crate::table::Erased>]),
-            ) -> &mut Self {
-                let table = slot.as_mut_ptr();
-                // SAFETY: every field of `*table` is written through raw pointers into the
-                // slot before the slot is read as a table; `fill` sees only the entries.
-                unsafe {
-                    (&raw mut (*table).library).write(::core::mem::ManuallyDrop::new(library));
-                    (&raw mut (*table).linked).write(linked);
-                    let fns = (&raw mut (*table).fns).cast::<Option<$crate::table::Erased>>();
-                    for i in 0..RUNTIME_ENTRIES.len() {
-                        fns.add(i).write(None);
-                    }
-                    let fns = &mut *(&raw mut (*table).fns);
-                    fill(&(*table).library, fns);
-                    slot.assume_init_mut()
-                }
-            }
-
-            /// The linked table: each accessor returns the `extern "C"` declaration of
-            /// its symbol, resolved when the program was linked (`-lcudart`) and loaded.
-            #[cfg(feature = "linked")]
-            #[cfg_attr(docsrs, doc(cfg(all(feature = "linked", feature = "runtime"))))]
-            pub const fn linked() -> Self {
-                Self {
-                    library: ::core::mem::ManuallyDrop::new($crate::loader::Library::none()),
-                    linked: true,
-                    fns: [None; RUNTIME_ENTRIES.len()],
-                }
-            }
-
-            /// Whether this is the linked table (`RuntimeApi::linked()`) rather than one
-            /// filled by a resolver.
-            pub const fn is_linked(&self) -> bool {
-                self.linked
-            }
-
-            /// Whether each entry of [`RUNTIME_ENTRIES`](crate::RUNTIME_ENTRIES) resolved
-            /// (all of them in the linked table).
-            pub fn resolved(&self) -> [bool; RUNTIME_ENTRIES.len()] {
-                if self.linked {
-                    return [true; RUNTIME_ENTRIES.len()];
-                }
-                ::core::array::from_fn(|i| self.fns.get(i).is_some_and(Option::is_some))
-            }
-
-            /// The library the table was filled from (open for the rest of the process);
-            /// [`Library::none()`]($crate::loader::Library::none) for the linked table.
-            pub fn library(&self) -> &$crate::loader::Library {
-                &self.library
-            }
-
-            $(
-                #[doc = concat!("`", stringify!($name), "`.")]
-                #[inline(always)]
-                pub fn $name(&self) -> Result<unsafe extern "C" fn($($ty),*) -> $ret, $crate::MissingSymbol> {
-                    #[cfg(feature = "linked")]
-                    if self.linked {
-                        return Ok(linked_runtime::$name);
-                    }
-                    match self.fns[RuntimeIndex::$name as usize] {
-                        // SAFETY: the entry of this index holds a function of this
-                        // signature (the contract of whatever filled the table), erased.
-                        Some(f) => Ok(unsafe {
-                            ::core::mem::transmute::<
-                                $crate::table::Erased,
-                                unsafe extern "C" fn($($ty),*) -> $ret,
-                            >(f)
-                        }),
-                        None => Err($crate::MissingSymbol { name: stringify!($name), abi: 0 }),
-                    }
-                }
-            )*
-        }
-
-        /// Declared only with `runtime` (this module is), so `linked` alone never links
-        /// `-lcudart`.
-        #[cfg(feature = "linked")]
-        #[allow(non_snake_case)]
-        mod linked_runtime {
-            #[allow(unused_imports)]
-            use $crate::*;
-            #[link(name = "cudart")]
-            unsafe extern "C" {
-                $( #[link_name = stringify!($sym)] pub fn $name($($arg: $ty),*) -> $ret; )*
-            }
-        }
-    };
-}
-
+pub(crate) use api_table;
 pub(crate) use driver_table;
 #[cfg(feature = "runtime")]
 pub(crate) use runtime_table;
