@@ -234,7 +234,7 @@ unsafe extern "C" fn cu_host_unregister(_p: *mut c_void) -> CUresult {
     OK
 }
 
-entry_table! {
+mock_entries! {
     fn mock_entry {
         "cuMemAlloc" => cu_mem_alloc as unsafe extern "C" fn(_, _) -> _,
         "cuMemFree" => cu_mem_free as unsafe extern "C" fn(_) -> _,

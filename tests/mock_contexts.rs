@@ -52,7 +52,7 @@ mod mock {
 
     use cudadrv_sys::{
         CUDA_MEMSET_NODE_PARAMS, CUcontext, CUctxCreateParams, CUdevice, CUdeviceptr, CUgraph,
-        CUgraphExec, CUgraphNode, CUresult, CUstream, CUstreamCaptureStatus, DriverApi, Library,
+        CUgraphExec, CUgraphNode, CUresult, CUstream, CUstreamCaptureStatus,
     };
 
     const OK: CUresult = CUresult::CUDA_SUCCESS;
@@ -778,17 +778,10 @@ mod mock {
         })
     }
 
-    fn mock_entry(name: &str) -> *mut c_void {
-        macro_rules! entries {
-            ($($c:literal => $f:expr),* $(,)?) => {
-                match name {
-                    $($c => $f as *mut c_void,)*
-                    // Not mocked: the crate reports a missing symbol.
-                    _ => std::ptr::null_mut(),
-                }
-            };
-        }
-        entries! {
+    cuda_workspace::mock_entries! {
+        /// The mocked entries by name (null for the others: the crate reports a missing
+        /// symbol).
+        fn mock_entry {
             "cuInit" => cu_init as unsafe extern "C" fn(_) -> _,
             "cuDriverGetVersion" => cu_driver_get_version as unsafe extern "C" fn(_) -> _,
             "cuDeviceGet" => cu_device_get as unsafe extern "C" fn(_, _) -> _,
@@ -833,14 +826,9 @@ mod mock {
 
     /// Installs the mock as the process-wide driver table.
     pub fn install() {
-        // SAFETY: every non-null pointer `mock_entry` returns is a function of this
-        // program with the C signature of the entry of that name (the mocks above mirror
-        // cuda.h), valid for the rest of the process.
-        let table = unsafe { DriverApi::from_resolver(Library::none(), |e| mock_entry(e.name)) };
-        assert!(
-            cudadrv_sys::install_driver(table).is_ok(),
-            "a driver table was loaded before the mock"
-        );
+        // SAFETY: every non-null pointer `mock_entry` returns is a function of this program
+        // with the C signature of the entry of that name (the mocks mirror cuda.h).
+        unsafe { cuda_workspace::mock::MockDriver::new().entries(mock_entry) }.install();
     }
 
     /// The other context's work running on its own: runs the queues of `ctx`'s streams.

@@ -34,7 +34,7 @@ use cudadrv::{
 use cudadrv_sys::{
     CUcontext, CUdevice, CUdeviceptr, CUevent, CUfunction, CUgraph, CUgraphEdgeData, CUgraphExec,
     CUgraphNode, CUhostFn, CUjit_option, CUlaunchConfig, CUmodule, CUresult, CUstream,
-    CUstreamCaptureMode, CUstreamCaptureStatus, CUuserObject, DriverApi, Library,
+    CUstreamCaptureMode, CUstreamCaptureStatus, CUuserObject,
 };
 
 static LOG: Mutex<Vec<String>> = Mutex::new(Vec::new());
@@ -1012,16 +1012,10 @@ unsafe extern "C" fn cu_link_destroy(state: cudadrv_sys::CUlinkState) -> CUresul
     OK
 }
 
-fn mock_entry(name: &str) -> *mut c_void {
-    macro_rules! entries {
-        ($($c:literal => $f:expr),* $(,)?) => {
-            match name {
-                $($c => $f as *mut c_void,)*
-                _ => std::ptr::null_mut(),
-            }
-        };
-    }
-    entries! {
+cuda_workspace::mock_entries! {
+    /// The mocked entries by name (null for the others: the crate reports a missing
+    /// symbol).
+    fn mock_entry {
         "cuInit" => cu_init as unsafe extern "C" fn(_) -> _,
         "cuDeviceGetCount" => cu_device_get_count as unsafe extern "C" fn(_) -> _,
         "cuDeviceGet" => cu_device_get as unsafe extern "C" fn(_, _) -> _,
@@ -1081,14 +1075,9 @@ fn mock_entry(name: &str) -> *mut c_void {
 }
 
 fn install() {
-    // SAFETY: every non-null pointer `mock_entry` returns is a function with the C
-    // signature of the entry of that name (the mocks above mirror cuda.h), and a plain
-    // function of this program, valid for the rest of the process.
-    let table = unsafe { DriverApi::from_resolver(Library::none(), |e| mock_entry(e.name)) };
-    assert!(
-        cudadrv_sys::install_driver(table).is_ok(),
-        "a driver table was loaded before the mock"
-    );
+    // SAFETY: every non-null pointer `mock_entry` returns is a function of this program
+    // with the C signature of the entry of that name (the mocks mirror cuda.h).
+    unsafe { cuda_workspace::mock::MockDriver::new().entries(mock_entry) }.install();
 }
 
 /// Serializes the subtests (one #[test] drives them, but keep them safe if split).

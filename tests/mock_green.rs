@@ -261,7 +261,7 @@ unsafe extern "C" fn cu_ctx_get_id(c: CUcontext, id: *mut c_ulonglong) -> CUresu
     OK
 }
 
-entry_table! {
+mock_entries! {
     fn mock_entry {
         "cuDriverGetVersion" => cu_driver_get_version as unsafe extern "C" fn(_) -> _,
         "cuDeviceGetDevResource" => cu_device_get_dev_resource as unsafe extern "C" fn(_, _, _) -> _,

@@ -246,7 +246,7 @@ unsafe extern "C" fn cu_launch_kernel_ex(
     OK
 }
 
-entry_table! {
+mock_entries! {
     fn mock_entry {
         "cuStreamSynchronize" => cu_stream_sync as unsafe extern "C" fn(_) -> _,
         "cuStreamIsCapturing" => cu_stream_is_capturing as unsafe extern "C" fn(_, _) -> _,

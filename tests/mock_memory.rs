@@ -290,7 +290,7 @@ unsafe extern "C" fn cu_pointer_get_attribute(
     OK
 }
 
-entry_table! {
+mock_entries! {
     fn mock_entry {
         "cuDeviceGetCount" => cu_device_get_count as unsafe extern "C" fn(_) -> _,
         "cuDeviceGetAttribute" => cu_device_get_attribute as unsafe extern "C" fn(_, _, _) -> _,

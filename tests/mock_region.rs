@@ -396,16 +396,10 @@ unsafe extern "C" fn cu_module_get_function(
     OK
 }
 
-fn mock_entry(name: &str) -> *mut c_void {
-    macro_rules! entries {
-        ($($c:literal => $f:expr),* $(,)?) => {
-            match name {
-                $($c => $f as *mut c_void,)*
-                _ => std::ptr::null_mut(),
-            }
-        };
-    }
-    entries! {
+cuda_workspace::mock_entries! {
+    /// The mocked entries by name (null for the others: the crate reports a missing
+    /// symbol).
+    fn mock_entry {
         "cuStreamSynchronize" => cu_stream_sync as unsafe extern "C" fn(_) -> _,
         "cuStreamIsCapturing" => cu_stream_is_capturing as unsafe extern "C" fn(_, _) -> _,
         "cuStreamBeginCapture" => cu_stream_begin_capture as unsafe extern "C" fn(_, _) -> _,

@@ -12,25 +12,10 @@ use std::ffi::{c_int, c_uint, c_void};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Mutex, MutexGuard};
 
-use cudadrv_sys::{
-    CUcontext, CUdevice, CUevent, CUjit_option, CUmodule, CUresult, CUstream, DriverApi, Library,
-};
+use cuda_workspace::mock::MockDriver;
+use cudadrv_sys::{CUcontext, CUdevice, CUevent, CUjit_option, CUmodule, CUresult, CUstream};
 
-/// Defines `fn $name(name: &str) -> *mut c_void`: the listed driver entries by name,
-/// null for the others (a suite's own table, or the shared one below).
-macro_rules! entry_table {
-    ($(#[$m:meta])* fn $fname:ident { $($c:literal => $f:expr),* $(,)? }) => {
-        $(#[$m])*
-        fn $fname(name: &str) -> *mut std::ffi::c_void {
-            match name {
-                $($c => $f as *mut std::ffi::c_void,)*
-                _ => std::ptr::null_mut(),
-            }
-        }
-    };
-}
-#[allow(unused_imports)] // suites with their own tables (mock_region) use the rest only
-pub(crate) use entry_table;
+pub use cuda_workspace::mock_entries;
 
 /// `CUDA_SUCCESS`.
 pub const OK: CUresult = CUresult::CUDA_SUCCESS;
@@ -137,7 +122,7 @@ pub unsafe extern "C" fn cu_module_unload(_: CUmodule) -> CUresult {
     OK
 }
 
-entry_table! {
+mock_entries! {
     /// The shared entries by name (null for the others).
     fn common_entry {
         "cuInit" => cu_init as unsafe extern "C" fn(_) -> _,
@@ -162,16 +147,7 @@ entry_table! {
 /// else from the shared ones above, else missing.
 pub fn install(own: fn(&str) -> *mut c_void) {
     // SAFETY: every non-null pointer `own` and `common_entry` return is a function with
-    // the C signature of the entry of that name (the mocks mirror cuda.h), valid for the
-    // rest of the process.
-    let table = unsafe {
-        DriverApi::from_resolver(Library::none(), |e| {
-            let f = own(e.name);
-            if f.is_null() { common_entry(e.name) } else { f }
-        })
-    };
-    assert!(
-        cudadrv_sys::install_driver(table).is_ok(),
-        "a driver table was loaded before the mock"
-    );
+    // the C signature of the entry of that name (the mocks mirror cuda.h), a plain
+    // function of this program.
+    unsafe { MockDriver::new().entries(own).entries(common_entry) }.install();
 }

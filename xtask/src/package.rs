@@ -120,9 +120,15 @@ pub fn run_package(root: &Path) -> R {
     }
     fs::create_dir_all(mocks.join("tests"))?;
     fs::create_dir_all(mocks.join("src"))?;
+    // Their library: the mock-driver builder of tests/support, under the name the
+    // suites use (`cuda_workspace::mock`).
     fs::write(
         mocks.join("src/lib.rs"),
-        "//! Written by `cargo xtask package`.\n",
+        "//! Written by `cargo xtask package`.\npub mod mock;\n",
+    )?;
+    fs::copy(
+        root.join("tests/support/mock.rs"),
+        mocks.join("src/mock.rs"),
     )?;
     fs::write(
         mocks.join("Cargo.toml"),
@@ -323,9 +329,14 @@ publish = false
 
 [workspace]
 
+[lib]
+name = "cuda_workspace"
+
+[dependencies]
+cudadrv-sys = {{ path = "{sys}" }}
+
 [dev-dependencies]
 cudadrv = {{ path = "{core}" }}
-cudadrv-sys = {{ path = "{sys}" }}
 
 # The suites skip themselves in a linked build.
 [features]
