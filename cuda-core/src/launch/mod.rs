@@ -41,9 +41,9 @@ mod verify;
 pub use crate::dim3::Dim3;
 pub use attr::{LaunchAttribute, TooManyAttributes};
 pub use auto_pdl::{AutoPdl, MAX_TUNE_ROUNDS, MAX_TUNED_SHAPES, PdlPlan};
-pub(crate) use call::{DriverLaunch, launch_config};
 #[cfg(all(feature = "graph", feature = "alloc"))]
 pub(crate) use call::launch_core;
+pub(crate) use call::{DriverLaunch, launch_config};
 pub use call::{launch, launch_checked, launch_packed, launch_plain};
 pub use config::{LaunchConfig, MAX_LAUNCH_ATTRIBUTES, RawAttributes};
 

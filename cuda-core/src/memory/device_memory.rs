@@ -7,7 +7,8 @@
 //! [`GrowableBuffer`](super::GrowableBuffer) get their `as_raw`, `len`, `is_empty`,
 //! `size_bytes`, `as_arg` and `context` from the macro (as inherent methods, so no
 //! import is needed), and implement the trait with them, so generic code can take any
-//! of them.
+//! of them. The untyped byte ranges (IPC and VMM mappings, imported pool allocations)
+//! get `as_raw`, `size_bytes` and `as_arg::<T>` from its `bytes` form.
 
 use cudadrv_sys::CUdeviceptr;
 
@@ -58,6 +59,34 @@ pub(crate) mod sealed {
 /// `device_memory!(impl['s, T: Copy] AsyncDeviceBuffer<'s, T>, T, |b| ptr: b.ptr,
 /// len: b.len, context: b.stream.context());`
 macro_rules! device_memory {
+    // An untyped byte range (an IPC mapping, a VMM mapping, an imported pool
+    // allocation): address, size, and a kernel argument of any element type.
+    (bytes impl[$($gen:tt)*] $ty:ty, |$this:ident| ptr: $ptr:expr, bytes: $bytes:expr $(,)?) => {
+        impl<$($gen)*> $ty {
+            /// The device address in this process.
+            #[inline]
+            #[must_use]
+            pub fn as_raw(&self) -> cudadrv_sys::CUdeviceptr {
+                let $this = self;
+                $ptr
+            }
+
+            /// Size in bytes.
+            #[inline]
+            #[must_use]
+            pub fn size_bytes(&self) -> usize {
+                let $this = self;
+                $bytes
+            }
+
+            /// The address as a kernel argument of element type `T`.
+            #[inline]
+            #[must_use]
+            pub fn as_arg<T>(&self) -> $crate::memory::DevicePtr<T> {
+                $crate::memory::DevicePtr::from_raw(self.as_raw())
+            }
+        }
+    };
     (impl[$($gen:tt)*] $ty:ty, $elem:ty, |$this:ident|
      ptr: $ptr:expr, len: $len:expr, context: $ctx:expr $(,)?) => {
         impl<$($gen)*> $ty {

@@ -30,6 +30,7 @@
 //! mappings and handles, and memory the other process still holds stays valid
 //! (`hw_ipc` kills a child that mapped the parent's memory and uses it afterwards).
 
+use super::device_memory::device_memory;
 use core::ffi::c_void;
 use std::io;
 use std::os::fd::{AsRawFd, BorrowedFd, FromRawFd, OwnedFd, RawFd};
@@ -46,7 +47,7 @@ use crate::driver::dropping;
 use crate::driver::event::{Event, EventFlags};
 use crate::error::{Error, Result, drv, enter_for_drop};
 use crate::memory::vmm::PhysicalMemory;
-use crate::memory::{DeviceBuffer, DevicePtr, MemPool, Pod, byte_len};
+use crate::memory::{DeviceBuffer, MemPool, Pod, byte_len};
 
 const POSIX_FD: CUmemAllocationHandleType =
     CUmemAllocationHandleType::CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR;
@@ -145,6 +146,8 @@ pub struct IpcMapping {
     ctx: Context,
 }
 
+device_memory!(bytes impl[] IpcMapping, |m| ptr: m.ptr, bytes: m.bytes);
+
 // SAFETY: a device address and a context; the driver calls are thread-safe.
 unsafe impl Send for IpcMapping {}
 // SAFETY: as above; every method takes `&self` and only reads.
@@ -183,24 +186,6 @@ impl IpcMapping {
         unsafe { drv!(g.cu, cuMemGetAddressRange(&mut base, &mut bytes, ptr))? };
         mapping.bytes = bytes - (ptr - base) as usize;
         Ok(mapping)
-    }
-
-    /// The device address in this process.
-    #[must_use]
-    pub fn as_raw(&self) -> CUdeviceptr {
-        self.ptr
-    }
-
-    /// The mapped size in bytes.
-    #[must_use]
-    pub fn size_bytes(&self) -> usize {
-        self.bytes
-    }
-
-    /// The address as a kernel argument.
-    #[must_use]
-    pub fn as_arg<T>(&self) -> DevicePtr<T> {
-        DevicePtr::from_raw(self.ptr)
     }
 
     /// `cuMemcpyDtoH` of `dst.len()` elements from byte `offset` (synchronous).
@@ -450,25 +435,7 @@ pub struct ImportedPoolAlloc<'p> {
     pool: &'p MemPool,
 }
 
-impl ImportedPoolAlloc<'_> {
-    /// The device address in this process.
-    #[must_use]
-    pub fn as_raw(&self) -> CUdeviceptr {
-        self.ptr
-    }
-
-    /// The allocation's size in bytes.
-    #[must_use]
-    pub fn size_bytes(&self) -> usize {
-        self.bytes
-    }
-
-    /// The address as a kernel argument.
-    #[must_use]
-    pub fn as_arg<T>(&self) -> DevicePtr<T> {
-        DevicePtr::from_raw(self.ptr)
-    }
-}
+device_memory!(bytes impl['p] ImportedPoolAlloc<'p>, |m| ptr: m.ptr, bytes: m.bytes);
 
 impl Drop for ImportedPoolAlloc<'_> {
     fn drop(&mut self) {

@@ -27,7 +27,7 @@ use cudadrv_sys::{
     CUmemGenericAllocationHandle,
 };
 
-use super::{DevicePtr, Pod, byte_len};
+use super::{Pod, byte_len};
 use crate::driver::dropping;
 use crate::error::{drv, enter_for_drop};
 use crate::{Context, Error, Result};
@@ -379,25 +379,7 @@ pub struct Mapping<'r> {
     range: &'r VirtualRange,
 }
 
-impl Mapping<'_> {
-    /// The mapped address.
-    #[must_use]
-    pub fn as_raw(&self) -> CUdeviceptr {
-        self.ptr
-    }
-
-    /// Its size in bytes.
-    #[must_use]
-    pub fn size_bytes(&self) -> usize {
-        self.bytes
-    }
-
-    /// The mapping as a kernel argument of element type `T`.
-    #[must_use]
-    pub fn as_arg<T>(&self) -> DevicePtr<T> {
-        DevicePtr::from_raw(self.ptr)
-    }
-}
+device_memory!(bytes impl['r] Mapping<'r>, |m| ptr: m.ptr, bytes: m.bytes);
 
 impl Drop for Mapping<'_> {
     /// `cuMemUnmap`.
