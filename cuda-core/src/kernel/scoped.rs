@@ -31,7 +31,7 @@ use crate::driver::event::Event;
 use crate::driver::stream::Stream;
 use crate::error::{Error, Result, drv, report_drop_error};
 use crate::launch::{DriverLaunch, LaunchConfig, launch_config};
-use crate::memory::DeviceBuffer;
+use crate::memory::{DeviceBuffer, DeviceView, DeviceViewMut};
 
 /// How many streams one [`scope`] can use (the lanes are kept inline, without a heap).
 pub const MAX_LANES: usize = 16;
@@ -283,7 +283,8 @@ impl<'s> Lane<'s> {
     ///
     /// # Errors
     /// [`Error::ContextMismatch`] for a buffer of another context.
-    pub fn own<T: Element>(&self, buf: &'s mut DeviceBuffer<T>) -> Result<Owned<'s, T>> {
+    pub fn own<T: Element>(&self, buf: impl Into<DeviceViewMut<'s, T>>) -> Result<Owned<'s, T>> {
+        let buf = buf.into();
         self.ctx
             .ensure_same(buf.context(), "cudadrv::kernel::Lane::own")?;
         Ok(Owned {
@@ -420,7 +421,7 @@ pub struct Owned<'s, T: Element> {
     ptr: u64,
     len: usize,
     stream: Cell<CUstream>,
-    _b: PhantomData<&'s mut DeviceBuffer<T>>,
+    _b: PhantomData<DeviceViewMut<'s, T>>,
 }
 
 impl<T: Element> Owned<'_, T> {
@@ -521,8 +522,9 @@ use sealed::Token;
 #[diagnostic::on_unimplemented(
     message = "`{Self}` cannot be passed for a kernel parameter of type `{P}`",
     label = "the kernel declares `{P}` here",
-    note = "a DeviceSlice<T> takes &DeviceBuffer<T> or &Owned<T>; a DeviceSliceMut<T> takes \
-            &mut DeviceBuffer<T> or &mut Owned<T>; other parameters take a value of their type"
+    note = "a DeviceSlice<T> takes &DeviceBuffer<T>, a DeviceView<T> or &Owned<T>; a \
+            DeviceSliceMut<T> takes &mut DeviceBuffer<T>, a DeviceViewMut<T> or &mut Owned<T>; \
+            other parameters take a value of their type"
 )]
 pub trait Arg<'s, P> {
     /// The parameter value, after checking the argument against `lane`.
@@ -567,6 +569,30 @@ impl<'s, T: Element> Arg<'s, DeviceSliceMut<T>> for &'s mut DeviceBuffer<T> {
             .ensure_same(self.context(), "cudadrv::kernel::Lane::launch")?;
         // SAFETY: the buffer's memory, exclusively borrowed until the scope has waited
         // for the lane this launch goes to; the value goes straight to the launch.
+        Ok(unsafe { DeviceSliceMut::from_raw_parts(self.as_raw() as *mut T, self.len()) })
+    }
+}
+
+impl<'s, T: Element> Arg<'s, DeviceSlice<T>> for DeviceView<'s, T> {
+    #[inline(always)]
+    fn into_param(self, lane: &Lane<'s>, _: Token) -> Result<DeviceSlice<T>> {
+        lane.ctx
+            .ensure_same(self.context(), "cudadrv::kernel::Lane::launch")?;
+        Ok(DeviceSlice {
+            ptr: self.as_raw() as *const T,
+            len: self.len(),
+        })
+    }
+}
+
+impl<'s, T: Element> Arg<'s, DeviceSliceMut<T>> for DeviceViewMut<'s, T> {
+    #[inline(always)]
+    fn into_param(self, lane: &Lane<'s>, _: Token) -> Result<DeviceSliceMut<T>> {
+        lane.ctx
+            .ensure_same(self.context(), "cudadrv::kernel::Lane::launch")?;
+        // SAFETY: the view's memory, exclusively borrowed until the scope has waited for
+        // the lane this launch goes to (the view is consumed, its borrow is `'s`); the
+        // value goes straight to the launch.
         Ok(unsafe { DeviceSliceMut::from_raw_parts(self.as_raw() as *mut T, self.len()) })
     }
 }

@@ -25,7 +25,7 @@ use cudadrv_sys::{CUdeviceptr, CUmemLocation, CUmemcpyAttributes, CUmemcpySrcAcc
 
 use super::managed::{Location, ManagedBuffer};
 use super::registered::{HostRegisterFlags, HostRegistration, RegisteredPart};
-use super::{DeviceBuffer, Pod};
+use super::{DeviceBuffer, DeviceView, DeviceViewMut, Pod, Release};
 use crate::driver::context::Context;
 use crate::driver::stream::{Queued, Stream};
 use crate::error::{Error, Result, drv};
@@ -106,6 +106,32 @@ pub trait BatchSide<T: Copy>: sealed::Sealed {
     /// it.
     #[doc(hidden)]
     fn side(&self) -> (CUdeviceptr, usize, &Context, bool);
+
+    /// How the memory is released: which streams the batch may be submitted to.
+    #[doc(hidden)]
+    fn release(&self) -> Release {
+        Release::Context
+    }
+}
+
+impl<T: Copy> sealed::Sealed for DeviceView<'_, T> {}
+impl<T: Copy> BatchSide<T> for DeviceView<'_, T> {
+    fn side(&self) -> (CUdeviceptr, usize, &Context, bool) {
+        (self.as_raw(), self.len(), self.context(), false)
+    }
+    fn release(&self) -> Release {
+        DeviceView::release(self)
+    }
+}
+
+impl<T: Copy> sealed::Sealed for DeviceViewMut<'_, T> {}
+impl<T: Copy> BatchSide<T> for DeviceViewMut<'_, T> {
+    fn side(&self) -> (CUdeviceptr, usize, &Context, bool) {
+        (self.as_raw(), self.len(), self.context(), true)
+    }
+    fn release(&self) -> Release {
+        DeviceViewMut::release(self)
+    }
 }
 
 impl<T: Copy> sealed::Sealed for DeviceBuffer<T> {}
@@ -171,6 +197,8 @@ pub struct CopyBatch<'a> {
     attr_starts: Vec<usize>,
     pending: CopyAttributes,
     ctx: Option<Context>,
+    /// How the sides' memory is released: which streams may take the batch.
+    release: Release,
     _sides: PhantomData<&'a ()>,
 }
 
@@ -193,6 +221,7 @@ impl<'a> CopyBatch<'a> {
             attr_starts: Vec::new(),
             pending: CopyAttributes::default(),
             ctx: None,
+            release: Release::Context,
             _sides: PhantomData,
         }
     }
@@ -241,6 +270,7 @@ impl<'a> CopyBatch<'a> {
         if self.ctx.is_none() {
             self.ctx = Some(dctx.clone());
         }
+        self.release = self.release.and(dst.release()).and(src.release());
         self.push(d, s, bytes);
         Ok(self)
     }
@@ -322,9 +352,11 @@ impl<'a> CopyBatch<'a> {
         let Some(ctx) = &self.ctx else {
             return Ok(());
         };
+        self.release.allows(stream)?;
         let q = stream.queue(ctx, CALL)?;
         // SAFETY: not capturing: the copies run once, and every side belongs to the
-        // stream's context (see the module docs for why pending copies are sound).
+        // stream's context and is released after the stream's work (see the module docs
+        // for why pending copies are sound).
         unsafe { self.enqueue(&q) }
     }
 
@@ -412,7 +444,7 @@ fn check_pair<'s, T: Pod>(
         return Err("source and destination lengths differ");
     }
     if !writable {
-        return Err("the destination is a read-only registration");
+        return Err("the destination is read-only (a read-only registration or a shared view)");
     }
     if dctx != sctx || batch.is_some_and(|c| c != dctx) {
         return Err("a side belongs to another context than the batch");
@@ -454,6 +486,7 @@ pub fn copy_with_attributes<T: Pod>(
     const CALL: &str = "cuMemcpyWithAttributesAsync";
     let (d, s, bytes, ctx) =
         check_pair(dst, src, None).map_err(|rule| Error::BatchCopy { index: 0, rule })?;
+    dst.release().and(src.release()).allows(stream)?;
     let q = stream.queue(ctx, CALL)?;
     if bytes == 0 {
         return Ok(());

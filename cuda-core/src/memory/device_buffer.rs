@@ -1,12 +1,11 @@
 //! [`DeviceBuffer`] (`cuMemAlloc`) and [`DevicePtr`], its form as a kernel argument.
 
 use super::device_memory::device_memory;
-use core::ffi::c_void;
 use core::marker::PhantomData;
 
 use cudadrv_sys::CUdeviceptr;
 
-use super::{PinnedHostBuffer, Pod, byte_len, same_len};
+use super::{PinnedHostBuffer, Pod, byte_len};
 use crate::args::DeviceRepr;
 use crate::driver::context::Context;
 use crate::driver::dropping;
@@ -105,7 +104,9 @@ unsafe impl<T: Copy + Send> Send for DeviceBuffer<T> {}
 // SAFETY: `&DeviceBuffer` only reads through driver calls.
 unsafe impl<T: Copy + Sync> Sync for DeviceBuffer<T> {}
 
-device_memory!(impl[T: Copy] DeviceBuffer<T>, T, |b| ptr: b.ptr, len: b.len, context: &b.ctx);
+device_memory!(owner impl[T: Copy] DeviceBuffer<T>, T, |b| ptr: b.ptr, len: b.len, context: &b.ctx,
+    release: crate::memory::view::Release::Context,
+);
 
 impl<T: Copy> core::fmt::Debug for DeviceBuffer<T> {
     fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
@@ -196,20 +197,7 @@ impl<T: Copy> DeviceBuffer<T> {
     /// [`Error::LengthMismatch`] when the lengths differ; driver errors.
     #[doc(alias = "cuMemcpyHtoD")]
     pub fn copy_from_host(&mut self, src: &[T]) -> Result<()> {
-        same_len(self.len, src.len())?;
-        if self.size_bytes() == 0 {
-            return Ok(());
-        }
-        let g = self.ctx.enter()?;
-        // SAFETY: `src` holds `size_bytes` readable bytes; the buffer holds as many; the
-        // context is current.
-        unsafe {
-            drv!(
-                g.cu,
-                cuMemcpyHtoD(self.ptr, src.as_ptr().cast::<c_void>(), self.size_bytes())
-            )?
-        };
-        legacy_stream_sync(g.cu)
+        self.view_mut().copy_from_host(src)
     }
 
     /// `cuMemcpyDtoH`: copies the buffer into `dst` (of the same length), synchronously.
@@ -221,23 +209,7 @@ impl<T: Copy> DeviceBuffer<T> {
     where
         T: Pod,
     {
-        same_len(self.len, dst.len())?;
-        if self.size_bytes() == 0 {
-            return Ok(());
-        }
-        let g = self.ctx.enter()?;
-        // SAFETY: `dst` holds `size_bytes` writable bytes and any bytes are a valid `T`
-        // (`Pod`); the buffer holds as many; the context is current.
-        unsafe {
-            drv!(
-                g.cu,
-                cuMemcpyDtoH(
-                    dst.as_mut_ptr().cast::<c_void>(),
-                    self.ptr,
-                    self.size_bytes()
-                )
-            )
-        }
+        self.view().copy_to_host(dst)
     }
 
     /// `cuMemcpyDtoD`: copies `src` (of the same length) into this buffer.
@@ -246,16 +218,7 @@ impl<T: Copy> DeviceBuffer<T> {
     /// [`Error::LengthMismatch`] when the lengths differ; driver errors.
     #[doc(alias = "cuMemcpyDtoD")]
     pub fn copy_from_device(&mut self, src: &DeviceBuffer<T>) -> Result<()> {
-        same_len(self.len, src.len)?;
-        if self.size_bytes() == 0 {
-            return Ok(());
-        }
-        let g = self.ctx.enter()?;
-        // SAFETY: both buffers hold `size_bytes` bytes; the context is current.
-        unsafe { drv!(g.cu, cuMemcpyDtoD(self.ptr, src.ptr, self.size_bytes()))? };
-        // `cuMemcpyDtoD` may return before the copy has landed (it is queued on the
-        // legacy stream); wait for it like the other synchronous calls.
-        legacy_stream_sync(g.cu)
+        self.view_mut().copy_from(src.view())
     }
 
     /// `cuMemcpyDtoDAsync`: queues a copy of `src` into this buffer on `stream`.
@@ -275,15 +238,7 @@ impl<T: Copy> DeviceBuffer<T> {
     /// borrowed by the graph); driver errors.
     #[doc(alias = "cuMemcpyDtoDAsync")]
     pub fn copy_from_device_async(&mut self, src: &DeviceBuffer<T>, stream: &Stream) -> Result<()> {
-        const CALL: &str = "cuMemcpyDtoDAsync";
-        same_len(self.len, src.len)?;
-        self.ctx.ensure_same(&src.ctx, CALL)?;
-        let _q = stream.queue(&self.ctx, CALL)?;
-        // SAFETY: `self` holds as many bytes as `src` (same length and type); the stream
-        // is not capturing (and cannot start without `&mut`), so the copy runs once, and
-        // it is queued in the buffers' context: `cuMemFree` waits for its own context's
-        // work.
-        unsafe { copy_dtod_async(self.ptr, src, stream) }
+        self.view_mut().copy_from_async(src.view(), stream)
     }
 
     /// `cuMemcpyHtoDAsync`: queues a copy of pinned `src` into the buffer on `stream`.
@@ -317,24 +272,8 @@ impl<T: Copy> DeviceBuffer<T> {
     /// when `stream` belongs to another context than the buffer; driver errors.
     #[doc(alias = "cuMemcpyHtoDAsync")]
     pub unsafe fn copy_from_host_slice_async(&mut self, src: &[T], stream: &Stream) -> Result<()> {
-        same_len(self.len, src.len())?;
-        let q = stream.queue_capturable(&self.ctx, "cuMemcpyHtoDAsync")?;
-        if self.size_bytes() == 0 {
-            return Ok(());
-        }
-        // SAFETY: `src` holds `size_bytes` bytes and (caller) stays valid until the copy
-        // runs; live stream; the context is current.
-        unsafe {
-            drv!(
-                q.cu,
-                cuMemcpyHtoDAsync(
-                    self.ptr,
-                    src.as_ptr().cast::<c_void>(),
-                    self.size_bytes(),
-                    q.stream
-                )
-            )
-        }
+        // SAFETY: forwarded to the caller.
+        unsafe { self.view_mut().copy_from_host_async(src, stream) }
     }
 
     /// `cuMemcpyDtoHAsync`: queues a copy of the buffer into pinned `dst` on `stream`.
@@ -372,25 +311,8 @@ impl<T: Copy> DeviceBuffer<T> {
     where
         T: Pod,
     {
-        same_len(self.len, dst.len())?;
-        let q = stream.queue_capturable(&self.ctx, "cuMemcpyDtoHAsync")?;
-        if self.size_bytes() == 0 {
-            return Ok(());
-        }
-        // SAFETY: `dst` holds `size_bytes` writable bytes, any bytes are a valid `T`, and
-        // (caller) it stays untouched until the copy runs; live stream; the context is
-        // current.
-        unsafe {
-            drv!(
-                q.cu,
-                cuMemcpyDtoHAsync(
-                    dst.as_mut_ptr().cast::<c_void>(),
-                    self.ptr,
-                    self.size_bytes(),
-                    q.stream
-                )
-            )
-        }
+        // SAFETY: forwarded to the caller.
+        unsafe { self.view().copy_to_host_async(dst, stream) }
     }
 
     /// `cuMemsetD8`: sets every byte to `value`; complete when this returns (it waits for
@@ -400,9 +322,7 @@ impl<T: Copy> DeviceBuffer<T> {
     /// Driver errors.
     #[doc(alias = "cuMemsetD8")]
     pub fn memset_d8(&mut self, value: u8) -> Result<()> {
-        let g = self.ctx.enter()?;
-        // SAFETY: the buffer holds `size_bytes` bytes; no stream.
-        unsafe { memset_d8(g.cu, self.ptr, self.size_bytes(), value, None) }
+        self.view_mut().memset_d8(value)
     }
 
     /// `cuMemsetD8Async`: queues setting every byte to `value` on `stream`, a stream of
@@ -415,11 +335,7 @@ impl<T: Copy> DeviceBuffer<T> {
     /// [`Capturing::memset_d8`](crate::graph::Capturing::memset_d8)); driver errors.
     #[doc(alias = "cuMemsetD8Async")]
     pub fn memset_d8_async(&mut self, value: u8, stream: &Stream) -> Result<()> {
-        let q = stream.queue(&self.ctx, "cuMemsetD8Async")?;
-        // SAFETY: the buffer holds `size_bytes` bytes; the stream is of the buffer's
-        // context and not capturing, so the memset runs once, before the buffer can be
-        // freed (`cuMemFree` waits for its own context's work).
-        unsafe { memset_d8(q.cu, self.ptr, self.size_bytes(), value, Some(stream)) }
+        self.view_mut().memset_d8_async(value, stream)
     }
 
     /// `cuMemsetD32`: sets every 32-bit word to `value`; complete when this returns (it
@@ -429,9 +345,7 @@ impl<T: Copy> DeviceBuffer<T> {
     /// [`Error::InvalidArgument`] unless the size is a multiple of 4; driver errors.
     #[doc(alias = "cuMemsetD32")]
     pub fn memset_d32(&mut self, value: u32) -> Result<()> {
-        let g = self.ctx.enter()?;
-        // SAFETY: the buffer holds `size_bytes` bytes; no stream.
-        unsafe { memset_d32(g.cu, self.ptr, self.size_bytes(), value, None) }
+        self.view_mut().memset_d32(value)
     }
 
     /// `cuMemsetD32Async`: queues setting every 32-bit word to `value` on `stream`, a
@@ -444,11 +358,7 @@ impl<T: Copy> DeviceBuffer<T> {
     /// [`Capturing::memset_d32`](crate::graph::Capturing::memset_d32)); driver errors.
     #[doc(alias = "cuMemsetD32Async")]
     pub fn memset_d32_async(&mut self, value: u32, stream: &Stream) -> Result<()> {
-        let q = stream.queue(&self.ctx, "cuMemsetD32Async")?;
-        // SAFETY: the buffer holds `size_bytes` bytes; the stream is of the buffer's
-        // context and not capturing, so the memset runs once, before the buffer can be
-        // freed (`cuMemFree` waits for its own context's work).
-        unsafe { memset_d32(q.cu, self.ptr, self.size_bytes(), value, Some(stream)) }
+        self.view_mut().memset_d32_async(value, stream)
     }
 }
 
@@ -555,7 +465,7 @@ pub(crate) unsafe fn memset_d32(
 /// host-to-device copies, which the driver queues on the legacy default stream and may
 /// still be running when they return. Without this, work on a non-blocking stream (which
 /// does not wait for the legacy stream) could run before or under them.
-fn legacy_stream_sync(cu: &cudadrv_sys::DriverApi) -> Result<()> {
+pub(crate) fn legacy_stream_sync(cu: &cudadrv_sys::DriverApi) -> Result<()> {
     // SAFETY: the legacy stream handle is always valid in a context.
     unsafe { drv!(cu, cuStreamSynchronize(cudadrv_sys::CU_STREAM_LEGACY)) }
 }

@@ -13,6 +13,7 @@
 use cudadrv_sys::CUdeviceptr;
 
 use super::DevicePtr;
+use super::view::{DeviceView, DeviceViewMut};
 use crate::driver::context::Context;
 
 /// Device memory of values of one type: `len` values at one device address, in one
@@ -48,6 +49,12 @@ pub trait DeviceMemory: sealed::Sealed {
     fn as_arg(&self) -> DevicePtr<Self::Elem> {
         DevicePtr::from_raw(self.as_raw())
     }
+
+    /// A shared view of all of it, borrowing it.
+    fn view(&self) -> DeviceView<'_, Self::Elem>;
+
+    /// An exclusive view of all of it, borrowing it exclusively.
+    fn view_mut(&mut self) -> DeviceViewMut<'_, Self::Elem>;
 }
 
 pub(crate) mod sealed {
@@ -56,8 +63,8 @@ pub(crate) mod sealed {
 }
 
 /// The accessors of a typed device memory kind and its [`DeviceMemory`] impl:
-/// `device_memory!(impl['s, T: Copy] AsyncDeviceBuffer<'s, T>, T, |b| ptr: b.ptr,
-/// len: b.len, context: b.stream.context());`
+/// `device_memory!(owner impl['s, T: Copy] AsyncDeviceBuffer<'s, T>, T, |b| ptr: b.ptr,
+/// len: b.len, context: b.stream.context(), release: Release::Stream(..));`
 macro_rules! device_memory {
     // An untyped byte range (an IPC mapping, a VMM mapping, an imported pool
     // allocation): address, size, and a kernel argument of any element type.
@@ -87,8 +94,89 @@ macro_rules! device_memory {
             }
         }
     };
+    // An owner: the accessors below, and views of it (`view`, `view_mut`, `slice`,
+    // `slice_mut`, `split_at_mut`).
+    (owner impl[$($gen:tt)*] $ty:ty, $elem:ty, |$this:ident|
+     ptr: $ptr:expr, len: $len:expr, context: $ctx:expr, release: $rel:expr $(,)?) => {
+        $crate::memory::device_memory::device_memory!(
+            impl[$($gen)*] $ty, $elem, |$this| ptr: $ptr, len: $len, context: $ctx, release: $rel
+        );
+
+        impl<$($gen)*> $ty {
+            /// A shared view of all of it, borrowing it (usable wherever a buffer is).
+            #[inline]
+            #[must_use]
+            pub fn view(&self) -> $crate::memory::DeviceView<'_, $elem> {
+                <Self as $crate::memory::DeviceMemory>::view(self)
+            }
+
+            /// An exclusive view of all of it, borrowing it exclusively.
+            #[inline]
+            #[must_use]
+            pub fn view_mut(&mut self) -> $crate::memory::DeviceViewMut<'_, $elem> {
+                <Self as $crate::memory::DeviceMemory>::view_mut(self)
+            }
+
+            /// A shared view of values `range` (indices in values).
+            ///
+            /// # Errors
+            /// [`Error::InvalidArgument`]($crate::Error::InvalidArgument) when the range
+            /// is out of bounds or reversed.
+            #[inline]
+            pub fn slice(
+                &self,
+                range: impl core::ops::RangeBounds<usize>,
+            ) -> $crate::Result<$crate::memory::DeviceView<'_, $elem>> {
+                self.view().slice(range)
+            }
+
+            /// An exclusive view of values `range`.
+            ///
+            /// # Errors
+            /// As [`slice`](Self::slice).
+            #[inline]
+            pub fn slice_mut(
+                &mut self,
+                range: impl core::ops::RangeBounds<usize>,
+            ) -> $crate::Result<$crate::memory::DeviceViewMut<'_, $elem>> {
+                self.view_mut().into_slice(range)
+            }
+
+            /// Exclusive views of the first `mid` values and of the rest, which share
+            /// nothing (each may go to its own stream or kernel).
+            ///
+            /// # Errors
+            /// [`Error::InvalidArgument`]($crate::Error::InvalidArgument) when
+            /// `mid > len`.
+            #[inline]
+            #[allow(clippy::type_complexity)]
+            pub fn split_at_mut(
+                &mut self,
+                mid: usize,
+            ) -> $crate::Result<(
+                $crate::memory::DeviceViewMut<'_, $elem>,
+                $crate::memory::DeviceViewMut<'_, $elem>,
+            )> {
+                self.view_mut().split_at_mut(mid)
+            }
+        }
+
+        impl<'v, $($gen)*> From<&'v $ty> for $crate::memory::DeviceView<'v, $elem> {
+            #[inline]
+            fn from(owner: &'v $ty) -> Self {
+                owner.view()
+            }
+        }
+
+        impl<'v, $($gen)*> From<&'v mut $ty> for $crate::memory::DeviceViewMut<'v, $elem> {
+            #[inline]
+            fn from(owner: &'v mut $ty) -> Self {
+                owner.view_mut()
+            }
+        }
+    };
     (impl[$($gen:tt)*] $ty:ty, $elem:ty, |$this:ident|
-     ptr: $ptr:expr, len: $len:expr, context: $ctx:expr $(,)?) => {
+     ptr: $ptr:expr, len: $len:expr, context: $ctx:expr, release: $rel:expr $(,)?) => {
         impl<$($gen)*> $ty {
             /// The first value's device address (`CUdeviceptr`; 0 when nothing is
             /// allocated).
@@ -155,6 +243,33 @@ macro_rules! device_memory {
             #[inline]
             fn context(&self) -> &$crate::Context {
                 <$ty>::context(self)
+            }
+
+            #[inline]
+            fn view(&self) -> $crate::memory::DeviceView<'_, $elem> {
+                let $this = self;
+                // SAFETY: the memory this type owns or borrows: `len` values at the
+                // address, in the context, released as `$rel` says; borrowed for the
+                // view's lifetime.
+                unsafe {
+                    $crate::memory::DeviceView::new(
+                        <$ty>::as_raw($this),
+                        <$ty>::len($this),
+                        <$ty>::context($this),
+                        $rel,
+                    )
+                }
+            }
+
+            #[inline]
+            fn view_mut(&mut self) -> $crate::memory::DeviceViewMut<'_, $elem> {
+                let $this = &*self;
+                let (ptr, len, rel) = (<$ty>::as_raw($this), <$ty>::len($this), $rel);
+                let $this = &*self;
+                // SAFETY: as in `view`, borrowed exclusively for the view's lifetime.
+                unsafe {
+                    $crate::memory::DeviceViewMut::new(ptr, len, <$ty>::context($this), rel)
+                }
             }
         }
     };

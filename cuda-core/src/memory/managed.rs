@@ -260,7 +260,9 @@ unsafe impl<T: Copy + Send> Send for ManagedBuffer<T> {}
 // attributes through driver calls.
 unsafe impl<T: Copy + Sync> Sync for ManagedBuffer<T> {}
 
-device_memory!(impl[T: Copy] ManagedBuffer<T>, T, |b| ptr: b.ptr, len: b.len, context: &b.ctx);
+device_memory!(owner impl[T: Copy] ManagedBuffer<T>, T, |b| ptr: b.ptr, len: b.len, context: &b.ctx,
+    release: crate::memory::view::Release::Context,
+);
 
 impl<T: Copy> core::fmt::Debug for ManagedBuffer<T> {
     fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {

@@ -41,6 +41,7 @@ pub mod peer;
 mod pinned;
 mod pool;
 pub mod registered;
+mod view;
 pub mod vmm;
 
 pub use device_buffer::{DeviceBuffer, DevicePtr};
@@ -50,6 +51,7 @@ pub use device_memory::DeviceMemory;
 pub use managed::{ManagedBuffer, MemoryModel};
 pub use pinned::{HostAllocFlags, PinnedHostBuffer};
 pub use pool::{AsyncDeviceBuffer, MemPool};
+pub use view::{DeviceView, DeviceViewMut, Release};
 pub use vmm::GrowableBuffer;
 
 use crate::error::{Error, Result};

@@ -58,11 +58,12 @@ unsafe impl<T: Copy + Send> Send for AsyncDeviceBuffer<'_, T> {}
 unsafe impl<T: Copy + Sync> Sync for AsyncDeviceBuffer<'_, T> {}
 
 device_memory!(
-    impl['s, T: Copy] AsyncDeviceBuffer<'s, T>,
+    owner impl['s, T: Copy] AsyncDeviceBuffer<'s, T>,
     T, |b|
     ptr: b.ptr,
     len: b.len,
     context: b.stream.context(),
+    release: crate::memory::view::Release::Stream(b.stream.as_raw()),
 );
 
 impl<T: Copy> core::fmt::Debug for AsyncDeviceBuffer<'_, T> {

@@ -407,11 +407,12 @@ pub struct GrowableBuffer<T> {
 }
 
 device_memory!(
-    impl[T: Pod] GrowableBuffer<T>,
+    owner impl[T: Pod] GrowableBuffer<T>,
     T, |b|
     ptr: b.range.base,
     len: b.mapped_chunks * b.chunk_bytes / size_of::<T>().max(1),
     context: &b.range.ctx,
+    release: crate::memory::view::Release::Unordered,
 );
 
 impl<T: Pod> GrowableBuffer<T> {
