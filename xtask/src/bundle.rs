@@ -11,7 +11,10 @@ use crate::{R, cargo, run, step, toolkit};
 
 /// Builds the bundle into `dir` and prints its size.
 pub fn run_bundle(root: &Path, dir: &Path) -> R {
+    // What it needs on a fresh machine: the CUDA wheels (headers, libcudart for the
+    // linked hw_sys) and nightly rust-src (the kernel template's host build).
     let tk = toolkit::locate(root)?;
+    crate::setup::nightly_rust_src()?;
     if dir.exists() {
         std::fs::remove_dir_all(dir)?;
     }

@@ -20,8 +20,10 @@ fn dirs(root: &Path) -> (PathBuf, PathBuf) {
 }
 
 /// `cargo build --release` of the template's host program from its own directory (stable
-/// toolchain; build.rs runs the nightly kernel build); returns the executable.
+/// toolchain; build.rs runs the nightly kernel build, so nightly `rust-src` is installed
+/// first when missing); returns the executable.
 pub fn build_host(root: &Path) -> R<PathBuf> {
+    crate::setup::nightly_rust_src()?;
     let (template, target) = dirs(root);
     run(
         crate::ptx::toolchain_cargo(&template.join("host"), "stable")
