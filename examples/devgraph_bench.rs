@@ -26,7 +26,7 @@ mod common;
 
 use std::io::Write as _;
 
-use common::{R, open_gpu, stats};
+use common::{R, gpu_or_exit, stats};
 use cudadrv::graph::{CaptureMode, Graph, GraphExec, InstantiateFlags};
 use cudadrv::launch::{LaunchConfig, launch};
 use cudadrv::{
@@ -43,13 +43,7 @@ fn main() {
     let args: Vec<String> = std::env::args().skip(1).collect();
     let opt = |name: &str| common::arg_value(&args, name);
     let rounds: usize = opt("--rounds").and_then(|r| r.parse().ok()).unwrap_or(20);
-    let ctx = match open_gpu() {
-        Ok(ctx) => ctx,
-        Err(why) => {
-            println!("devgraph_bench: no GPU: {why}; nothing was measured.");
-            return;
-        }
-    };
+    let ctx = gpu_or_exit("devgraph_bench");
     if let Err(e) = run(&ctx, opt("--cpp-ptx"), rounds, opt("--csv")) {
         eprintln!("devgraph_bench: error: {e}");
         std::process::exit(1);

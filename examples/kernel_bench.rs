@@ -31,7 +31,7 @@ use std::alloc::{GlobalAlloc, Layout, System};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Instant;
 
-use common::{R, arg_value, open_gpu, stats};
+use common::{R, arg_value, gpu_or_exit, stats};
 use cuda_workspace::ptx;
 use cuda_workspace::typed::typed_axpy;
 use cudadrv::kernel::{self, DeviceSlice, DeviceSliceMut, KernelModule};
@@ -71,13 +71,7 @@ fn main() {
         .and_then(|v| v.parse().ok())
         .unwrap_or(30);
     let csv = arg_value(&args, "--csv");
-    let ctx = match open_gpu() {
-        Ok(ctx) => ctx,
-        Err(why) => {
-            println!("kernel_bench: no GPU ({why}); nothing to measure");
-            return;
-        }
-    };
+    let ctx = gpu_or_exit("kernel_bench");
     if let Err(e) = run(&ctx, rounds, csv.as_deref()) {
         eprintln!("kernel_bench failed: {e}");
         std::process::exit(1);

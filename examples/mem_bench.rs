@@ -117,13 +117,7 @@ fn main() {
     let opt = |name: &str| common::arg_value(&args, name);
     let rounds: usize = opt("--rounds").and_then(|r| r.parse().ok()).unwrap_or(10);
     let grid: Option<u32> = opt("--grid").and_then(|g| g.parse().ok());
-    let ctx = match common::open_gpu() {
-        Ok(ctx) => ctx,
-        Err(e) => {
-            println!("mem_bench: no GPU ({e}); nothing was measured.");
-            return;
-        }
-    };
+    let ctx = common::gpu_or_exit("mem_bench");
     if let Err(e) = run(&ctx, rounds.max(1), grid, opt("--cpp"), opt("--csv")) {
         eprintln!("mem_bench: error: {e}");
         std::process::exit(1);

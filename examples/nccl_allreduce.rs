@@ -10,13 +10,14 @@
 //! Usage: `nccl_allreduce [--count N]` (floats per rank, default 16 Mi). Without a GPU or
 //! without libnccl it says so and exits 0.
 
+mod common;
+
 use std::ffi::{c_int, c_void};
 use std::time::Instant;
 
+use common::{R, exit_no_gpu};
 use cuda_workspace::interop::nccl::{self, Nccl};
 use cudadrv::{Context, Device, DeviceBuffer, Stream};
-
-type R<T = ()> = Result<T, Box<dyn std::error::Error>>;
 
 fn main() {
     let args: Vec<String> = std::env::args().skip(1).collect();
@@ -27,15 +28,9 @@ fn main() {
         .and_then(|n| n.parse().ok())
         .unwrap_or(16 << 20);
     let gpus = match Device::count() {
-        Ok(n) if n > 0 => n,
-        Ok(_) => {
-            println!("nccl_allreduce: no GPU; nothing was run.");
-            return;
-        }
-        Err(e) => {
-            println!("nccl_allreduce: no GPU ({e}); nothing was run.");
-            return;
-        }
+        Ok(0) => exit_no_gpu("nccl_allreduce", "the driver reports no device"),
+        Ok(n) => n,
+        Err(e) => exit_no_gpu("nccl_allreduce", e),
     };
     let lib = match Nccl::get() {
         Ok(lib) => lib,

@@ -23,7 +23,7 @@ mod common;
 use std::io::Write as _;
 
 use common::{
-    BLOCK, ChainMode, Pair, R, STAMPS, chain_bench, chain_bench_trigger, open_gpu, stats,
+    BLOCK, ChainMode, Pair, R, STAMPS, chain_bench, chain_bench_trigger, gpu_or_exit, stats,
 };
 use cudadrv::{Event, EventFlags, Module, Stream};
 
@@ -38,16 +38,7 @@ fn main() {
         .position(|a| a == "--stamps")
         .and_then(|i| args.get(i + 1))
         .cloned();
-    let ctx = match open_gpu() {
-        Ok(ctx) => ctx,
-        Err(why) => {
-            println!("pdl_demo: no GPU: {why}");
-            println!(
-                "pdl_demo: nothing was launched; run this on a machine with an NVIDIA GPU (sm_90 for PDL)."
-            );
-            return;
-        }
-    };
+    let ctx = gpu_or_exit("pdl_demo");
     if let Err(e) = run(&ctx, stamps_path.as_deref()) {
         eprintln!("pdl_demo: error: {e}");
         std::process::exit(1);

@@ -42,11 +42,9 @@ fn main() {
         .map(|s| s.split(',').filter_map(|x| x.trim().parse().ok()).collect())
         .unwrap_or_else(|| vec![64, 256, 1024]);
     let count = match Device::count() {
+        Ok(0) => common::exit_no_gpu("peer_bench", "the driver reports no device"),
         Ok(n) => n,
-        Err(e) => {
-            println!("peer_bench: no GPU ({e}); nothing was measured.");
-            return;
-        }
+        Err(e) => common::exit_no_gpu("peer_bench", e),
     };
     if count < 2 {
         println!("peer_bench: needs 2 GPUs (found {count}); nothing was measured.");

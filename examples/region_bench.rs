@@ -37,7 +37,7 @@ use std::ffi::{CString, c_void};
 use std::fmt::Write as _;
 use std::time::Instant;
 
-use common::{BLOCK, ChainMode, R, arg_value, chain_bench, open_gpu, stats};
+use common::{BLOCK, ChainMode, R, arg_value, chain_bench, gpu_or_exit, stats};
 use cudadrv::graph::{CaptureMode, InstantiateFlags, Region};
 use cudadrv::launch::{AutoPdl, LaunchConfig, PdlPlan, launch};
 use cudadrv::{Context, DeviceBuffer, DevicePtr, Event, EventFlags, Function, Module, Stream};
@@ -116,13 +116,7 @@ fn main() {
         sweep: !flag("--no-sweep"),
         tune: !flag("--no-tune"),
     };
-    let ctx = match open_gpu() {
-        Ok(ctx) => ctx,
-        Err(why) => {
-            println!("region_bench: no GPU: {why}");
-            return;
-        }
-    };
+    let ctx = gpu_or_exit("region_bench");
     if let Err(e) = run(&ctx, &opts) {
         eprintln!("region_bench: error: {e}");
         std::process::exit(1);

@@ -36,7 +36,7 @@ mod common;
 
 use std::fmt::Write as _;
 
-use common::{R, open_gpu, stats};
+use common::{R, gpu_or_exit, stats};
 use cudadrv::cuda_sys::{CUdevice_attribute, CUresult};
 use cudadrv::launch::{LaunchConfig, launch};
 use cudadrv::{Context, DeviceBuffer, Event, EventFlags, Function, Module, Stream, StreamFlags};
@@ -155,13 +155,7 @@ fn main() {
         .split(',')
         .filter_map(|s| s.trim().parse().ok())
         .collect();
-    let ctx = match open_gpu() {
-        Ok(ctx) => ctx,
-        Err(why) => {
-            println!("tma_bench: no GPU: {why}; nothing was measured.");
-            return;
-        }
-    };
+    let ctx = gpu_or_exit("tma_bench");
     let tune_rounds: usize = opt("--tune-rounds")
         .and_then(|r| r.parse().ok())
         .unwrap_or(3);

@@ -25,7 +25,7 @@ mod interleave;
 use std::fmt::Write as _;
 use std::time::Instant;
 
-use common::{BLOCK, ChainMode, Pair, R, chain_bench, open_gpu, stats};
+use common::{BLOCK, ChainMode, Pair, R, chain_bench, exit_no_gpu, gpu_or_exit, stats};
 use cudadrv::args::{LayoutRule, PackedArgs};
 use cudadrv::launch::{LaunchConfig, launch, launch_packed, launch_plain};
 use cudadrv::{Context, DeviceBuffer, DevicePtr, Event, EventFlags, Function, Module, Stream};
@@ -89,23 +89,15 @@ fn main() {
     let table = cudadrv_sys::driver();
     let load_ms = t.elapsed().as_secs_f64() * 1e3;
     if let Err(e) = table {
-        println!("bench: no GPU: {e}");
-        return;
+        exit_no_gpu("bench", e);
     }
     let t = Instant::now();
     if let Err(e) = cudadrv::driver::init() {
-        println!("bench: no GPU: {e}");
-        return;
+        exit_no_gpu("bench", e);
     }
     let init_ms = t.elapsed().as_secs_f64() * 1e3;
     let t = Instant::now();
-    let ctx = match open_gpu() {
-        Ok(ctx) => ctx,
-        Err(why) => {
-            println!("bench: no GPU: {why}");
-            return;
-        }
-    };
+    let ctx = gpu_or_exit("bench");
     let ctx_ms = t.elapsed().as_secs_f64() * 1e3;
     let mut rows = Rows {
         csv: format!("{HEADER}\n"),

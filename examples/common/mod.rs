@@ -1,5 +1,7 @@
-//! What `pdl_demo` and `bench` share: the GPU setup, the PDL pair and the dependent chain,
-//! all on the Rust kernels of ptx/ through cuda-core.
+//! What the examples share: the GPU setup and the one line each prints, exiting
+//! successfully, on a machine without a GPU ([`gpu_or_exit`], [`exit_no_gpu`]); for
+//! `pdl_demo` and the benchmarks, the PDL pair and the dependent chain, all on the Rust
+//! kernels of ptx/ through cuda-core.
 #![allow(dead_code)] // each example uses a part
 
 use std::alloc::{GlobalAlloc, Layout, System};
@@ -47,10 +49,23 @@ pub const BLOCK: u32 = 256;
 /// `u64` stamps per block written by the PDL pair: `[start, mid, end, smid]`.
 pub const STAMPS: usize = 4;
 
-/// The GPU, or why there is none (printed by the caller, which then exits 0).
+/// The GPU, or why there is none (most callers want [`gpu_or_exit`]).
 pub fn open_gpu() -> Result<Context, String> {
     let dev = Device::get(0).map_err(|e| e.to_string())?;
     Context::primary(dev).map_err(|e| e.to_string())
+}
+
+/// Device 0's primary context; on a machine without a usable GPU (no driver, no device)
+/// [`exit_no_gpu`]: every example says so in the same words and exits successfully.
+pub fn gpu_or_exit(example: &str) -> Context {
+    open_gpu().unwrap_or_else(|why| exit_no_gpu(example, why))
+}
+
+/// Prints `<example>: no GPU, nothing was run: <why>` and exits with status 0: a machine
+/// without a GPU is not an example's failure (the hardware tests count such skips).
+pub fn exit_no_gpu(example: &str, why: impl std::fmt::Display) -> ! {
+    println!("{example}: no GPU, nothing was run: {why}");
+    std::process::exit(0)
 }
 
 /// Median, min and max of `v` (sorted in place); zeros when empty.

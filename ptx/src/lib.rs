@@ -39,3 +39,4 @@ pub mod typed;
 pub mod region;
 pub mod vec_add;
 pub mod vec_stream;
+pub mod vector_add;

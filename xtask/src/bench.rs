@@ -40,7 +40,7 @@ and back here: cargo xtask timeline --csv stamps.csv --svg timeline.svg";
 /// `--no-cpp` skips the C++ reference.
 pub fn run(root: &Path, args: &[String]) -> R {
     if let Err(why) = gpu_present() {
-        println!("no GPU: {why}");
+        println!("xtask bench: no GPU, nothing was run: {why}");
         println!("{NO_GPU_HELP}");
         return Ok(());
     }

@@ -1,6 +1,8 @@
 //! `cargo xtask bundle [DIR]`: what a GPU host with no Rust toolchain needs to run the
 //! hardware tests: release test binaries (loaded mode, plus `hw_sys_linked` linked
-//! against a stub libcuda), the PTX, the C++ reference sources and `run.sh`.
+//! against a stub libcuda), the examples (`vector_add` and the kernel template's program
+//! also run as one-test suites, `hw_vector_add` and `hw_template`), the PTX, the C++
+//! reference sources and `run.sh`.
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
@@ -9,7 +11,10 @@ use crate::{R, cargo, run, step, toolkit};
 
 /// Builds the bundle into `dir` and prints its size.
 pub fn run_bundle(root: &Path, dir: &Path) -> R {
+    // What it needs on a fresh machine: the CUDA wheels (headers, libcudart for the
+    // linked hw_sys) and nightly rust-src (the kernel template's host build).
     let tk = toolkit::locate(root)?;
+    crate::setup::nightly_rust_src()?;
     if dir.exists() {
         std::fs::remove_dir_all(dir)?;
     }
@@ -56,10 +61,11 @@ pub fn run_bundle(root: &Path, dir: &Path) -> R {
     }
 
     step(
-        "building the examples (pdl_demo, bench, devgraph_bench, tma_bench, peer_bench, mem_bench, region_bench, nccl_allreduce), release",
+        "building the examples (vector_add, pdl_demo, bench, devgraph_bench, tma_bench, peer_bench, mem_bench, region_bench, nccl_allreduce, kernel_bench), release",
     );
     run(cargo(root).args(["build", "--release", "--examples", "-p", "cuda-workspace"]))?;
     for example in [
+        "vector_add",
         "pdl_demo",
         "bench",
         "devgraph_bench",
@@ -80,8 +86,13 @@ pub fn run_bundle(root: &Path, dir: &Path) -> R {
     step("the kernel template's host program (runs as bin/hw_template)");
     let template = crate::template::build_host(root)?;
     std::fs::copy(&template, bin.join("template-host"))?;
-    std::fs::write(bin.join("hw_template"), HW_TEMPLATE_SH)?;
-    run(Command::new("chmod").arg("+x").arg(bin.join("hw_template")))?;
+    for (name, script) in [
+        ("hw_template", HW_TEMPLATE_SH),
+        ("hw_vector_add", HW_VECTOR_ADD_SH),
+    ] {
+        std::fs::write(bin.join(name), script)?;
+        run(Command::new("chmod").arg("+x").arg(bin.join(name)))?;
+    }
 
     step("PTX, C++ reference and run script");
     let ptx_dir = dir.join("ptx");
@@ -211,12 +222,45 @@ fn dir_size(dir: &Path) -> u64 {
 }
 
 /// `bin/hw_template`: the kernel template's program as a one-test suite, so `run.sh`
-/// counts it with the others.
+/// counts it with the others (skipped when it printed that nothing was run).
 const HW_TEMPLATE_SH: &str = r#"#!/usr/bin/env bash
 # The user kernel-crate template (examples/kernel-template) run on the GPU.
-if "$(dirname "$0")/template-host"; then r="1 passed, 0 failed"; else r="0 passed, 1 failed"; fi
-echo "hw_template: $r, 0 skipped"
-case "$r" in 1*) exit 0 ;; *) exit 1 ;; esac
+out=$("$(dirname "$0")/template-host" 2>&1); rc=$?
+echo "$out"
+if [ "$rc" != 0 ]; then r="0 passed, 1 failed, 0 skipped"
+elif echo "$out" | grep -q "nothing was run"; then r="0 passed, 0 failed, 1 skipped"
+else r="1 passed, 0 failed, 0 skipped"; fi
+echo "hw_template: $r"
+case "$r" in *" 1 failed"*) exit 1 ;; *) exit 0 ;; esac
+"#;
+
+/// `bin/hw_vector_add`: the newcomer's example as a one-test suite: its Rust kernel, and
+/// the same launch of `cpp/vector_add.cu` compiled by nvcc (`$NVCC`, default
+/// `/usr/local/cuda/bin/nvcc`); every sum is checked by the example, which exits 1 on a
+/// wrong one. Without nvcc only the Rust kernel runs.
+const HW_VECTOR_ADD_SH: &str = r#"#!/usr/bin/env bash
+# examples/vector_add run on the GPU: the Rust kernel, then the nvcc-built C++ kernel.
+here=$(cd "$(dirname "$0")" && pwd)
+nvcc=${NVCC:-/usr/local/cuda/bin/nvcc}
+ptx=${TMPDIR:-/tmp}/hw_vector_add_$$.ptx
+args=(); fail=0
+if [ -x "$nvcc" ]; then
+  if "$nvcc" -arch=sm_90 -ptx "$here/../cpp/vector_add.cu" -o "$ptx"; then
+    args=(--cpp-ptx "$ptx")
+  else
+    echo "vector_add: nvcc failed on cpp/vector_add.cu"; fail=1
+  fi
+else
+  echo "vector_add: no nvcc at $nvcc: the C++ kernel is not run"
+fi
+out=$("$here/vector_add" "${args[@]}" 2>&1); rc=$?
+echo "$out"
+rm -f "$ptx"
+if [ "$rc" != 0 ] || [ "$fail" = 1 ]; then r="0 passed, 1 failed, 0 skipped"
+elif echo "$out" | grep -q "nothing was run"; then r="0 passed, 0 failed, 1 skipped"
+else r="1 passed, 0 failed, 0 skipped"; fi
+echo "hw_vector_add: $r"
+case "$r" in *" 1 failed"*) exit 1 ;; *) exit 0 ;; esac
 "#;
 
 const RUN_SH: &str = r#"#!/usr/bin/env bash
@@ -338,7 +382,7 @@ if [ "$BENCH" = 1 ] && want "$BENCHES" nccl; then
   bin/nccl_allreduce 2>&1 | tee "$LOGS/nccl_allreduce.log"
 fi
 if [ "$SANITIZE" = 1 ] && [ "$TESTS" = 1 ] && command -v compute-sanitizer >/dev/null; then
-  for t in bin/hw_core bin/hw_launch bin/hw_graph bin/hw_device bin/hw_soundness bin/hw_samples bin/hw_logs bin/hw_green bin/hw_devgraph bin/hw_vmm bin/hw_multi_gpu bin/hw_interop bin/hw_ipc bin/hw_tma bin/hw_promises bin/hw_memory bin/hw_region bin/hw_kernels bin/hw_template; do
+  for t in bin/hw_core bin/hw_launch bin/hw_graph bin/hw_device bin/hw_soundness bin/hw_samples bin/hw_logs bin/hw_green bin/hw_devgraph bin/hw_vmm bin/hw_multi_gpu bin/hw_interop bin/hw_ipc bin/hw_tma bin/hw_promises bin/hw_memory bin/hw_region bin/hw_kernels bin/hw_template bin/hw_vector_add; do
     [ -x "$t" ] || continue
     name=$(basename "$t")
     [ -z "$SUITES" ] || want "$SUITES" "$name" || continue

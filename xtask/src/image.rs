@@ -13,6 +13,7 @@ pub const BARE_METAL_BUDGET: u64 = 40 * 1024;
 
 /// Builds both examples; fails when the bare-metal image is over budget.
 pub fn check(root: &Path) -> R {
+    crate::setup::targets(&["aarch64-unknown-none"])?;
     let bare = root.join("examples/bare-metal");
     let target_dir = root.join("target/embedded");
     run(cargo(&bare)

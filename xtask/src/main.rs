@@ -8,6 +8,7 @@ mod driver_abi;
 mod image;
 mod package;
 mod ptx;
+mod setup;
 mod template;
 mod test;
 mod toolkit;
@@ -19,6 +20,9 @@ use std::process::Command;
 pub type R<T = ()> = Result<T, Box<dyn std::error::Error>>;
 
 const USAGE: &str = "usage: cargo xtask <command>
+
+Each command first installs what it needs and lacks (nightly rust-src, rustup targets,
+the CUDA wheels in .cuda/, libclang), so any of them works on a fresh machine.
 
 commands:
   bindgen [--check] [--cuda RELEASE] [--crate DIR]

@@ -80,7 +80,7 @@ const MODULES: &[Module] = &[
 pub fn build(root: &Path, check: bool) -> R {
     let ptx_dir = root.join("ptx");
     let generated = ptx_dir.join("generated");
-    ensure_rust_src()?;
+    crate::setup::nightly_rust_src()?;
     let mut stale = Vec::new();
     for module in MODULES {
         let asm = compile(&ptx_dir, module)?;
@@ -162,20 +162,6 @@ pub fn assemble_all(root: &Path, ptxas: &Path) -> R<usize> {
     }
     println!("ptxas: {} PTX file(s) assembled for sm_90", files.len());
     Ok(files.len())
-}
-
-/// `rustup component add rust-src --toolchain nightly` (idempotent; `-Zbuild-std` needs
-/// the sources).
-fn ensure_rust_src() -> R {
-    let status = Command::new("rustup")
-        .args(["component", "add", "rust-src", "--toolchain", "nightly"])
-        .status()
-        .map_err(|e| format!("running rustup (needed for the nightly toolchain): {e}"))?;
-    if status.success() {
-        Ok(())
-    } else {
-        Err(format!("`rustup component add rust-src --toolchain nightly` failed ({status})").into())
-    }
 }
 
 /// Builds `module` and returns its PTX (the `.s` rustc emitted).

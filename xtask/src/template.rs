@@ -1,8 +1,10 @@
 //! The user kernel-crate template (`examples/kernel-template`: `host/` and `kernels/`,
 //! each its own workspace): CI builds the host program (whose build.rs compiles the
 //! kernels to PTX with the nightly toolchain), assembles that PTX with ptxas for sm_90,
-//! and checks that a `safe` kernel body using `unsafe` does not build for the device. The
-//! bundle carries the host program; `run.sh` runs it on the GPU as `hw_template`.
+//! runs the program (on a machine without a GPU it must say so and exit 0, as every
+//! example does; on a GPU it checks its kernels' values), and checks that a `safe`
+//! kernel body using `unsafe` (the first kernel, `saxpy`) does not build for the device.
+//! The bundle carries the host program; `run.sh` runs it on the GPU as `hw_template`.
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -18,8 +20,10 @@ fn dirs(root: &Path) -> (PathBuf, PathBuf) {
 }
 
 /// `cargo build --release` of the template's host program from its own directory (stable
-/// toolchain; build.rs runs the nightly kernel build); returns the executable.
+/// toolchain; build.rs runs the nightly kernel build, so nightly `rust-src` is installed
+/// first when missing); returns the executable.
 pub fn build_host(root: &Path) -> R<PathBuf> {
+    crate::setup::nightly_rust_src()?;
     let (template, target) = dirs(root);
     run(
         crate::ptx::toolchain_cargo(&template.join("host"), "stable")
@@ -60,7 +64,32 @@ pub fn check(root: &Path, ptxas: &Path) -> R {
         .arg(target.join("template.cubin")))?;
     println!("  template: {entries} kernels, PTX assembled for sm_90");
 
-    // A copy of the kernels crate whose safe `produce` dereferences a raw pointer.
+    // The program itself: with a GPU it launches every kernel and checks the values;
+    // without one it prints the no-GPU line and succeeds.
+    let out = Command::new(&exe).output()?;
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    if !out.status.success() {
+        return Err(format!(
+            "{} failed ({}):\n{stdout}{}",
+            exe.display(),
+            out.status,
+            String::from_utf8_lossy(&out.stderr)
+        )
+        .into());
+    }
+    let last = stdout.lines().last().unwrap_or_default();
+    if !last.starts_with("template: no GPU, nothing was run: ")
+        && last != "template: all values checked"
+    {
+        return Err(format!(
+            "{} succeeded but did not end with the no-GPU line or the checked line:\n{stdout}",
+            exe.display()
+        )
+        .into());
+    }
+    println!("  {last}");
+
+    // A copy of the kernels crate whose safe `saxpy` dereferences a raw pointer.
     let neg = target.join("unsafe-in-safe");
     let _ = std::fs::remove_dir_all(&neg);
     std::fs::create_dir_all(neg.join("src"))?;
@@ -68,14 +97,18 @@ pub fn check(root: &Path, ptxas: &Path) -> R {
     let manifest = std::fs::read_to_string(template.join("kernels/Cargo.toml"))?
         .replace("../../../cuda-core", &core.display().to_string());
     std::fs::write(neg.join("Cargo.toml"), manifest)?;
-    let anchor = "        launch_dependents();\n";
+    let anchor = "            y.write(i, a * xi + yi);\n";
     let src = std::fs::read_to_string(template.join("kernels/src/lib.rs"))?;
-    if !src.contains(anchor) {
-        return Err("kernel-template: `produce` no longer calls launch_dependents()".into());
+    if src.matches(anchor).count() != 1 {
+        return Err(format!(
+            "kernel-template: `saxpy`'s line {:?} is not in kernels/src/lib.rs once",
+            anchor.trim()
+        )
+        .into());
     }
     let src = src.replacen(
         anchor,
-        "        launch_dependents();\n        unsafe { *out.as_ptr().add(1 << 30) = 1 };\n",
+        "            unsafe { *y.as_ptr().add(1 << 30) = 1.0 };\n            y.write(i, a * xi + yi);\n",
         1,
     );
     std::fs::write(neg.join("src/lib.rs"), src)?;

@@ -12,7 +12,7 @@ use std::path::Path;
 use std::process::{Command, Stdio};
 use std::time::Instant;
 
-use crate::{R, cargo, run, step, toolkit};
+use crate::{R, cargo, run, setup, step, toolkit};
 
 /// The library packages (folders cuda-sys/ and cuda-core/).
 const SYS: &str = "cudadrv-sys";
@@ -65,8 +65,18 @@ impl HwTotals {
 /// Runs the whole check; fails on the first failing step (tests run to the end).
 pub fn run_all(root: &Path) -> R {
     let start = Instant::now();
-    step("toolchain components (rustfmt, clippy, nightly rust-src)");
-    ensure_components()?;
+    step("toolchain components (rustfmt, clippy, nightly rust-src and Miri, targets)");
+    setup::fmt_and_clippy()?;
+    setup::nightly_rust_src()?;
+    setup::nightly_miri()?;
+    setup::targets(&[
+        "x86_64-unknown-none",
+        "aarch64-unknown-none",
+        "aarch64-unknown-linux-gnu",
+        "thumbv7em-none-eabihf",
+        "x86_64-pc-windows-msvc",
+    ])?;
+    setup::toolchain("1.85")?;
     let tk = toolkit::locate(root)?;
     // The ABI probe's headers (environment for child processes): the release the
     // bindings are generated from, not the 13.0 build toolchain's.
@@ -366,7 +376,6 @@ pub fn run_all(root: &Path) -> R {
     crate::package::run_package(root)?;
 
     step("MSRV: cuda-sys and cuda-core build with Rust 1.85 (their rust-version)");
-    run(Command::new("rustup").args(["toolchain", "install", "1.85", "--profile", "minimal"]))?;
     for features in [
         &[][..],
         &["--no-default-features", "--features", "loaded"][..],
@@ -455,36 +464,6 @@ fn run_tests(root: &Path, include: &Path) -> R<HwTotals> {
         return Err("no hardware suite printed its summary line".into());
     }
     Ok(totals)
-}
-
-/// rustfmt and clippy for the active toolchain; rust-src for nightly (PTX builds).
-fn ensure_components() -> R {
-    let have = |args: &[&str]| {
-        Command::new(args[0])
-            .args(&args[1..])
-            .output()
-            .is_ok_and(|o| o.status.success())
-    };
-    if !have(&["cargo", "fmt", "--version"]) || !have(&["cargo", "clippy", "--version"]) {
-        run(Command::new("rustup").args(["component", "add", "rustfmt", "clippy"]))?;
-    }
-    run(Command::new("rustup").args([
-        "component",
-        "add",
-        "rust-src",
-        "miri",
-        "--toolchain",
-        "nightly",
-    ]))?;
-    run(Command::new("rustup").args([
-        "target",
-        "add",
-        "x86_64-unknown-none",
-        "aarch64-unknown-none",
-        "aarch64-unknown-linux-gnu",
-        "thumbv7em-none-eabihf",
-        "x86_64-pc-windows-msvc",
-    ]))
 }
 
 #[cfg(test)]

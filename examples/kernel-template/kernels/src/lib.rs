@@ -1,6 +1,13 @@
 //! The template's kernels. Each `cudadrv::kernel!` is both the device entry point (in the
 //! nvptx64 build) and the host's typed handle (in the host build), so the two sides
 //! cannot disagree about parameters.
+//!
+//! 1. `saxpy`: the kernel to start from, `safe` (launched without `unsafe`), one thread
+//!    per element.
+//! 2. For later: a Programmatic Dependent Launch pair (`produce`, then `consume`, which
+//!    may start before `produce` has finished).
+//! 3. For later: an mbarrier producer/consumer in shared memory (`handoff`, an `unsafe`
+//!    kernel, so an `unsafe` launch).
 #![no_std]
 #![cfg_attr(target_arch = "nvptx64", feature(abi_ptx, asm_experimental_arch))]
 
@@ -12,6 +19,26 @@ use cudadrv::device::{
     MBarrier, block_dim, fence_mbarrier_init, global_idx_x, launch_dependents, sync_threads,
     thread_idx,
 };
+
+// 1. The first kernel.
+
+cudadrv::kernel! {
+    /// `y[i] = a * x[i] + y[i]` (`f32`, a multiply then an add) for every `i` that both
+    /// slices have, one thread per element: any 1-D grid of at least `y.len()` threads
+    /// covers `y`; threads past the end do nothing.
+    ///
+    /// `safe` form: the body is compiled under `#[forbid(unsafe_code)]` and reaches
+    /// memory only through the bounds-checked slices, so the host launches it without
+    /// `unsafe`.
+    pub safe fn saxpy(a: f32, x: DeviceSlice<f32>, y: DeviceSliceMut<f32>) {
+        let i = global_idx_x() as usize;
+        if let (Some(xi), Some(yi)) = (x.get(i), y.get(i)) {
+            y.write(i, a * xi + yi);
+        }
+    }
+}
+
+// 2. A Programmatic Dependent Launch pair.
 
 /// What `produce` writes at `i`.
 pub const fn produced(i: u32) -> u32 {
@@ -43,6 +70,8 @@ cudadrv::kernel! {
         }
     }
 }
+
+// 3. An mbarrier producer/consumer in one block.
 
 /// Words the producer warp hands to the consumer warp through shared memory.
 pub const WORDS: usize = 32;
