@@ -194,19 +194,60 @@ impl Context {
     /// Loader or driver errors.
     #[doc(alias = "cuDevicePrimaryCtxRetain")]
     pub fn primary(device: Device) -> Result<Self> {
+        let ctx = Self::retain_primary(device)?;
+        let cu = api()?;
+        if current_raw(cu)? != ctx.as_raw() {
+            ctx.bind()?;
+        }
+        Ok(ctx)
+    }
+
+    /// `cuDevicePrimaryCtxRetain` alone: `device`'s primary context, retained (released
+    /// when the last clone drops), with no other effect: the calling thread's current
+    /// context stays what it was. For a library embedded in a framework that manages
+    /// the current context itself (every call of this crate makes its context current
+    /// for the call and restores the previous one).
+    ///
+    /// # Errors
+    /// Loader or driver errors.
+    #[doc(alias = "cuDevicePrimaryCtxRetain")]
+    pub fn retain_primary(device: Device) -> Result<Self> {
         let cu = api()?;
         let mut raw = ptr::null_mut();
         // SAFETY: `raw` is a valid out-pointer.
         unsafe { drv!(cu, cuDevicePrimaryCtxRetain(&mut raw, device.as_raw()))? };
-        let ctx = Self::share(CtxInner {
+        Self::share(CtxInner {
             raw,
             device,
             ownership: Ownership::Primary,
-        })?;
-        if current_raw(cu)? != raw {
-            ctx.bind()?;
+        })
+    }
+
+    /// The calling thread's current context, without changing it: `None` when none is
+    /// current; the primary context of its device, retained, when that is the current
+    /// one (what the CUDA runtime, PyTorch and CuPy make current).
+    ///
+    /// # Errors
+    /// [`Error::InvalidArgument`] when the current context is not a primary context (a
+    /// context another library created, whose lifetime this crate cannot hold:
+    /// [`Context::borrow_raw`] is the `unsafe` form for it); driver errors.
+    #[doc(alias = "cuCtxGetCurrent")]
+    pub fn current() -> Result<Option<Self>> {
+        let cu = api()?;
+        let raw = current_raw(cu)?;
+        if raw.is_null() {
+            return Ok(None);
         }
-        Ok(ctx)
+        let device = Device::current()?;
+        let primary = Self::retain_primary(device)?;
+        if primary.as_raw() == raw {
+            Ok(Some(primary))
+        } else {
+            Err(Error::InvalidArgument(
+                "the current context is not its device's primary context (wrap it with the \
+                 unsafe Context::borrow_raw)",
+            ))
+        }
     }
 
     /// `cuCtxCreate`: a new (non-primary) context on `device` with `flags`, made current on
@@ -663,5 +704,21 @@ impl Device {
         // SAFETY: plain value argument; that nothing uses the context's resources any
         // more is the caller's promise.
         unsafe { drv!(cu, cuDevicePrimaryCtxReset(self.as_raw())) }
+    }
+}
+
+impl Device {
+    /// `cuCtxGetDevice`: the device of the calling thread's current context, without
+    /// changing anything.
+    ///
+    /// # Errors
+    /// `CUDA_ERROR_INVALID_CONTEXT` when no context is current; driver errors.
+    #[doc(alias = "cuCtxGetDevice")]
+    pub fn current() -> Result<Self> {
+        let cu = api()?;
+        let mut raw = 0;
+        // SAFETY: valid out-pointer; reads the current context only.
+        unsafe { drv!(cu, cuCtxGetDevice(&mut raw))? };
+        Ok(Self::from_raw(raw))
     }
 }

@@ -165,12 +165,21 @@ impl Stream {
         }
     }
 
-    /// Wraps a stream owned elsewhere (a library's); dropping the result does nothing.
+    /// Wraps a stream owned elsewhere (a library's, a framework's such as
+    /// `torch.cuda.current_stream()`); dropping the result does nothing.
+    ///
+    /// The stream may be in a capture another library began (`torch.cuda.graph`): the
+    /// safe calls that queue work naming borrowed memory check the capture status and
+    /// refuse ([`Error::StreamCapturing`]), so nothing borrowed ends up in a graph this
+    /// crate does not own; `unsafe` launches and copies are recorded into that graph,
+    /// their contract then covering every replay of it.
     ///
     /// # Safety
     /// `raw` must be a stream of `ctx` (or a default-stream handle) that stays alive for
-    /// as long as the result, and that nothing outside this crate captures while the
-    /// result is used (this crate checks capture status on the calls that need it).
+    /// as long as the result. No capture may begin or end on it outside this crate
+    /// *during* a call of this crate that uses it (between the crate's capture check
+    /// and its enqueue): a framework that begins and ends its captures on the same
+    /// thread, between such calls, meets this.
     pub unsafe fn borrow_raw(raw: CUstream, ctx: &Context) -> Self {
         Self {
             raw,

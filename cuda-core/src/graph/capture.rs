@@ -55,9 +55,7 @@ use crate::driver::function::Function;
 use crate::driver::stream::{EventWaitFlags, Stream};
 use crate::error::{Error, Result, drv};
 use crate::launch::LaunchConfig;
-use crate::memory::{
-    DeviceBuffer, PinnedHostBuffer, Pod, copy_dtod_async, memset_d8, memset_d32, same_len,
-};
+use crate::memory::{DeviceView, PinnedHostBuffer, Pod, memset_d8, memset_d32, same_len};
 
 /// How a capture treats CUDA calls that are not safe during capture
 /// (`CUstreamCaptureMode`), such as `cuMemAlloc` or a synchronizing call.
@@ -310,7 +308,13 @@ impl<'s, 'a> Capturing<'s, 'a> {
     /// # Errors
     /// Driver errors.
     #[doc(alias = "cuMemsetD8Async")]
-    pub fn memset_d8<T: Copy>(&self, buf: &'a DeviceBuffer<T>, value: u8) -> Result<()> {
+    pub fn memset_d8<T: Copy + 'a>(
+        &self,
+        buf: impl Into<DeviceView<'a, T>>,
+        value: u8,
+    ) -> Result<()> {
+        let buf = buf.into();
+        buf.release().for_graph()?;
         self.same_context(buf.context(), "cuMemsetD8Async")?;
         let g = buf.context().enter()?;
         // SAFETY: `buf` holds `size_bytes` bytes and outlives the graph (`'a`); the
@@ -332,7 +336,13 @@ impl<'s, 'a> Capturing<'s, 'a> {
     /// # Errors
     /// [`Error::InvalidArgument`] unless the size is a multiple of 4; driver errors.
     #[doc(alias = "cuMemsetD32Async")]
-    pub fn memset_d32<T: Copy>(&self, buf: &'a DeviceBuffer<T>, value: u32) -> Result<()> {
+    pub fn memset_d32<T: Copy + 'a>(
+        &self,
+        buf: impl Into<DeviceView<'a, T>>,
+        value: u32,
+    ) -> Result<()> {
+        let buf = buf.into();
+        buf.release().for_graph()?;
         self.same_context(buf.context(), "cuMemsetD32Async")?;
         let g = buf.context().enter()?;
         // SAFETY: as in `memset_d8`.
@@ -353,12 +363,36 @@ impl<'s, 'a> Capturing<'s, 'a> {
     /// # Errors
     /// [`Error::InvalidArgument`] when the lengths differ; driver errors.
     #[doc(alias = "cuMemcpyDtoDAsync")]
-    pub fn copy<T: Copy>(&self, dst: &'a DeviceBuffer<T>, src: &'a DeviceBuffer<T>) -> Result<()> {
+    pub fn copy<T: Copy + 'a>(
+        &self,
+        dst: impl Into<DeviceView<'a, T>>,
+        src: impl Into<DeviceView<'a, T>>,
+    ) -> Result<()> {
+        let dst = dst.into();
+        dst.release().for_graph()?;
+        let src = src.into();
+        src.release().for_graph()?;
         same_len(dst.len(), src.len())?;
         self.same_context(dst.context(), "cuMemcpyDtoDAsync")?;
         self.same_context(src.context(), "cuMemcpyDtoDAsync")?;
-        // SAFETY: `dst` holds as many bytes as `src`; both outlive the graph (`'a`).
-        unsafe { copy_dtod_async(dst.as_raw(), src, self.stream) }
+        if src.size_bytes() == 0 {
+            return Ok(());
+        }
+        let g = src.context().enter()?;
+        // SAFETY: `dst` holds as many bytes as `src`; both outlive the graph (`'a`) and
+        // are released only after their context's work; live stream; the context is
+        // current.
+        unsafe {
+            drv!(
+                g.cu,
+                cuMemcpyDtoDAsync(
+                    dst.as_raw(),
+                    src.as_raw(),
+                    src.size_bytes(),
+                    self.stream.as_raw()
+                )
+            )
+        }
     }
 
     /// `cuMemcpyHtoDAsync`, captured: a copy of pinned host memory `src` into `dst`
@@ -370,11 +404,13 @@ impl<'s, 'a> Capturing<'s, 'a> {
     /// # Errors
     /// [`Error::LengthMismatch`] when the lengths differ; driver errors.
     #[doc(alias = "cuMemcpyHtoDAsync")]
-    pub fn copy_from_host<T: Copy>(
+    pub fn copy_from_host<T: Copy + 'a>(
         &self,
-        dst: &'a DeviceBuffer<T>,
+        dst: impl Into<DeviceView<'a, T>>,
         src: &'a PinnedHostBuffer<T>,
     ) -> Result<()> {
+        let dst = dst.into();
+        dst.release().for_graph()?;
         same_len(dst.len(), src.len())?;
         self.same_context(dst.context(), "cuMemcpyHtoDAsync")?;
         if dst.size_bytes() == 0 {
@@ -408,11 +444,13 @@ impl<'s, 'a> Capturing<'s, 'a> {
     /// from the capture until it has completed, no host code may read `dst`, and `dst`
     /// must not be dropped before the last launch has completed.
     #[doc(alias = "cuMemcpyDtoHAsync")]
-    pub unsafe fn copy_to_host<T: Pod>(
+    pub unsafe fn copy_to_host<T: Pod + 'a>(
         &self,
         dst: &'a PinnedHostBuffer<T>,
-        src: &'a DeviceBuffer<T>,
+        src: impl Into<DeviceView<'a, T>>,
     ) -> Result<()> {
+        let src = src.into();
+        src.release().for_graph()?;
         same_len(dst.len(), src.len())?;
         self.same_context(src.context(), "cuMemcpyDtoHAsync")?;
         if src.size_bytes() == 0 {

@@ -56,7 +56,10 @@ use super::{Graph, GraphNode, GraphRef};
 use crate::driver::api;
 use crate::driver::event::Event;
 use crate::error::{Error, Result, drv};
-use crate::memory::{DeviceBuffer, PinnedHostBuffer, Pod, same_len};
+#[cfg(doc)]
+use crate::memory::DeviceBuffer;
+use crate::memory::DeviceView;
+use crate::memory::{PinnedHostBuffer, Pod, same_len};
 
 /// A memset node's target: `height` rows of `width` elements of `element_size`
 /// (1, 2 or 4) bytes, rows `pitch` bytes apart, all set to `value`.
@@ -162,12 +165,14 @@ impl<'a> Graph<'a> {
     /// [`Error::ContextMismatch`] for a buffer of another context than the graph's;
     /// Driver errors.
     #[doc(alias = "cuGraphAddMemsetNode")]
-    pub fn add_memset_d8_node<T: Copy>(
+    pub fn add_memset_d8_node<T: Copy + 'a>(
         &self,
         deps: &[GraphNode<'_>],
-        buf: &'a DeviceBuffer<T>,
+        buf: impl Into<DeviceView<'a, T>>,
         value: u8,
     ) -> Result<GraphNode<'_>> {
+        let buf = buf.into();
+        buf.release().for_graph()?;
         self.same_context(buf.context(), "cuGraphAddMemsetNode")?;
         // SAFETY: `buf` holds `size_bytes` bytes of this context (checked above) and is
         // borrowed for `'a`, as long as the graph and its executable graphs live.
@@ -181,12 +186,14 @@ impl<'a> Graph<'a> {
     /// [`Error::ContextMismatch`] for a buffer of another context than the graph's;
     /// [`Error::InvalidArgument`] unless the size is a multiple of 4; driver errors.
     #[doc(alias = "cuGraphAddMemsetNode")]
-    pub fn add_memset_d32_node<T: Copy>(
+    pub fn add_memset_d32_node<T: Copy + 'a>(
         &self,
         deps: &[GraphNode<'_>],
-        buf: &'a DeviceBuffer<T>,
+        buf: impl Into<DeviceView<'a, T>>,
         value: u32,
     ) -> Result<GraphNode<'_>> {
+        let buf = buf.into();
+        buf.release().for_graph()?;
         self.same_context(buf.context(), "cuGraphAddMemsetNode")?;
         let bytes = buf.size_bytes();
         if bytes % 4 != 0 {
@@ -205,12 +212,16 @@ impl<'a> Graph<'a> {
     /// [`Error::ContextMismatch`] for a buffer of another context than the graph's;
     /// [`Error::InvalidArgument`] when the lengths differ; driver errors.
     #[doc(alias = "cuGraphAddMemcpyNode")]
-    pub fn add_copy_node<T: Copy>(
+    pub fn add_copy_node<T: Copy + 'a>(
         &self,
         deps: &[GraphNode<'_>],
-        dst: &'a DeviceBuffer<T>,
-        src: &'a DeviceBuffer<T>,
+        dst: impl Into<DeviceView<'a, T>>,
+        src: impl Into<DeviceView<'a, T>>,
     ) -> Result<GraphNode<'_>> {
+        let dst = dst.into();
+        dst.release().for_graph()?;
+        let src = src.into();
+        src.release().for_graph()?;
         same_len(dst.len(), src.len())?;
         self.same_context(dst.context(), "cuGraphAddMemcpyNode")?;
         self.same_context(src.context(), "cuGraphAddMemcpyNode")?;
@@ -267,12 +278,14 @@ impl<'a> Graph<'a> {
     /// [`Error::LengthMismatch`] when the lengths differ; driver errors.
     #[doc(alias = "cuGraphAddMemcpyNode")]
     #[doc(alias = "cudaMemcpyHostToDevice")]
-    pub fn add_copy_from_host_node<T: Copy>(
+    pub fn add_copy_from_host_node<T: Copy + 'a>(
         &self,
         deps: &[GraphNode<'_>],
-        dst: &'a DeviceBuffer<T>,
+        dst: impl Into<DeviceView<'a, T>>,
         src: &'a PinnedHostBuffer<T>,
     ) -> Result<GraphNode<'_>> {
+        let dst = dst.into();
+        dst.release().for_graph()?;
         same_len(dst.len(), src.len())?;
         self.same_context(dst.context(), "cuGraphAddMemcpyNode")?;
         self.same_context(src.context(), "cuGraphAddMemcpyNode")?;
@@ -339,12 +352,14 @@ impl<'a> Graph<'a> {
     /// executable graphs does not wait for their launches).
     #[doc(alias = "cuGraphAddMemcpyNode")]
     #[doc(alias = "cudaMemcpyDeviceToHost")]
-    pub unsafe fn add_copy_to_host_node<T: Pod>(
+    pub unsafe fn add_copy_to_host_node<T: Pod + 'a>(
         &self,
         deps: &[GraphNode<'_>],
         dst: &'a PinnedHostBuffer<T>,
-        src: &'a DeviceBuffer<T>,
+        src: impl Into<DeviceView<'a, T>>,
     ) -> Result<GraphNode<'_>> {
+        let src = src.into();
+        src.release().for_graph()?;
         same_len(dst.len(), src.len())?;
         self.same_context(dst.context(), "cuGraphAddMemcpyNode")?;
         self.same_context(src.context(), "cuGraphAddMemcpyNode")?;

@@ -362,30 +362,6 @@ impl<T: Copy> DeviceBuffer<T> {
     }
 }
 
-/// `cuMemcpyDtoDAsync` of `src` into `dst_ptr` (as many bytes as `src` holds).
-///
-/// # Safety
-/// `dst_ptr` holds at least `src.size_bytes()` bytes; if `stream` is capturing, both
-/// allocations outlive every graph made from the capture.
-pub(crate) unsafe fn copy_dtod_async<T: Copy>(
-    dst_ptr: CUdeviceptr,
-    src: &DeviceBuffer<T>,
-    stream: &Stream,
-) -> Result<()> {
-    if src.size_bytes() == 0 {
-        return Ok(());
-    }
-    let g = src.ctx.enter()?;
-    // SAFETY: both allocations hold `size_bytes` bytes (the caller's promise for the
-    // destination); live stream; the context is current.
-    unsafe {
-        drv!(
-            g.cu,
-            cuMemcpyDtoDAsync(dst_ptr, src.ptr, src.size_bytes(), stream.as_raw())
-        )
-    }
-}
-
 impl<T: Copy> Drop for DeviceBuffer<T> {
     /// `cuMemFree` (nothing for an empty buffer); a failure goes to the drop-error sink.
     fn drop(&mut self) {

@@ -47,7 +47,7 @@ use crate::driver::dropping;
 use crate::driver::event::{Event, EventFlags};
 use crate::error::{Error, Result, drv, enter_for_drop};
 use crate::memory::vmm::PhysicalMemory;
-use crate::memory::{DeviceBuffer, MemPool, Pod, byte_len};
+use crate::memory::{DeviceBuffer, DeviceView, DeviceViewMut, MemPool, Pod, Release, byte_len};
 
 const POSIX_FD: CUmemAllocationHandleType =
     CUmemAllocationHandleType::CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR;
@@ -186,6 +186,40 @@ impl IpcMapping {
         unsafe { drv!(g.cu, cuMemGetAddressRange(&mut base, &mut bytes, ptr))? };
         mapping.bytes = bytes - (ptr - base) as usize;
         Ok(mapping)
+    }
+    /// The mapping as a shared view of values of `T` (as many as fit), usable wherever a
+    /// buffer is; its release (`cuIpcCloseMemHandle`) does not wait for queued work, so
+    /// the view takes synchronous copies and [`kernel::scope`](crate::kernel::scope)
+    /// launches, not asynchronous work of its own.
+    ///
+    /// # Errors
+    /// [`Error::InvalidArgument`] for a zero-sized `T` or a mapping not aligned for it.
+    pub fn view<T: Pod>(&self) -> Result<DeviceView<'_, T>> {
+        let len = self.typed_len::<T>()?;
+        // SAFETY: the mapping's `bytes` bytes, open while `self` is borrowed; the
+        // exporting process's writes are device-side races, not host memory.
+        Ok(unsafe { DeviceView::new(self.ptr, len, &self.ctx, Release::Unordered) })
+    }
+
+    /// The mapping as an exclusive view of values of `T` (as many as fit): written by
+    /// copies, memsets and kernels of this process.
+    ///
+    /// # Errors
+    /// As [`view`](Self::view).
+    pub fn view_mut<T: Pod>(&mut self) -> Result<DeviceViewMut<'_, T>> {
+        let len = self.typed_len::<T>()?;
+        // SAFETY: as in `view`, borrowed exclusively.
+        Ok(unsafe { DeviceViewMut::new(self.ptr, len, &self.ctx, Release::Unordered) })
+    }
+
+    /// How many values of `T` fit, if the mapping is aligned for them.
+    fn typed_len<T>(&self) -> Result<usize> {
+        if size_of::<T>() == 0 || self.ptr % align_of::<T>() as u64 != 0 {
+            return Err(Error::InvalidArgument(
+                "an IPC mapping viewed as a zero-sized or more strictly aligned type",
+            ));
+        }
+        Ok(self.bytes / size_of::<T>())
     }
 
     /// `cuMemcpyDtoH` of `dst.len()` elements from byte `offset` (synchronous).

@@ -4,7 +4,12 @@
 //!
 //! - [`DeviceBuffer`]: `cuMemAlloc` / `cuMemFree`, copies and memsets.
 //! - [`DeviceMemory`]: what every typed device memory kind shares (address, length,
-//!   context, size, kernel argument), for code generic over them.
+//!   context, size, kernel argument, views), for code generic over them.
+//! - [`pointer_info`]: what the driver knows about an address (device, context, kind,
+//!   allocation range), to check memory another library hands over.
+//! - [`view`]: [`DeviceView`] and [`DeviceViewMut`], borrowed views of part or all of
+//!   any of them (and of memory made elsewhere, from raw parts), usable wherever a
+//!   buffer is.
 //! - [`PinnedHostBuffer`]: `cuMemAllocHost` / `cuMemFreeHost`, the host side of
 //!   asynchronous copies; `cuMemHostAlloc` with [`HostAllocFlags`] for portable, mapped
 //!   (zero-copy, [`PinnedHostBuffer::device_ptr`]) and write-combined memory.
@@ -39,17 +44,19 @@ pub mod l2;
 pub mod managed;
 pub mod peer;
 mod pinned;
+mod pointer;
 mod pool;
 pub mod registered;
-mod view;
+pub mod view;
 pub mod vmm;
 
 pub use device_buffer::{DeviceBuffer, DevicePtr};
 #[cfg(feature = "graph")]
-pub(crate) use device_buffer::{copy_dtod_async, memset_d8, memset_d32};
+pub(crate) use device_buffer::{memset_d8, memset_d32};
 pub use device_memory::DeviceMemory;
 pub use managed::{ManagedBuffer, MemoryModel};
 pub use pinned::{HostAllocFlags, PinnedHostBuffer};
+pub use pointer::{PointerInfo, pointer_info};
 pub use pool::{AsyncDeviceBuffer, MemPool};
 pub use view::{DeviceView, DeviceViewMut, Release};
 pub use vmm::GrowableBuffer;

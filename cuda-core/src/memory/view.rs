@@ -16,11 +16,11 @@
 //! An address, a length, the owner's context and how the owner frees the memory. The
 //! last decides which asynchronous work a safe call may queue through the view: memory
 //! freed with `cuMemFree` (a [`DeviceBuffer`](crate::DeviceBuffer), a
-//! [`ManagedBuffer`](crate::ManagedBuffer), and raw parts whose maker promised as
+//! [`ManagedBuffer`](crate::memory::ManagedBuffer), and raw parts whose maker promised as
 //! much) may get work on any stream of its context, since that free waits for the
 //! context's pending work; memory freed in stream order
-//! ([`AsyncDeviceBuffer`](crate::AsyncDeviceBuffer)) only on its own stream; memory
-//! whose release does not wait ([`GrowableBuffer`](crate::GrowableBuffer)'s unmap)
+//! ([`AsyncDeviceBuffer`](crate::memory::AsyncDeviceBuffer)) only on its own stream; memory
+//! whose release does not wait ([`GrowableBuffer`](crate::memory::GrowableBuffer)'s unmap)
 //! gets no asynchronous work from safe code outside a [`kernel::scope`](crate::kernel::scope),
 //! which synchronizes before its borrows end.
 //!
@@ -62,6 +62,21 @@ impl Release {
             (Self::Context, r) | (r, Self::Context) => r,
             (Self::Stream(a), Self::Stream(b)) if a == b => Self::Stream(a),
             _ => Self::Unordered,
+        }
+    }
+
+    /// [`Error::InvalidArgument`] unless the memory may be named by a graph node (a
+    /// capture, a replay region): its release waits for the context's work, since a
+    /// forgotten executable graph may leave launches pending after its borrows end.
+    pub(crate) fn for_graph(self) -> Result<()> {
+        if self == Self::Context {
+            Ok(())
+        } else {
+            Err(Error::InvalidArgument(
+                "a graph node names only memory whose free waits for its context's work \
+                 (DeviceBuffer, ManagedBuffer, raw parts), not stream-ordered or unmapped \
+                 memory",
+            ))
         }
     }
 
@@ -464,7 +479,7 @@ impl<'a, T: Copy> DeviceViewMut<'a, T> {
     }
 
     /// `cuMemcpyDtoDAsync`: queues a copy of `src` into the view on `stream`, a stream of
-    /// both sides' context that may take work on both (see the [module docs](self)).
+    /// both sides' context that may take work on both (see the [module docs](crate::memory::view)).
     ///
     /// # Errors
     /// [`Error::LengthMismatch`] when the lengths differ; [`Error::ContextMismatch`]
@@ -549,7 +564,7 @@ impl<'a, T: Copy> DeviceViewMut<'a, T> {
     }
 
     /// `cuMemsetD8Async`: queues setting every byte to `value` on `stream` (a stream of
-    /// the view's context that may take work on it, see the [module docs](self)).
+    /// the view's context that may take work on it, see the [module docs](crate::memory::view)).
     ///
     /// # Errors
     /// [`Error::ContextMismatch`], [`Error::StreamCapturing`], [`Error::InvalidArgument`]

@@ -38,7 +38,7 @@ use crate::driver::function::Function;
 use crate::driver::stream::{EventWaitFlags, Stream};
 use crate::error::{Error, Result, drv};
 use crate::launch::{DriverLaunch, LaunchConfig, launch_core};
-use crate::memory::{DeviceBuffer, PinnedHostBuffer, Pod, memset_d8, memset_d32, same_len};
+use crate::memory::{DeviceView, PinnedHostBuffer, Pod, memset_d8, memset_d32, same_len};
 
 /// How many executable graphs a [`Region::new`] caches.
 pub const DEFAULT_REGION_CAPACITY: usize = 4;

@@ -343,7 +343,13 @@ impl<'a> Recorder<'_, 'a> {
     /// # Errors
     /// [`Error::ContextMismatch`] for a buffer of another context.
     #[doc(alias = "cuMemsetD8Async")]
-    pub fn memset_d8<T: Copy>(&mut self, buf: &'a DeviceBuffer<T>, value: u8) -> Result<()> {
+    pub fn memset_d8<T: Copy + 'a>(
+        &mut self,
+        buf: impl Into<DeviceView<'a, T>>,
+        value: u8,
+    ) -> Result<()> {
+        let buf = buf.into();
+        buf.release().for_graph()?;
         self.same_context(buf.context(), "cuMemsetD8Async")?;
         self.record_memory(Op {
             key: Key {
@@ -364,7 +370,13 @@ impl<'a> Recorder<'_, 'a> {
     /// [`Error::ContextMismatch`] for a buffer of another context;
     /// [`Error::InvalidArgument`] unless the size is a multiple of 4.
     #[doc(alias = "cuMemsetD32Async")]
-    pub fn memset_d32<T: Copy>(&mut self, buf: &'a DeviceBuffer<T>, value: u32) -> Result<()> {
+    pub fn memset_d32<T: Copy + 'a>(
+        &mut self,
+        buf: impl Into<DeviceView<'a, T>>,
+        value: u32,
+    ) -> Result<()> {
+        let buf = buf.into();
+        buf.release().for_graph()?;
         self.same_context(buf.context(), "cuMemsetD32Async")?;
         if buf.size_bytes() % 4 != 0 {
             return Err(Error::InvalidArgument(
@@ -390,11 +402,15 @@ impl<'a> Recorder<'_, 'a> {
     /// [`Error::LengthMismatch`] when the lengths differ; [`Error::ContextMismatch`] for
     /// a buffer of another context.
     #[doc(alias = "cuMemcpyDtoDAsync")]
-    pub fn copy<T: Copy>(
+    pub fn copy<T: Copy + 'a>(
         &mut self,
-        dst: &'a DeviceBuffer<T>,
-        src: &'a DeviceBuffer<T>,
+        dst: impl Into<DeviceView<'a, T>>,
+        src: impl Into<DeviceView<'a, T>>,
     ) -> Result<()> {
+        let dst = dst.into();
+        dst.release().for_graph()?;
+        let src = src.into();
+        src.release().for_graph()?;
         same_len(dst.len(), src.len())?;
         self.same_context(dst.context(), "cuMemcpyDtoDAsync")?;
         self.same_context(src.context(), "cuMemcpyDtoDAsync")?;
@@ -418,11 +434,13 @@ impl<'a> Recorder<'_, 'a> {
     /// [`Error::LengthMismatch`] when the lengths differ; [`Error::ContextMismatch`] for
     /// a device buffer of another context.
     #[doc(alias = "cuMemcpyHtoDAsync")]
-    pub fn copy_from_host<T: Copy>(
+    pub fn copy_from_host<T: Copy + 'a>(
         &mut self,
-        dst: &'a DeviceBuffer<T>,
+        dst: impl Into<DeviceView<'a, T>>,
         src: &'a PinnedHostBuffer<T>,
     ) -> Result<()> {
+        let dst = dst.into();
+        dst.release().for_graph()?;
         same_len(dst.len(), src.len())?;
         self.same_context(dst.context(), "cuMemcpyHtoDAsync")?;
         self.record_memory(Op {
@@ -446,11 +464,13 @@ impl<'a> Recorder<'_, 'a> {
     /// [`Error::LengthMismatch`] when the lengths differ; [`Error::ContextMismatch`] for
     /// a device buffer of another context.
     #[doc(alias = "cuMemcpyDtoHAsync")]
-    pub fn copy_to_host<T: Pod>(
+    pub fn copy_to_host<T: Pod + 'a>(
         &mut self,
         dst: HostTarget<T>,
-        src: &'a DeviceBuffer<T>,
+        src: impl Into<DeviceView<'a, T>>,
     ) -> Result<()> {
+        let src = src.into();
+        src.release().for_graph()?;
         if dst.region != self.id {
             return Err(Error::InvalidArgument(
                 "Region: a HostTarget bound to another region",
