@@ -84,7 +84,7 @@ mod typed;
 #[cfg(not(target_arch = "nvptx64"))]
 pub use scoped::{Arg, Args, Lane, MAX_LANES, Owned, Scope, scope};
 #[cfg(not(target_arch = "nvptx64"))]
-pub use typed::{Kernel, KernelModule, KernelPtx, SafeKernel, TypedKernel};
+pub use typed::{Foreign, Kernel, KernelModule, KernelPtx, Loaded, SafeKernel, Source, TypedKernel};
 
 /// The value of a safe kernel's marker global (`__cudadrv_safe_<name>`, see
 /// [`kernel!`](crate::kernel!)): the parameter list's fingerprint with whether the entry
@@ -122,8 +122,15 @@ pub const fn __cstr(with_nul: &'static str) -> &'static core::ffi::CStr {
 ///   Programmatic Dependent Launch attributes.
 /// - `pub unsafe fn name(params) { body }`: any body (raw pointers, inline PTX); its
 ///   launches are `unsafe`.
+/// - `pub unsafe dependent fn name(params) { body }`: as `unsafe fn`, with
+///   `griddepcontrol.wait` before the body, so typed launches may use PDL.
 /// - `pub extern fn name(params);`: a host handle only, for a kernel built elsewhere
 ///   (C++ from `nvcc`: declare the C++ parameter types, e.g. `*mut f32` for `float*`).
+/// - `pub extern dependent fn name(params);`: as `extern fn`, for a kernel whose code
+///   waits with `griddepcontrol.wait` (`cudaGridDependencySynchronize()` in CUDA C++)
+///   before it reads its predecessor's output: its typed launches
+///   ([`TypedKernel::launch`]) may carry Programmatic Dependent Launch attributes, which
+///   are refused for kernels not declared `dependent`.
 ///
 /// Parameter types must implement [`DeviceRepr`](crate::args::DeviceRepr) on both
 /// targets: numbers, raw pointers, [`DeviceSlice`],
@@ -200,9 +207,28 @@ macro_rules! kernel {
     };
     (
         $(#[$meta:meta])*
+        $vis:vis unsafe dependent fn $name:ident ( $($p:ident : $t:ty),* $(,)? ) $body:block
+    ) => {
+        #[cfg(target_arch = "nvptx64")]
+        $(#[$meta])*
+        #[unsafe(no_mangle)]
+        $vis unsafe extern "ptx-kernel" fn $name($($p: $t),*) {
+            $crate::device::grid_dependency_wait();
+            $body
+        }
+        $crate::kernel!(@host [$(#[$meta])*] $vis $name ($($t),*) true);
+    };
+    (
+        $(#[$meta:meta])*
         $vis:vis extern fn $name:ident ( $($p:ident : $t:ty),* $(,)? );
     ) => {
         $crate::kernel!(@host [$(#[$meta])*] $vis $name ($($t),*) false);
+    };
+    (
+        $(#[$meta:meta])*
+        $vis:vis extern dependent fn $name:ident ( $($p:ident : $t:ty),* $(,)? );
+    ) => {
+        $crate::kernel!(@host [$(#[$meta])*] $vis $name ($($t),*) true);
     };
     (@device_safe [$(#[$meta:meta])*] $vis:vis $name:ident ($($p:ident : $t:ty),*)
         $waits:literal { $($prologue:tt)* } $body:block) => {

@@ -21,7 +21,7 @@ use core::cell::Cell;
 use core::marker::PhantomData;
 use core::ptr;
 
-use cudadrv_sys::{CUlaunchAttributeID, CUstream};
+use cudadrv_sys::CUstream;
 
 use super::params::{DeviceSlice, DeviceSliceMut, Element};
 use super::typed::{SafeKernel, TypedKernel};
@@ -377,7 +377,7 @@ impl<'s> Lane<'s> {
             ));
         }
         let attrs = cfg.num_attributes();
-        if attrs != 0 && !K::WAITS_FOR_DEPENDENCY && has_programmatic(cfg) {
+        if attrs != 0 && !K::WAITS_FOR_DEPENDENCY && cfg.is_programmatic() {
             return Err(Error::InvalidArgument(
                 "a programmatic (PDL) launch of a kernel not declared `dependent`: it \
                  could read its predecessor's output before it is written",
@@ -399,19 +399,6 @@ impl<'s> Lane<'s> {
         // through those slices; its module stays loaded (`kernel` is borrowed for `'s`).
         unsafe { launch_config(f, cfg, stream, ptrs.as_mut_ptr(), ptr::null_mut(), entry) }
     }
-}
-
-/// Whether `cfg` carries a programmatic-dependent-launch attribute.
-fn has_programmatic(cfg: &LaunchConfig<'_>) -> bool {
-    cfg.find(CUlaunchAttributeID::CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION)
-        .is_some_and(|a| {
-            // SAFETY: the ID says `programmaticStreamSerializationAllowed` is the member
-            // set (the rest of the value zeroed).
-            unsafe { a.value.programmaticStreamSerializationAllowed != 0 }
-        })
-        || cfg
-            .find(CUlaunchAttributeID::CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_EVENT)
-            .is_some()
 }
 
 /// A buffer bound to one lane of a scope, exclusively borrowed until the scope ends:

@@ -148,13 +148,55 @@ impl KernelModule {
 /// Launch it safely in a [`scope`](super::scope) (for a [`SafeKernel`] loaded from a
 /// [`KernelModule`]), or with [`launch`](Self::launch) (`unsafe`, for any kernel) with
 /// the arguments typed as [`Kernel::Params`].
-pub struct TypedKernel<K: Kernel> {
+///
+/// The second parameter says where the handle came from: [`Loaded`] (the default: from a
+/// [`KernelModule`], or trusted by [`from_function`](Self::from_function)'s caller),
+/// which a safe launch may take once its module's marker trusts it; or [`Foreign`]
+/// ([`from_module`](Self::from_module): any module, never trusted), whose launches are
+/// `unsafe` only: a safe launch of one does not compile.
+///
+/// ```compile_fail,E0308
+/// # use cudadrv::{Context, DeviceBuffer, LaunchConfig, Module, Stream};
+/// # use cudadrv::kernel::{self, DeviceSliceMut, TypedKernel};
+/// cudadrv::kernel! { pub safe fn fill(out: DeviceSliceMut<u32>) {} }
+/// # fn f(ctx: &Context, m: &Module, stream: &Stream) -> cudadrv::Result<()> {
+/// let k = TypedKernel::<fill>::from_module(m)?; // a Foreign handle
+/// let mut out = DeviceBuffer::<u32>::new(ctx, 256)?;
+/// kernel::scope(ctx, |s| {
+///     // error: a safe launch takes a Loaded handle
+///     s.lane(stream)?.launch(&k, &LaunchConfig::new(1, 256), (&mut out,))
+/// })
+/// # }
+/// # fn main() { let _ = f as fn(&Context, &Module, &Stream) -> _; }
+/// ```
+pub struct TypedKernel<K: Kernel, From: Source = Loaded> {
     f: Function,
     /// The module's device build marked the kernel safe with this signature (or
     /// `from_function`'s caller promised it): the code is a safe declaration's.
     trusted: bool,
-    _k: PhantomData<fn() -> K>,
+    _k: PhantomData<fn() -> (K, From)>,
 }
+
+/// Where a [`TypedKernel`] came from (sealed): [`Loaded`] or [`Foreign`].
+pub trait Source: source::Sealed {}
+
+mod source {
+    pub trait Sealed {}
+    impl Sealed for super::Loaded {}
+    impl Sealed for super::Foreign {}
+}
+
+/// A handle from a [`KernelModule`] (or [`TypedKernel::from_function`]): safe launches
+/// take it when its module's device build marked the kernel safe.
+#[derive(Clone, Copy, Debug)]
+pub enum Loaded {}
+
+/// A handle from any [`Module`] ([`TypedKernel::from_module`]): launched `unsafe` only.
+#[derive(Clone, Copy, Debug)]
+pub enum Foreign {}
+
+impl Source for Loaded {}
+impl Source for Foreign {}
 
 impl<K: Kernel> TypedKernel<K> {
     /// `cuModuleGetFunction(K::NAME)` in a module built from the declaring crate's PTX,
@@ -184,14 +226,15 @@ impl<K: Kernel> TypedKernel<K> {
     }
 
     /// `cuModuleGetFunction(K::NAME)` in any module (PTX from `nvcc`, a cubin, ...), then
-    /// the layout check: a handle whose launches are `unsafe` ([`launch`](Self::launch)).
+    /// the layout check: a [`Foreign`] handle, whose launches are `unsafe`
+    /// ([`launch`](Self::launch)); a safe launch of it does not compile.
     ///
     /// # Errors
     /// As [`new`](Self::new).
-    pub fn from_module(module: &Module) -> Result<Self> {
+    pub fn from_module(module: &Module) -> Result<TypedKernel<K, Foreign>> {
         let f = module.function_cstr(K::NAME)?;
         f.verify_args::<K::Params>()?;
-        Ok(Self {
+        Ok(TypedKernel {
             f,
             trusted: false,
             _k: PhantomData,
@@ -215,7 +258,9 @@ impl<K: Kernel> TypedKernel<K> {
             _k: PhantomData,
         })
     }
+}
 
+impl<K: Kernel, From: Source> TypedKernel<K, From> {
     /// The function.
     #[must_use]
     pub fn function(&self) -> &Function {
@@ -236,6 +281,10 @@ impl<K: Kernel> TypedKernel<K> {
     /// # Errors
     /// As [`crate::launch::launch`].
     ///
+    /// A programmatic (PDL) launch is refused for a kernel not declared `dependent`
+    /// (`safe dependent fn`, `unsafe dependent fn`, `extern dependent fn`): it would not
+    /// wait for its predecessor's output.
+    ///
     /// # Safety
     /// As [`crate::launch::launch`] except the signature, which the types and the check
     /// at load guarantee: every pointer and slice in `args` must be valid for what the
@@ -244,6 +293,13 @@ impl<K: Kernel> TypedKernel<K> {
     #[doc(alias = "cuLaunchKernelEx")]
     #[inline]
     pub unsafe fn launch(&self, cfg: &LaunchConfig<'_>, args: &K::Params) -> Result<()> {
+        if cfg.num_attributes() != 0 && !K::WAITS_FOR_DEPENDENCY && cfg.is_programmatic() {
+            return Err(crate::Error::InvalidArgument(
+                "a programmatic (PDL) launch of a kernel not declared `dependent`: declare \
+                 it `extern dependent fn` (or `unsafe dependent fn`) if it waits with \
+                 griddepcontrol.wait",
+            ));
+        }
         if cfg.num_attributes() == 0 {
             // SAFETY: the signature matches (types and load-time check); the rest is the
             // caller's.
@@ -255,7 +311,7 @@ impl<K: Kernel> TypedKernel<K> {
     }
 }
 
-impl<K: Kernel> Clone for TypedKernel<K> {
+impl<K: Kernel, From: Source> Clone for TypedKernel<K, From> {
     fn clone(&self) -> Self {
         Self {
             f: self.f.clone(),
@@ -265,7 +321,7 @@ impl<K: Kernel> Clone for TypedKernel<K> {
     }
 }
 
-impl<K: Kernel> core::fmt::Debug for TypedKernel<K> {
+impl<K: Kernel, From: Source> core::fmt::Debug for TypedKernel<K, From> {
     fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
         f.debug_struct("TypedKernel")
             .field("name", &K::NAME)

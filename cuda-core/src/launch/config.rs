@@ -724,6 +724,19 @@ impl<'a> LaunchConfig<'a> {
             numAttrs: attrs.len as u32,
         }
     }
+    /// Whether the configuration carries a programmatic-dependent-launch attribute
+    /// (programmatic stream serialization allowed, or a programmatic event).
+    pub(crate) fn is_programmatic(&self) -> bool {
+        self.find(Id::CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION)
+            .is_some_and(|a| {
+                // SAFETY: the ID says `programmaticStreamSerializationAllowed` is the
+                // member set (the rest of the value zeroed).
+                unsafe { a.value.programmaticStreamSerializationAllowed != 0 }
+            })
+            || self
+                .find(Id::CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_EVENT)
+                .is_some()
+    }
 
     /// Runs `call` with this configuration in the driver's form (attributes on this
     /// stack frame), then keeps the device node the driver may have written.
