@@ -347,13 +347,10 @@ fn model(ctx: &Context) {
 
 fn managed(ctx: &Context, stream: &Stream, s: usize) {
     take_log();
-    // Refused before the driver: empty, a per-stream attachment at allocation.
+    // Refused before the driver: empty, an overflowing size (a per-stream attachment at
+    // allocation does not compile: `Attach` has no such variant).
     assert!(matches!(
         ManagedBuffer::<u32>::new(ctx, 0, Attach::Global),
-        Err(Error::InvalidArgument(_))
-    ));
-    assert!(matches!(
-        ManagedBuffer::<u32>::new(ctx, 4, Attach::Single),
         Err(Error::InvalidArgument(_))
     ));
     assert!(matches!(
@@ -391,7 +388,7 @@ fn managed(ctx: &Context, stream: &Stream, s: usize) {
     )))
     .unwrap();
     buf.advise(Advice::UnsetAccessedBy(Location::Host)).unwrap();
-    buf.attach(stream, Attach::Single).unwrap();
+    buf.attach(stream, Attach::Host).unwrap();
     let log = take_log();
     let expect = [
         format!("cuMemPrefetchAsync {p:#x} 4000 loc 1:0 flags 0 stream {s:#x}"),
@@ -399,9 +396,44 @@ fn managed(ctx: &Context, stream: &Stream, s: usize) {
         format!("cuMemAdvise {p:#x} 4000 advice 1 loc 2:0"),
         format!("cuMemAdvise {p:#x} 4000 advice 3 loc 1:0"),
         format!("cuMemAdvise {p:#x} 4000 advice 6 loc 2:0"),
-        format!("cuStreamAttachMemAsync {s:#x} {p:#x} 0 flags 4"),
+        format!("cuStreamAttachMemAsync {s:#x} {p:#x} 0 flags 2"),
     ];
     assert_eq!(log, expect);
+
+    // One stream's buffer (Programming Guide 4.1.2.3): attached SINGLE after one
+    // context synchronization; host views then wait for that stream only; the guard
+    // attaches it GLOBAL again when dropped.
+    let other = Stream::non_blocking(ctx).unwrap();
+    {
+        let mut single = buf.attach_single(stream).unwrap();
+        assert_eq!(
+            take_log(),
+            [
+                "cuCtxSynchronize".to_string(),
+                format!("cuStreamAttachMemAsync {s:#x} {p:#x} 0 flags 4")
+            ]
+        );
+        single.host_mut().unwrap()[0] = 5;
+        assert_eq!(single.host().unwrap()[..2], [5, 1]);
+        assert!(take_log().is_empty(), "a stream-scoped host view syncs no context");
+        // Its views take asynchronous work on the attached stream only.
+        let refused = single.view_mut().memset_d8_async(0, &other);
+        assert!(matches!(refused, Err(Error::InvalidArgument(m)) if m.contains("stream-ordered")));
+        assert!(take_log().is_empty());
+    }
+    assert_eq!(
+        take_log(),
+        [format!("cuStreamAttachMemAsync {s:#x} {p:#x} 0 flags 1")]
+    );
+    // Forgotten mid-flight: the buffer stays attached to the stream, and the next host
+    // view synchronizes the whole context as usual.
+    let single = buf.attach_single(stream).unwrap();
+    std::mem::forget(single);
+    take_log();
+    assert_eq!(buf.host().unwrap()[0], 5);
+    assert_eq!(take_log(), ["cuCtxSynchronize"]);
+    drop(other);
+    take_log();
 
     assert!(buf.is_read_mostly().unwrap());
     assert_eq!(

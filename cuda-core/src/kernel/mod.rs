@@ -84,7 +84,9 @@ mod typed;
 #[cfg(not(target_arch = "nvptx64"))]
 pub use scoped::{Arg, Args, Lane, MAX_LANES, Owned, Scope, scope};
 #[cfg(not(target_arch = "nvptx64"))]
-pub use typed::{Foreign, Kernel, KernelModule, KernelPtx, Loaded, SafeKernel, Source, TypedKernel};
+pub use typed::{
+    Foreign, Kernel, KernelModule, KernelPtx, Loaded, SafeKernel, Source, TypedKernel,
+};
 
 /// The value of a safe kernel's marker global (`__cudadrv_safe_<name>`, see
 /// [`kernel!`](crate::kernel!)): the parameter list's fingerprint with whether the entry

@@ -52,7 +52,7 @@ use cudadrv_sys::{
     CUdeviceptr, CUmem_advise, CUmem_range_attribute, CUmemLocation, CUmemLocationType,
 };
 
-use super::{Pod, byte_len};
+use super::{DeviceView, DeviceViewMut, Pod, Release, byte_len};
 use crate::Device;
 use crate::driver::context::Context;
 use crate::driver::dropping;
@@ -106,7 +106,16 @@ impl Location {
 }
 
 /// Which streams may access a managed allocation (`CUmemAttach_flags`), for
-/// [`ManagedBuffer::new`] and [`ManagedBuffer::attach`].
+/// [`ManagedBuffer::new`] and [`ManagedBuffer::attach`]. Attaching to one stream
+/// (`CU_MEM_ATTACH_SINGLE`) is [`ManagedBuffer::attach_single`], whose guard scopes the
+/// host's access to that stream; an allocation cannot be made attached to one:
+///
+/// ```compile_fail,E0599
+/// # fn f(ctx: &cudadrv::Context) -> cudadrv::Result<()> {
+/// use cudadrv::memory::managed::Attach;
+/// let buf = cudadrv::ManagedBuffer::<u32>::new(ctx, 256, Attach::Single)?; // no such variant
+/// # Ok(()) }
+/// ```
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum Attach {
     /// `CU_MEM_ATTACH_GLOBAL`: any stream of any device.
@@ -114,9 +123,6 @@ pub enum Attach {
     /// `CU_MEM_ATTACH_HOST`: the host; device access only where the device has
     /// concurrent managed access (on others the memory is not visible to kernels).
     Host,
-    /// `CU_MEM_ATTACH_SINGLE`: only the stream it is attached to
-    /// ([`ManagedBuffer::attach`] only).
-    Single,
 }
 
 impl Attach {
@@ -125,7 +131,6 @@ impl Attach {
         match self {
             Self::Global => F::CU_MEM_ATTACH_GLOBAL.0,
             Self::Host => F::CU_MEM_ATTACH_HOST.0,
-            Self::Single => F::CU_MEM_ATTACH_SINGLE.0,
         }
     }
 }
@@ -279,20 +284,15 @@ impl<T: Copy> ManagedBuffer<T> {
     /// `T` without [`Pod`], which [`host`](Self::host) needs anyway).
     ///
     /// # Errors
-    /// [`Error::InvalidArgument`] for `len == 0`, a size in bytes that overflows, or
-    /// [`Attach::Single`] (a new allocation cannot name its stream); driver errors
-    /// (`CUDA_ERROR_NOT_SUPPORTED` without managed memory, `CUDA_ERROR_OUT_OF_MEMORY`).
+    /// [`Error::InvalidArgument`] for `len == 0` or a size in bytes that overflows;
+    /// driver errors (`CUDA_ERROR_NOT_SUPPORTED` without managed memory,
+    /// `CUDA_ERROR_OUT_OF_MEMORY`).
     #[doc(alias = "cuMemAllocManaged")]
     #[doc(alias = "cudaMallocManaged")]
     pub fn new(ctx: &Context, len: usize, attach: Attach) -> Result<Self> {
         if len == 0 || core::mem::size_of::<T>() == 0 {
             return Err(Error::InvalidArgument(
                 "a managed allocation needs at least one byte",
-            ));
-        }
-        if attach == Attach::Single {
-            return Err(Error::InvalidArgument(
-                "cuMemAllocManaged takes Global or Host; attach to one stream afterwards",
             ));
         }
         let bytes = byte_len::<T>(len)?;
@@ -440,6 +440,46 @@ impl<T: Copy> ManagedBuffer<T> {
         }
     }
 
+    /// `cuStreamAttachMemAsync(CU_MEM_ATTACH_SINGLE)`: the buffer belongs to `stream`
+    /// until the guard drops (which attaches it `Global` again, in `stream`'s order), and
+    /// the host may touch it whenever `stream` has finished its work
+    /// ([`SingleStream::host`] synchronizes that stream only, Programming Guide 4.1.2.3):
+    /// the guide's pattern of one stream per host thread, each reading its own results
+    /// while other streams keep running.
+    ///
+    /// Work queued before the call, on any stream, is waited for once here
+    /// (`cuCtxSynchronize`); while the guard lives the buffer is reached only through it
+    /// (its views take asynchronous work on `stream` alone).
+    ///
+    /// # Errors
+    /// [`Error::ContextMismatch`] for a stream of another context;
+    /// [`Error::StreamCapturing`] while `stream` is being captured; driver errors.
+    #[doc(alias = "cuStreamAttachMemAsync")]
+    #[doc(alias = "cudaStreamAttachMemAsync")]
+    pub fn attach_single<'b, 's>(
+        &'b mut self,
+        stream: &'s Stream,
+    ) -> Result<SingleStream<'b, 's, T>> {
+        const CALL: &str = "cuStreamAttachMemAsync";
+        self.ctx.ensure_same(stream.context(), CALL)?;
+        self.ctx.synchronize()?;
+        let q = stream.queue(&self.ctx, CALL)?;
+        // SAFETY: live stream of the buffer's context; the whole allocation (length 0);
+        // changes visibility, never contents.
+        unsafe {
+            drv!(
+                q.cu,
+                cuStreamAttachMemAsync(
+                    q.stream,
+                    self.ptr,
+                    0,
+                    cudadrv_sys::CUmemAttach_flags::CU_MEM_ATTACH_SINGLE.0
+                )
+            )?
+        };
+        Ok(SingleStream { buf: self, stream })
+    }
+
     /// `cuMemRangeGetAttribute(CU_MEM_RANGE_ATTRIBUTE_READ_MOSTLY)`.
     ///
     /// # Errors
@@ -562,6 +602,112 @@ impl<'a> crate::graph::Capturing<'_, 'a> {
                 cuMemPrefetchAsync(buf.ptr, buf.size_bytes(), to.as_raw(), 0, q.stream)
             )
         }
+    }
+}
+
+/// A [`ManagedBuffer`] attached to one stream ([`ManagedBuffer::attach_single`]): the
+/// host reads and writes it once that stream is idle, without waiting for the rest of
+/// the context. Dropping it attaches the buffer `Global` again (in the stream's order);
+/// forgetting it leaves the buffer attached to the stream, whose next host view then
+/// synchronizes the whole context as usual.
+pub struct SingleStream<'b, 's, T: Copy> {
+    buf: &'b mut ManagedBuffer<T>,
+    stream: &'s Stream,
+}
+
+impl<T: Copy> core::fmt::Debug for SingleStream<'_, '_, T> {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        f.debug_struct("SingleStream")
+            .field("buf", &self.buf)
+            .field("stream", &self.stream.as_raw())
+            .finish()
+    }
+}
+
+impl<T: Copy> SingleStream<'_, '_, T> {
+    /// The stream the buffer is attached to.
+    #[must_use]
+    pub fn stream(&self) -> &Stream {
+        self.stream
+    }
+
+    /// A shared view of the buffer: asynchronous work through it goes on the attached
+    /// stream only (the others may not touch the memory).
+    #[must_use]
+    pub fn view(&self) -> DeviceView<'_, T> {
+        // SAFETY: the buffer's allocation, borrowed through the guard; work through the
+        // view is ordered on the attached stream, which `host` synchronizes.
+        unsafe {
+            DeviceView::new(
+                self.buf.ptr,
+                self.buf.len,
+                &self.buf.ctx,
+                Release::Stream(self.stream.as_raw()),
+            )
+        }
+    }
+
+    /// An exclusive view of the buffer, its asynchronous work on the attached stream.
+    #[must_use]
+    pub fn view_mut(&mut self) -> DeviceViewMut<'_, T> {
+        // SAFETY: as in `view`, borrowed exclusively.
+        unsafe {
+            DeviceViewMut::new(
+                self.buf.ptr,
+                self.buf.len,
+                &self.buf.ctx,
+                Release::Stream(self.stream.as_raw()),
+            )
+        }
+    }
+
+    /// The values, read by the host, after `cuStreamSynchronize` of the attached stream.
+    ///
+    /// # Errors
+    /// Driver errors of the synchronization (including the stream's earlier work's).
+    #[doc(alias = "cuStreamSynchronize")]
+    pub fn host(&mut self) -> Result<&[T]>
+    where
+        T: Pod,
+    {
+        self.stream.synchronize()?;
+        // SAFETY: only the attached stream's work may touch the buffer (other streams'
+        // work was waited for when it was attached, and every view since orders its work
+        // on this stream), and that stream has finished; `&mut self` keeps new work away
+        // while the slice lives. Host access to memory attached to an idle stream is
+        // allowed with or without concurrent managed access.
+        Ok(unsafe { self.buf.host_unchecked() })
+    }
+
+    /// The values, for the host to write, after synchronizing the attached stream.
+    ///
+    /// # Errors
+    /// As [`host`](Self::host).
+    pub fn host_mut(&mut self) -> Result<&mut [T]>
+    where
+        T: Pod,
+    {
+        self.stream.synchronize()?;
+        // SAFETY: as in `host`; `&mut self` makes the slice unique.
+        Ok(unsafe { core::slice::from_raw_parts_mut(self.buf.host_ptr(), self.buf.len) })
+    }
+}
+
+impl<T: Copy> Drop for SingleStream<'_, '_, T> {
+    /// `cuStreamAttachMemAsync(CU_MEM_ATTACH_GLOBAL)` on the attached stream; a failure
+    /// goes to the drop-error sink.
+    fn drop(&mut self) {
+        let _g = crate::error::enter_for_drop!(self.buf.ctx);
+        // SAFETY: live stream of the buffer's context; the whole allocation; changes
+        // visibility, never contents.
+        unsafe {
+            dropping!(cuStreamAttachMemAsync(
+                self.stream.as_raw(),
+                self.buf.ptr,
+                0,
+                cudadrv_sys::CUmemAttach_flags::CU_MEM_ATTACH_GLOBAL.0
+            ))
+        };
     }
 }
 
