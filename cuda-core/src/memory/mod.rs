@@ -5,6 +5,7 @@
 //! - [`DeviceBuffer`]: `cuMemAlloc` / `cuMemFree`, copies and memsets.
 //! - [`DeviceMemory`]: what every typed device memory kind shares (address, length,
 //!   context, size, kernel argument, views), for code generic over them.
+//! - [`dlpack`]: tensors to and from other frameworks through the DLPack C ABI.
 //! - [`pointer_info`]: what the driver knows about an address (device, context, kind,
 //!   allocation range), to check memory another library hands over.
 //! - [`view`]: [`DeviceView`] and [`DeviceViewMut`], borrowed views of part or all of
@@ -38,6 +39,7 @@
 pub mod batch;
 mod device_buffer;
 pub(crate) mod device_memory;
+pub mod dlpack;
 #[cfg(all(feature = "std", target_os = "linux"))]
 pub mod ipc;
 pub mod l2;

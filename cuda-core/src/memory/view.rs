@@ -68,6 +68,7 @@ impl Release {
     /// [`Error::InvalidArgument`] unless the memory may be named by a graph node (a
     /// capture, a replay region): its release waits for the context's work, since a
     /// forgotten executable graph may leave launches pending after its borrows end.
+    #[cfg(feature = "graph")]
     pub(crate) fn for_graph(self) -> Result<()> {
         if self == Self::Context {
             Ok(())
