@@ -27,6 +27,11 @@ use std::sync::{Arc, Mutex, MutexGuard};
 
 use cudadrv::graph::CaptureMode;
 use cudadrv::launch::{self, LaunchConfig};
+use cudadrv::memory::dlpack::{
+    self, DLDataType, DLDevice, DLDeviceType, DLManagedTensorVersioned,
+    DLPACK_FLAG_BITMASK_READ_ONLY, DLPACK_VERSION, DLTensor, DlpackTensor,
+};
+use cudadrv::memory::{DeviceView, Release};
 use cudadrv::{
     AsyncDeviceBuffer, Context, Device, DeviceBuffer, DropError, Error, Event, EventFlags,
     EventWaitFlags, Function, JitOptions, Linker, Module, PinnedHostBuffer, Stream, StreamFlags,
@@ -1151,6 +1156,8 @@ fn handles_against_a_mock_driver() {
     pinned_buffers_are_aligned_for_their_type();
     param_count_is_learned_once();
     launch_without_a_stream_is_refused();
+    views_slice_split_and_copy();
+    dlpack_import_and_export();
     threads_share_one_context();
     assert_eq!(
         RETAINED.load(Ordering::SeqCst),
@@ -2156,4 +2163,222 @@ fn threads_share_one_context() {
     assert_eq!(count(&log, "cuMemAlloc "), 2 * made);
     assert_eq!(count(&log, "cuMemFree "), 2 * made);
     assert_eq!(RETAINED.load(Ordering::SeqCst), 0);
+}
+
+/// Views: slices and splits name the right bytes (the mock's device memory has
+/// contents), bounds and lengths are checked, views of raw parts read what is there, and
+/// stream-ordered memory takes asynchronous work through a view on its own stream only.
+fn views_slice_split_and_copy() {
+    // Runs inside the suite, which holds `serial()`.
+    let ctx = Context::primary(Device::get(0).unwrap()).unwrap();
+    let stream = Stream::new(&ctx, StreamFlags::NON_BLOCKING).unwrap();
+    let other_stream = Stream::new(&ctx, StreamFlags::NON_BLOCKING).unwrap();
+    let mut buf = DeviceBuffer::<u32>::zeroed(&ctx, 16).unwrap();
+    buf.slice_mut(4..8)
+        .unwrap()
+        .copy_from_host(&[1, 2, 3, 4])
+        .unwrap();
+    {
+        let (mut lo, mut hi) = buf.split_at_mut(8).unwrap();
+        assert_eq!((lo.len(), hi.len()), (8, 8));
+        assert_eq!(lo.as_raw() + 32, hi.as_raw());
+        lo.reborrow()
+            .into_slice(..2)
+            .unwrap()
+            .memset_d32(7)
+            .unwrap();
+        hi.memset_d8_async(0xff, &stream).unwrap();
+    }
+    stream.synchronize().unwrap();
+    let mut host = [0u32; 16];
+    buf.copy_to_host(&mut host).unwrap();
+    let mut want = [u32::MAX; 16];
+    want[..8].copy_from_slice(&[7, 7, 0, 0, 1, 2, 3, 4]);
+    assert_eq!(host, want);
+
+    let mut four = DeviceBuffer::<u32>::zeroed(&ctx, 4).unwrap();
+    four.view_mut()
+        .copy_from_async(buf.slice(4..8).unwrap(), &stream)
+        .unwrap();
+    stream.synchronize().unwrap();
+    let mut got = [0u32; 4];
+    four.view().copy_to_host(&mut got).unwrap();
+    assert_eq!(got, [1, 2, 3, 4]);
+
+    // Bounds and lengths, refused before the driver.
+    take_log();
+    assert!(matches!(buf.slice(10..20), Err(Error::InvalidArgument(_))));
+    #[allow(clippy::reversed_empty_ranges)]
+    let reversed = buf.slice(5..3);
+    assert!(matches!(reversed, Err(Error::InvalidArgument(_))));
+    assert!(matches!(
+        buf.split_at_mut(17),
+        Err(Error::InvalidArgument(_))
+    ));
+    assert!(matches!(
+        buf.slice(..).unwrap().copy_to_host(&mut [0u32; 3]),
+        Err(Error::LengthMismatch {
+            expected: 16,
+            found: 3
+        })
+    ));
+    assert!(take_log().is_empty());
+
+    // Raw parts: memory made elsewhere, read through a view.
+    // SAFETY: four values inside `buf`, which outlives the view and is not written
+    // meanwhile.
+    let raw = unsafe { DeviceView::<u32>::from_raw_parts(buf.as_raw() + 16, 4, &ctx) };
+    assert_eq!(raw.release(), Release::Context);
+    raw.copy_to_host(&mut got).unwrap();
+    assert_eq!(got, [1, 2, 3, 4]);
+
+    // Stream-ordered memory: asynchronous work through a view only on its stream.
+    let mut pooled = AsyncDeviceBuffer::<u32>::new(&stream, 8).unwrap();
+    let refused = pooled.view_mut().memset_d8_async(0, &other_stream);
+    assert!(matches!(refused, Err(Error::InvalidArgument(m)) if m.contains("stream-ordered")));
+    pooled.view_mut().memset_d8_async(0, &stream).unwrap();
+    drop(pooled);
+    stream.synchronize().unwrap();
+}
+
+/// The deleter calls of the hand-made tensors below.
+static DELETED: AtomicUsize = AtomicUsize::new(0);
+
+unsafe extern "C" fn count_delete(_: *mut DLManagedTensorVersioned) {
+    DELETED.fetch_add(1, Ordering::SeqCst);
+}
+
+/// DLPack: a tensor that fails a check is refused and still deleted (it was handed
+/// over); a good one gives views of its values; an exported buffer comes back through
+/// import with its values, and its deleter frees it.
+fn dlpack_import_and_export() {
+    // Runs inside the suite, which holds `serial()`.
+    let ctx = Context::primary(Device::get(0).unwrap()).unwrap();
+    let stream = Stream::new(&ctx, StreamFlags::NON_BLOCKING).unwrap();
+    let buf = DeviceBuffer::from_slice(&ctx, &[10u32, 11, 12, 13, 14, 15]).unwrap();
+    let mut shape = [2i64, 3];
+    let mut strides = [3i64, 1];
+    let mut column = [1i64, 2];
+    let tensor = |data: u64,
+                  device: i32,
+                  dtype: DLDataType,
+                  strides: *mut i64,
+                  flags: u64,
+                  shape: *mut i64| {
+        DLManagedTensorVersioned {
+            version: DLPACK_VERSION,
+            manager_ctx: std::ptr::null_mut(),
+            deleter: Some(count_delete),
+            flags,
+            dl_tensor: DLTensor {
+                data: data as usize as *mut c_void,
+                device: DLDevice {
+                    device_type: DLDeviceType::CUDA,
+                    device_id: device,
+                },
+                ndim: 2,
+                dtype,
+                shape,
+                strides,
+                byte_offset: 0,
+            },
+        }
+    };
+    let u32_type = DLDataType {
+        code: 1,
+        bits: 32,
+        lanes: 1,
+    };
+    let before = DELETED.load(Ordering::SeqCst);
+    let bad = [
+        tensor(
+            buf.as_raw(),
+            1,
+            u32_type,
+            strides.as_mut_ptr(),
+            0,
+            shape.as_mut_ptr(),
+        ),
+        tensor(
+            buf.as_raw(),
+            0,
+            u32_type,
+            column.as_mut_ptr(),
+            0,
+            shape.as_mut_ptr(),
+        ),
+        tensor(
+            buf.as_raw(),
+            0,
+            DLDataType {
+                lanes: 4,
+                ..u32_type
+            },
+            std::ptr::null_mut(),
+            0,
+            shape.as_mut_ptr(),
+        ),
+    ];
+    for mut t in bad {
+        // SAFETY: a well-formed tensor over `buf`, which outlives the call.
+        let r = unsafe { DlpackTensor::from_versioned(&mut t, &ctx, &stream) };
+        assert!(matches!(r, Err(Error::InvalidArgument(_))), "{r:?}");
+    }
+    assert_eq!(
+        DELETED.load(Ordering::SeqCst) - before,
+        3,
+        "refused tensors are deleted"
+    );
+
+    let mut ro = tensor(
+        buf.as_raw(),
+        0,
+        u32_type,
+        strides.as_mut_ptr(),
+        DLPACK_FLAG_BITMASK_READ_ONLY,
+        shape.as_mut_ptr(),
+    );
+    // SAFETY: as above.
+    let mut t = unsafe { DlpackTensor::from_versioned(&mut ro, &ctx, &stream) }.unwrap();
+    assert_eq!(
+        (t.shape(), t.len(), t.is_read_only()),
+        (&[2i64, 3][..], 6, true)
+    );
+    assert!(matches!(t.view::<f32>(), Err(Error::InvalidArgument(_))));
+    assert!(matches!(
+        t.view_mut::<u32>(),
+        Err(Error::InvalidArgument(_))
+    ));
+    let mut got = [0u32; 6];
+    t.view::<u32>().unwrap().copy_to_host(&mut got).unwrap();
+    assert_eq!(got, [10, 11, 12, 13, 14, 15]);
+    assert_eq!(
+        t.view::<u32>().unwrap().release(),
+        Release::Stream(stream.as_raw())
+    );
+    drop(t);
+    assert_eq!(DELETED.load(Ordering::SeqCst) - before, 4);
+
+    // Export, then import the same tensor: the values, and the free at the deleter.
+    let exported = DeviceBuffer::from_slice(&ctx, &[1.5f32, 2.5, 3.5]).unwrap();
+    let addr = exported.as_raw();
+    let raw = dlpack::export(exported, &stream, None).unwrap();
+    // SAFETY: just exported for this consumer, whose work goes on `stream`.
+    let mut back = unsafe { DlpackTensor::from_versioned(raw, &ctx, &stream) }.unwrap();
+    assert_eq!(back.shape(), &[3]);
+    let mut view = back.view_mut::<f32>().unwrap();
+    assert_eq!(view.as_raw(), addr);
+    view.memset_d32_async(0, &stream).unwrap();
+    stream.synchronize().unwrap();
+    let mut host = [9f32; 3];
+    back.view::<f32>().unwrap().copy_to_host(&mut host).unwrap();
+    assert_eq!(host, [0.0; 3]);
+    take_log();
+    drop(back);
+    let log = take_log();
+    assert!(
+        log.iter()
+            .any(|l| l.starts_with(&format!("cuMemFree {addr:#x}"))),
+        "the deleter frees the exported buffer: {log:?}"
+    );
 }
