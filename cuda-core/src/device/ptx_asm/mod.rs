@@ -27,37 +27,83 @@
 //! is used only as an mbarrier, initialized (by [`mbarrier_init`], made visible to the
 //! caller) and not invalidated: the "live mbarrier" condition below.
 
+// Layout: one file per instruction family, each with one macro that writes the family's
+// functions from one line per form (its doc comment above it). The forms read
+// `[gate] fn name(args) -> result { "template" }`: `gate` is one of `device`'s
+// `smNN_ptxNN!` gates (none: every build), the template names each argument `{arg}`
+// (`asm_args!`), and the family macro adds what its forms share (`#[inline(always)]`,
+// options, the `unsafe` block with its `// SAFETY:` comment, generated docs).
+
+/// One function of this module: `#[inline(always)] pub unsafe fn` with the attributes
+/// given (docs with their `# Safety` section, `#[must_use]`), compiled behind `[gate]`, one
+/// of `device`'s gate macros (`[sm90_ptx80]`: `sm90_ptx80!`, so PTX ISA 8.0 and sm_90), or
+/// in every build with `[]`. The family macros write `$body`.
+macro_rules! ptx_fn {
+    (@gate [] $item:item) => {
+        $item
+    };
+    (@gate [$gate:ident] $item:item) => {
+        $gate! { $item }
+    };
+    (
+        [$($gate:ident)?] $(#[$meta:meta])*
+        fn $name:ident $(<const $n:ident: u32>)? ($($args:tt)*) $(-> $ret:ty)? $body:block
+    ) => {
+        ptx_fn! { @gate [$($gate)?]
+            $(#[$meta])*
+            #[inline(always)]
+            pub unsafe fn $name $(<const $n: u32>)? ($($args)*) $(-> $ret)? $body
+        }
+    };
+}
+
+/// `asm!(before.. inputs.. after..)` whose inputs are the arguments `(args)` of the
+/// function it is in, in order, each named after itself (`{addr}` in the template) in the
+/// register class of its type: `u16` `reg16`, `u32` `reg32`, `u64` and pointers `reg64`.
+/// Arguments that choose the template instead (`Scope`, `FenceScope`, `Option<_>`) are
+/// not operands.
+macro_rules! asm_args {
+    ([$($before:tt)*] ($($args:tt)*) [$($after:tt)*]) => {
+        asm_args!(@ [$($before)*] [$($after)*] $($args)*,)
+    };
+    (@ [$($before:tt)*] [$($after:tt)*] $(,)?) => {
+        ::core::arch::asm!($($before)* $($after)*)
+    };
+    (@ [$($b:tt)*] $after:tt $a:ident: u16, $($rest:tt)*) => {
+        asm_args!(@ [$($b)* $a = in(reg16) $a,] $after $($rest)*)
+    };
+    (@ [$($b:tt)*] $after:tt $a:ident: u32, $($rest:tt)*) => {
+        asm_args!(@ [$($b)* $a = in(reg32) $a,] $after $($rest)*)
+    };
+    (@ [$($b:tt)*] $after:tt $a:ident: u64, $($rest:tt)*) => {
+        asm_args!(@ [$($b)* $a = in(reg64) $a,] $after $($rest)*)
+    };
+    (@ [$($b:tt)*] $after:tt $a:ident: *const $t:ty, $($rest:tt)*) => {
+        asm_args!(@ [$($b)* $a = in(reg64) $a,] $after $($rest)*)
+    };
+    (@ [$($b:tt)*] $after:tt $a:ident: *mut $t:ty, $($rest:tt)*) => {
+        asm_args!(@ [$($b)* $a = in(reg64) $a,] $after $($rest)*)
+    };
+    (@ $before:tt $after:tt $a:ident: Scope, $($rest:tt)*) => {
+        asm_args!(@ $before $after $($rest)*)
+    };
+    (@ $before:tt $after:tt $a:ident: FenceScope, $($rest:tt)*) => {
+        asm_args!(@ $before $after $($rest)*)
+    };
+    (@ $before:tt $after:tt $a:ident: Option<$t:ident>, $($rest:tt)*) => {
+        asm_args!(@ $before $after $($rest)*)
+    };
+}
+
+mod sreg;
+
+pub use self::sreg::*;
+
 use core::arch::asm;
 
 use super::scope::FenceScope;
 #[cfg(any(doc, all(target_feature = "sm_90", target_feature = "ptx80")))]
 use super::scope::{ProxySpace, Scope};
-
-/// Reads one 32-bit special register with `mov.u32` (no memory access, same value on
-/// every read within a thread).
-macro_rules! sreg_u32 {
-    ($(#[$meta:meta])* $name:ident = $reg:literal) => {
-        $(#[$meta])*
-        ///
-        /// # Safety
-        /// None beyond running on a GPU that has the register; `unsafe` only because this
-        /// module's functions all are.
-        #[inline(always)]
-        #[must_use]
-        pub unsafe fn $name() -> u32 {
-            let v: u32;
-            // SAFETY: reading a special register has no side effect.
-            unsafe {
-                asm!(
-                    concat!("mov.u32 {v}, ", $reg, ";"),
-                    v = out(reg32) v,
-                    options(pure, nomem, nostack, preserves_flags),
-                );
-            }
-            v
-        }
-    };
-}
 
 // ---------------------------------------------------------------------------------------
 // Shared-memory addresses
@@ -248,152 +294,6 @@ macro_rules! dynamic_shared {
             unsafe { $crate::device::DynamicShared::from_raw(addr) }
         }
     };
-}
-
-// ---------------------------------------------------------------------------------------
-// Special registers
-// ---------------------------------------------------------------------------------------
-
-/// `mov.u64 d, %globaltimer;`: nanoseconds of the GPU's global timer (PTX 3.1, all SMs).
-/// Read anew at each call (not `pure`).
-///
-/// # Safety
-/// None; `unsafe` only because this module's functions all are.
-#[inline(always)]
-#[must_use]
-pub unsafe fn globaltimer() -> u64 {
-    let t: u64;
-    // SAFETY: reading a special register has no side effect.
-    unsafe {
-        asm!(
-            "mov.u64 {t}, %globaltimer;",
-            t = out(reg64) t,
-            options(nomem, nostack, preserves_flags),
-        );
-    }
-    t
-}
-
-/// `mov.u64 d, %current_graph_exec;`: the `cudaGraphExec_t` of the device graph the
-/// calling kernel runs in, 0 outside a device-launchable graph (PTX 8.0, all SMs).
-///
-/// # Safety
-/// None; `unsafe` only because this module's functions all are.
-#[cfg(any(doc, target_feature = "ptx80"))]
-#[inline(always)]
-#[must_use]
-pub unsafe fn current_graph_exec() -> u64 {
-    let g: u64;
-    // SAFETY: reading a special register has no side effect.
-    unsafe {
-        asm!(
-            "mov.u64 {g}, %current_graph_exec;",
-            g = out(reg64) g,
-            options(nomem, nostack, preserves_flags),
-        );
-    }
-    g
-}
-
-/// `mov.u64 d, %clock64;`: the SM's 64-bit cycle counter. Read anew at each call.
-///
-/// # Safety
-/// None; `unsafe` only because this module's functions all are.
-#[inline(always)]
-#[must_use]
-pub unsafe fn clock64() -> u64 {
-    let t: u64;
-    // SAFETY: reading a special register has no side effect.
-    unsafe {
-        asm!(
-            "mov.u64 {t}, %clock64;",
-            t = out(reg64) t,
-            options(nomem, nostack, preserves_flags),
-        );
-    }
-    t
-}
-
-sreg_u32!(
-    /// `mov.u32 d, %smid;`: the SM this thread runs on.
-    smid = "%smid"
-);
-sreg_u32!(
-    /// `mov.u32 d, %nsmid;`: an upper bound on `%smid` + 1 (SM ids need not be contiguous).
-    nsmid = "%nsmid"
-);
-sreg_u32!(
-    /// `mov.u32 d, %laneid;`: lane within the warp, 0..32.
-    laneid = "%laneid"
-);
-sreg_u32!(
-    /// `mov.u32 d, %warpid;`: the warp's slot on its SM (may change over time; not the
-    /// warp index within the CTA).
-    warpid = "%warpid"
-);
-sreg_u32!(
-    /// `mov.u32 d, %dynamic_smem_size;`: this launch's dynamic shared memory bytes (PTX 4.1).
-    dynamic_smem_size = "%dynamic_smem_size"
-);
-
-sm90_ptx78! {
-    sreg_u32!(
-        /// `mov.u32 d, %clusterid.x;` (PTX 7.8, sm_90): the cluster's index in the grid, x.
-        clusterid_x = "%clusterid.x"
-    );
-    sreg_u32!(
-        /// `mov.u32 d, %clusterid.y;` (PTX 7.8, sm_90).
-        clusterid_y = "%clusterid.y"
-    );
-    sreg_u32!(
-        /// `mov.u32 d, %clusterid.z;` (PTX 7.8, sm_90).
-        clusterid_z = "%clusterid.z"
-    );
-    sreg_u32!(
-        /// `mov.u32 d, %nclusterid.x;` (PTX 7.8, sm_90): clusters in the grid, x.
-        nclusterid_x = "%nclusterid.x"
-    );
-    sreg_u32!(
-        /// `mov.u32 d, %nclusterid.y;` (PTX 7.8, sm_90).
-        nclusterid_y = "%nclusterid.y"
-    );
-    sreg_u32!(
-        /// `mov.u32 d, %nclusterid.z;` (PTX 7.8, sm_90).
-        nclusterid_z = "%nclusterid.z"
-    );
-    sreg_u32!(
-        /// `mov.u32 d, %cluster_ctaid.x;` (PTX 7.8, sm_90): this CTA's index in its cluster, x.
-        cluster_ctaid_x = "%cluster_ctaid.x"
-    );
-    sreg_u32!(
-        /// `mov.u32 d, %cluster_ctaid.y;` (PTX 7.8, sm_90).
-        cluster_ctaid_y = "%cluster_ctaid.y"
-    );
-    sreg_u32!(
-        /// `mov.u32 d, %cluster_ctaid.z;` (PTX 7.8, sm_90).
-        cluster_ctaid_z = "%cluster_ctaid.z"
-    );
-    sreg_u32!(
-        /// `mov.u32 d, %cluster_nctaid.x;` (PTX 7.8, sm_90): the cluster's size in CTAs, x.
-        cluster_nctaid_x = "%cluster_nctaid.x"
-    );
-    sreg_u32!(
-        /// `mov.u32 d, %cluster_nctaid.y;` (PTX 7.8, sm_90).
-        cluster_nctaid_y = "%cluster_nctaid.y"
-    );
-    sreg_u32!(
-        /// `mov.u32 d, %cluster_nctaid.z;` (PTX 7.8, sm_90).
-        cluster_nctaid_z = "%cluster_nctaid.z"
-    );
-    sreg_u32!(
-        /// `mov.u32 d, %cluster_ctarank;` (PTX 7.8, sm_90): this CTA's linear rank in its
-        /// cluster.
-        cluster_ctarank = "%cluster_ctarank"
-    );
-    sreg_u32!(
-        /// `mov.u32 d, %cluster_nctarank;` (PTX 7.8, sm_90): CTAs in the cluster.
-        cluster_nctarank = "%cluster_nctarank"
-    );
 }
 
 // ---------------------------------------------------------------------------------------
