@@ -95,10 +95,26 @@ macro_rules! asm_args {
     };
 }
 
+/// `asm_args!` for an instruction that sets a predicate `p`: declares `p`, moves it to a
+/// register with `selp` and evaluates to it as a `bool`.
+macro_rules! asm_pred {
+    ([$($tpl:expr),+] $args:tt [$($after:tt)*]) => {{
+        let done: u32;
+        asm_args!(
+            ["{{", ".reg .pred p;", $($tpl,)+ "selp.u32 {done}, 1, 0, p;", "}}", done = out(reg32) done,]
+            $args
+            [$($after)*]
+        );
+        done != 0
+    }};
+}
+
 mod address;
+mod control;
 mod sreg;
 
 pub use self::address::*;
+pub use self::control::*;
 pub use self::sreg::*;
 
 use core::arch::asm;
@@ -106,90 +122,6 @@ use core::arch::asm;
 use super::scope::FenceScope;
 #[cfg(any(doc, all(target_feature = "sm_90", target_feature = "ptx80")))]
 use super::scope::{ProxySpace, Scope};
-
-// ---------------------------------------------------------------------------------------
-// Warp and cluster barriers
-// ---------------------------------------------------------------------------------------
-
-/// `bar.warp.sync mask;` (PTX 6.0, sm_30): waits for the lanes in `mask` and orders their
-/// memory accesses (`__syncwarp`).
-///
-/// # Safety
-/// Every lane in `mask` must execute a `bar.warp.sync` with the same mask, and the
-/// executing lane must be in `mask`.
-#[inline(always)]
-pub unsafe fn bar_warp_sync(mask: u32) {
-    // SAFETY: forwarded to the caller; the memory clobber keeps accesses on their side.
-    unsafe { asm!("bar.warp.sync {m};", m = in(reg32) mask, options(nostack)) };
-}
-
-sm90_ptx78! {
-    /// `barrier.cluster.arrive;` (PTX 7.8, sm_90): arrives on the cluster barrier with
-    /// the default `.release` semantics.
-    ///
-    /// # Safety
-    /// Every non-exited thread of every CTA in the cluster must arrive once, then wait
-    /// ([`barrier_cluster_wait`]), before arriving again.
-    #[inline(always)]
-    pub unsafe fn barrier_cluster_arrive() {
-        // SAFETY: forwarded to the caller.
-        unsafe { asm!("barrier.cluster.arrive;", options(nostack)) };
-    }
-
-    /// `barrier.cluster.wait;` (PTX 7.8, sm_90): waits for the cluster barrier's current
-    /// phase, with the default `.acquire` semantics.
-    ///
-    /// # Safety
-    /// The thread must have arrived ([`barrier_cluster_arrive`] or
-    /// [`barrier_cluster_arrive_relaxed`]) since its previous wait.
-    #[inline(always)]
-    pub unsafe fn barrier_cluster_wait() {
-        // SAFETY: forwarded to the caller.
-        unsafe { asm!("barrier.cluster.wait;", options(nostack)) };
-    }
-}
-
-sm90_ptx80! {
-    /// `barrier.cluster.arrive.relaxed;` (PTX 8.0, sm_90): arrives without release
-    /// semantics (pair with a fence, e.g. after `fence.mbarrier_init`).
-    ///
-    /// # Safety
-    /// As [`barrier_cluster_arrive`].
-    #[inline(always)]
-    pub unsafe fn barrier_cluster_arrive_relaxed() {
-        // SAFETY: forwarded to the caller.
-        unsafe { asm!("barrier.cluster.arrive.relaxed;", options(nostack)) };
-    }
-}
-
-// ---------------------------------------------------------------------------------------
-// Programmatic dependent launch
-// ---------------------------------------------------------------------------------------
-
-sm90_ptx78! {
-    /// `griddepcontrol.wait;` (PTX 7.8, sm_90): waits until every prerequisite grid has
-    /// completed and its memory is visible. Keeps the memory clobber: no load may be
-    /// hoisted above it.
-    ///
-    /// # Safety
-    /// None; `unsafe` only because this module's functions all are.
-    #[inline(always)]
-    pub unsafe fn griddepcontrol_wait() {
-        // SAFETY: a wait has no precondition.
-        unsafe { asm!("griddepcontrol.wait;", options(nostack)) };
-    }
-
-    /// `griddepcontrol.launch_dependents;` (PTX 7.8, sm_90): lets the dependent grid be
-    /// scheduled once every CTA of this grid has issued it or exited. Timing only.
-    ///
-    /// # Safety
-    /// None; `unsafe` only because this module's functions all are.
-    #[inline(always)]
-    pub unsafe fn griddepcontrol_launch_dependents() {
-        // SAFETY: a scheduling hint has no precondition.
-        unsafe { asm!("griddepcontrol.launch_dependents;", options(nostack)) };
-    }
-}
 
 // ---------------------------------------------------------------------------------------
 // Fences
@@ -1442,33 +1374,6 @@ sm90_ptx80! {
         // SAFETY: forwarded to the caller.
         unsafe { asm!("prefetch.tensormap [{m}];", m = in(reg64) tensor_map, options(nostack)) };
     }
-
-    /// `elect.sync _|p, membermask;` (PTX 8.0, sm_90): elects one leader among the
-    /// active threads of `membermask`; `true` in the leader only (the same thread for
-    /// every caller). Waits for every thread of `membermask`, like `bar.warp.sync`.
-    ///
-    /// # Safety
-    /// Every thread in `membermask` executes an `elect.sync` with the same mask, and the
-    /// executing thread is in `membermask`.
-    #[inline(always)]
-    #[must_use]
-    pub unsafe fn elect_sync(membermask: u32) -> bool {
-        let elected: u32;
-        // SAFETY: forwarded to the caller.
-        unsafe {
-            asm!(
-                "{{",
-                ".reg .pred p;",
-                "elect.sync _|p, {m};",
-                "selp.u32 {e}, 1, 0, p;",
-                "}}",
-                m = in(reg32) membermask,
-                e = out(reg32) elected,
-                options(nostack),
-            );
-        }
-        elected != 0
-    }
 }
 
 sm90_ptx83! {
@@ -1549,17 +1454,6 @@ elem_access!(ld_u8, st_u8, u8, u16, reg16, "u8");
 elem_access!(ld_u16, st_u16, u16, u16, reg16, "u16");
 elem_access!(ld_u32, st_u32, u32, u32, reg32, "u32");
 elem_access!(ld_u64, st_u64, u64, u64, reg64, "u64");
-
-/// `trap;`: ends the kernel with an error (the launch reports
-/// `CUDA_ERROR_LAUNCH_FAILED`, and the context keeps reporting it).
-///
-/// # Safety
-/// None; `unsafe` only because this module's functions all are.
-#[inline(always)]
-pub unsafe fn trap() -> ! {
-    // SAFETY: `trap` stops the thread's kernel; it never returns.
-    unsafe { asm!("trap;", options(noreturn, nostack)) }
-}
 
 // ---------------------------------------------------------------------------------------
 // Asynchronous stores and reductions into distributed shared memory (Programming Guide
