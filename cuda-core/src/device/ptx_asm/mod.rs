@@ -111,93 +111,18 @@ macro_rules! asm_pred {
 
 mod address;
 mod control;
+mod fence;
 mod sreg;
 
 pub use self::address::*;
 pub use self::control::*;
+pub use self::fence::*;
 pub use self::sreg::*;
 
 use core::arch::asm;
 
-use super::scope::FenceScope;
 #[cfg(any(doc, all(target_feature = "sm_90", target_feature = "ptx80")))]
-use super::scope::{ProxySpace, Scope};
-
-// ---------------------------------------------------------------------------------------
-// Fences
-// ---------------------------------------------------------------------------------------
-
-/// `fence.sc.{cta,cluster,gpu,sys};` (PTX 6.0, sm_70; `.cluster`: PTX 7.8, sm_90).
-///
-/// # Safety
-/// None; `unsafe` only because this module's functions all are.
-#[inline(always)]
-pub unsafe fn fence_sc(scope: FenceScope) {
-    // SAFETY: a fence has no precondition.
-    unsafe {
-        match scope {
-            FenceScope::Cta => asm!("fence.sc.cta;", options(nostack)),
-            #[cfg(any(doc, all(target_feature = "sm_90", target_feature = "ptx78")))]
-            FenceScope::Cluster => asm!("fence.sc.cluster;", options(nostack)),
-            FenceScope::Gpu => asm!("fence.sc.gpu;", options(nostack)),
-            FenceScope::Sys => asm!("fence.sc.sys;", options(nostack)),
-        }
-    }
-}
-
-/// `fence.acq_rel.{cta,cluster,gpu,sys};` (PTX 6.0, sm_70; `.cluster`: PTX 7.8, sm_90).
-///
-/// # Safety
-/// None; `unsafe` only because this module's functions all are.
-#[inline(always)]
-pub unsafe fn fence_acq_rel(scope: FenceScope) {
-    // SAFETY: a fence has no precondition.
-    unsafe {
-        match scope {
-            FenceScope::Cta => asm!("fence.acq_rel.cta;", options(nostack)),
-            #[cfg(any(doc, all(target_feature = "sm_90", target_feature = "ptx78")))]
-            FenceScope::Cluster => asm!("fence.acq_rel.cluster;", options(nostack)),
-            FenceScope::Gpu => asm!("fence.acq_rel.gpu;", options(nostack)),
-            FenceScope::Sys => asm!("fence.acq_rel.sys;", options(nostack)),
-        }
-    }
-}
-
-sm90_ptx80! {
-    /// `fence.mbarrier_init.release.cluster;` (PTX 8.0, sm_90): makes prior
-    /// `mbarrier.init`s visible to the cluster (pair with a cluster barrier).
-    ///
-    /// # Safety
-    /// None; `unsafe` only because this module's functions all are.
-    #[inline(always)]
-    pub unsafe fn fence_mbarrier_init_release_cluster() {
-        // SAFETY: a fence has no precondition.
-        unsafe { asm!("fence.mbarrier_init.release.cluster;", options(nostack)) };
-    }
-
-    /// `fence.proxy.async{,.global,.shared::cta,.shared::cluster};` (PTX 8.0, sm_90):
-    /// orders generic-proxy accesses with async-proxy ones (TMA, `cp.async.bulk`) for
-    /// all state spaces (`None`) or one.
-    ///
-    /// # Safety
-    /// None; `unsafe` only because this module's functions all are.
-    #[inline(always)]
-    pub unsafe fn fence_proxy_async(space: Option<ProxySpace>) {
-        // SAFETY: a fence has no precondition.
-        unsafe {
-            match space {
-                None => asm!("fence.proxy.async;", options(nostack)),
-                Some(ProxySpace::Global) => asm!("fence.proxy.async.global;", options(nostack)),
-                Some(ProxySpace::SharedCta) => {
-                    asm!("fence.proxy.async.shared::cta;", options(nostack))
-                }
-                Some(ProxySpace::SharedCluster) => {
-                    asm!("fence.proxy.async.shared::cluster;", options(nostack))
-                }
-            }
-        }
-    }
-}
+use super::scope::Scope;
 
 // ---------------------------------------------------------------------------------------
 // mbarrier: init, inval, arrive
@@ -1373,28 +1298,6 @@ sm90_ptx80! {
     pub unsafe fn prefetch_tensormap(tensor_map: u64) {
         // SAFETY: forwarded to the caller.
         unsafe { asm!("prefetch.tensormap [{m}];", m = in(reg64) tensor_map, options(nostack)) };
-    }
-}
-
-sm90_ptx83! {
-    /// `fence.proxy.tensormap::generic.acquire.gpu [tensor_map], 128;` (PTX 8.3, sm_90):
-    /// orders a tensor map's modification by the generic proxy (released with
-    /// `fence.proxy.tensormap::generic.release` by the writer) before this thread's
-    /// later tensor copies that use it. Not needed for a map written by the host before
-    /// the launch.
-    ///
-    /// # Safety
-    /// `tensor_map` the generic address of a 128-byte `CUtensorMap` object.
-    #[inline(always)]
-    pub unsafe fn fence_proxy_tensormap_acquire_gpu(tensor_map: u64) {
-        // SAFETY: a fence has no precondition beyond a valid address (caller).
-        unsafe {
-            asm!(
-                "fence.proxy.tensormap::generic.acquire.gpu [{m}], 128;",
-                m = in(reg64) tensor_map,
-                options(nostack),
-            );
-        }
     }
 }
 
