@@ -7,15 +7,7 @@
 macro_rules! control {
     () => {};
     ($(#[$meta:meta])* $([$gate:ident])? fn $name:ident $args:tt { $tpl:literal } $($rest:tt)*) => {
-        ptx_fn! {
-            [$($gate)?]
-            $(#[$meta])*
-            fn $name $args {
-                // SAFETY: forwarded to the caller (`griddepcontrol` needs nothing); the memory
-                // clobber keeps accesses on their side.
-                unsafe { asm_args!([$tpl,] $args [options(nostack)]) };
-            }
-        }
+        ptx_fn! { [$($gate)?] $(#[$meta])* fn $name $args = $tpl }
         control!($($rest)*);
     };
     (

@@ -10,7 +10,7 @@ use crate::device::scope::ProxySpace;
 macro_rules! fence {
     () => {};
     ($(#[$meta:meta])* $([$gate:ident])? fn $name:ident $args:tt { $tpl:literal } $($rest:tt)*) => {
-        fence!(@fn [$($gate)?] $(#[$meta])* fn $name $args { asm_args!([$tpl,] $args [options(nostack)]) });
+        ptx_fn! { [$($gate)?] $(#[$meta])* fn $name $args = $tpl }
         fence!($($rest)*);
     };
     (
@@ -50,7 +50,7 @@ macro_rules! fence {
             $gate
             $(#[$meta])*
             fn $name $args {
-                // SAFETY: a fence has no precondition beyond the address a form takes (caller).
+                // SAFETY: a fence has no precondition.
                 unsafe { $asm };
             }
         }

@@ -37,13 +37,29 @@
 /// One function of this module: `#[inline(always)] pub unsafe fn` with the attributes
 /// given (docs with their `# Safety` section, `#[must_use]`), compiled behind `[gate]`, one
 /// of `device`'s gate macros (`[sm90_ptx80]`: `sm90_ptx80!`, so PTX ISA 8.0 and sm_90), or
-/// in every build with `[]`. The family macros write `$body`.
+/// in every build with `[]`. The family macros write `$body`, or give the template of an
+/// instruction without result (`= "template"`, `{N}` for a const generic `N`) for the
+/// common body: the arguments as inputs, `nostack`, the memory clobber kept.
 macro_rules! ptx_fn {
     (@gate [] $item:item) => {
         $item
     };
     (@gate [$gate:ident] $item:item) => {
         $gate! { $item }
+    };
+    (
+        $gate:tt $(#[$meta:meta])*
+        fn $name:ident $(<const $n:ident: u32>)? ($($args:tt)*) = $tpl:expr
+    ) => {
+        ptx_fn! {
+            $gate
+            $(#[$meta])*
+            fn $name $(<const $n: u32>)? ($($args)*) {
+                // SAFETY: forwarded to the caller (the `# Safety` section above; nothing where
+                // it says None); the memory clobber keeps loads and stores on their side.
+                unsafe { asm_args!([$tpl, $($n = const $n,)?] ($($args)*) [options(nostack)]) };
+            }
+        }
     };
     (
         [$($gate:ident)?] $(#[$meta:meta])*
@@ -114,170 +130,19 @@ macro_rules! asm_pred {
 
 mod address;
 mod control;
+mod cp_async;
 mod fence;
 mod mbarrier;
 mod sreg;
 
 pub use self::address::*;
 pub use self::control::*;
+pub use self::cp_async::*;
 pub use self::fence::*;
 pub use self::mbarrier::*;
 pub use self::sreg::*;
 
 use core::arch::asm;
-
-// ---------------------------------------------------------------------------------------
-// Asynchronous copies: cp.async (sm_80)
-// ---------------------------------------------------------------------------------------
-//
-// `dst: u32` is a `.shared::cta` address, `src: *const u8` a generic pointer to global
-// memory (the global window is the generic one, as CUDA's `__pipeline_memcpy_async`
-// passes it). A copy is "issued" by the instruction; it completes asynchronously, and
-// its data is visible to the issuing thread only after `cp.async.wait_group` /
-// `cp.async.wait_all`, or to the threads that wait on an mbarrier armed with
-// `cp.async.mbarrier.arrive`.
-
-/// Emits `cp.async.<cache>.shared.global [dst], [src], <bytes>;` and its zero-fill form
-/// `... <bytes>, src_size;` as two functions.
-#[cfg(any(doc, all(target_feature = "sm_80", target_feature = "ptx70")))]
-macro_rules! cp_async_fns {
-    ($name:ident, $zname:ident, $cache:literal, $bytes:literal) => {
-        #[doc = concat!(
-            "`cp.async.", $cache, ".shared.global [dst], [src], ", $bytes,
-            ";` (PTX 7.0, sm_80): starts an asynchronous copy of ", $bytes,
-            " bytes from global to shared memory",
-            " (`.ca`: cache in L1 and L2; `.cg`: L2 only)."
-        )]
-        ///
-        /// # Safety
-        #[doc = concat!(
-            "`dst` must be a `.shared::cta` address and `src` a global address, both ",
-            $bytes, "-byte aligned, with ", $bytes, " bytes readable at `src` and writable ",
-            "at `dst`; no other access to `dst` until the copy is waited for ",
-            "(`cp.async.wait_group`/`wait_all` or an mbarrier armed with ",
-            "`cp.async.mbarrier.arrive`), and `src` unchanged until then."
-        )]
-        #[inline(always)]
-        pub unsafe fn $name(dst: u32, src: *const u8) {
-            // SAFETY: forwarded to the caller.
-            unsafe {
-                asm!(
-                    concat!("cp.async.", $cache, ".shared.global [{d}], [{s}], ", $bytes, ";"),
-                    d = in(reg32) dst,
-                    s = in(reg64) src,
-                    options(nostack),
-                );
-            }
-        }
-
-        #[doc = concat!(
-            "`cp.async.", $cache, ".shared.global [dst], [src], ", $bytes,
-            ", src_size;` (PTX 7.0, sm_80): copies the first `src_size` bytes from `src` ",
-            "and fills the rest of the ", $bytes, " bytes at `dst` with zeros ",
-            "(`src_size == 0`: zeros only, nothing read)."
-        )]
-        ///
-        /// # Safety
-        #[doc = concat!(
-            "As the form without `src_size`, except that only `src_size` bytes (at most ",
-            $bytes, ") need be readable at `src`; `src` must still be ", $bytes,
-            "-byte aligned (pass any valid aligned pointer when `src_size` is 0)."
-        )]
-        #[inline(always)]
-        pub unsafe fn $zname(dst: u32, src: *const u8, src_size: u32) {
-            // SAFETY: forwarded to the caller.
-            unsafe {
-                asm!(
-                    concat!(
-                        "cp.async.", $cache, ".shared.global [{d}], [{s}], ", $bytes, ", {n};"
-                    ),
-                    d = in(reg32) dst,
-                    s = in(reg64) src,
-                    n = in(reg32) src_size,
-                    options(nostack),
-                );
-            }
-        }
-    };
-}
-
-sm80_ptx70! {
-    cp_async_fns!(cp_async_ca_4, cp_async_ca_4_zfill, "ca", "4");
-    cp_async_fns!(cp_async_ca_8, cp_async_ca_8_zfill, "ca", "8");
-    cp_async_fns!(cp_async_ca_16, cp_async_ca_16_zfill, "ca", "16");
-    cp_async_fns!(cp_async_cg_16, cp_async_cg_16_zfill, "cg", "16");
-
-    /// `cp.async.commit_group;` (PTX 7.0, sm_80): closes this thread's pending
-    /// `cp.async` copies into a new group (an empty group when there are none).
-    ///
-    /// # Safety
-    /// None; `unsafe` only because this module's functions all are.
-    #[inline(always)]
-    pub unsafe fn cp_async_commit_group() {
-        // SAFETY: no precondition.
-        unsafe { asm!("cp.async.commit_group;", options(nostack)) };
-    }
-
-    /// `cp.async.wait_group N;` (PTX 7.0, sm_80): waits until at most `N` of this
-    /// thread's most recent `cp.async` groups are pending; the completed copies' data is
-    /// then visible to this thread. Keeps the memory clobber, so no shared-memory read is
-    /// hoisted above it.
-    ///
-    /// # Safety
-    /// None; `unsafe` only because this module's functions all are.
-    #[inline(always)]
-    pub unsafe fn cp_async_wait_group<const N: u32>() {
-        // SAFETY: no precondition.
-        unsafe { asm!("cp.async.wait_group {n};", n = const N, options(nostack)) };
-    }
-
-    /// `cp.async.wait_all;` (PTX 7.0, sm_80): commits the pending copies and waits for
-    /// all of this thread's `cp.async` copies (`commit_group` + `wait_group 0`).
-    ///
-    /// # Safety
-    /// None; `unsafe` only because this module's functions all are.
-    #[inline(always)]
-    pub unsafe fn cp_async_wait_all() {
-        // SAFETY: no precondition.
-        unsafe { asm!("cp.async.wait_all;", options(nostack)) };
-    }
-
-    /// `cp.async.mbarrier.arrive.shared.b64 [addr];` (PTX 7.0, sm_80; `.shared` is
-    /// `.shared::cta`, whose explicit spelling needs PTX 7.8): makes the mbarrier track
-    /// this thread's prior `cp.async` copies. The pending count is raised by one now and
-    /// an arrival happens when the copies complete, so the phase's expected count is
-    /// unchanged: the thread still arrives itself.
-    ///
-    /// # Safety
-    /// Live mbarrier.
-    #[inline(always)]
-    pub unsafe fn cp_async_mbarrier_arrive(addr: u32) {
-        // SAFETY: forwarded to the caller.
-        unsafe {
-            asm!("cp.async.mbarrier.arrive.shared.b64 [{a}];", a = in(reg32) addr, options(nostack));
-        }
-    }
-
-    /// `cp.async.mbarrier.arrive.noinc.shared.b64 [addr];` (PTX 7.0, sm_80): as
-    /// [`cp_async_mbarrier_arrive`] without raising the pending count: the arrival made
-    /// when this thread's prior copies complete counts as one of the phase's expected
-    /// arrivals.
-    ///
-    /// # Safety
-    /// Live mbarrier whose current phase still expects this arrival (it must not receive
-    /// more arrivals than its expected count).
-    #[inline(always)]
-    pub unsafe fn cp_async_mbarrier_arrive_noinc(addr: u32) {
-        // SAFETY: forwarded to the caller.
-        unsafe {
-            asm!(
-                "cp.async.mbarrier.arrive.noinc.shared.b64 [{a}];",
-                a = in(reg32) addr,
-                options(nostack),
-            );
-        }
-    }
-}
 
 // ---------------------------------------------------------------------------------------
 // Bulk asynchronous copies: cp.async.bulk (sm_90)
