@@ -11,7 +11,10 @@ macro_rules! address {
         address!(@fn [$($gate)?] [u32] reg32 $(#[$meta])* fn $name $args $tpl);
         address!($($rest)*);
     };
-    ($(#[$meta:meta])* $([$gate:ident])? fn $name:ident $args:tt -> *mut u8 $tpl:tt $($rest:tt)*) => {
+    (
+        $(#[$meta:meta])* $([$gate:ident])? fn $name:ident $args:tt -> *mut u8 $tpl:tt
+        $($rest:tt)*
+    ) => {
         address!(@fn [$($gate)?] [*mut u8] reg64 $(#[$meta])* fn $name $args $tpl);
         address!($($rest)*);
     };

@@ -6,8 +6,11 @@
 /// the memory clobber, so no load or store moves across them.
 macro_rules! control {
     () => {};
-    ($(#[$meta:meta])* $([$gate:ident])? fn $name:ident $args:tt { $tpl:literal } $($rest:tt)*) => {
-        ptx_fn! { [$($gate)?] $(#[$meta])* fn $name $args = $tpl }
+    (
+        $(#[$meta:meta])* $([$gate:ident])? fn $name:ident $args:tt { $($tpl:literal)+ }
+        $($rest:tt)*
+    ) => {
+        ptx_fn! { [$($gate)?] $(#[$meta])* fn $name $args = concat!($($tpl),+) }
         control!($($rest)*);
     };
     (

@@ -57,9 +57,11 @@ macro_rules! cp_async {
     };
     (
         $(#[$meta:meta])* fn $name:ident $(<const $n:ident: u32>)? ($($args:tt)*)
-        { $tpl:literal } $($rest:tt)*
+        { $($tpl:literal)+ } $($rest:tt)*
     ) => {
-        ptx_fn! { [sm80_ptx70] $(#[$meta])* fn $name $(<const $n: u32>)? ($($args)*) = $tpl }
+        ptx_fn! {
+            [sm80_ptx70] $(#[$meta])* fn $name $(<const $n: u32>)? ($($args)*) = concat!($($tpl),+)
+        }
         cp_async!($($rest)*);
     };
 }

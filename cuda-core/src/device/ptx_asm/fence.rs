@@ -9,8 +9,11 @@ use crate::device::scope::ProxySpace;
 /// the qualifier it selects (`.cta`, ...; `None`: none). A fence keeps the memory clobber.
 macro_rules! fence {
     () => {};
-    ($(#[$meta:meta])* $([$gate:ident])? fn $name:ident $args:tt { $tpl:literal } $($rest:tt)*) => {
-        ptx_fn! { [$($gate)?] $(#[$meta])* fn $name $args = $tpl }
+    (
+        $(#[$meta:meta])* $([$gate:ident])? fn $name:ident $args:tt { $($tpl:literal)+ }
+        $($rest:tt)*
+    ) => {
+        ptx_fn! { [$($gate)?] $(#[$meta])* fn $name $args = concat!($($tpl),+) }
         fence!($($rest)*);
     };
     (

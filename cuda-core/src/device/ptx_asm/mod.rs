@@ -75,7 +75,8 @@ macro_rules! ptx_fn {
 
 /// `asm!(before.. inputs.. after..)` whose inputs are the arguments `(args)` of the
 /// function it is in, in order, each named after itself (`{addr}` in the template) in the
-/// register class of its type: `u16` `reg16`, `u32` `reg32`, `u64` and pointers `reg64`.
+/// register class of its type: `u16` `reg16`, `u32` `reg32`, `u64` and pointers `reg64`;
+/// a `[u32; 4]` vector is four `reg32` inputs `{v0}` .. `{v3}`.
 /// Arguments that choose the template instead (`Scope`, `FenceScope`, `Option<_>`) are
 /// not operands.
 macro_rules! asm_args {
@@ -99,6 +100,12 @@ macro_rules! asm_args {
     };
     (@ [$($b:tt)*] $after:tt $a:ident: *mut $t:ty, $($rest:tt)*) => {
         asm_args!(@ [$($b)* $a = in(reg64) $a,] $after $($rest)*)
+    };
+    (@ [$($b:tt)*] $after:tt $a:ident: [u32; 4], $($rest:tt)*) => {
+        asm_args!(
+            @ [$($b)* v0 = in(reg32) $a[0], v1 = in(reg32) $a[1], v2 = in(reg32) $a[2],
+            v3 = in(reg32) $a[3],] $after $($rest)*
+        )
     };
     (@ $before:tt $after:tt $a:ident: Scope, $($rest:tt)*) => {
         asm_args!(@ $before $after $($rest)*)
@@ -129,6 +136,7 @@ macro_rules! asm_pred {
 }
 
 mod address;
+mod bulk;
 mod control;
 mod cp_async;
 mod fence;
@@ -136,6 +144,7 @@ mod mbarrier;
 mod sreg;
 
 pub use self::address::*;
+pub use self::bulk::*;
 pub use self::control::*;
 pub use self::cp_async::*;
 pub use self::fence::*;
@@ -143,290 +152,6 @@ pub use self::mbarrier::*;
 pub use self::sreg::*;
 
 use core::arch::asm;
-
-// ---------------------------------------------------------------------------------------
-// Bulk asynchronous copies: cp.async.bulk (sm_90)
-// ---------------------------------------------------------------------------------------
-//
-// Bulk copies run in the async proxy: generic-proxy writes to shared memory that a bulk
-// copy (or TMA store) reads need `fence.proxy.async.shared::cta` first. `size` is a
-// multiple of 16 and both addresses are 16-byte aligned. A load completes on an mbarrier
-// (`complete_tx::bytes`: it lowers the tx-count by `size`); a store belongs to this
-// thread's bulk async-group (`cp.async.bulk.commit_group` / `wait_group`).
-
-sm90_ptx80! {
-    /// `cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes [dst], [src], size, [mbar];`
-    /// (PTX 8.0, sm_90): copies `size` bytes from global memory to shared memory and
-    /// performs complete-tx of `size` bytes on the mbarrier at `mbar` when done.
-    ///
-    /// # Safety
-    /// `dst` a `.shared::cluster` address (this CTA's `.shared::cta` address qualifies)
-    /// and `src` a global address, both 16-byte aligned; `size` a multiple of 16 with
-    /// `size` bytes readable at `src` and writable at `dst`; `mbar` a live mbarrier in
-    /// the same CTA as `dst`, whose tx-count stays in range (arm it with expect-tx of
-    /// `size`). Nothing else accesses `dst` until the mbarrier's phase completes, and
-    /// `src` is not written until then.
-    #[inline(always)]
-    pub unsafe fn cp_async_bulk_global_to_shared(dst: u32, src: *const u8, size: u32, mbar: u32) {
-        // SAFETY: forwarded to the caller.
-        unsafe {
-            asm!(
-                "cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes [{d}], [{s}], {n}, [{b}];",
-                d = in(reg32) dst,
-                s = in(reg64) src,
-                n = in(reg32) size,
-                b = in(reg32) mbar,
-                options(nostack),
-            );
-        }
-    }
-
-    /// `cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes.multicast::cluster [dst], [src], size, [mbar], ctaMask;`
-    /// (PTX 8.0, sm_90; `ptxas` advises `sm_90a` for performance): copies `size` bytes
-    /// from global memory into the shared memory of every CTA of the cluster whose rank
-    /// bit is set in `cta_mask`, at the same CTA-relative offset as `dst`, and performs
-    /// complete-tx of `size` bytes on the mbarrier at the same offset as `mbar` in each.
-    ///
-    /// # Safety
-    /// As [`cp_async_bulk_global_to_shared`], for every destination CTA: each has a live
-    /// mbarrier at `mbar` (initialized and visible before this copy is issued) and room
-    /// at `dst`; only ranks below `%cluster_nctarank` are set in `cta_mask`, and no
-    /// destination CTA exits before its copy completed.
-    #[inline(always)]
-    pub unsafe fn cp_async_bulk_global_to_shared_multicast(
-        dst: u32,
-        src: *const u8,
-        size: u32,
-        mbar: u32,
-        cta_mask: u16,
-    ) {
-        // SAFETY: forwarded to the caller.
-        unsafe {
-            asm!(
-                "cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes.multicast::cluster [{d}], [{s}], {n}, [{b}], {m};",
-                d = in(reg32) dst,
-                s = in(reg64) src,
-                n = in(reg32) size,
-                b = in(reg32) mbar,
-                m = in(reg16) cta_mask,
-                options(nostack),
-            );
-        }
-    }
-
-    /// `cp.async.bulk.global.shared::cta.bulk_group [dst], [src], size;` (PTX 8.0,
-    /// sm_90): copies `size` bytes from this CTA's shared memory to global memory, as part
-    /// of this thread's current bulk async-group.
-    ///
-    /// # Safety
-    /// `dst` a global address and `src` a `.shared::cta` address, both 16-byte aligned;
-    /// `size` a multiple of 16 with `size` bytes writable at `dst` and readable at `src`.
-    /// Writes to `src` by the generic proxy are made visible to the async proxy first
-    /// (`fence.proxy.async.shared::cta` after them, before this); `src` is not written
-    /// until `cp.async.bulk.wait_group.read` covers the copy, nor `dst` accessed until
-    /// `cp.async.bulk.wait_group` does.
-    #[inline(always)]
-    pub unsafe fn cp_async_bulk_shared_to_global(dst: *mut u8, src: u32, size: u32) {
-        // SAFETY: forwarded to the caller.
-        unsafe {
-            asm!(
-                "cp.async.bulk.global.shared::cta.bulk_group [{d}], [{s}], {n};",
-                d = in(reg64) dst,
-                s = in(reg32) src,
-                n = in(reg32) size,
-                options(nostack),
-            );
-        }
-    }
-
-    /// `cp.reduce.async.bulk.global.shared::cta.bulk_group.add.u32 [dst], [src], size;`
-    /// (PTX 8.0, sm_90): adds `size / 4` `u32`s from this CTA's shared memory to global
-    /// memory element-wise (each element atomically, relaxed at GPU scope), as part of
-    /// this thread's current bulk async-group.
-    ///
-    /// # Safety
-    /// As [`cp_async_bulk_shared_to_global`] (`dst` holds `u32`s).
-    #[inline(always)]
-    pub unsafe fn cp_reduce_async_bulk_add_u32(dst: *mut u32, src: u32, size: u32) {
-        // SAFETY: forwarded to the caller.
-        unsafe {
-            asm!(
-                "cp.reduce.async.bulk.global.shared::cta.bulk_group.add.u32 [{d}], [{s}], {n};",
-                d = in(reg64) dst,
-                s = in(reg32) src,
-                n = in(reg32) size,
-                options(nostack),
-            );
-        }
-    }
-
-    /// `cp.async.bulk.commit_group;` (PTX 8.0, sm_90): closes this thread's pending bulk
-    /// stores (and tensor stores, reductions) into a bulk async-group.
-    ///
-    /// # Safety
-    /// None; `unsafe` only because this module's functions all are.
-    #[inline(always)]
-    pub unsafe fn cp_async_bulk_commit_group() {
-        // SAFETY: no precondition.
-        unsafe { asm!("cp.async.bulk.commit_group;", options(nostack)) };
-    }
-
-    /// `cp.async.bulk.wait_group N;` (PTX 8.0, sm_90): waits until at most `N` of this
-    /// thread's most recent bulk async-groups are pending (their writes done).
-    ///
-    /// # Safety
-    /// None; `unsafe` only because this module's functions all are.
-    #[inline(always)]
-    pub unsafe fn cp_async_bulk_wait_group<const N: u32>() {
-        // SAFETY: no precondition.
-        unsafe { asm!("cp.async.bulk.wait_group {n};", n = const N, options(nostack)) };
-    }
-
-    /// `cp.async.bulk.wait_group.read N;` (PTX 8.0, sm_90): waits until at most `N` of
-    /// this thread's most recent bulk async-groups are still reading their source, so
-    /// that source shared memory may be reused (their global writes may still be under
-    /// way).
-    ///
-    /// # Safety
-    /// None; `unsafe` only because this module's functions all are.
-    #[inline(always)]
-    pub unsafe fn cp_async_bulk_wait_group_read<const N: u32>() {
-        // SAFETY: no precondition.
-        unsafe { asm!("cp.async.bulk.wait_group.read {n};", n = const N, options(nostack)) };
-    }
-
-    /// `createpolicy.fractional.L2::<priority>.b64 policy, 1.0;` (PTX 7.4, sm_80): a
-    /// 64-bit L2 cache policy giving every access that carries it the eviction priority
-    /// `PRIORITY` (0 `evict_normal`, 1 `evict_first`, 2 `evict_last`, 3
-    /// `evict_unchanged`; other values give `evict_normal`).
-    ///
-    /// # Safety
-    /// None; `unsafe` only because this module's functions all are.
-    #[inline(always)]
-    pub unsafe fn create_policy_fractional<const PRIORITY: u32>() -> u64 {
-        let policy: u64;
-        // SAFETY: computes a value in a register; no memory access.
-        unsafe {
-            match PRIORITY {
-                1 => asm!(
-                    "createpolicy.fractional.L2::evict_first.b64 {p}, 1.0;",
-                    p = out(reg64) policy,
-                    options(nostack, nomem, pure),
-                ),
-                2 => asm!(
-                    "createpolicy.fractional.L2::evict_last.b64 {p}, 1.0;",
-                    p = out(reg64) policy,
-                    options(nostack, nomem, pure),
-                ),
-                3 => asm!(
-                    "createpolicy.fractional.L2::evict_unchanged.b64 {p}, 1.0;",
-                    p = out(reg64) policy,
-                    options(nostack, nomem, pure),
-                ),
-                _ => asm!(
-                    "createpolicy.fractional.L2::evict_normal.b64 {p}, 1.0;",
-                    p = out(reg64) policy,
-                    options(nostack, nomem, pure),
-                ),
-            }
-        }
-        policy
-    }
-
-    /// [`cp_async_bulk_global_to_shared`] with `.L2::cache_hint` (PTX 8.0, sm_90): the
-    /// global reads carry the L2 cache policy `policy` (from
-    /// [`create_policy_fractional`]).
-    ///
-    /// # Safety
-    /// As [`cp_async_bulk_global_to_shared`]; `policy` made by `createpolicy`.
-    #[inline(always)]
-    pub unsafe fn cp_async_bulk_global_to_shared_hint(
-        dst: u32,
-        src: *const u8,
-        size: u32,
-        mbar: u32,
-        policy: u64,
-    ) {
-        // SAFETY: forwarded to the caller.
-        unsafe {
-            asm!(
-                "cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes.L2::cache_hint [{d}], [{s}], {n}, [{b}], {p};",
-                d = in(reg32) dst,
-                s = in(reg64) src,
-                n = in(reg32) size,
-                b = in(reg32) mbar,
-                p = in(reg64) policy,
-                options(nostack),
-            );
-        }
-    }
-
-    /// [`cp_async_bulk_shared_to_global`] with `.L2::cache_hint` (PTX 8.0, sm_90): the
-    /// global writes carry the L2 cache policy `policy`.
-    ///
-    /// # Safety
-    /// As [`cp_async_bulk_shared_to_global`]; `policy` made by `createpolicy`.
-    #[inline(always)]
-    pub unsafe fn cp_async_bulk_shared_to_global_hint(
-        dst: *mut u8,
-        src: u32,
-        size: u32,
-        policy: u64,
-    ) {
-        // SAFETY: forwarded to the caller.
-        unsafe {
-            asm!(
-                "cp.async.bulk.global.shared::cta.bulk_group.L2::cache_hint [{d}], [{s}], {n}, {p};",
-                d = in(reg64) dst,
-                s = in(reg32) src,
-                n = in(reg32) size,
-                p = in(reg64) policy,
-                options(nostack),
-            );
-        }
-    }
-
-    /// `st.global.L2::cache_hint.v4.b32 [dst], {a, b, c, d}, policy;` (PTX 7.4, sm_80):
-    /// one 16-byte store to global memory carrying the L2 cache policy `policy`.
-    ///
-    /// # Safety
-    /// `dst` a 16-byte aligned global address valid for a 16-byte write, with no data
-    /// race; `policy` made by `createpolicy`.
-    #[inline(always)]
-    pub unsafe fn st_global_v4_hint(dst: *mut u32, v: [u32; 4], policy: u64) {
-        // SAFETY: forwarded to the caller.
-        unsafe {
-            asm!(
-                "st.global.L2::cache_hint.v4.b32 [{d}], {{{a}, {b}, {c}, {e}}}, {p};",
-                d = in(reg64) dst,
-                a = in(reg32) v[0],
-                b = in(reg32) v[1],
-                c = in(reg32) v[2],
-                e = in(reg32) v[3],
-                p = in(reg64) policy,
-                options(nostack),
-            );
-        }
-    }
-
-    /// `cp.async.bulk.prefetch.L2.global [src], size;` (PTX 8.0, sm_90): hints that
-    /// `size` bytes at `src` be brought into L2.
-    ///
-    /// # Safety
-    /// `src` a 16-byte aligned global address of `size` (a multiple of 16) bytes.
-    #[inline(always)]
-    pub unsafe fn cp_async_bulk_prefetch_l2(src: *const u8, size: u32) {
-        // SAFETY: forwarded to the caller.
-        unsafe {
-            asm!(
-                "cp.async.bulk.prefetch.L2.global [{s}], {n};",
-                s = in(reg64) src,
-                n = in(reg32) size,
-                options(nostack),
-            );
-        }
-    }
-}
 
 // ---------------------------------------------------------------------------------------
 // Tensor copies (TMA): cp.async.bulk.tensor (sm_90)
@@ -836,33 +561,4 @@ requires! {"sm_90", "ptx81";
     red_async_u32!(red_async_add_u32, "add");
     red_async_u32!(red_async_min_u32, "min");
     red_async_u32!(red_async_max_u32, "max");
-}
-
-sm90_ptx80! {
-    /// `cp.reduce.async.bulk.shared::cluster.shared::cta.mbarrier::complete_tx::bytes.add.u32
-    /// [dst], [src], size, [mbar];` (PTX 8.0, sm_90): adds `size / 4` `u32`s of this CTA's
-    /// shared memory element-wise into shared memory of a CTA of the cluster; the mbarrier
-    /// at `mbar` in that CTA receives a `complete_tx` of `size` bytes.
-    ///
-    /// # Safety
-    /// `dst` and `mbar` are `.shared::cluster` addresses in one CTA, `src` a `.shared::cta`
-    /// address; `dst` and `src` 16-byte aligned, `size` a non-zero multiple of 16 with
-    /// that many bytes writable at `dst` and readable at `src`; generic-proxy writes to
-    /// `src` fenced with `fence.proxy.async.shared::cta` first; `src` not written and this
-    /// CTA not exited before the destination's phase completes; `mbar` live and expecting
-    /// these bytes, its CTA not exited before the phase completes.
-    #[inline(always)]
-    pub unsafe fn cp_reduce_async_bulk_cluster_add_u32(dst: u32, src: u32, size: u32, mbar: u32) {
-        // SAFETY: forwarded to the caller.
-        unsafe {
-            asm!(
-                "cp.reduce.async.bulk.shared::cluster.shared::cta.mbarrier::complete_tx::bytes.add.u32 [{d}], [{s}], {n}, [{m}];",
-                d = in(reg32) dst,
-                s = in(reg32) src,
-                n = in(reg32) size,
-                m = in(reg32) mbar,
-                options(nostack),
-            );
-        }
-    }
 }
