@@ -7,25 +7,10 @@
 macro_rules! control {
     () => {};
     (
-        $(#[$meta:meta])* $([$gate:ident])? fn $name:ident $args:tt { $($tpl:literal)+ }
-        $($rest:tt)*
+        $(#[$meta:meta])* $([$gate:ident])? fn $name:ident $args:tt $(-> $ret:ident)?
+        { $($tpl:literal)+ } $($rest:tt)*
     ) => {
-        ptx_fn! { [$($gate)?] $(#[$meta])* fn $name $args = concat!($($tpl),+) }
-        control!($($rest)*);
-    };
-    (
-        $(#[$meta:meta])* $([$gate:ident])? fn $name:ident $args:tt -> bool { $tpl:literal }
-        $($rest:tt)*
-    ) => {
-        ptx_fn! {
-            [$($gate)?]
-            $(#[$meta])*
-            #[must_use]
-            fn $name $args -> bool {
-                // SAFETY: forwarded to the caller.
-                unsafe { asm_pred!([$tpl] $args [options(nostack)]) }
-            }
-        }
+        ptx_fn! { [$($gate)?] $(#[$meta])* fn $name $args $(-> $ret)? = concat!($($tpl),+) }
         control!($($rest)*);
     };
     ($(#[$meta:meta])* $([$gate:ident])? fn $name:ident () -> ! { $tpl:literal } $($rest:tt)*) => {
@@ -80,6 +65,7 @@ control! {
     /// # Safety
     /// Every thread in `membermask` executes an `elect.sync` with the same mask, and the
     /// executing thread is in `membermask`.
+    #[must_use]
     [sm90_ptx80] fn elect_sync(membermask: u32) -> bool { "elect.sync _|p, {membermask};" }
 
     /// `griddepcontrol.wait;` (PTX 7.8, sm_90): waits until every prerequisite grid has

@@ -6,84 +6,54 @@ use crate::device::scope::Scope;
 
 /// Writes the mbarrier instructions, each `[gate] fn name(args) -> result { template }`:
 /// no result, `-> u64` (the phase's state token, `{state}` in the template), `-> bool`
-/// (a wait's predicate `p`) or `-> u32` (`pending_count`, which only decodes a token).
-/// The template is string pieces and selectors: `scope` stands for `.cta` / `.cluster`,
-/// `hint_ns` for `, {hint_ns}` when a suspend-time hint is given and nothing otherwise.
-/// All but `pending_count` keep the memory clobber.
+/// (a wait's predicate `p`) or `-> u32` (`pending_count`, which only decodes a token:
+/// `pure`, no memory access; the others keep the memory clobber). The template is string
+/// pieces and selectors: `scope` stands for `.cta` / `.cluster`, `hint_ns` for
+/// `, {hint_ns}` when a suspend-time hint is given and for nothing otherwise.
 macro_rules! mbarrier {
     () => {};
-    ($(#[$meta:meta])* $([$gate:ident])? fn $name:ident $args:tt { $($tpl:tt)+ } $($rest:tt)*) => {
-        ptx_fn! {
-            [$($gate)?]
-            $(#[$meta])*
-            fn $name $args {
-                // SAFETY: forwarded to the caller.
-                unsafe { mbarrier!(@asm [asm_args] [] $args [] $($tpl)+) };
-            }
-        }
-        mbarrier!($($rest)*);
-    };
     (
-        $(#[$meta:meta])* $([$gate:ident])? fn $name:ident $args:tt -> u64 { $($tpl:tt)+ }
-        $($rest:tt)*
+        $(#[$meta:meta])* $([$gate:ident])? fn $name:ident $args:tt $(-> $ret:ident)?
+        { $($tpl:tt)+ } $($rest:tt)*
     ) => {
         ptx_fn! {
             [$($gate)?]
             $(#[$meta])*
-            fn $name $args -> u64 {
-                let state: u64;
+            fn $name $args $(-> $ret)? {
                 // SAFETY: forwarded to the caller.
-                unsafe {
-                    mbarrier!(@asm [asm_args state = out(reg64) state,] [] $args [] $($tpl)+)
-                };
-                state
+                unsafe { mbarrier!(@asm [$($ret)?] [] $args [] $($tpl)+) }
             }
         }
         mbarrier!($($rest)*);
     };
-    (
-        $(#[$meta:meta])* $([$gate:ident])? fn $name:ident $args:tt -> bool { $($tpl:tt)+ }
-        $($rest:tt)*
-    ) => {
-        ptx_fn! {
-            [$($gate)?]
-            $(#[$meta])*
-            #[must_use]
-            fn $name $args -> bool {
-                // SAFETY: forwarded to the caller.
-                unsafe { mbarrier!(@asm [asm_pred] [] $args [] $($tpl)+) }
-            }
-        }
-        mbarrier!($($rest)*);
+    // The instruction, once the template is complete: `@asm [result] [inputs after the
+    // arguments..] (args) [template pieces]`.
+    (@asm [] [$($after:tt)*] $args:tt [$($piece:expr),*]) => {
+        asm_args!([concat!($($piece),*),] $args [$($after)* options(nostack)])
     };
-    (
-        $(#[$meta:meta])* $([$gate:ident])? fn $name:ident $args:tt -> u32 { $tpl:literal }
-        $($rest:tt)*
-    ) => {
-        ptx_fn! {
-            [$($gate)?]
-            $(#[$meta])*
-            #[must_use]
-            fn $name $args -> u32 {
-                let count: u32;
-                // SAFETY: decodes a register value; no memory access.
-                unsafe {
-                    asm_args!(
-                        [$tpl, count = out(reg32) count,]
-                        $args
-                        [options(pure, nomem, nostack, preserves_flags)]
-                    );
-                }
-                count
-            }
-        }
-        mbarrier!($($rest)*);
+    (@asm [u64] [$($after:tt)*] $args:tt [$($piece:expr),*]) => {{
+        let state: u64;
+        asm_args!(
+            [concat!($($piece),*), state = out(reg64) state,]
+            $args
+            [$($after)* options(nostack)]
+        );
+        state
+    }};
+    (@asm [bool] [$($after:tt)*] $args:tt [$($piece:expr),*]) => {
+        asm_pred!([concat!($($piece),*)] $args [$($after)* options(nostack)])
     };
-    // The template, concatenated piece by piece: `@asm [macro outputs..] [inputs after the
+    (@asm [u32] [] $args:tt [$($piece:expr),*]) => {{
+        let count: u32;
+        asm_args!(
+            [concat!($($piece),*), count = out(reg32) count,]
+            $args
+            [options(pure, nomem, nostack, preserves_flags)]
+        );
+        count
+    }};
+    // The template, concatenated piece by piece: `@asm [result] [inputs after the
     // arguments..] (args) [pieces so far] rest of the template`.
-    (@asm [$asm:ident $($out:tt)*] [$($after:tt)*] $args:tt [$($piece:expr),*]) => {
-        $asm!([concat!($($piece),*), $($out)*] $args [$($after)* options(nostack)])
-    };
     (@asm $out:tt $after:tt $args:tt [$($piece:expr),*] $next:literal $($rest:tt)*) => {
         mbarrier!(@asm $out $after $args [$($piece,)* $next] $($rest)*)
     };
@@ -154,6 +124,7 @@ mbarrier! {
     ///
     /// # Safety
     /// `state` must come from an arrive on a live mbarrier.
+    #[must_use]
     [sm80_ptx70] fn mbarrier_pending_count(state: u64) -> u32 {
         "mbarrier.pending_count.b64 {count}, {state};"
     }
@@ -163,6 +134,7 @@ mbarrier! {
     ///
     /// # Safety
     /// Live mbarrier; `state` from an arrive on it in its current or preceding phase.
+    #[must_use]
     [sm80_ptx70] fn mbarrier_test_wait(addr: u32, state: u64) -> bool {
         "mbarrier.test_wait.shared::cta.b64 p, [{addr}], {state};"
     }
@@ -172,6 +144,7 @@ mbarrier! {
     ///
     /// # Safety
     /// Live mbarrier; `parity` must be that of its current or immediately preceding phase.
+    #[must_use]
     [sm80_ptx71] fn mbarrier_test_wait_parity(addr: u32, parity: u32) -> bool {
         "mbarrier.test_wait.parity.shared::cta.b64 p, [{addr}], {parity};"
     }
@@ -192,6 +165,7 @@ mbarrier! {
     ///
     /// # Safety
     /// Live mbarrier; `state` from an arrive on it in its current or preceding phase.
+    #[must_use]
     [sm90_ptx78] fn mbarrier_try_wait(addr: u32, state: u64, hint_ns: Option<u32>) -> bool {
         "mbarrier.try_wait.shared::cta.b64 p, [{addr}], {state}" hint_ns ";"
     }
@@ -202,6 +176,7 @@ mbarrier! {
     ///
     /// # Safety
     /// Live mbarrier; `parity` that of its current or immediately preceding phase.
+    #[must_use]
     [sm90_ptx78] fn mbarrier_try_wait_parity(addr: u32, parity: u32, hint_ns: Option<u32>) -> bool {
         "mbarrier.try_wait.parity.shared::cta.b64 p, [{addr}], {parity}" hint_ns ";"
     }
@@ -212,6 +187,7 @@ mbarrier! {
     ///
     /// # Safety
     /// As [`mbarrier_try_wait`].
+    #[must_use]
     [sm90_ptx80] fn mbarrier_try_wait_acquire(
         addr: u32,
         state: u64,
@@ -226,6 +202,7 @@ mbarrier! {
     ///
     /// # Safety
     /// As [`mbarrier_try_wait_parity`].
+    #[must_use]
     [sm90_ptx80] fn mbarrier_try_wait_parity_acquire(
         addr: u32,
         parity: u32,

@@ -35,17 +35,22 @@
 // options, the `unsafe` block with its `// SAFETY:` comment, generated docs).
 
 /// One function of this module: `#[inline(always)] pub unsafe fn` with the attributes
-/// given (docs with their `# Safety` section, `#[must_use]`), compiled behind `[gate]`, one
-/// of `device`'s gate macros (`[sm90_ptx80]`: `sm90_ptx80!`, so PTX ISA 8.0 and sm_90), or
-/// in every build with `[]`. The family macros write `$body`, or give the template of an
-/// instruction without result (`= "template"`, `{N}` for a const generic `N`) for the
-/// common body: the arguments as inputs, `nostack`, the memory clobber kept.
+/// given (docs with their `# Safety` section, `#[must_use]`), compiled behind `[gate]`: one
+/// of `device`'s gate macros (`[sm90_ptx80]`: `sm90_ptx80!`, so PTX ISA 8.0 and sm_90),
+/// `["sm_90", "ptx81"]` (`requires!` of those features), or `[]` for every build.
+///
+/// The family macros write `$body`, or give the template of an instruction (`= "template"`,
+/// `{N}` for a const generic `N`) for the common body: the arguments as inputs, `nostack`,
+/// the memory clobber kept, and no result or (`-> bool`) the predicate `p` it sets.
 macro_rules! ptx_fn {
     (@gate [] $item:item) => {
         $item
     };
     (@gate [$gate:ident] $item:item) => {
         $gate! { $item }
+    };
+    (@gate [$sm:literal, $ptx:literal] $item:item) => {
+        requires!($sm, $ptx; $item);
     };
     (
         $gate:tt $(#[$meta:meta])*
@@ -61,11 +66,21 @@ macro_rules! ptx_fn {
             }
         }
     };
+    ($gate:tt $(#[$meta:meta])* fn $name:ident ($($args:tt)*) -> bool = $tpl:expr) => {
+        ptx_fn! {
+            $gate
+            $(#[$meta])*
+            fn $name($($args)*) -> bool {
+                // SAFETY: forwarded to the caller.
+                unsafe { asm_pred!([$tpl] ($($args)*) [options(nostack)]) }
+            }
+        }
+    };
     (
-        [$($gate:ident)?] $(#[$meta:meta])*
+        $gate:tt $(#[$meta:meta])*
         fn $name:ident $(<const $n:ident: u32>)? ($($args:tt)*) $(-> $ret:ty)? $body:block
     ) => {
-        ptx_fn! { @gate [$($gate)?]
+        ptx_fn! { @gate $gate
             $(#[$meta])*
             #[inline(always)]
             pub unsafe fn $name $(<const $n: u32>)? ($($args)*) $(-> $ret)? $body
@@ -135,163 +150,24 @@ macro_rules! asm_pred {
     }};
 }
 
+mod access;
 mod address;
 mod bulk;
 mod control;
 mod cp_async;
 mod fence;
 mod mbarrier;
+mod remote;
 mod sreg;
 mod tensor;
 
+pub use self::access::*;
 pub use self::address::*;
 pub use self::bulk::*;
 pub use self::control::*;
 pub use self::cp_async::*;
 pub use self::fence::*;
 pub use self::mbarrier::*;
+pub use self::remote::*;
 pub use self::sreg::*;
 pub use self::tensor::*;
-
-use core::arch::asm;
-
-// ---------------------------------------------------------------------------------------
-// Element loads and stores of device slices (`crate::kernel::DeviceSlice`), and `trap`
-// ---------------------------------------------------------------------------------------
-
-/// Implements one generic-address load and store pair for an element width: `ld.$ty` /
-/// `st.$ty` through a 64-bit generic address, with the value in a `$reg` register.
-macro_rules! elem_access {
-    ($(#[$meta:meta])* $ld:ident, $st:ident, $t:ty, $rt:ty, $reg:ident, $ty:literal) => {
-        $(#[$meta])*
-        #[doc = concat!("`ld.", $ty, " v, [ptr];` (generic address; any PTX ISA and SM).")]
-        ///
-        /// # Safety
-        /// `ptr` must be valid for a read of its type, naturally aligned. A write by
-        /// another thread racing with it leaves the old or the new value (a single
-        /// naturally aligned access), not undefined behaviour: the access is outside the
-        /// Rust memory model.
-        #[inline(always)]
-        #[must_use]
-        pub unsafe fn $ld(ptr: *const $t) -> $t {
-            let v: $rt;
-            // SAFETY: the caller guarantees `ptr` is readable; the asm reads one element.
-            unsafe {
-                asm!(
-                    concat!("ld.", $ty, " {v}, [{p}];"),
-                    v = out($reg) v,
-                    p = in(reg64) ptr,
-                    options(pure, readonly, nostack, preserves_flags),
-                );
-            }
-            v as $t
-        }
-
-        #[doc = concat!("`st.", $ty, " [ptr], v;` (generic address; any PTX ISA and SM).")]
-        ///
-        /// # Safety
-        /// `ptr` must be valid for a write of its type, naturally aligned; racing accesses
-        /// as for the load.
-        #[inline(always)]
-        pub unsafe fn $st(ptr: *mut $t, v: $t) {
-            // SAFETY: the caller guarantees `ptr` is writable; the asm writes one element.
-            unsafe {
-                asm!(
-                    concat!("st.", $ty, " [{p}], {v};"),
-                    p = in(reg64) ptr,
-                    v = in($reg) v as $rt,
-                    options(nostack, preserves_flags),
-                );
-            }
-        }
-    };
-}
-
-elem_access!(ld_u8, st_u8, u8, u16, reg16, "u8");
-elem_access!(ld_u16, st_u16, u16, u16, reg16, "u16");
-elem_access!(ld_u32, st_u32, u32, u32, reg32, "u32");
-elem_access!(ld_u64, st_u64, u64, u64, reg64, "u64");
-
-// ---------------------------------------------------------------------------------------
-// Asynchronous stores and reductions into distributed shared memory (Programming Guide
-// 4.11.3), completing on an mbarrier of the destination CTA
-// ---------------------------------------------------------------------------------------
-
-/// `st.async` of one width: `st.async.shared::cluster.mbarrier::complete_tx::bytes.$ty`.
-// Used only where PTX 8.1 is enabled.
-#[cfg_attr(not(any(doc, target_feature = "ptx81")), allow(unused_macros))]
-macro_rules! st_async {
-    ($(#[$meta:meta])* $name:ident, $t:ty, $reg:ident, $ty:literal) => {
-        $(#[$meta])*
-        #[doc = concat!(
-            "`st.async.shared::cluster.mbarrier::complete_tx::bytes.", $ty,
-            " [dst], v, [mbar];` (PTX 8.1, sm_90): stores `v` asynchronously at `dst` in a ",
-            "CTA of the cluster; when it lands, the mbarrier at `mbar` (in the same CTA as ",
-            "`dst`) receives a `complete_tx` of the value's size."
-        )]
-        ///
-        /// # Safety
-        /// `dst` and `mbar` are `.shared::cluster` addresses in one CTA of the cluster,
-        /// `dst` naturally aligned and writable, `mbar` a live mbarrier whose current phase
-        /// expects these bytes; the destination CTA does not exit before the phase
-        /// completes.
-        #[inline(always)]
-        pub unsafe fn $name(dst: u32, v: $t, mbar: u32) {
-            // SAFETY: forwarded to the caller.
-            unsafe {
-                asm!(
-                    concat!(
-                        "st.async.shared::cluster.mbarrier::complete_tx::bytes.", $ty,
-                        " [{d}], {v}, [{m}];"
-                    ),
-                    d = in(reg32) dst,
-                    v = in($reg) v,
-                    m = in(reg32) mbar,
-                    options(nostack),
-                );
-            }
-        }
-    };
-}
-
-/// `red.async` of one operation on `u32`:
-/// `red.async.relaxed.cluster.shared::cluster.mbarrier::complete_tx::bytes.$op.u32`.
-// Used only where PTX 8.1 is enabled.
-#[cfg_attr(not(any(doc, target_feature = "ptx81")), allow(unused_macros))]
-macro_rules! red_async_u32 {
-    ($name:ident, $op:literal) => {
-        #[doc = concat!(
-            "`red.async.relaxed.cluster.shared::cluster.mbarrier::complete_tx::bytes.", $op,
-            ".u32 [dst], v, [mbar];` (PTX 8.1, sm_90): an asynchronous atomic `", $op,
-            "` of `v` into the `u32` at `dst` in a CTA of the cluster (relaxed, cluster ",
-            "scope); the mbarrier at `mbar` in that CTA receives a `complete_tx` of 4 bytes."
-        )]
-        ///
-        /// # Safety
-        /// As [`st_async_u32`].
-        #[inline(always)]
-        pub unsafe fn $name(dst: u32, v: u32, mbar: u32) {
-            // SAFETY: forwarded to the caller.
-            unsafe {
-                asm!(
-                    concat!(
-                        "red.async.relaxed.cluster.shared::cluster.mbarrier::complete_tx::bytes.",
-                        $op, ".u32 [{d}], {v}, [{m}];"
-                    ),
-                    d = in(reg32) dst,
-                    v = in(reg32) v,
-                    m = in(reg32) mbar,
-                    options(nostack),
-                );
-            }
-        }
-    };
-}
-
-requires! {"sm_90", "ptx81";
-    st_async!(st_async_u32, u32, reg32, "u32");
-    st_async!(st_async_u64, u64, reg64, "u64");
-    red_async_u32!(red_async_add_u32, "add");
-    red_async_u32!(red_async_min_u32, "min");
-    red_async_u32!(red_async_max_u32, "max");
-}

@@ -9,44 +9,42 @@ macro_rules! sreg {
         sreg!(@ $ty [$($gate)?] $(#[$meta])* $name $reg);
     )*};
     (@ u32 $gate:tt $(#[$meta:meta])* $name:ident $reg:literal) => {
-        ptx_fn! {
-            $gate
+        sreg!(
+            @read u32 reg32 "mov.u32 " [pure, nomem, nostack, preserves_flags] $gate
             $(#[$meta])*
             ///
             /// # Safety
             /// None beyond running on a GPU that has the register; `unsafe` only because this
             /// module's functions all are.
-            #[must_use]
-            fn $name() -> u32 {
-                let v: u32;
-                // SAFETY: reading a special register has no side effect.
-                unsafe {
-                    asm_args!(
-                        [concat!("mov.u32 {v}, ", $reg, ";"), v = out(reg32) v,]
-                        ()
-                        [options(pure, nomem, nostack, preserves_flags)]
-                    );
-                }
-                v
-            }
-        }
+            $name $reg
+        );
     };
     (@ u64 $gate:tt $(#[$meta:meta])* $name:ident $reg:literal) => {
-        ptx_fn! {
-            $gate
+        sreg!(
+            @read u64 reg64 "mov.u64 " [nomem, nostack, preserves_flags] $gate
             $(#[$meta])*
             ///
             /// # Safety
             /// None; `unsafe` only because this module's functions all are.
+            $name $reg
+        );
+    };
+    (
+        @read $ty:ident $class:ident $mov:literal [$($opt:ident),+] $gate:tt
+        $(#[$meta:meta])* $name:ident $reg:literal
+    ) => {
+        ptx_fn! {
+            $gate
+            $(#[$meta])*
             #[must_use]
-            fn $name() -> u64 {
-                let v: u64;
+            fn $name() -> $ty {
+                let v: $ty;
                 // SAFETY: reading a special register has no side effect.
                 unsafe {
                     asm_args!(
-                        [concat!("mov.u64 {v}, ", $reg, ";"), v = out(reg64) v,]
+                        [concat!($mov, "{v}, ", $reg, ";"), v = out($class) v,]
                         ()
-                        [options(nomem, nostack, preserves_flags)]
+                        [options($($opt),+)]
                     );
                 }
                 v
