@@ -27,12 +27,16 @@
 //! is used only as an mbarrier, initialized (by [`mbarrier_init`], made visible to the
 //! caller) and not invalidated: the "live mbarrier" condition below.
 
-// Layout: one file per instruction family, each with one macro that writes the family's
-// functions from one line per form (its doc comment above it). The forms read
-// `[gate] fn name(args) -> result { "template" }`: `gate` is one of `device`'s
-// `smNN_ptxNN!` gates (none: every build), the template names each argument `{arg}`
-// (`asm_args!`), and the family macro adds what its forms share (`#[inline(always)]`,
-// options, the `unsafe` block with its `// SAFETY:` comment, generated docs).
+// Layout: one file per instruction family (special registers, address windows, thread
+// control, fences, mbarrier, cp.async, bulk copies, tensor copies, remote stores and
+// reductions, element access), each with one macro that writes the family's functions, a
+// form per line under its doc comment (or with docs the macro generates, for families of
+// regular forms such as the sized copies and the tensor dimensionalities). Most forms read
+// `[gate] fn name(args) -> result { "template" }`: `gate` is one of `device`'s gate macros
+// (none: every build; a family whose forms all share one gate applies it itself), and the
+// template names each argument `{arg}`. What the families share is below: `ptx_fn!` (the
+// function item behind its gate, and the common body), `asm_args!` (the arguments as
+// operands) and `asm_pred!` (a predicate as a `bool`).
 
 /// One function of this module: `#[inline(always)] pub unsafe fn` with the attributes
 /// given (docs with their `# Safety` section, `#[must_use]`), compiled behind `[gate]`: one
@@ -159,6 +163,7 @@ mod fence;
 mod mbarrier;
 mod remote;
 mod sreg;
+mod symbols;
 mod tensor;
 
 pub use self::access::*;
