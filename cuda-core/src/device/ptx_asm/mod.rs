@@ -139,6 +139,11 @@ macro_rules! asm_args {
 
 /// `asm_args!` for an instruction that sets a predicate `p`: declares `p`, moves it to a
 /// register with `selp` and evaluates to it as a `bool`.
+// Its users (the waits, `elect.sync`) need sm_80 and PTX 7.0 at least.
+#[cfg_attr(
+    not(any(doc, all(target_feature = "sm_80", target_feature = "ptx70"))),
+    allow(unused_macros)
+)]
 macro_rules! asm_pred {
     ([$($tpl:expr),+ $(,)?] $args:tt [$($after:tt)*]) => {{
         let done: u32;
@@ -168,11 +173,19 @@ mod tensor;
 
 pub use self::access::*;
 pub use self::address::*;
-pub use self::bulk::*;
 pub use self::control::*;
-pub use self::cp_async::*;
 pub use self::fence::*;
-pub use self::mbarrier::*;
-pub use self::remote::*;
 pub use self::sreg::*;
+
+// A family whose forms all need more than the build's SM or PTX ISA is empty there, and
+// so would be its re-export (a plain `cfg`: a `doc(cfg)` here would join every item's).
+#[cfg(any(doc, all(target_feature = "sm_90", target_feature = "ptx80")))]
+pub use self::bulk::*;
+#[cfg(any(doc, all(target_feature = "sm_80", target_feature = "ptx70")))]
+pub use self::cp_async::*;
+#[cfg(any(doc, all(target_feature = "sm_80", target_feature = "ptx70")))]
+pub use self::mbarrier::*;
+#[cfg(any(doc, all(target_feature = "sm_90", target_feature = "ptx81")))]
+pub use self::remote::*;
+#[cfg(any(doc, all(target_feature = "sm_90", target_feature = "ptx80")))]
 pub use self::tensor::*;
