@@ -56,7 +56,7 @@ pub use device_buffer::{DeviceBuffer, DevicePtr};
 #[cfg(feature = "graph")]
 pub(crate) use device_buffer::{memset_d8, memset_d32};
 pub use device_memory::DeviceMemory;
-pub use managed::{ManagedBuffer, MemoryModel, SingleStream};
+pub use managed::{ManagedBuffer, MemoryKind, MemoryModel, SingleStream};
 pub use pinned::{HostAllocFlags, PinnedHostBuffer};
 pub use pointer::{PointerInfo, pointer_info};
 pub use pool::{AsyncDeviceBuffer, MemPool};
