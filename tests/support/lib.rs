@@ -11,7 +11,6 @@ use std::time::Instant;
 
 /// Minimal run-time-loaded NCCL and cuBLAS FFI (hw_interop, the nccl_allreduce example).
 pub mod interop;
-/// The mock-driver builder of the mock suites.
 pub mod mock;
 
 /// What one hardware test ended with.

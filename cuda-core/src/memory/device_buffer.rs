@@ -1,4 +1,4 @@
-//! [`DeviceBuffer`] (`cuMemAlloc`) and [`DevicePtr`], its form as a kernel argument.
+//! [`DeviceBuffer`] (`cuMemAlloc`), device memory this crate allocates and frees.
 
 use super::device_memory::device_memory;
 use core::marker::PhantomData;
@@ -6,75 +6,12 @@ use core::marker::PhantomData;
 use cudadrv_sys::CUdeviceptr;
 
 use super::{PinnedHostBuffer, Pod, byte_len};
-use crate::args::DeviceRepr;
 use crate::driver::context::Context;
 use crate::driver::dropping;
 use crate::driver::stream::Stream;
-use crate::error::{Error, Result, drv};
-
-/// A typed device pointer as a kernel argument: 8 bytes, 8-aligned, the `T*` of the
-/// kernel's signature. Made by [`DeviceBuffer::as_arg`] and friends.
-#[repr(transparent)]
-pub struct DevicePtr<T> {
-    raw: CUdeviceptr,
-    _t: PhantomData<*mut T>,
-}
-
-impl<T> DevicePtr<T> {
-    /// Wraps a raw device address.
-    pub const fn from_raw(raw: CUdeviceptr) -> Self {
-        Self {
-            raw,
-            _t: PhantomData,
-        }
-    }
-
-    /// The raw device address.
-    pub const fn as_raw(self) -> CUdeviceptr {
-        self.raw
-    }
-
-    /// The address `count` elements further on (wrapping like a C pointer would not:
-    /// `None` on overflow).
-    pub fn offset(self, count: usize) -> Option<Self> {
-        let bytes = count.checked_mul(core::mem::size_of::<T>())?;
-        let raw = self.raw.checked_add(u64::try_from(bytes).ok()?)?;
-        Some(Self::from_raw(raw))
-    }
-}
-
-impl<T> Clone for DevicePtr<T> {
-    fn clone(&self) -> Self {
-        *self
-    }
-}
-impl<T> Copy for DevicePtr<T> {}
-
-impl<T> core::fmt::Debug for DevicePtr<T> {
-    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
-        write!(f, "DevicePtr({:#x})", self.raw)
-    }
-}
-
-impl<T> PartialEq for DevicePtr<T> {
-    fn eq(&self, other: &Self) -> bool {
-        self.raw == other.raw
-    }
-}
-impl<T> Eq for DevicePtr<T> {}
-
-// SAFETY: a device pointer is a 64-bit address: 8 bytes, 8-aligned, no padding, the
-// same bytes on host and device (`repr(transparent)` over `u64`).
-unsafe impl<T> DeviceRepr for DevicePtr<T> {
-    const DEVICE_SIZE: usize = 8;
-    const DEVICE_ALIGN: usize = 8;
-}
-static_assertions::assert_eq_size!(DevicePtr<u8>, u64);
-
-// SAFETY: an address; dereferencing it is the device's business.
-unsafe impl<T> Send for DevicePtr<T> {}
-// SAFETY: as above.
-unsafe impl<T> Sync for DevicePtr<T> {}
+#[cfg(doc)]
+use crate::error::Error;
+use crate::error::{Result, drv};
 
 /// `len` values of `T` in device memory of a context (`cuMemAlloc`), freed on drop
 /// (`cuMemFree`). It keeps its [`Context`] alive and current where a call needs it, so it
@@ -376,72 +313,4 @@ impl<T: Copy> Drop for DeviceBuffer<T> {
         // contexts' work); the context is current.
         unsafe { dropping!(cuMemFree(self.ptr)) };
     }
-}
-
-/// `cuMemsetD8[Async]` of `bytes` bytes at `ptr`.
-///
-/// # Safety
-/// The allocation holds `bytes` bytes, and its context is current; if `stream` is
-/// capturing, the allocation outlives every graph made from the capture.
-pub(crate) unsafe fn memset_d8(
-    cu: &cudadrv_sys::DriverApi,
-    ptr: CUdeviceptr,
-    bytes: usize,
-    value: u8,
-    stream: Option<&Stream>,
-) -> Result<()> {
-    if bytes == 0 {
-        return Ok(());
-    }
-    // SAFETY: the caller's allocation holds `bytes` bytes; live stream.
-    unsafe {
-        match stream {
-            Some(s) => drv!(cu, cuMemsetD8Async(ptr, value, bytes, s.as_raw())),
-            None => {
-                drv!(cu, cuMemsetD8(ptr, value, bytes))?;
-                legacy_stream_sync(cu)
-            }
-        }
-    }
-}
-
-/// `cuMemsetD32[Async]` of `bytes` bytes (a multiple of 4) at `ptr`.
-///
-/// # Safety
-/// As [`memset_d8`].
-pub(crate) unsafe fn memset_d32(
-    cu: &cudadrv_sys::DriverApi,
-    ptr: CUdeviceptr,
-    bytes: usize,
-    value: u32,
-    stream: Option<&Stream>,
-) -> Result<()> {
-    if bytes % 4 != 0 {
-        return Err(Error::InvalidArgument(
-            "memset_d32 needs a size that is a multiple of 4 bytes",
-        ));
-    }
-    let words = bytes / 4;
-    if words == 0 {
-        return Ok(());
-    }
-    // SAFETY: the caller's allocation holds `words` 32-bit words; live stream.
-    unsafe {
-        match stream {
-            Some(s) => drv!(cu, cuMemsetD32Async(ptr, value, words, s.as_raw())),
-            None => {
-                drv!(cu, cuMemsetD32(ptr, value, words))?;
-                legacy_stream_sync(cu)
-            }
-        }
-    }
-}
-
-/// `cuStreamSynchronize(CU_STREAM_LEGACY)`: waits for the "synchronous" memsets and
-/// host-to-device copies, which the driver queues on the legacy default stream and may
-/// still be running when they return. Without this, work on a non-blocking stream (which
-/// does not wait for the legacy stream) could run before or under them.
-pub(crate) fn legacy_stream_sync(cu: &cudadrv_sys::DriverApi) -> Result<()> {
-    // SAFETY: the legacy stream handle is always valid in a context.
-    unsafe { drv!(cu, cuStreamSynchronize(cudadrv_sys::CU_STREAM_LEGACY)) }
 }

@@ -10,9 +10,12 @@
 //! of them. The untyped byte ranges (IPC and VMM mappings, imported pool allocations)
 //! get `as_raw`, `size_bytes` and `as_arg::<T>` from its `bytes` form.
 
+use core::marker::PhantomData;
+
 use cudadrv_sys::CUdeviceptr;
 
-use super::DevicePtr;
+use crate::args::DeviceRepr;
+
 use super::view::{DeviceView, DeviceViewMut};
 use crate::driver::context::Context;
 
@@ -275,3 +278,67 @@ macro_rules! device_memory {
     };
 }
 pub(crate) use device_memory;
+
+/// A typed device pointer as a kernel argument: 8 bytes, 8-aligned, the `T*` of the
+/// kernel's signature. Made by [`DeviceMemory::as_arg`] and the `as_arg` of every memory type.
+#[repr(transparent)]
+pub struct DevicePtr<T> {
+    raw: CUdeviceptr,
+    _t: PhantomData<*mut T>,
+}
+
+impl<T> DevicePtr<T> {
+    /// Wraps a raw device address.
+    pub const fn from_raw(raw: CUdeviceptr) -> Self {
+        Self {
+            raw,
+            _t: PhantomData,
+        }
+    }
+
+    /// The raw device address.
+    pub const fn as_raw(self) -> CUdeviceptr {
+        self.raw
+    }
+
+    /// The address `count` elements further on (wrapping like a C pointer would not:
+    /// `None` on overflow).
+    pub fn offset(self, count: usize) -> Option<Self> {
+        let bytes = count.checked_mul(core::mem::size_of::<T>())?;
+        let raw = self.raw.checked_add(u64::try_from(bytes).ok()?)?;
+        Some(Self::from_raw(raw))
+    }
+}
+
+impl<T> Clone for DevicePtr<T> {
+    fn clone(&self) -> Self {
+        *self
+    }
+}
+impl<T> Copy for DevicePtr<T> {}
+
+impl<T> core::fmt::Debug for DevicePtr<T> {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        write!(f, "DevicePtr({:#x})", self.raw)
+    }
+}
+
+impl<T> PartialEq for DevicePtr<T> {
+    fn eq(&self, other: &Self) -> bool {
+        self.raw == other.raw
+    }
+}
+impl<T> Eq for DevicePtr<T> {}
+
+// SAFETY: a device pointer is a 64-bit address: 8 bytes, 8-aligned, no padding, the
+// same bytes on host and device (`repr(transparent)` over `u64`).
+unsafe impl<T> DeviceRepr for DevicePtr<T> {
+    const DEVICE_SIZE: usize = 8;
+    const DEVICE_ALIGN: usize = 8;
+}
+static_assertions::assert_eq_size!(DevicePtr<u8>, u64);
+
+// SAFETY: an address; dereferencing it is the device's business.
+unsafe impl<T> Send for DevicePtr<T> {}
+// SAFETY: as above.
+unsafe impl<T> Sync for DevicePtr<T> {}

@@ -52,15 +52,16 @@ pub mod registered;
 pub mod view;
 pub mod vmm;
 
-pub use device_buffer::{DeviceBuffer, DevicePtr};
-#[cfg(feature = "graph")]
-pub(crate) use device_buffer::{memset_d8, memset_d32};
+pub use device_buffer::DeviceBuffer;
 pub use device_memory::DeviceMemory;
+pub use device_memory::DevicePtr;
 pub use managed::{ManagedBuffer, MemoryKind, MemoryModel, SingleStream};
 pub use pinned::{HostAllocFlags, PinnedHostBuffer};
 pub use pointer::{PointerInfo, pointer_info};
 pub use pool::{AsyncDeviceBuffer, MemPool};
 pub use view::{DeviceView, DeviceViewMut, Release};
+#[cfg(feature = "graph")]
+pub(crate) use view::{memset_d8, memset_d32};
 pub use vmm::GrowableBuffer;
 
 use crate::error::{Error, Result};

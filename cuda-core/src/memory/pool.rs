@@ -8,7 +8,7 @@ use core::ptr;
 
 use cudadrv_sys::{CUdeviceptr, CUmemPool_attribute, CUmemPoolProps, CUmemoryPool};
 
-use super::device_buffer::{memset_d8, memset_d32};
+use super::view::{memset_d8, memset_d32};
 use super::{Pod, byte_len, same_len};
 use crate::driver::context::Context;
 use crate::driver::dropping;

@@ -76,7 +76,8 @@ use core::ffi::c_void;
 use core::marker::PhantomData;
 use core::sync::atomic::{AtomicBool, Ordering};
 
-use super::device_buffer::{DeviceBuffer, DevicePtr};
+use super::device_buffer::DeviceBuffer;
+use super::device_memory::DevicePtr;
 use super::{Pod, byte_len, same_len};
 use crate::driver::context::Context;
 use crate::driver::dropping;

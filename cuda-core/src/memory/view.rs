@@ -605,4 +605,70 @@ impl<'a, T: Copy> From<DeviceViewMut<'a, T>> for DeviceView<'a, T> {
     }
 }
 
-use super::device_buffer::{legacy_stream_sync, memset_d8, memset_d32};
+/// `cuMemsetD8[Async]` of `bytes` bytes at `ptr`.
+///
+/// # Safety
+/// The allocation holds `bytes` bytes, and its context is current; if `stream` is
+/// capturing, the allocation outlives every graph made from the capture.
+pub(crate) unsafe fn memset_d8(
+    cu: &cudadrv_sys::DriverApi,
+    ptr: CUdeviceptr,
+    bytes: usize,
+    value: u8,
+    stream: Option<&Stream>,
+) -> Result<()> {
+    if bytes == 0 {
+        return Ok(());
+    }
+    // SAFETY: the caller's allocation holds `bytes` bytes; live stream.
+    unsafe {
+        match stream {
+            Some(s) => drv!(cu, cuMemsetD8Async(ptr, value, bytes, s.as_raw())),
+            None => {
+                drv!(cu, cuMemsetD8(ptr, value, bytes))?;
+                legacy_stream_sync(cu)
+            }
+        }
+    }
+}
+
+/// `cuMemsetD32[Async]` of `bytes` bytes (a multiple of 4) at `ptr`.
+///
+/// # Safety
+/// As [`memset_d8`].
+pub(crate) unsafe fn memset_d32(
+    cu: &cudadrv_sys::DriverApi,
+    ptr: CUdeviceptr,
+    bytes: usize,
+    value: u32,
+    stream: Option<&Stream>,
+) -> Result<()> {
+    if bytes % 4 != 0 {
+        return Err(Error::InvalidArgument(
+            "memset_d32 needs a size that is a multiple of 4 bytes",
+        ));
+    }
+    let words = bytes / 4;
+    if words == 0 {
+        return Ok(());
+    }
+    // SAFETY: the caller's allocation holds `words` 32-bit words; live stream.
+    unsafe {
+        match stream {
+            Some(s) => drv!(cu, cuMemsetD32Async(ptr, value, words, s.as_raw())),
+            None => {
+                drv!(cu, cuMemsetD32(ptr, value, words))?;
+                legacy_stream_sync(cu)
+            }
+        }
+    }
+}
+
+/// `cuStreamSynchronize(CU_STREAM_LEGACY)`: waits for the "synchronous" memsets and
+/// host-to-device copies, which the driver queues on the legacy default stream and may
+/// still be running when they return. Without this, work on a non-blocking stream (which
+/// does not wait for the legacy stream) could run before or under them.
+pub(crate) fn legacy_stream_sync(cu: &cudadrv_sys::DriverApi) -> Result<()> {
+    // SAFETY: the legacy stream handle is always valid in a context.
+    unsafe { drv!(cu, cuStreamSynchronize(cudadrv_sys::CU_STREAM_LEGACY)) }
+}
