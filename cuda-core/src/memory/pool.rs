@@ -515,7 +515,8 @@ impl MemPool {
     ///
     /// ```no_run
     /// # fn main() -> cudadrv::Result<()> {
-    /// use cudadrv::{Context, Device, MemPool, Stream, peer::MemAccess};
+    /// use cudadrv::memory::peer::MemAccess;
+    /// use cudadrv::{Context, Device, MemPool, Stream};
     /// let (d0, d1) = (Device::get(0)?, Device::get(1)?);
     /// let c0 = Context::primary(d0)?;
     /// let pool = MemPool::new(&c0)?;
