@@ -20,8 +20,8 @@ use std::process::{Child, Command};
 use std::time::{Duration, Instant};
 
 use cuda_workspace::{
-    Kernels, Outcome, TestResult, check, check_eq, check_filled, hw_tests, require_gpu, run_suite,
-    skip,
+    Kernels, Outcome, TestResult, check, check_eq, check_filled, fill_value, hw_tests, require_gpu,
+    run_suite, skip,
 };
 use cudadrv::launch::{LaunchConfig, launch};
 use cudadrv::memory::AsyncDeviceBuffer;
@@ -186,6 +186,15 @@ fn legacy_memory_and_event_handles() -> TestResult {
     stream.synchronize()?;
     let mut got = vec![0u32; N as usize];
     buf.copy_to_host(&mut got)?;
+    // The child wrote the first four through `IpcMapping::view_mut`, the rest by kernel.
+    for (i, v) in got.iter_mut().take(4).enumerate() {
+        check_eq(
+            *v,
+            !fill_value(i as u32),
+            "written through the child's view",
+        )?;
+        *v = fill_value(i as u32);
+    }
     check_filled(&got, "written by the child, read after the IPC event")?;
     send(&peer.sock, b"close", &[]).map_err(fail)?;
     expect(&peer.sock, "closed").map_err(fail)?;
@@ -356,8 +365,15 @@ fn child(case: &str) -> R {
             if map.size_bytes() < N as usize * 4 {
                 return Err(format!("mapping of {} bytes", map.size_bytes()).into());
             }
+            let mut map = map;
             let event = Event::open_ipc(&ctx, &IpcEventHandle::from_bytes(handle(64)?))?;
             fill(&k, &stream, map.as_arg(), N)?;
+            stream.synchronize()?;
+            // The first values again, through a writable view of the mapping.
+            let mine: Vec<u32> = (0..4).map(|i| !fill_value(i)).collect();
+            map.view_mut::<u32>()?
+                .into_slice(..4)?
+                .copy_from_host(&mine)?;
             event.record(&stream)?;
             send(&sock, b"recorded", &[])?;
             expect(&sock, "close")?;

@@ -28,6 +28,7 @@ fn main() {
             views_in_graph_and_region_nodes,
             stream_ordered_views_stay_on_their_stream,
             foreign_memory_from_raw_parts,
+            foreign_capture_on_a_borrowed_stream,
             context_queries_have_no_side_effects,
             dlpack_round_trip_with_the_stream_handshake,
             managed_views_in_a_scope,
@@ -423,4 +424,81 @@ fn typed_pdl_needs_a_dependent_kernel() -> TestResult {
     })?;
     stream.synchronize()?;
     check_all(&read(&out)?, |_| 0, "nothing ran")
+}
+
+/// A stream another library owns and captures (what `torch.cuda.graph` does; here raw
+/// `cuStreamBeginCapture` / `cuStreamEndCapture`), borrowed with `Stream::borrow_raw`:
+/// a safe call naming memory is refused while it captures, an `unsafe` typed launch is
+/// recorded into the other library's graph, and that graph's replays write the values.
+fn foreign_capture_on_a_borrowed_stream() -> TestResult {
+    use cudadrv::cuda_sys::{CUresult, CUstreamCaptureMode};
+    let (ctx, module) = setup()?;
+    let iota = module.kernel::<typed_iota>()?;
+    let cu = cudadrv::cuda_sys::driver()?;
+    const N: usize = 4096;
+    let owner = Stream::non_blocking(&ctx)?; // the other library's stream
+    let raw = owner.as_raw();
+    let mut out = DeviceBuffer::<u32>::zeroed(&ctx, N)?;
+    let ok = |rc: CUresult, what: &str| check(rc.is_success(), || format!("{what}: {rc:?}"));
+    ctx.bind()?;
+    // SAFETY: a live stream of the current context; relaxed mode (no other thread's
+    // calls are affected).
+    ok(
+        unsafe {
+            cu.cuStreamBeginCapture()?(raw, CUstreamCaptureMode::CU_STREAM_CAPTURE_MODE_RELAXED)
+        },
+        "cuStreamBeginCapture",
+    )?;
+    // SAFETY: `raw` is a stream of `ctx` that outlives `borrowed`; the capture was begun
+    // before and ends after the crate's calls on it, on this thread.
+    let borrowed = unsafe { Stream::borrow_raw(raw, &ctx) };
+    let refused = out.memset_d32_async(1, &borrowed);
+    let cfg = LaunchConfig::new(4, 256).stream(&borrowed);
+    let args = (
+        // SAFETY: `out`'s N values, alive until after the graph's replays below.
+        unsafe { DeviceSliceMut::from_raw_parts(out.as_raw() as *mut u32, N) },
+        7u32,
+    );
+    // SAFETY: the argument stays valid for every replay of the captured graph, which
+    // runs and is destroyed below, before `out` is dropped.
+    let launched = unsafe { iota.launch(&cfg, &args) };
+    drop(borrowed);
+    let mut graph = std::ptr::null_mut();
+    // SAFETY: the capture begun above; valid out-pointer.
+    let ended = unsafe { cu.cuStreamEndCapture()?(raw, &mut graph) };
+    ok(ended, "cuStreamEndCapture")?;
+    let mut exec = std::ptr::null_mut();
+    // SAFETY: the graph just captured; valid out-pointer.
+    let rc = unsafe { cu.cuGraphInstantiate()?(&mut exec, graph, 0) };
+    let replayed = ok(rc, "cuGraphInstantiate").and_then(|()| {
+        for _ in 0..2 {
+            // SAFETY: a live executable graph and stream.
+            ok(unsafe { cu.cuGraphLaunch()?(exec, raw) }, "cuGraphLaunch")?;
+        }
+        owner.synchronize().map_err(Outcome::from)
+    });
+    // SAFETY: the graph and executable graph made above, their launches finished (or
+    // none); destroyed once.
+    let destroyed = unsafe {
+        let e = if exec.is_null() {
+            CUresult::CUDA_SUCCESS
+        } else {
+            cu.cuGraphExecDestroy()?(exec)
+        };
+        (e, cu.cuGraphDestroy()?(graph))
+    };
+    replayed?;
+    ok(destroyed.0, "cuGraphExecDestroy")?;
+    ok(destroyed.1, "cuGraphDestroy")?;
+    check(matches!(refused, Err(Error::StreamCapturing(_))), || {
+        format!("a safe memset on the captured stream: {refused:?}")
+    })?;
+    check(launched.is_ok(), || {
+        format!("the recorded launch: {launched:?}")
+    })?;
+    check_all(
+        &read(&out)?,
+        |i| 7 + 3 * i as u32,
+        "the other library's graph",
+    )
 }

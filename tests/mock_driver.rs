@@ -2259,6 +2259,13 @@ fn dlpack_import_and_export() {
     let mut shape = [2i64, 3];
     let mut strides = [3i64, 1];
     let mut column = [1i64, 2];
+    // One raw pointer each, taken once (a second `as_mut_ptr` would invalidate the first
+    // under Stacked Borrows).
+    let (shape, strides, column) = (
+        shape.as_mut_ptr(),
+        strides.as_mut_ptr(),
+        column.as_mut_ptr(),
+    );
     let tensor = |data: u64,
                   device: i32,
                   dtype: DLDataType,
@@ -2291,22 +2298,8 @@ fn dlpack_import_and_export() {
     };
     let before = DELETED.load(Ordering::SeqCst);
     let bad = [
-        tensor(
-            buf.as_raw(),
-            1,
-            u32_type,
-            strides.as_mut_ptr(),
-            0,
-            shape.as_mut_ptr(),
-        ),
-        tensor(
-            buf.as_raw(),
-            0,
-            u32_type,
-            column.as_mut_ptr(),
-            0,
-            shape.as_mut_ptr(),
-        ),
+        tensor(buf.as_raw(), 1, u32_type, strides, 0, shape),
+        tensor(buf.as_raw(), 0, u32_type, column, 0, shape),
         tensor(
             buf.as_raw(),
             0,
@@ -2316,7 +2309,7 @@ fn dlpack_import_and_export() {
             },
             std::ptr::null_mut(),
             0,
-            shape.as_mut_ptr(),
+            shape,
         ),
     ];
     for mut t in bad {
@@ -2334,9 +2327,9 @@ fn dlpack_import_and_export() {
         buf.as_raw(),
         0,
         u32_type,
-        strides.as_mut_ptr(),
+        strides,
         DLPACK_FLAG_BITMASK_READ_ONLY,
-        shape.as_mut_ptr(),
+        shape,
     );
     // SAFETY: as above.
     let mut t = unsafe { DlpackTensor::from_versioned(&mut ro, &ctx, &stream) }.unwrap();
