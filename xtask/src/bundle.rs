@@ -83,12 +83,31 @@ pub fn run_bundle(root: &Path, dir: &Path) -> R {
         println!("  {}", dst.display());
     }
 
+    step("cudadrv embedded in PyTorch (runs as bin/hw_torch)");
+    run(cargo(root).args([
+        "build",
+        "--release",
+        "--example",
+        "torch_embed",
+        "-p",
+        "cuda-workspace",
+    ]))?;
+    std::fs::copy(
+        root.join("target/release/examples/libtorch_embed.so"),
+        bin.join("libtorch_embed.so"),
+    )?;
+    std::fs::copy(
+        root.join("examples/torch_embed.py"),
+        bin.join("torch_embed.py"),
+    )?;
+
     step("the kernel template's host program (runs as bin/hw_template)");
     let template = crate::template::build_host(root)?;
     std::fs::copy(&template, bin.join("template-host"))?;
     for (name, script) in [
         ("hw_template", HW_TEMPLATE_SH),
         ("hw_vector_add", HW_VECTOR_ADD_SH),
+        ("hw_torch", HW_TORCH_SH),
     ] {
         std::fs::write(bin.join(name), script)?;
         run(Command::new("chmod").arg("+x").arg(bin.join(name)))?;
@@ -231,6 +250,24 @@ if [ "$rc" != 0 ]; then r="0 passed, 1 failed, 0 skipped"
 elif echo "$out" | grep -q "nothing was run"; then r="0 passed, 0 failed, 1 skipped"
 else r="1 passed, 0 failed, 0 skipped"; fi
 echo "hw_template: $r"
+case "$r" in *" 1 failed"*) exit 1 ;; *) exit 0 ;; esac
+"#;
+
+/// `bin/hw_torch`: examples/torch_embed.rs (a shared library) driven from PyTorch by
+/// examples/torch_embed.py as a one-test suite; skipped without python3, torch or a GPU.
+const HW_TORCH_SH: &str = r#"#!/usr/bin/env bash
+# cudadrv embedded in PyTorch: torch's tensors and streams through DLPack, on the GPU.
+here=$(cd "$(dirname "$0")" && pwd)
+py=${PYTHON:-python3}
+if ! command -v "$py" >/dev/null; then
+  echo "hw_torch: no $py, nothing was run"; echo "hw_torch: 0 passed, 0 failed, 1 skipped"; exit 0
+fi
+out=$("$py" "$here/torch_embed.py" "$here/libtorch_embed.so" 2>&1); rc=$?
+echo "$out"
+if [ "$rc" != 0 ]; then r="0 passed, 1 failed, 0 skipped"
+elif echo "$out" | grep -q "nothing was run"; then r="0 passed, 0 failed, 1 skipped"
+else r="1 passed, 0 failed, 0 skipped"; fi
+echo "hw_torch: $r"
 case "$r" in *" 1 failed"*) exit 1 ;; *) exit 0 ;; esac
 "#;
 
@@ -382,7 +419,7 @@ if [ "$BENCH" = 1 ] && want "$BENCHES" nccl; then
   bin/nccl_allreduce 2>&1 | tee "$LOGS/nccl_allreduce.log"
 fi
 if [ "$SANITIZE" = 1 ] && [ "$TESTS" = 1 ] && command -v compute-sanitizer >/dev/null; then
-  for t in bin/hw_core bin/hw_launch bin/hw_graph bin/hw_device bin/hw_soundness bin/hw_samples bin/hw_logs bin/hw_green bin/hw_devgraph bin/hw_vmm bin/hw_multi_gpu bin/hw_interop bin/hw_ipc bin/hw_tma bin/hw_promises bin/hw_memory bin/hw_views bin/hw_region bin/hw_kernels bin/hw_template bin/hw_vector_add; do
+  for t in bin/hw_core bin/hw_launch bin/hw_graph bin/hw_device bin/hw_soundness bin/hw_samples bin/hw_logs bin/hw_green bin/hw_devgraph bin/hw_vmm bin/hw_multi_gpu bin/hw_interop bin/hw_ipc bin/hw_tma bin/hw_promises bin/hw_memory bin/hw_views bin/hw_region bin/hw_kernels bin/hw_template bin/hw_vector_add bin/hw_torch; do
     [ -x "$t" ] || continue
     name=$(basename "$t")
     [ -z "$SUITES" ] || want "$SUITES" "$name" || continue

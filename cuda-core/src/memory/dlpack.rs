@@ -387,10 +387,17 @@ impl<'s> DlpackTensor<'s> {
 
 impl Drop for DlpackTensor<'_> {
     /// Synchronizes the handshake stream (the work queued through the views), then calls
-    /// the producer's deleter. A failed synchronization leaks the tensor instead (the
-    /// memory may still be in use): reported to the drop-error sink.
+    /// the producer's deleter. A stream that is being captured (a capture the framework
+    /// began after work was queued through the views) cannot be synchronized, and a
+    /// failed synchronization cannot tell whether that work is done: in both cases the
+    /// tensor is leaked instead of released (the memory may still be in use), reported
+    /// to the drop-error sink.
     fn drop(&mut self) {
-        if let Err(e) = self.stream.synchronize() {
+        if let Err(e) = self
+            .stream
+            .ensure_not_capturing("DlpackTensor::drop")
+            .and_then(|()| self.stream.synchronize())
+        {
             crate::error::report_drop_error(&e);
             return;
         }
