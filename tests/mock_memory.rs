@@ -415,7 +415,10 @@ fn managed(ctx: &Context, stream: &Stream, s: usize) {
         );
         single.host_mut().unwrap()[0] = 5;
         assert_eq!(single.host().unwrap()[..2], [5, 1]);
-        assert!(take_log().is_empty(), "a stream-scoped host view syncs no context");
+        assert!(
+            take_log().is_empty(),
+            "a stream-scoped host view syncs no context"
+        );
         // Its views take asynchronous work on the attached stream only.
         let refused = single.view_mut().memset_d8_async(0, &other);
         assert!(matches!(refused, Err(Error::InvalidArgument(m)) if m.contains("stream-ordered")));
