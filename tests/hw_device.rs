@@ -70,6 +70,9 @@ fn main() {
             mbarrier_all_forms,
             cluster_ids_and_remote_arrive,
             device_side_launch_param_layout,
+            bf16_conversions_match_the_host,
+            bf16_sixteen_byte_loads,
+            warp_reductions,
         ],
     );
 }
@@ -888,3 +891,178 @@ fn device_side_launch_param_layout() -> TestResult {
 
 /// dyn_echo's argument tuple type.
 type EchoArgs = (DevicePtr<u8>, i32, Float4, u8, f32, *const u8, Pair, Float2);
+
+/// The helpers' kernels (ptx/src/helpers.rs), from the trusted module.
+fn helpers() -> Result<(Context, cudadrv::kernel::KernelModule), Outcome> {
+    require_sm(9, 0)?;
+    let ctx = ctx()?;
+    let module = cudadrv::kernel::KernelModule::load(&ctx, &ptx::TRUSTED)?;
+    Ok((ctx, module))
+}
+
+/// 1 Mi `f32` values (random bits, plus ties, infinities, NaNs, subnormals) converted to
+/// bfloat16 on the device give the host's `Bf16::from_f32` bits, and back the exact `f32`.
+fn bf16_conversions_match_the_host() -> TestResult {
+    use cuda_workspace::helpers::bf16_round_trip;
+    use cudadrv::args::Bf16;
+    let (ctx, module) = helpers()?;
+    let k = module.kernel::<bf16_round_trip>()?;
+    let mut state = 0x1234_5678_9abc_def0u64;
+    let mut x: Vec<f32> = (0..1 << 20)
+        .map(|_| {
+            state = state
+                .wrapping_mul(6_364_136_223_846_793_005)
+                .wrapping_add(1);
+            f32::from_bits((state >> 32) as u32)
+        })
+        .collect();
+    let specials = [
+        f32::from_bits(0x3f80_8000),
+        f32::from_bits(0x3f81_8000),
+        f32::INFINITY,
+        f32::NEG_INFINITY,
+        f32::NAN,
+        f32::MAX,
+        f32::from_bits(1),
+        -0.0,
+    ];
+    x[..specials.len()].copy_from_slice(&specials);
+    let xd = DeviceBuffer::from_slice(&ctx, &x)?;
+    let mut out = DeviceBuffer::<Bf16>::zeroed(&ctx, x.len())?;
+    let mut back = DeviceBuffer::<f32>::zeroed(&ctx, x.len())?;
+    let stream = Stream::new(&ctx, StreamFlags::NON_BLOCKING)?;
+    cudadrv::kernel::scope(&ctx, |s| {
+        s.lane(&stream)?
+            .launch(&k, &LaunchConfig::new(264, 256), (&xd, &mut out, &mut back))
+    })?;
+    let mut got = vec![Bf16::ZERO; x.len()];
+    out.copy_to_host(&mut got)?;
+    let mut got_back = vec![0f32; x.len()];
+    back.copy_to_host(&mut got_back)?;
+    for (i, &v) in x.iter().enumerate() {
+        let want = Bf16::from_f32(v);
+        let same_nan = v.is_nan() && got[i].to_f32().is_nan();
+        check(got[i] == want || same_nan, || {
+            format!(
+                "x[{i}] = {v:e}: device {:#06x}, host {:#06x}",
+                got[i].to_bits(),
+                want.to_bits()
+            )
+        })?;
+        check(
+            got_back[i].to_bits() == want.to_f32().to_bits() || same_nan,
+            || format!("back[{i}]"),
+        )?;
+    }
+    Ok(())
+}
+
+/// `get8_f32` over a 16-byte aligned bfloat16 buffer and over a view starting one value
+/// in (2-byte aligned: the element-wise path): every value, and nothing past the last
+/// whole chunk.
+fn bf16_sixteen_byte_loads() -> TestResult {
+    use cuda_workspace::helpers::bf16_load8;
+    use cudadrv::args::Bf16;
+    let (ctx, module) = helpers()?;
+    let k = module.kernel::<bf16_load8>()?;
+    const N: usize = (1 << 16) + 8;
+    let w: Vec<Bf16> = (0..N)
+        .map(|i| Bf16::from_f32(i as f32 * 0.5 - 7.0))
+        .collect();
+    let wd = DeviceBuffer::from_slice(&ctx, &w)?;
+    let stream = Stream::new(&ctx, StreamFlags::NON_BLOCKING)?;
+    for offset in [0usize, 1] {
+        let mut out = DeviceBuffer::<f32>::zeroed(&ctx, N)?;
+        cudadrv::kernel::scope(&ctx, |s| {
+            s.lane(&stream)?.launch(
+                &k,
+                &LaunchConfig::new(64, 128),
+                (wd.slice(offset..)?, &mut out),
+            )
+        })?;
+        let mut got = vec![0f32; N];
+        out.copy_to_host(&mut got)?;
+        let whole = (N - offset) / 8 * 8;
+        for (i, &g) in got.iter().enumerate() {
+            let want = if i < whole {
+                w[offset + i].to_f32()
+            } else {
+                0.0
+            };
+            check(g == want, || {
+                format!("offset {offset}, value {i}: {g} != {want}")
+            })?;
+        }
+    }
+    Ok(())
+}
+
+/// Warp sums, maxima, arg-maxima (first of equal values) and integer sums over 4096
+/// warps of random values with planted duplicates, against the host.
+fn warp_reductions() -> TestResult {
+    use cuda_workspace::helpers::warp_reduce;
+    let (ctx, module) = helpers()?;
+    let k = module.kernel::<warp_reduce>()?;
+    const WARPS: usize = 4096;
+    const N: usize = WARPS * 32 - 5; // the last warp has 5 lanes past the end
+    let mut state = 42u32;
+    let mut x: Vec<f32> = (0..N)
+        .map(|_| {
+            state ^= state << 13;
+            state ^= state >> 17;
+            state ^= state << 5;
+            (state % 2001) as f32 - 1000.0
+        })
+        .collect();
+    // Equal maxima in warp 7 at lanes 3 and 20: the smaller index wins.
+    x[7 * 32 + 3] = 5000.0;
+    x[7 * 32 + 20] = 5000.0;
+    let xd = DeviceBuffer::from_slice(&ctx, &x)?;
+    let sums = DeviceBuffer::<f32>::zeroed(&ctx, WARPS)?;
+    let maxes = DeviceBuffer::<f32>::zeroed(&ctx, WARPS)?;
+    let arg = DeviceBuffer::<u32>::zeroed(&ctx, WARPS)?;
+    let idx = DeviceBuffer::<u32>::zeroed(&ctx, WARPS)?;
+    let stream = Stream::new(&ctx, StreamFlags::NON_BLOCKING)?;
+    let cfg = LaunchConfig::new((WARPS * 32 / 256) as u32, 256).stream(&stream);
+    // SAFETY: 256-thread blocks (whole warps); one output per warp of the grid; the
+    // buffers outlive the launch (synchronized below).
+    unsafe {
+        k.launch(
+            &cfg,
+            &(
+                cudadrv::kernel::DeviceSlice::from_raw_parts(xd.as_raw() as *const f32, N),
+                cudadrv::kernel::DeviceSliceMut::from_raw_parts(sums.as_raw() as *mut f32, WARPS),
+                cudadrv::kernel::DeviceSliceMut::from_raw_parts(maxes.as_raw() as *mut f32, WARPS),
+                cudadrv::kernel::DeviceSliceMut::from_raw_parts(arg.as_raw() as *mut u32, WARPS),
+                cudadrv::kernel::DeviceSliceMut::from_raw_parts(idx.as_raw() as *mut u32, WARPS),
+            ),
+        )?;
+    }
+    stream.synchronize()?;
+    let (mut s, mut m, mut a, mut u) = (
+        vec![0f32; WARPS],
+        vec![0f32; WARPS],
+        vec![0u32; WARPS],
+        vec![0u32; WARPS],
+    );
+    sums.copy_to_host(&mut s)?;
+    maxes.copy_to_host(&mut m)?;
+    arg.copy_to_host(&mut a)?;
+    idx.copy_to_host(&mut u)?;
+    for w in 0..WARPS {
+        let lanes: Vec<f32> = (0..32)
+            .map(|l| x.get(w * 32 + l).copied().unwrap_or(0.0))
+            .collect();
+        // Integer-valued inputs: every order of additions gives the exact sum.
+        let want_sum: f32 = lanes.iter().sum();
+        let want_max = lanes.iter().copied().fold(f32::MIN, f32::max);
+        let want_arg = (w * 32 + lanes.iter().position(|&v| v == want_max).unwrap_or(0)) as u32;
+        let want_idx: u32 = (0..32).map(|l| (w * 32 + l) as u32).sum();
+        check_eq(
+            (s[w], m[w], a[w], u[w]),
+            (want_sum, want_max, want_arg, want_idx),
+            &format!("warp {w}: sum, max, arg-max, index sum"),
+        )?;
+    }
+    Ok(())
+}

@@ -32,6 +32,7 @@ pub mod echo;
 pub mod fill;
 pub mod grid;
 pub mod grid_barrier;
+pub mod helpers;
 pub mod mbar_forms;
 pub mod mbar_pipeline;
 pub mod pdl;

@@ -301,6 +301,10 @@ pub mod ptx {
 #[path = "../../ptx/src/typed.rs"]
 pub mod typed;
 
+/// The host half of ptx/src/helpers.rs (bfloat16, 16-byte loads, warp reductions).
+#[path = "../../ptx/src/helpers.rs"]
+pub mod helpers;
+
 /// Where libcudadevrt.a is: `$CUDA_DEVRT_LIB`, then `lib64/` of `$CUDA_PATH`,
 /// `$CUDA_HOME` and `/usr/local/cuda`.
 pub fn cudadevrt_path() -> Option<std::path::PathBuf> {

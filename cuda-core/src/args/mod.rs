@@ -31,6 +31,7 @@
 //! [`kernel_struct!`](crate::kernel_struct) get a [`DeviceRepr`] implementation whose
 //! contract the macro checks at compile time, so users need no `unsafe` of their own.
 
+mod bf16;
 mod error;
 mod kernel_struct;
 mod layout;
@@ -40,6 +41,7 @@ mod tuple;
 pub mod vector;
 mod write;
 
+pub use bf16::Bf16;
 pub use error::{LayoutMismatch, PackError};
 pub use layout::{
     LayoutRule, ParamInfo, ParamSpec, align_up, checked_align_up, param_offset, params_size,

@@ -19,7 +19,10 @@
 //! - Asynchronous stores and reductions into another CTA's shared memory
 //!   ([`RemoteShared`]: `st.async`, `red.async`, `cp.reduce.async.bulk`; PTX 8.1).
 //! - Device slices: [`DeviceSlice`] / [`DeviceSliceMut`] kernel parameters with
-//!   bounds-checked element access.
+//!   bounds-checked element access, and 16-byte loads ([`DeviceSlice::get_vec16`],
+//!   [`DeviceSlice::get8_f32`] for bfloat16 weights).
+//! - Warp reductions: [`warp_sum_f32`], [`warp_max_f32`], [`warp_sum_u32`],
+//!   [`warp_argmax_f32`].
 //! - [`fence_sc`], [`fence_acq_rel`], [`fence_mbarrier_init`], [`fence_proxy_async`].
 //! - Special registers: [`globaltimer`], [`smid`], [`cluster_id`], [`cluster_cta_rank`],
 //!   ...; thread indices ([`thread_idx`], ...) and barriers ([`sync_threads`],
@@ -98,6 +101,7 @@ requires! {"sm_90", "ptx81";
 }
 mod sreg;
 mod thread;
+mod warp;
 
 sm90_ptx78! {
     mod cluster;
@@ -156,3 +160,4 @@ pub use thread::{
     block_dim, block_idx, global_dim_x, global_idx_x, grid_dim, lane_id, sync_threads, sync_warp,
     thread_idx,
 };
+pub use warp::{warp_argmax_f32, warp_max_f32, warp_sum_f32, warp_sum_u32};

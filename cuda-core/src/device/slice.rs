@@ -116,6 +116,53 @@ impl<T: Element> DeviceSlice<T> {
     }
 }
 
+impl<T: Element> DeviceSlice<T> {
+    /// Bytes `16 * chunk .. 16 * chunk + 16` of the slice (elements
+    /// `chunk * (16 / size_of::<T>())` onward) as four 32-bit words, or `None` when they
+    /// are not all inside it: one 16-byte load (`ld.v4.u32`) when the slice's data is
+    /// 16-byte aligned (every buffer this crate allocates is), else one load per element.
+    #[inline(always)]
+    #[must_use]
+    pub fn get_vec16(&self, chunk: usize) -> Option<[u32; 4]> {
+        let per = 16 / size_of::<T>();
+        let first = chunk.checked_mul(per)?;
+        if first.checked_add(per)? > self.len {
+            return None;
+        }
+        // SAFETY: `first + per <= len`: the 16 bytes are inside the slice's live memory.
+        let p = unsafe { self.ptr.add(first) };
+        if (p as usize) % 16 == 0 {
+            // SAFETY: 16 readable bytes at a 16-byte aligned address.
+            return Some(unsafe { ptx_asm::ld_v4_u32(p.cast()) });
+        }
+        let mut words = [0u32; 4];
+        let out = words.as_mut_ptr().cast::<T>();
+        for e in 0..per {
+            // SAFETY: element `first + e < len` is live and aligned; `out` has room for
+            // the `per` elements of `T` (16 bytes), written unaligned (the array is
+            // 4-aligned, an 8-byte element may need more).
+            unsafe { out.add(e).write_unaligned(load(p.add(e))) };
+        }
+        Some(words)
+    }
+}
+
+impl DeviceSlice<crate::args::Bf16> {
+    /// Elements `8 * chunk .. 8 * chunk + 8` as `f32`s (exact), or `None` when they are
+    /// not all inside the slice: bfloat16 weights in one 16-byte load (see
+    /// [`get_vec16`](Self::get_vec16)).
+    #[inline(always)]
+    #[must_use]
+    pub fn get8_f32(&self, chunk: usize) -> Option<[f32; 8]> {
+        let w = self.get_vec16(chunk)?;
+        let [a, b] = crate::args::Bf16::unpack2(w[0]);
+        let [c, d] = crate::args::Bf16::unpack2(w[1]);
+        let [e, f] = crate::args::Bf16::unpack2(w[2]);
+        let [g, h] = crate::args::Bf16::unpack2(w[3]);
+        Some([a, b, c, d, e, f, g, h])
+    }
+}
+
 impl<T: Element> DeviceSliceMut<T> {
     /// Element `i`, or `None` past the end.
     #[inline(always)]

@@ -34,6 +34,10 @@ macro_rules! element {
 
 element!(u8, i8, u16, i16, u32, i32, u64, i64, f32, f64);
 
+// SAFETY: `Bf16` is a `repr(transparent)` `u16`: no padding, every bit pattern a value
+// (a NaN at worst), 2 bytes aligned to 2 on every target (checked in `args`).
+unsafe impl Element for crate::args::Bf16 {}
+
 /// `len` elements of device memory that a kernel reads: the device form of `&[T]`,
 /// passed by value as a 16-byte parameter (`struct { const T *ptr; size_t len; }` in
 /// C++, 8-aligned).

@@ -109,6 +109,9 @@ pod!(
 // SAFETY: an array of Pod values has no padding and no invalid bit patterns.
 unsafe impl<T: Pod, const N: usize> Pod for [T; N] {}
 
+// SAFETY: `Bf16` is a `repr(transparent)` `u16`: every bit pattern is a value.
+unsafe impl Pod for crate::args::Bf16 {}
+
 macro_rules! pod_vector {
     ($($t:ident),*) => {$(
         // SAFETY: the CUDA vector types are `repr(C)` structs of one scalar type whose

@@ -170,12 +170,14 @@ mod remote;
 mod sreg;
 mod symbols;
 mod tensor;
+mod warp;
 
 pub use self::access::*;
 pub use self::address::*;
 pub use self::control::*;
 pub use self::fence::*;
 pub use self::sreg::*;
+pub use self::warp::*;
 
 // A family whose forms all need more than the build's SM or PTX ISA is empty there, and
 // so would be its re-export (a plain `cfg`: a `doc(cfg)` here would join every item's).
