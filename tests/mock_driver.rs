@@ -2278,7 +2278,7 @@ fn dlpack_import_and_export() {
             deleter: Some(count_delete),
             flags,
             dl_tensor: DLTensor {
-                data: data as usize as *mut c_void,
+                data: std::ptr::without_provenance_mut(data as usize),
                 device: DLDevice {
                     device_type: DLDeviceType::CUDA,
                     device_id: device,

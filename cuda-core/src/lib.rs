@@ -489,8 +489,10 @@
 - Code: [`Module`] (PTX, cubin, fatbin, with [`JitOptions`]), [`Linker`], [`Function`]
   (attributes, occupancy, [`Function::verify_args`]).
 - Memory: [`DeviceBuffer`], [`PinnedHostBuffer`], [`AsyncDeviceBuffer`], [`MemPool`]
-  (see [`memory`]); several devices in [`memory::peer`], other processes in
-  [`memory::ipc`].
+  (see [`memory`]); views of any of them and of memory from elsewhere
+  ([`memory::DeviceView`], [`memory::DeviceViewMut`], [`memory::pointer_info`]),
+  DLPack tensors ([`memory::dlpack`]); several devices in [`memory::peer`], other
+  processes in [`memory::ipc`].
 - Work: [`Stream`], [`Event`], [`LaunchConfig`] with every `cuLaunchKernelEx` attribute
   ([`launch`]), kernel arguments ([`args`]).
 - Graphs (feature `graph`): [`Graph`], [`GraphExec`], [`graph::Capture`] (see [`graph`]).

@@ -552,7 +552,8 @@ mod export {
             theirs.wait_event(&event)?;
         }
         let ordinal = buf.context().device().as_raw();
-        let data = buf.as_raw() as usize as *mut c_void;
+        // A device address, not a host pointer: no provenance.
+        let data = ptr::without_provenance_mut::<c_void>(buf.as_raw() as usize);
         let len = i64::try_from(buf.len()).unwrap_or(i64::MAX);
         let boxed = Box::new(Exported {
             tensor: DLManagedTensorVersioned {
