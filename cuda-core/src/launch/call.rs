@@ -62,6 +62,22 @@ use crate::error::{Error, Result, drv};
 #[doc(alias = "cuLaunchKernelEx")]
 #[inline]
 pub unsafe fn launch<A: KernelArgs>(f: &Function, cfg: &LaunchConfig<'_>, args: &A) -> Result<()> {
+    // SAFETY: forwarded to the caller.
+    unsafe { launch_tuple(f, cfg, args, DriverLaunch::Ex) }
+}
+
+/// [`launch`] and [`launch_plain`]: `args` as the `kernelParams` array of `entry`, on
+/// `cfg`'s stream.
+///
+/// # Safety
+/// As [`launch`].
+#[inline]
+unsafe fn launch_tuple<A: KernelArgs>(
+    f: &Function,
+    cfg: &LaunchConfig<'_>,
+    args: &A,
+    entry: DriverLaunch,
+) -> Result<()> {
     cfg.require_stream()?;
     let mut ptrs = args.arg_ptrs();
     // SAFETY: `ptrs` holds `A::COUNT` pointers into `args`, alive for the call; the
@@ -74,7 +90,7 @@ pub unsafe fn launch<A: KernelArgs>(f: &Function, cfg: &LaunchConfig<'_>, args: 
             cfg.stream_handle(),
             ptrs.as_mut_ptr(),
             ptr::null_mut(),
-            DriverLaunch::Ex,
+            entry,
         )
     }
 }
@@ -180,20 +196,8 @@ pub unsafe fn launch_plain<A: KernelArgs>(
             "cuLaunchKernel cannot carry launch attributes; use launch (cuLaunchKernelEx)",
         ));
     }
-    cfg.require_stream()?;
-    let mut ptrs = args.arg_ptrs();
-    // SAFETY: as in `launch`: `ptrs` points into `args`, alive for the call; the driver
-    // copies the parameters before returning.
-    unsafe {
-        launch_config(
-            f,
-            cfg,
-            cfg.stream_handle(),
-            ptrs.as_mut_ptr(),
-            ptr::null_mut(),
-            DriverLaunch::Plain,
-        )
-    }
+    // SAFETY: forwarded to the caller.
+    unsafe { launch_tuple(f, cfg, args, DriverLaunch::Plain) }
 }
 
 impl<'a> LaunchConfig<'a> {
