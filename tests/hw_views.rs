@@ -375,7 +375,15 @@ fn dlpack_round_trip_with_the_stream_handshake() -> TestResult {
         &read(&copy)?,
         |i| if i < 1024 { 42 } else { 3 + 3 * i as u32 },
         "the consumer's copy",
-    )
+    )?;
+    // A buffer of a created context: its free would not wait for a framework's work in
+    // the primary context, so the export is refused (and the buffer freed here).
+    let own = Context::create(ctx.device(), cudadrv::ContextFlags::empty())?;
+    let stream2 = Stream::non_blocking(&own)?;
+    let refused = dlpack::export(DeviceBuffer::<u32>::zeroed(&own, 16)?, &stream2, None);
+    check(matches!(refused, Err(Error::InvalidArgument(_))), || {
+        format!("export from a created context: {refused:?}")
+    })
 }
 
 /// A managed buffer written by a kernel through a view in a scope, read by the host

@@ -226,22 +226,9 @@ impl<'s> DlpackTensor<'s> {
             // SAFETY: the tensor's shape and strides arrays are valid (caller).
             unsafe { check_tensor(tensor, ctx) }
         };
-        let managed = Managed::Versioned(nn);
-        match checked {
-            Ok((ptr, count)) => Ok(Self {
-                managed,
-                ctx: ctx.clone(),
-                stream,
-                ptr,
-                count,
-                read_only: flags & DLPACK_FLAG_BITMASK_READ_ONLY != 0,
-            }),
-            Err(e) => {
-                // SAFETY: the tensor is ours (caller) and not used again.
-                unsafe { release(&managed) };
-                Err(e)
-            }
-        }
+        let read_only = flags & DLPACK_FLAG_BITMASK_READ_ONLY != 0;
+        // SAFETY: the caller hands the tensor over.
+        unsafe { Self::adopt(Managed::Versioned(nn), checked, read_only, ctx, stream) }
     }
 
     /// [`from_versioned`](Self::from_versioned) for the older `DLManagedTensor` (no
@@ -262,7 +249,21 @@ impl<'s> DlpackTensor<'s> {
         };
         // SAFETY: a valid tensor (caller); read only.
         let checked = unsafe { check_tensor(&nn.as_ref().dl_tensor, ctx) };
-        let managed = Managed::Legacy(nn);
+        // SAFETY: the caller hands the tensor over.
+        unsafe { Self::adopt(Managed::Legacy(nn), checked, false, ctx, stream) }
+    }
+
+    /// The imported tensor, or (after a failed check) the error, the tensor released.
+    ///
+    /// # Safety
+    /// `managed` is owned by the caller and not used again.
+    unsafe fn adopt(
+        managed: Managed,
+        checked: Result<(CUdeviceptr, usize)>,
+        read_only: bool,
+        ctx: &Context,
+        stream: &'s Stream,
+    ) -> Result<Self> {
         match checked {
             Ok((ptr, count)) => Ok(Self {
                 managed,
@@ -270,7 +271,7 @@ impl<'s> DlpackTensor<'s> {
                 stream,
                 ptr,
                 count,
-                read_only: false,
+                read_only,
             }),
             Err(e) => {
                 // SAFETY: the tensor is ours (caller) and not used again.
@@ -503,8 +504,9 @@ mod export {
 
     use super::{DLDevice, DLDeviceType, DLManagedTensorVersioned, DLTensor};
     use super::{DLPACK_VERSION, DlElement};
+    use crate::driver::context::Context;
     use crate::driver::stream::Stream;
-    use crate::error::Result;
+    use crate::error::{Error, Result};
     use crate::memory::DeviceBuffer;
     use crate::{Event, EventFlags};
 
@@ -536,6 +538,9 @@ mod export {
     /// precede that stream's later work; `None` is DLPack's "no synchronization".
     ///
     /// # Errors
+    /// [`Error::InvalidArgument`] for a buffer of another context than its device's
+    /// primary one (the deleter's free waits only for its own context's work, and a
+    /// framework queues its work in the primary context);
     /// [`Error::ContextMismatch`](crate::Error::ContextMismatch) for a producer stream
     /// of another context; driver errors of the event (the buffer is then freed).
     pub fn export<T: DlElement>(
@@ -543,6 +548,16 @@ mod export {
         producer: &Stream,
         consumer: Option<CUstream>,
     ) -> Result<*mut DLManagedTensorVersioned> {
+        // The deleter's `cuMemFree` waits for the pending work of the buffer's context
+        // only: the consumer's work must be queued in that context, which for a
+        // framework (PyTorch, CuPy, JAX) is the device's primary context.
+        let primary = Context::retain_primary(buf.context().device())?;
+        if primary.as_raw() != buf.context().as_raw() {
+            return Err(Error::InvalidArgument(
+                "DLPack export: a buffer of the device's primary context only (the \
+                 consumer's work, which the free must wait for, is queued there)",
+            ));
+        }
         if let Some(consumer) = consumer {
             let event = Event::new(buf.context(), EventFlags::DISABLE_TIMING)?;
             event.record(producer)?;
