@@ -26,6 +26,10 @@ use std::thread::JoinHandle;
 use std::time::Duration;
 
 use cudadrv::graph::{Graph, InstantiateFlags};
+use cudadrv::memory::dlpack::{
+    DLDataType, DLDevice, DLDeviceType, DLManagedTensorVersioned, DLPACK_VERSION, DLTensor,
+    DlpackTensor,
+};
 use cudadrv::memory::registered::{HostRegisterFlags, HostRegistration};
 use cudadrv::{Context, Device, DeviceBuffer, Stream};
 use cudadrv_sys::{
@@ -264,6 +268,82 @@ fn work_lands_later_and_leaks_end_nothing_early() {
     registration_scope_waits_whatever_the_closure_forgets(&ctx, &stream);
     freed_source_waits_for_the_pending_copy(&ctx, &stream);
     forgotten_graph_exec_mid_flight(&ctx, &stream);
+    forgotten_dlpack_import_mid_flight(&ctx, &stream);
+}
+
+/// Where a forgotten DLPack import stays reachable (see below).
+static LEAKED_IMPORT: std::sync::atomic::AtomicPtr<c_void> =
+    std::sync::atomic::AtomicPtr::new(std::ptr::null_mut());
+
+/// The source of the copy queued through the forgotten import (`'static`: it outlives
+/// the copy whatever happens to the import).
+static ONES: [u32; 64] = [1; 64];
+
+/// Deleter calls of the tensor below.
+static DELETED: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+
+unsafe extern "C" fn count_delete(_: *mut DLManagedTensorVersioned) {
+    DELETED.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+}
+
+/// A DLPack import forgotten with a copy into it in flight: its drop (which would
+/// synchronize the stream, then call the producer's deleter) never runs, so the producer
+/// never gets the memory back while the copy may still land: the tensor is leaked, and
+/// the copy lands in memory that is still the producer's.
+fn forgotten_dlpack_import_mid_flight(ctx: &Context, stream: &Stream) {
+    const N: usize = 64;
+    let target = DeviceBuffer::from_slice(ctx, &[0u32; N]).unwrap();
+    let mut shape = [N as i64];
+    let mut tensor = DLManagedTensorVersioned {
+        version: DLPACK_VERSION,
+        manager_ctx: std::ptr::null_mut(),
+        deleter: Some(count_delete),
+        flags: 0,
+        dl_tensor: DLTensor {
+            data: std::ptr::without_provenance_mut(target.as_raw() as usize),
+            device: DLDevice {
+                device_type: DLDeviceType::CUDA,
+                device_id: 0,
+            },
+            ndim: 1,
+            dtype: DLDataType {
+                code: 1,
+                bits: 32,
+                lanes: 1,
+            },
+            shape: shape.as_mut_ptr(),
+            strides: std::ptr::null_mut(),
+            byte_offset: 0,
+        },
+    };
+    // SAFETY: a well-formed tensor over `target`, which outlives every use of it (the
+    // forgotten import is never used again); its deleter only counts.
+    let mut import = unsafe { DlpackTensor::from_versioned(&mut tensor, ctx, stream) }.unwrap();
+    take_log();
+    // SAFETY: `ONES` is `'static` and never written.
+    unsafe {
+        import
+            .view_mut::<u32>()
+            .unwrap()
+            .copy_from_host_async(&ONES, stream)
+            .unwrap()
+    };
+    // Leaked as `mem::forget` would, but reachable from a static (Miri's leak check).
+    LEAKED_IMPORT.store(
+        Box::into_raw(Box::new(import)).cast(),
+        std::sync::atomic::Ordering::Relaxed,
+    );
+    assert_eq!(DELETED.load(std::sync::atomic::Ordering::SeqCst), 0);
+    assert_eq!(take_log(), [format!("htod queued {}", N * 4)]);
+    stream.synchronize().unwrap();
+    let mut got = [0u32; N];
+    target.copy_to_host(&mut got).unwrap();
+    assert_eq!(
+        got, ONES,
+        "the copy landed in memory the producer still owns"
+    );
+    assert_eq!(DELETED.load(std::sync::atomic::Ordering::SeqCst), 0);
+    take_log();
 }
 
 /// Where a leaked executable graph stays reachable (see below).
