@@ -3,6 +3,12 @@
 //! context torch made current, as a Rust extension of a framework would be written.
 //! `examples/torch_embed.py` drives it; the GPU bundle runs the pair as `hw_torch`.
 //!
+//! Its `unsafe` is the FFI boundary, which no API can close: the functions take raw
+//! DLPack pointers and a raw stream from Python (`unsafe extern "C"`, their contract in
+//! `# Safety`), and importing a tensor (`DlpackTensor::from_legacy`) and borrowing
+//! torch's stream (`Stream::borrow_raw`) rely on what the caller promises about them.
+//! Everything done with them afterwards is safe code.
+//!
 //! Every function returns 0 on success, else writes the error into `err` (UTF-8, cut to
 //! `err_len` bytes, NUL-terminated) and returns a code: 1 for an error of this crate,
 //! 2 for a `StreamCapturing` refusal (the caller's capture is running), 3 for a null
