@@ -541,7 +541,7 @@ mod export {
     /// [`Error::InvalidArgument`] for a buffer of another context than its device's
     /// primary one (the deleter's free waits only for its own context's work, and a
     /// framework queues its work in the primary context);
-    /// [`Error::ContextMismatch`](crate::Error::ContextMismatch) for a producer stream
+    /// [`Error::ContextMismatch`] for a producer stream
     /// of another context; driver errors of the event (the buffer is then freed).
     pub fn export<T: DlElement>(
         buf: DeviceBuffer<T>,
