@@ -73,6 +73,10 @@ fn main() {
             bf16_conversions_match_the_host,
             bf16_sixteen_byte_loads,
             warp_reductions,
+            sfu_math_and_atomics,
+            fused_multiply_add_rounds_once,
+            group_and_block_sums,
+            hand_placed_pdl_wait,
         ],
     );
 }
@@ -1065,4 +1069,216 @@ fn warp_reductions() -> TestResult {
         )?;
     }
     Ok(())
+}
+
+/// `exp2_approx`, `exp_approx` and `rsqrt_approx` within their documented error of the
+/// host's `f64` results; `fetch_add` hands out every ticket once; `fetch_min` /
+/// `fetch_max` find the extreme keys.
+fn sfu_math_and_atomics() -> TestResult {
+    use cuda_workspace::helpers::sfu_atomics;
+    let (ctx, module) = helpers()?;
+    let k = module.kernel::<sfu_atomics>()?;
+    const N: usize = 1 << 16;
+    // -30 .. 30 in steps that hit integers, halves and irrational-looking values.
+    let x: Vec<f32> = (0..N)
+        .map(|i| (i as f32 - (N / 2) as f32) * (60.0 / N as f32))
+        .collect();
+    let xd = DeviceBuffer::from_slice(&ctx, &x)?;
+    let mut e2 = DeviceBuffer::<f32>::zeroed(&ctx, N)?;
+    let mut ex = DeviceBuffer::<f32>::zeroed(&ctx, N)?;
+    let mut rs = DeviceBuffer::<f32>::zeroed(&ctx, N)?;
+    let mut counter = DeviceBuffer::<u32>::zeroed(&ctx, 1)?;
+    let mut tickets = DeviceBuffer::<u32>::zeroed(&ctx, N)?;
+    let mut minmax = DeviceBuffer::from_slice(&ctx, &[u64::MAX, 0u64])?;
+    let stream = Stream::new(&ctx, StreamFlags::NON_BLOCKING)?;
+    cudadrv::kernel::scope(&ctx, |s| {
+        s.lane(&stream)?.launch(
+            &k,
+            &LaunchConfig::new(64, 256),
+            (
+                &xd,
+                &mut e2,
+                &mut ex,
+                &mut rs,
+                &mut counter,
+                &mut tickets,
+                &mut minmax,
+            ),
+        )
+    })?;
+    let (e2, ex, rs) = (read_back(&e2)?, read_back(&ex)?, read_back(&rs)?);
+    for i in 0..N {
+        let v = f64::from(x[i]);
+        let rel = |got: f32, want: f64| ((f64::from(got) - want) / want).abs();
+        check(rel(e2[i], v.exp2()) < 2e-6, || {
+            format!("exp2_approx({}) = {}, want {}", x[i], e2[i], v.exp2())
+        })?;
+        // The product x log2(e) is rounded to f32 first: up to |x| 2^-24 more.
+        check(rel(ex[i], v.exp()) < 2e-6 + v.abs() * 1.2e-7, || {
+            format!("exp_approx({}) = {}, want {}", x[i], ex[i], v.exp())
+        })?;
+        if x[i] != 0.0 {
+            let want = 1.0 / v.abs().sqrt();
+            check(rel(rs[i], want) < 2e-6, || {
+                format!("rsqrt_approx({}) = {}, want {want}", x[i].abs(), rs[i])
+            })?;
+        } else {
+            check_eq(rs[i], f32::INFINITY, "rsqrt_approx(0)")?;
+        }
+    }
+    let mut t = read_back(&tickets)?;
+    t.sort_unstable();
+    check(t.iter().enumerate().all(|(i, &v)| v as usize == i), || {
+        "fetch_add: the tickets are not 0..N, each once".into()
+    })?;
+    check_eq(
+        read_back(&counter)?,
+        vec![N as u32],
+        "fetch_add: the final count",
+    )?;
+    let keys = (0..N as u32).map(|i| u64::from(i.wrapping_mul(2_654_435_761)) + (1 << 32));
+    let want = [keys.clone().min().unwrap_or(0), keys.max().unwrap_or(0)];
+    check_eq(read_back(&minmax)?, want.to_vec(), "fetch_min / fetch_max")
+}
+
+/// `warp_group_sum_f32::<16>` / `::<4>` and `block_sum_f32` over integer-valued inputs
+/// (exact in any order of additions) match the host's sums, with a partial last block.
+fn group_and_block_sums() -> TestResult {
+    use cuda_workspace::helpers::group_reduce;
+    let (ctx, module) = helpers()?;
+    let k = module.kernel::<group_reduce>()?;
+    const BLOCK: usize = 256;
+    const BLOCKS: usize = 300;
+    const N: usize = BLOCK * BLOCKS - 37;
+    let x: Vec<f32> = (0..N)
+        .map(|i| ((i * 7919) % 2001) as f32 - 1000.0)
+        .collect();
+    let xd = DeviceBuffer::from_slice(&ctx, &x)?;
+    let mut g16 = DeviceBuffer::<f32>::zeroed(&ctx, N)?;
+    let mut g4 = DeviceBuffer::<f32>::zeroed(&ctx, N)?;
+    let mut blocks = DeviceBuffer::<f32>::zeroed(&ctx, BLOCKS)?;
+    let stream = Stream::new(&ctx, StreamFlags::NON_BLOCKING)?;
+    let cfg = LaunchConfig::new(BLOCKS as u32, BLOCK as u32).stream(&stream);
+    // SAFETY: 256-thread blocks (whole warps, at most 1024), one `blocks` element per
+    // CTA; the buffers outlive the launch (synchronized below).
+    unsafe {
+        k.launch(
+            &cfg,
+            &(
+                xd.view().kernel_slice(),
+                g16.view_mut().kernel_slice_mut(),
+                g4.view_mut().kernel_slice_mut(),
+                blocks.view_mut().kernel_slice_mut(),
+            ),
+        )?;
+    }
+    stream.synchronize()?;
+    let at = |i: usize| x.get(i).copied().unwrap_or(0.0);
+    let group = |i: usize, w: usize| (i / w * w..i / w * w + w).map(at).sum::<f32>();
+    let (g16, g4, b) = (read_back(&g16)?, read_back(&g4)?, read_back(&blocks)?);
+    for i in 0..N {
+        check_eq(
+            (g16[i], g4[i]),
+            (group(i, 16), group(i, 4)),
+            &format!("groups of thread {i}"),
+        )?;
+    }
+    for (j, got) in b.iter().enumerate() {
+        check_eq(*got, group(j * BLOCK, BLOCK), &format!("block {j}'s sum"))?;
+    }
+    Ok(())
+}
+
+/// A kernel declared `unsafe dependent(manual)` (it reads its weights before its own
+/// `grid_dependency_wait`) takes a PDL launch after a producer and sees the producer's
+/// output, over rounds that first zero the producer's buffer: `out = weight + 3i + 1`.
+fn hand_placed_pdl_wait() -> TestResult {
+    use cuda_workspace::helpers::prefetch_then_wait;
+    let (ctx, module) = helpers()?;
+    let k = module.kernel::<prefetch_then_wait>()?;
+    let fill = cuda_workspace::Kernels::load(&ctx)?.fill;
+    const N: usize = 1 << 20;
+    let weight: Vec<u32> = (0..N as u32).map(|i| i.wrapping_mul(31)).collect();
+    let wd = DeviceBuffer::from_slice(&ctx, &weight)?;
+    let mut input = DeviceBuffer::<u32>::zeroed(&ctx, N)?;
+    let mut out = DeviceBuffer::<u32>::zeroed(&ctx, N)?;
+    let stream = Stream::new(&ctx, StreamFlags::NON_BLOCKING)?;
+    let producer = LaunchConfig::new((N / 256) as u32, 256).stream(&stream);
+    let dependent = LaunchConfig::new(264, 256)
+        .stream(&stream)
+        .programmatic_stream_serialization()?;
+    for round in 1..=8u32 {
+        input.memset_d32_async(0, &stream)?;
+        // SAFETY: `fill(ptr, n)` writes `n` words of `input`; the dependent
+        // reads `weight` and `input` and writes `out` (all `N` long), every CTA waiting
+        // before it reads `input`; the buffers outlive the work (synchronized below).
+        unsafe {
+            launch(&fill, &producer, &(input.as_arg(), N as u32))?;
+            k.launch(
+                &dependent,
+                &(
+                    wd.view().kernel_slice(),
+                    input.view().kernel_slice(),
+                    out.view_mut().kernel_slice_mut(),
+                ),
+            )?;
+        }
+        stream.synchronize()?;
+        let got = read_back(&out)?;
+        let want = |i: usize| weight[i].wrapping_add((i as u32).wrapping_mul(3) + 1);
+        if let Some(i) = (0..N).find(|&i| got[i] != want(i)) {
+            return Err(Outcome::Fail(format!(
+                "round {round}: out[{i}] = {}, want {}",
+                got[i],
+                want(i)
+            )));
+        }
+    }
+    Ok(())
+}
+
+/// `device::fma` gives the host's `f32::mul_add` bits (one rounding), where a separate
+/// multiply and add would round twice.
+fn fused_multiply_add_rounds_once() -> TestResult {
+    use cuda_workspace::helpers::fused_multiply_add;
+    let (ctx, module) = helpers()?;
+    let k = module.kernel::<fused_multiply_add>()?;
+    const N: usize = 1 << 16;
+    let mut state = 0x1234_5678u32;
+    let mut next = || {
+        state ^= state << 13;
+        state ^= state >> 17;
+        state ^= state << 5;
+        f32::from_bits((state & 0x807f_ffff) | 0x3f00_0000) // +-[0.5, 1)
+    };
+    let a: Vec<f32> = (0..N).map(|_| next()).collect();
+    let b: Vec<f32> = (0..N).map(|_| next()).collect();
+    let c: Vec<f32> = (0..N).map(|_| next()).collect();
+    let (ad, bd, cd) = (
+        DeviceBuffer::from_slice(&ctx, &a)?,
+        DeviceBuffer::from_slice(&ctx, &b)?,
+        DeviceBuffer::from_slice(&ctx, &c)?,
+    );
+    let mut out = DeviceBuffer::<f32>::zeroed(&ctx, N)?;
+    let stream = Stream::new(&ctx, StreamFlags::NON_BLOCKING)?;
+    cudadrv::kernel::scope(&ctx, |s| {
+        s.lane(&stream)?
+            .launch(&k, &LaunchConfig::new(64, 256), (&ad, &bd, &cd, &mut out))
+    })?;
+    let got = read_back(&out)?;
+    let mut fused_differs = 0;
+    for i in 0..N {
+        let want = a[i].mul_add(b[i], c[i]);
+        check_eq(
+            got[i].to_bits(),
+            want.to_bits(),
+            &format!("fma({}, {}, {})", a[i], b[i], c[i]),
+        )?;
+        fused_differs += usize::from(want != a[i] * b[i] + c[i]);
+    }
+    // The inputs are such that one rounding and two differ often: the test tells them
+    // apart.
+    check(fused_differs > N / 100, || {
+        format!("only {fused_differs} of {N} inputs tell one rounding from two")
+    })
 }

@@ -73,3 +73,116 @@ cudadrv::kernel! {
         }
     }
 }
+
+cudadrv::kernel! {
+    /// For every `i < x.len()` (grid-stride): `e2[i] = 2^x[i]`, `ex[i] = e^x[i]`,
+    /// `rs[i] = 1/sqrt(|x[i]|)` (the approximate forms); `tickets[i]` = the value of
+    /// `counter[0]` this thread's `fetch_add(0, 1)` returned; `minmax[0]` / `minmax[1]`
+    /// the smallest / largest `key(i) = (i * 2654435761) mod 2^32 + 2^32` through
+    /// `fetch_min` / `fetch_max`.
+    pub safe fn sfu_atomics(
+        x: DeviceSlice<f32>,
+        e2: DeviceSliceMut<f32>,
+        ex: DeviceSliceMut<f32>,
+        rs: DeviceSliceMut<f32>,
+        counter: DeviceSliceMut<u32>,
+        tickets: DeviceSliceMut<u32>,
+        minmax: DeviceSliceMut<u64>,
+    ) {
+        use cudadrv::device::{exp_approx, exp2_approx, rsqrt_approx};
+        let stride = cudadrv::device::global_dim_x() as usize;
+        let mut i = cudadrv::device::global_idx_x() as usize;
+        while let Some(v) = x.get(i) {
+            e2.write(i, exp2_approx(v));
+            ex.write(i, exp_approx(v));
+            rs.write(i, rsqrt_approx(v.abs()));
+            if let Some(t) = counter.fetch_add(0, 1) {
+                tickets.write(i, t);
+            }
+            let key = u64::from((i as u32).wrapping_mul(2_654_435_761)) + (1 << 32);
+            let _ = minmax.fetch_min(0, key);
+            let _ = minmax.fetch_max(1, key);
+            i += stride;
+        }
+    }
+}
+
+#[cfg(target_arch = "nvptx64")]
+cudadrv::shared_array! {
+    /// `group_reduce`'s block-sum scratch.
+    fn group_scratch() -> [f32; 32];
+}
+
+cudadrv::kernel! {
+    /// Thread `t` (of the whole grid) reads `x[t]` (0.0 past the end) and writes the sum
+    /// over its aligned group of 16 lanes to `g16[t]`, of 4 lanes to `g4[t]`, and over
+    /// its whole CTA to `blocks[block]` (thread 0 of the CTA).
+    ///
+    /// # Safety
+    /// A one-dimensional launch whose block size is a multiple of 32, at most 1024;
+    /// `blocks` needs one element per CTA.
+    pub unsafe fn group_reduce(
+        x: DeviceSlice<f32>,
+        g16: DeviceSliceMut<f32>,
+        g4: DeviceSliceMut<f32>,
+        blocks: DeviceSliceMut<f32>,
+    ) {
+        let t = cudadrv::device::global_idx_x() as usize;
+        let v = x.get(t).unwrap_or(0.0);
+        // SAFETY: the launch shape (caller): whole warps, every thread reaches these.
+        let (a, b, c) = unsafe {
+            (
+                cudadrv::device::warp_group_sum_f32::<16>(v),
+                cudadrv::device::warp_group_sum_f32::<4>(v),
+                cudadrv::device::block_sum_f32(v, group_scratch()),
+            )
+        };
+        let _ = g16.try_write(t, a);
+        let _ = g4.try_write(t, b);
+        if cudadrv::device::thread_idx().x == 0 {
+            let _ = blocks.try_write(cudadrv::device::block_idx().x as usize, c);
+        }
+    }
+}
+
+cudadrv::kernel! {
+    /// A hand-placed PDL wait: `out[i] = weight[i] + input[i]` where `weight` is read
+    /// before `grid_dependency_wait` (no predecessor writes it) and `input` (the
+    /// predecessor's output) after it; grid-stride.
+    ///
+    /// # Safety
+    /// Nothing beyond the slices: every CTA waits before it reads `input`.
+    pub unsafe dependent(manual) fn prefetch_then_wait(
+        weight: DeviceSlice<u32>,
+        input: DeviceSlice<u32>,
+        out: DeviceSliceMut<u32>,
+    ) {
+        let stride = cudadrv::device::global_dim_x() as usize;
+        let first = cudadrv::device::global_idx_x() as usize;
+        let w = weight.get(first);
+        cudadrv::device::grid_dependency_wait();
+        let mut i = first;
+        let mut w = w;
+        while let Some(v) = input.get(i) {
+            let wi = match w.take() {
+                Some(p) => p,
+                None => weight.get(i).unwrap_or(0),
+            };
+            let _ = out.try_write(i, wi.wrapping_add(v));
+            i += stride;
+        }
+    }
+}
+
+cudadrv::kernel! {
+    /// `out[i] = fma(a[i], b[i], c[i])` for every `i` the three inputs have
+    /// (grid-stride).
+    pub safe fn fused_multiply_add(a: DeviceSlice<f32>, b: DeviceSlice<f32>, c: DeviceSlice<f32>, out: DeviceSliceMut<f32>) {
+        let stride = cudadrv::device::global_dim_x() as usize;
+        let mut i = cudadrv::device::global_idx_x() as usize;
+        while let (Some(x), Some(y), Some(z)) = (a.get(i), b.get(i), c.get(i)) {
+            out.write(i, cudadrv::device::fma(x, y, z));
+            i += stride;
+        }
+    }
+}

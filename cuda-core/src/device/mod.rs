@@ -21,8 +21,12 @@
 //! - Device slices: [`DeviceSlice`] / [`DeviceSliceMut`] kernel parameters with
 //!   bounds-checked element access, and 16-byte loads ([`DeviceSlice::get_vec16`],
 //!   [`DeviceSlice::get8_f32`] for bfloat16 weights).
-//! - Warp reductions: [`warp_sum_f32`], [`warp_max_f32`], [`warp_sum_u32`],
-//!   [`warp_argmax_f32`].
+//! - Reductions: [`warp_sum_f32`], [`warp_max_f32`], [`warp_sum_u32`],
+//!   [`warp_argmax_f32`], [`warp_group_sum_f32`] (groups of 2 to 32 lanes),
+//!   [`block_sum_f32`] (the whole CTA); global atomics on slice elements
+//!   ([`DeviceSliceMut::fetch_add`], [`fetch_min`](DeviceSliceMut::fetch_min),
+//!   [`fetch_max`](DeviceSliceMut::fetch_max)).
+//! - `f32` math: [`exp2_approx`], [`exp_approx`], [`rsqrt_approx`], [`fma`].
 //! - [`fence_sc`], [`fence_acq_rel`], [`fence_mbarrier_init`], [`fence_proxy_async`].
 //! - Special registers: [`globaltimer`], [`smid`], [`cluster_id`], [`cluster_cta_rank`],
 //!   ...; thread indices ([`thread_idx`], ...) and barriers ([`sync_threads`],
@@ -90,6 +94,7 @@ macro_rules! sm90_ptx83 {
 
 mod async_copy;
 mod fence;
+mod math;
 mod phase;
 pub mod ptx_asm;
 mod scope;
@@ -150,6 +155,7 @@ pub use graph::{ConditionalHandle, DeviceGraphExec, GraphLaunchStream};
 pub use launch::{
     DevRtError, DeviceKernel, DeviceStream, LaunchError, launch_child, launch_child_with_rule,
 };
+pub use math::{exp_approx, exp2_approx, fma, rsqrt_approx};
 pub use mbarrier::{ArrivalToken, MBarrier};
 pub use phase::PhaseCursor;
 pub use scope::{FenceScope, ProxySpace, Scope};
@@ -160,4 +166,6 @@ pub use thread::{
     block_dim, block_idx, global_dim_x, global_idx_x, grid_dim, lane_id, sync_threads, sync_warp,
     thread_idx,
 };
-pub use warp::{warp_argmax_f32, warp_max_f32, warp_sum_f32, warp_sum_u32};
+pub use warp::{
+    block_sum_f32, warp_argmax_f32, warp_group_sum_f32, warp_max_f32, warp_sum_f32, warp_sum_u32,
+};

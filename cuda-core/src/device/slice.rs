@@ -226,3 +226,45 @@ impl<T: Element> DeviceSliceMut<T> {
         unsafe { store(self.ptr.add(i), v) }
     }
 }
+
+impl DeviceSliceMut<u32> {
+    /// Adds `v` to element `i` atomically (wrapping; `atom.relaxed.gpu.add.u32`) and
+    /// returns the value it had, or `None` past the end (nothing changed). Relaxed at GPU
+    /// scope: it orders nothing else; pair it with [`fence_acq_rel`](super::fence_acq_rel)
+    /// to hand data between CTAs (the last CTA to count sees the others' writes).
+    #[inline(always)]
+    pub fn fetch_add(&self, i: usize, v: u32) -> Option<u32> {
+        if i < self.len {
+            // SAFETY: `i < len`: a live, aligned, writable word of global memory.
+            Some(unsafe { ptx_asm::atom_add_u32(self.ptr.add(i), v) })
+        } else {
+            None
+        }
+    }
+}
+
+impl DeviceSliceMut<u64> {
+    /// Sets element `i` to the smaller of it and `v` atomically
+    /// (`atom.relaxed.gpu.min.u64`) and returns the value it had, or `None` past the end.
+    #[inline(always)]
+    pub fn fetch_min(&self, i: usize, v: u64) -> Option<u64> {
+        if i < self.len {
+            // SAFETY: `i < len`: a live, aligned, writable word of global memory.
+            Some(unsafe { ptx_asm::atom_min_u64(self.ptr.add(i), v) })
+        } else {
+            None
+        }
+    }
+
+    /// Sets element `i` to the larger of it and `v` atomically
+    /// (`atom.relaxed.gpu.max.u64`) and returns the value it had, or `None` past the end.
+    #[inline(always)]
+    pub fn fetch_max(&self, i: usize, v: u64) -> Option<u64> {
+        if i < self.len {
+            // SAFETY: `i < len`: a live, aligned, writable word of global memory.
+            Some(unsafe { ptx_asm::atom_max_u64(self.ptr.add(i), v) })
+        } else {
+            None
+        }
+    }
+}

@@ -86,3 +86,60 @@ pub unsafe fn warp_argmax_f32(value: f32, index: u32) -> (f32, u32) {
     }
     (v, i)
 }
+
+/// The sum of `v` over each aligned group of `W` lanes (lanes `W k .. W k + W`), in every
+/// lane of the group: `W` of 2, 4, 8, 16 or 32 (a half warp reduces one 16-lane row,
+/// e.g. a 128-wide head of bfloat16 read in 16-byte pieces). The whole warp still takes
+/// part in every exchange.
+///
+/// # Safety
+/// As [`warp_sum_f32`].
+#[inline(always)]
+#[must_use]
+pub unsafe fn warp_group_sum_f32<const W: u32>(v: f32) -> f32 {
+    const { assert!(W.is_power_of_two() && W >= 2 && W <= 32) };
+    let mut v = v;
+    let mut mask = W / 2;
+    while mask > 0 {
+        // SAFETY: the caller's promise: every lane takes part.
+        let other = f32::from_bits(unsafe { ptx_asm::shfl_bfly_b32(v.to_bits(), mask) });
+        v += other;
+        mask >>= 1;
+    }
+    v
+}
+
+/// The sum of `v` over every thread of the CTA, in every thread: warp sums, then one
+/// value per warp through `scratch` between two CTA barriers (so `scratch` may be reused
+/// at once, by the next call too).
+///
+/// # Safety
+/// Every thread of the CTA calls it together with the same `scratch`, converged (as for
+/// [`sync_threads`](super::sync_threads)); the CTA's size is a multiple of 32 (whole
+/// warps), and nothing else uses `scratch` during the call.
+#[inline(always)]
+#[must_use]
+pub unsafe fn block_sum_f32(v: f32, scratch: super::SharedArray<f32, 32>) -> f32 {
+    // SAFETY: the caller's promise: whole warps, every lane.
+    let s = unsafe { warp_sum_f32(v) };
+    let d = super::block_dim();
+    let warps = ((d.x * d.y * d.z) / 32) as usize;
+    let t = super::thread_idx();
+    let tid = t.x + d.x * (t.y + d.y * t.z);
+    let base = scratch.as_mut_ptr();
+    if super::lane_id() == 0 {
+        // SAFETY: warp `tid / 32 < 32` (at most 1024 threads) of the 32 slots; one writer
+        // per slot.
+        unsafe { base.add((tid / 32) as usize).write(s) };
+    }
+    // SAFETY: every thread of the CTA reaches both barriers (the caller's promise).
+    unsafe { super::sync_threads() };
+    let mut total = 0.0f32;
+    for w in 0..warps.min(32) {
+        // SAFETY: slot `w < 32`, written by warp `w` before the barrier.
+        total += unsafe { base.add(w).read() };
+    }
+    // SAFETY: as above; no thread writes `scratch` again before every thread has read.
+    unsafe { super::sync_threads() };
+    total
+}

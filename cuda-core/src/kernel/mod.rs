@@ -73,6 +73,8 @@
 
 mod params;
 pub use params::{DeviceSlice, DeviceSliceMut, Element};
+mod unroll;
+pub use unroll::unroll;
 
 #[cfg(all(feature = "std", not(target_arch = "nvptx64")))]
 pub mod build;
@@ -126,6 +128,12 @@ pub const fn __cstr(with_nul: &'static str) -> &'static core::ffi::CStr {
 ///   launches are `unsafe`.
 /// - `pub unsafe dependent fn name(params) { body }`: as `unsafe fn`, with
 ///   `griddepcontrol.wait` before the body, so typed launches may use PDL.
+/// - `pub unsafe dependent(manual) fn name(params) { body }`: as `unsafe dependent fn`,
+///   but the entry runs no wait: the body itself calls
+///   [`grid_dependency_wait`](crate::device::grid_dependency_wait) (or `pdl_auto`) in
+///   every CTA before it reads anything a predecessor wrote, so it can first load what
+///   no predecessor writes (weights) while the predecessor finishes. Where the wait
+///   stands is part of the kernel's safety contract.
 /// - `pub extern fn name(params);`: a host handle only, for a kernel built elsewhere
 ///   (C++ from `nvcc`: declare the C++ parameter types, e.g. `*mut f32` for `float*`).
 /// - `pub extern dependent fn name(params);`: as `extern fn`, for a kernel whose code
@@ -218,6 +226,16 @@ macro_rules! kernel {
             $crate::device::grid_dependency_wait();
             $body
         }
+        $crate::kernel!(@host [$(#[$meta])*] $vis $name ($($t),*) true);
+    };
+    (
+        $(#[$meta:meta])*
+        $vis:vis unsafe dependent(manual) fn $name:ident ( $($p:ident : $t:ty),* $(,)? ) $body:block
+    ) => {
+        #[cfg(target_arch = "nvptx64")]
+        $(#[$meta])*
+        #[unsafe(no_mangle)]
+        $vis unsafe extern "ptx-kernel" fn $name($($p: $t),*) $body
         $crate::kernel!(@host [$(#[$meta])*] $vis $name ($($t),*) true);
     };
     (

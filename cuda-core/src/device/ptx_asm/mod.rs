@@ -28,8 +28,8 @@
 //! caller) and not invalidated: the "live mbarrier" condition below.
 
 // Layout: one file per instruction family (special registers, address windows, thread
-// control, fences, mbarrier, cp.async, bulk copies, tensor copies, remote stores and
-// reductions, element access), each with one macro that writes the family's functions, a
+// control, fences, approximate math and atomics, mbarrier, cp.async, bulk copies, tensor
+// copies, remote stores and reductions, element access), each with one macro that writes the family's functions, a
 // form per line under its doc comment (or with docs the macro generates, for families of
 // regular forms such as the sized copies and the tensor dimensionalities). Most forms read
 // `[gate] fn name(args) -> result { "template" }`: `gate` is one of `device`'s gate macros
@@ -165,6 +165,7 @@ mod bulk;
 mod control;
 mod cp_async;
 mod fence;
+mod math;
 mod mbarrier;
 mod remote;
 mod sreg;
@@ -176,6 +177,7 @@ pub use self::access::*;
 pub use self::address::*;
 pub use self::control::*;
 pub use self::fence::*;
+pub use self::math::*;
 pub use self::sreg::*;
 pub use self::warp::*;
 
