@@ -311,6 +311,20 @@ fn function_attributes_and_param_info() -> TestResult {
         [0, 0, 0],
         "vec_add compile-time cluster dims",
     )?;
+    // The carveout preference reads back as set; a percentage above 100 is refused
+    // before the driver.
+    f.set_preferred_shared_memory_carveout(100)?;
+    check_eq(
+        f.attribute(
+            cudadrv_sys::CUfunction_attribute::CU_FUNC_ATTRIBUTE_PREFERRED_SHARED_MEMORY_CARVEOUT,
+        )?,
+        100,
+        "preferred shared memory carveout after setting 100",
+    )?;
+    let refused = f.set_preferred_shared_memory_carveout(101);
+    check(matches!(refused, Err(Error::InvalidArgument(_))), || {
+        format!("carveout 101: expected Error::InvalidArgument, got {refused:?}")
+    })?;
     Ok(())
 }
 

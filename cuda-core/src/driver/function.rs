@@ -161,6 +161,28 @@ impl Function {
         self.attribute_u32(CUfunction_attribute::CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES)
     }
 
+    /// The share of the unified L1/shared-memory storage this kernel prefers as shared
+    /// memory, in percent (`cuFuncSetAttribute` with
+    /// `CU_FUNC_ATTRIBUTE_PREFERRED_SHARED_MEMORY_CARVEOUT`): 100 lets as many CTAs reside
+    /// as their shared memory allows. Without it the driver may choose a carveout in
+    /// which a kernel with a few KiB of static shared memory fits one CTA per SM whatever
+    /// its registers allow. A hint: the driver rounds it to a supported carveout.
+    ///
+    /// # Errors
+    /// [`Error::InvalidArgument`] for more than 100; driver errors.
+    #[doc(alias = "CU_FUNC_ATTRIBUTE_PREFERRED_SHARED_MEMORY_CARVEOUT")]
+    pub fn set_preferred_shared_memory_carveout(&self, percent: u8) -> Result<()> {
+        if percent > 100 {
+            return Err(Error::InvalidArgument(
+                "the shared memory carveout is a percentage, 0 to 100",
+            ));
+        }
+        self.set_attribute(
+            CUfunction_attribute::CU_FUNC_ATTRIBUTE_PREFERRED_SHARED_MEMORY_CARVEOUT,
+            i32::from(percent),
+        )
+    }
+
     /// Opts into more dynamic shared memory (`cuFuncSetAttribute` with
     /// `CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES`), up to
     /// [`Device::max_shared_memory_per_block_optin`](crate::Device::max_shared_memory_per_block_optin)

@@ -672,3 +672,32 @@ pub(crate) fn legacy_stream_sync(cu: &cudadrv_sys::DriverApi) -> Result<()> {
     // SAFETY: the legacy stream handle is always valid in a context.
     unsafe { drv!(cu, cuStreamSynchronize(cudadrv_sys::CU_STREAM_LEGACY)) }
 }
+
+impl<T: crate::kernel::Element> DeviceView<'_, T> {
+    /// The value of a kernel's [`DeviceSlice`](crate::kernel::DeviceSlice) parameter
+    /// naming this memory, for the launches that are `unsafe` anyway (a typed launch, a
+    /// capture's or a replay region's, a graph node) and whose caller promises the memory
+    /// outlives the kernel's run. A safe launch takes the view itself, which it borrows.
+    #[must_use]
+    pub fn kernel_slice(&self) -> crate::kernel::DeviceSlice<T> {
+        crate::kernel::DeviceSlice {
+            ptr: self.as_raw() as *const T,
+            len: self.len(),
+        }
+    }
+}
+
+impl<T: crate::kernel::Element> DeviceViewMut<'_, T> {
+    /// The value of a kernel's [`DeviceSliceMut`](crate::kernel::DeviceSliceMut)
+    /// parameter naming this memory, as [`DeviceView::kernel_slice`]: only an `unsafe`
+    /// launch takes it, whose caller promises the memory outlives the kernel's run and
+    /// that nothing else writes it meanwhile.
+    #[must_use]
+    pub fn kernel_slice_mut(&mut self) -> crate::kernel::DeviceSliceMut<T> {
+        // SAFETY: a parameter value only: reaching the memory through it takes an
+        // `unsafe` launch, whose caller vouches for the memory.
+        unsafe {
+            crate::kernel::DeviceSliceMut::from_raw_parts(self.as_raw() as *mut T, self.len())
+        }
+    }
+}
