@@ -104,7 +104,16 @@ pub fn run_bundle(root: &Path, dir: &Path) -> R {
     step("the kernel template's host program (runs as bin/hw_template)");
     let template = crate::template::build_host(root)?;
     std::fs::copy(&template, bin.join("template-host"))?;
+    step("the decode example's program and PyTorch reference (runs as bin/hw_decode)");
+    let decode = crate::decode::build_host(root)?;
+    std::fs::copy(&decode, bin.join("decode"))?;
+    run(Command::new("strip").arg(bin.join("decode"))).or_else(|_| -> R { Ok(()) })?;
+    std::fs::copy(
+        root.join("examples/decode/reference/reference.py"),
+        bin.join("reference.py"),
+    )?;
     for (name, script) in [
+        ("hw_decode", HW_DECODE_SH),
         ("hw_template", HW_TEMPLATE_SH),
         ("hw_vector_add", HW_VECTOR_ADD_SH),
         ("hw_torch", HW_TORCH_SH),
@@ -253,6 +262,42 @@ echo "hw_template: $r"
 case "$r" in *" 1 failed"*) exit 1 ;; *) exit 0 ;; esac
 "#;
 
+/// `bin/hw_decode`: the decode example as a four-test suite: the small shape against the
+/// CPU reference over 64 steps; the default shape's six launch paths against each other;
+/// the default shape against the PyTorch reference (tokens and logits over 64 steps;
+/// skipped without python3, torch and a GPU); the width-4096 shape's paths against each
+/// other over 16 steps.
+const HW_DECODE_SH: &str = r#"#!/usr/bin/env bash
+# examples/decode on the GPU: Rust kernels of a Llama-shaped decode step, checked.
+here=$(cd "$(dirname "$0")" && pwd)
+py=${PYTHON:-python3}
+tmp=$(mktemp -d "${TMPDIR:-/tmp}/hw_decode.XXXXXX")
+p=0; f=0; s=0
+verdict() { # name rc output
+  if [ "$2" != 0 ]; then f=$((f+1)); echo "hw_decode: $1 FAILED"
+  elif echo "$3" | grep -q "nothing was run"; then s=$((s+1)); echo "hw_decode: $1 skipped"
+  else p=$((p+1)); echo "hw_decode: $1 passed"; fi
+}
+out=$("$here/decode" --shape small --check-cpu 2>&1); rc=$?; echo "$out"
+verdict "small shape vs the CPU reference" $rc "$out"
+out=$("$here/decode" --shape default --out "$tmp" --weights 2>&1); rc=$?; echo "$out"
+verdict "default shape: six paths agree" $rc "$out"
+if [ "$rc" != 0 ] || echo "$out" | grep -q "nothing was run"; then
+  out="reference: the Rust run did not complete, nothing was run"; rc=0
+elif "$py" -c "import torch, numpy; assert torch.cuda.is_available()" 2>/dev/null; then
+  out=$("$py" "$here/reference.py" "$tmp" --check 2>&1); rc=$?
+else
+  out="reference: no python3 with torch and a GPU, nothing was run"; rc=0
+fi
+echo "$out"
+verdict "default shape vs the PyTorch reference" $rc "$out"
+rm -rf "$tmp"
+out=$("$here/decode" --shape wide --steps 16 2>&1); rc=$?; echo "$out"
+verdict "width-4096 shape: six paths" $rc "$out"
+echo "hw_decode: $p passed, $f failed, $s skipped"
+[ "$f" = 0 ]
+"#;
+
 /// `bin/hw_torch`: examples/torch_embed.rs (a shared library) driven from PyTorch by
 /// examples/torch_embed.py as a one-test suite; skipped without python3, torch or a GPU.
 const HW_TORCH_SH: &str = r#"#!/usr/bin/env bash
@@ -311,7 +356,7 @@ const RUN_SH: &str = r#"#!/usr/bin/env bash
 #   --bench-only  skip the hardware suites
 #   --rounds N    rounds of the interleaved Rust/C++ comparison (default 30)
 #   --suites "hw_a hw_b"   run only these hardware suites (default: all)
-#   --benches "a b"        run only these benchmarks: pdl bench devgraph tma peer mem region nccl kernels
+#   --benches "a b"        run only these benchmarks: pdl bench devgraph tma peer mem region nccl kernels decode
 # Logs go to ./logs; with $OUT set, the summary, CSVs and a logs.tgz are copied there.
 set -u
 cd "$(dirname "$0")"
@@ -319,7 +364,7 @@ LOGS=$PWD/logs
 rm -rf "$LOGS"; mkdir -p "$LOGS"
 export LD_LIBRARY_PATH=/usr/local/cuda/lib64:${LD_LIBRARY_PATH:-}
 export CUDA_DEVRT_LIB=${CUDA_DEVRT_LIB:-/usr/local/cuda/lib64/libcudadevrt.a}
-SANITIZE=0; BENCH=1; TESTS=1; ROUNDS=30; SUITES=""; BENCHES="pdl bench devgraph tma peer mem region nccl kernels"
+SANITIZE=0; BENCH=1; TESTS=1; ROUNDS=30; SUITES=""; BENCHES="pdl bench devgraph tma peer mem region nccl kernels decode"
 while [ $# -gt 0 ]; do
   case "$1" in
     --suites) SUITES=$2; shift 2 ;;
@@ -414,6 +459,18 @@ if [ "$BENCH" = 1 ] && want "$BENCHES" kernels; then
   echo "=== kernel_bench (typed safe launch vs raw cuLaunchKernel, 4 parameters)"
   bin/kernel_bench --rounds "$ROUNDS" --csv "$LOGS/kernel_bench.csv" 2>&1 | tee "$LOGS/kernel_bench.log"
 fi
+if [ "$BENCH" = 1 ] && want "$BENCHES" decode; then
+  echo "=== decode (one token of a Llama-shaped model in Rust kernels, six launch paths; PyTorch on the same GPU)"
+  for shape in ${DECODE_SHAPES:-default wide}; do
+    dir=$LOGS/decode-$shape
+    bin/decode --shape "$shape" --bench --rounds "${DECODE_ROUNDS:-5}" --out "$dir" --weights 2>&1 | tee "$LOGS/decode-$shape.log"
+    modes=eager,graph; [ "$shape" = default ] && modes=${DECODE_MODES:-eager,graph,compile,compile-ro}
+    if [ -f "$dir/weights.bin" ]; then
+      ${PYTHON:-python3} bin/reference.py "$dir" --check --bench --modes "$modes" --rounds "${DECODE_ROUNDS:-5}" 2>&1 | tee -a "$LOGS/decode-$shape.log"
+      rm -f "$dir/weights.bin" "$dir/logits.f32"
+    fi
+  done
+fi
 if [ "$BENCH" = 1 ] && want "$BENCHES" nccl; then
   echo "=== nccl_allreduce"
   bin/nccl_allreduce 2>&1 | tee "$LOGS/nccl_allreduce.log"
@@ -443,7 +500,8 @@ fi
 cat "$LOGS/summary.txt"
 if [ -n "${OUT:-}" ]; then
   tar czf "$OUT/logs.tgz" -C "$LOGS" .
-  for f in summary.txt bench.csv bench_cpp.csv stamps.csv bench_interleave.csv bench_interleave.log devgraph_bench.csv devgraph_bench.log tma_bench.csv tma_bench.log tma_tune.csv tma_sweep.csv tma_sweep.svg peer_bench.csv peer_bench.log mem_bench.csv mem_bench.log region_bench.csv region_bench.log auto_pdl_sweep.csv auto_pdl_sweep.svg nccl_allreduce.log kernel_bench.csv kernel_bench.log; do [ -f "$LOGS/$f" ] && cp "$LOGS/$f" "$OUT/"; done
+  for f in summary.txt bench.csv bench_cpp.csv stamps.csv bench_interleave.csv bench_interleave.log devgraph_bench.csv devgraph_bench.log tma_bench.csv tma_bench.log tma_tune.csv tma_sweep.csv tma_sweep.svg peer_bench.csv peer_bench.log mem_bench.csv mem_bench.log region_bench.csv region_bench.log auto_pdl_sweep.csv auto_pdl_sweep.svg nccl_allreduce.log kernel_bench.csv kernel_bench.log decode-default.log decode-wide.log; do [ -f "$LOGS/$f" ] && cp "$LOGS/$f" "$OUT/"; done
+  for d in "$LOGS"/decode-*/; do [ -d "$d" ] && mkdir -p "$OUT/$(basename "$d")" && cp "$d"/*.json "$d"/*.svg "$OUT/$(basename "$d")/" 2>/dev/null; done
 fi
 [ "$TESTS" = 0 ] || grep -q "^hardware: [0-9]* passed, 0 failed" "$LOGS/summary.txt"
 "#;

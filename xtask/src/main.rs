@@ -4,6 +4,7 @@ mod bench;
 mod bindgen;
 mod build_time;
 mod bundle;
+mod decode;
 mod driver_abi;
 mod image;
 mod package;

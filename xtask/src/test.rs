@@ -136,6 +136,11 @@ pub fn run_all(root: &Path) -> R {
     step("the kernel template (examples/kernel-template): host + kernels build, ptxas sm_90");
     crate::template::check(root, &ptxas)?;
 
+    step(
+        "the decode example (examples/decode): host + kernels build, ptxas sm_90, host-side tests",
+    );
+    crate::decode::check(root, &ptxas)?;
+
     step("clippy -D warnings (loaded mode, all targets)");
     run(cargo(root).env("CUDA_SYS_INCLUDE", &include).args([
         "clippy",

@@ -1,0 +1,960 @@
+//! The kernels of one greedy decoding step of a Llama-shaped decoder at batch 1, and the
+//! seeded weight generator both sides share.
+//!
+//! Per layer the step runs five kernels:
+//!
+//! | kernel | does | reads (the bytes that bound it) |
+//! | --- | --- | --- |
+//! | [`rms_qkv`] | RMSNorm of the residual, then the Q, K and V projections | `W_qkv` (3 d x d) |
+//! | [`attention`] | rotary embedding of the new q and k, appends k and v to the cache, attention of q over positions `0..=pos` | the layer's cache prefix |
+//! | [`o_proj`] | output projection, added to the residual | `W_o` (d x d) |
+//! | [`rms_gate_up`] | RMSNorm, gate and up projections, `SiLU(gate) * up` | `W_gate`, `W_up` (2 x ffn x d) |
+//! | [`down_proj`] | down projection, added to the residual | `W_down` (d x ffn) |
+//!
+//! and around the layers [`embed`] (the token's row of the embedding table),
+//! [`rms_logits`] (final RMSNorm and the LM head, `f32` logits) and [`argmax`] (the next
+//! token, written where the next step's [`embed`] reads it, and the position advanced), so
+//! a step reads nothing from the host and the same launches (or one graph) run every step.
+//!
+//! Numbers: bfloat16 weights, activations and cache, `f32` accumulation, rounded to
+//! bfloat16 where PyTorch's bfloat16 model rounds (each projection's output, the residual
+//! sums, the normalized activations, the rotated q and k, `SiLU(gate)` and its product with
+//! `up`, the attention output), so the reference in `reference/` computes the same values
+//! up to the order of `f32` additions.
+//!
+//! # Programmatic Dependent Launch
+//! Every kernel is declared `unsafe dependent(manual)`: it first loads what no earlier
+//! kernel of the step writes (its weight rows into registers; the attention's cache
+//! prefix), then calls [`pdl_auto`](cudadrv::device::pdl_auto) (the wait, and the trigger
+//! the host chose), then reads its predecessor's output. Every CTA reaches the wait, so a
+//! kernel never completes before its predecessor: a kernel that starts early therefore
+//! finds every kernel two or more launches back complete, which is why the attention
+//! may read the position and the cache prefix (written by earlier steps) before its wait.
+//! Nothing is written before the wait except the timeline's timestamps.
+//!
+//! # Launch shapes
+//! The projection kernels take 1-D blocks of [`BLOCK`] threads ([`WARPS`] warps, each
+//! reducing whole rows, one after another) and any number of blocks (the program
+//! launches as many as are resident at once); [`attention`] a `(heads, cache / SPLIT)` grid of
+//! [`ATTN_THREADS`]; [`embed`] and [`argmax`] one block of [`BLOCK`] and
+//! [`ARGMAX_THREADS`]. A kernel launched with another block size returns at once in every
+//! thread (no wrong value is written, and nothing waits). Every access goes through the
+//! bounds-checked slices; the launches are `unsafe` because the warp exchanges and CTA
+//! barriers need whole warps reaching them together, which a `safe` kernel cannot use.
+#![no_std]
+#![cfg_attr(target_arch = "nvptx64", feature(abi_ptx, asm_experimental_arch))]
+
+use cudadrv::args::Bf16;
+#[cfg(target_arch = "nvptx64")]
+use cudadrv::kernel::unroll;
+use cudadrv::kernel::{DeviceSlice, DeviceSliceMut};
+
+#[cfg(target_arch = "nvptx64")]
+use cudadrv::device::{
+    FenceScope, PdlPlan, block_dim, block_idx, block_sum_f32, exp_approx, fence_acq_rel, fma,
+    globaltimer, grid_dim, lane_id, pdl_auto, rsqrt_approx, sync_threads, thread_idx,
+    warp_argmax_f32, warp_group_sum_f32, warp_sum_f32,
+};
+#[cfg(target_arch = "nvptx64")]
+use cudadrv::device::{cp_async_cg, cp_async_commit, cp_async_wait, cp_async_wait_all};
+
+/// Threads of a projection CTA (and of [`embed`]).
+pub const BLOCK: u32 = 256;
+/// Threads of an [`attention`] CTA: 16 half-warps, each reading one 128-wide head row in
+/// 16-byte pieces.
+pub const ATTN_THREADS: u32 = 256;
+/// Half-warps of an [`attention`] CTA.
+#[cfg(target_arch = "nvptx64")]
+const HALVES: usize = ATTN_THREADS as usize / 16;
+/// Threads of the [`argmax`] CTA.
+pub const ARGMAX_THREADS: u32 = 1024;
+/// Elements of one attention head.
+pub const HEAD_DIM: usize = 128;
+/// Cache positions one [`attention`] CTA covers.
+pub const SPLIT: usize = 64;
+/// The most splits of the cache an [`attention`] grid may have (`cache <= SPLIT x
+/// MAX_SPLITS` positions): the combining CTA loads every split's partials at once.
+pub const MAX_SPLITS: usize = 32;
+/// `f32`s per (head, split) in the attention's scratch: the running maximum, the sum of
+/// exponentials, two unused, then the 128 weighted sums.
+pub const PARTIAL: usize = HEAD_DIM + 4;
+/// 16-byte pieces of the input each thread of [`down_proj`] stages (the others stage
+/// 4): inputs up to `8 x 256 x 6 = 12288` values.
+pub const MAX_PIECES: usize = 6;
+/// RMSNorm's epsilon.
+pub const RMS_EPS: f32 = 1e-5;
+/// Slots of the timeline per kernel: first CTA start, first wait passed, last CTA end.
+pub const TRACE_SLOTS: usize = 3;
+
+/// The weight generator: the `index`-th value of the stream `seed`, uniform in
+/// `[-scale, scale)` plus `offset`, rounded to bfloat16. A counter-based hash
+/// (SplitMix64's finalizer), so the GPU fills tensors in parallel and the CPU reference
+/// gets the same bits.
+#[inline(always)]
+#[must_use]
+pub fn gen_value(seed: u64, index: u64, scale: f32, offset: f32) -> Bf16 {
+    let mut z = seed
+        .wrapping_add(index.wrapping_mul(0x9e37_79b9_7f4a_7c15))
+        .wrapping_add(0x9e37_79b9_7f4a_7c15);
+    z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+    z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+    z ^= z >> 31;
+    // 24 bits: exact in f32; u in [-1, 1).
+    let u = (z >> 40) as f32 * (1.0 / 8_388_608.0) - 1.0;
+    Bf16::from_f32(u * scale + offset)
+}
+
+cudadrv::kernel! {
+    /// `out[i] = gen_value(seed, i, scale, offset)` for every element (grid-stride).
+    pub safe fn fill_uniform(out: DeviceSliceMut<Bf16>, seed: u64, scale: f32, offset: f32) {
+        let stride = cudadrv::device::global_dim_x() as usize;
+        let mut i = cudadrv::device::global_idx_x() as usize;
+        while out.try_write(i, gen_value(seed, i as u64, scale, offset)).is_ok() {
+            i += stride;
+        }
+    }
+}
+
+// ---------------------------------------------------------------------------------------
+// Device-side building blocks.
+
+#[cfg(target_arch = "nvptx64")]
+cudadrv::shared_array! {
+    /// `block_sum_f32`'s scratch (RMSNorm's sum of squares).
+    fn norm_scratch() -> [f32; 32];
+}
+
+#[cfg(target_arch = "nvptx64")]
+cudadrv::shared_array! {
+    /// The attention CTA's half-warp results: `[half][max, sum, acc[128]]` (130 used).
+    fn attn_halves() -> [f32; HALVES * PARTIAL];
+}
+
+#[cfg(target_arch = "nvptx64")]
+cudadrv::shared_array! {
+    /// One word the attention CTA's thread 0 hands to the others (the last-CTA flag);
+    /// the arg-max's per-warp winners (values then indices).
+    fn handoff() -> [u32; 64];
+}
+
+/// Records a timestamp for the timeline (thread 0 of each CTA): `what` 0 = start, 1 =
+/// wait passed (both the earliest over the CTAs), 2 = end (the latest). Nothing when the
+/// trace slice is empty.
+#[cfg(target_arch = "nvptx64")]
+#[inline(always)]
+fn mark(trace: &DeviceSliceMut<u64>, slot: u32, what: usize) {
+    if !trace.is_empty() && thread_idx().x == 0 {
+        let i = slot as usize * TRACE_SLOTS + what;
+        let t = globaltimer();
+        if what == 2 {
+            let _ = trace.fetch_max(i, t);
+        } else {
+            let _ = trace.fetch_min(i, t);
+        }
+    }
+}
+
+/// Whether this CTA has the 1-D shape `threads` the kernel is written for.
+#[cfg(target_arch = "nvptx64")]
+#[inline(always)]
+fn shaped(threads: u32) -> bool {
+    let d = block_dim();
+    d.x == threads && d.y == 1 && d.z == 1
+}
+
+/// `acc` plus the dot product of eight bfloat16 weights (four packed words) with eight
+/// `f32` inputs, in fused multiply-adds.
+#[cfg(target_arch = "nvptx64")]
+#[inline(always)]
+fn dot8(acc: f32, w: [u32; 4], x: &[f32; 8]) -> f32 {
+    let mut s = acc;
+    unroll::<4>(|q| {
+        let [a, b] = Bf16::unpack2(w[q]);
+        s = fma(a, x[2 * q], s);
+        s = fma(b, x[2 * q + 1], s);
+    });
+    s
+}
+
+/// Four bfloat16 pairs packed from eight `f32`s (rounded to nearest even).
+#[cfg(target_arch = "nvptx64")]
+#[inline(always)]
+fn pack8(v: [f32; 8]) -> [u32; 4] {
+    let mut out = [0u32; 4];
+    unroll::<4>(|q| {
+        out[q] = u32::from(Bf16::from_f32(v[2 * q]).to_bits())
+            | (u32::from(Bf16::from_f32(v[2 * q + 1]).to_bits()) << 16);
+    });
+    out
+}
+
+/// 16-byte pieces of a row each lane of a projection loads per chunk (a warp reads
+/// `32 x PIECES x 16` bytes of a row at a time, and has the next chunk's loads in flight
+/// while it reduces one); [`rms_gate_up`] reads half as many of each of its two rows.
+pub const PIECES: usize = 4;
+
+/// Warps of a projection CTA.
+pub const WARPS: usize = BLOCK as usize / 32;
+
+#[cfg(target_arch = "nvptx64")]
+cudadrv::dynamic_shared! {
+    /// A projection CTA's dynamic shared memory: the staged input vector (16-byte pieces
+    /// of eight bfloat16 values), then each warp's ring of weight chunks.
+    fn proj_smem();
+}
+
+/// The longest input, in 16-byte pieces, a projection stages: `8 x 1536 = 12288` values
+/// (the reduction length of every projection).
+pub const MAX_STAGED: usize = 1536;
+
+/// Chunks in flight per warp of a projection: each lane copies its pieces of the next
+/// chunks into shared memory with `cp.async` while it reduces the current one.
+pub const STAGES: usize = 4;
+
+/// Dynamic shared memory a projection CTA needs for an input of `k8` 16-byte pieces
+/// (staged as `f32`, 32 bytes a piece) and `rw` matrices: the staged input, then
+/// [`WARPS`] rings of [`STAGES`] chunks of `rw x PIECES` 16-byte pieces per lane (the gate
+/// and up projection: `rw = 2`, half the pieces).
+#[must_use]
+pub const fn projection_smem(k8: usize, rw: usize) -> usize {
+    let per_lane = if rw == 2 { PIECES } else { rw * PIECES };
+    32 * k8 + 16 * WARPS * STAGES * per_lane * 32
+}
+
+/// Stages the input vector `x` (`k8` pieces) in shared memory for the whole CTA, RMS
+/// normalized with the gains `gamma` when given (`bf16(x rsqrt(mean(x^2) + eps) g)`),
+/// and waits for the whole CTA. Thread `t` handles pieces `t + BLOCK i`, `i < S`, reading
+/// them twice when normalizing (the sum of squares, then the scaled values; the second
+/// read hits L1), so it holds one piece at a time.
+///
+/// # Safety
+/// Every thread of a [`BLOCK`]-thread CTA calls it together; `k8 <= S x BLOCK`, and the
+/// dynamic shared memory holds `k8` pieces.
+#[cfg(target_arch = "nvptx64")]
+#[inline(always)]
+unsafe fn stage<const S: usize>(
+    x: &DeviceSlice<Bf16>,
+    gamma: Option<&DeviceSlice<Bf16>>,
+    k8: usize,
+) {
+    let t = thread_idx().x as usize;
+    let mut scale = 1.0f32;
+    if gamma.is_some() {
+        let mut ss = 0.0f32;
+        unroll::<S>(|i| {
+            if let Some(v) = x.get8_f32(t + BLOCK as usize * i) {
+                unroll::<8>(|e| ss += v[e] * v[e]);
+            }
+        });
+        // SAFETY: the caller's promise: the whole CTA, together.
+        let total = unsafe { block_sum_f32(ss, norm_scratch()) };
+        scale = rsqrt_approx(total / (8 * k8) as f32 + RMS_EPS);
+    }
+    let base = proj_smem().as_mut_ptr().cast::<[f32; 8]>();
+    unroll::<S>(|i| {
+        let piece = t + BLOCK as usize * i;
+        if piece < k8 {
+            let mut v = x.get8_f32(piece).unwrap_or([0.0; 8]);
+            if let Some(g) = gamma {
+                let g = g.get8_f32(piece).unwrap_or([0.0; 8]);
+                unroll::<8>(|e| v[e] = v[e] * scale * g[e]);
+            }
+            // The bfloat16 value, kept as `f32`.
+            let v = unpack8(pack8(v));
+            // SAFETY: `piece < k8`, inside the dynamic shared memory (the caller's
+            // promise).
+            unsafe { base.add(piece).write(v) };
+        }
+    });
+    // SAFETY: every thread of the CTA reaches it (the caller's promise).
+    unsafe { sync_threads() };
+}
+
+/// Where lane `lane` of a warp keeps piece `j` of matrix `r` in ring stage `stage`.
+#[cfg(target_arch = "nvptx64")]
+#[inline(always)]
+fn ring_slot<const RW: usize, const P: usize>(
+    ring: *mut [u32; 4],
+    stage: usize,
+    r: usize,
+    j: usize,
+) -> *mut [u32; 4] {
+    // The caller's ring has STAGES x RW x P x 32 pieces.
+    ring.wrapping_add(((stage * RW + r) * P + j) * 32 + lane_id() as usize)
+}
+
+/// Starts copying chunk `batch` of row `row` of each matrix (`P` pieces per lane: lane
+/// `l` takes pieces `32 P batch + l + 32 j`) into ring stage `stage`, then commits the
+/// group (empty past the last row, so every lane counts the same groups).
+///
+/// # Safety
+/// `ring` is this warp's ring in shared memory ([`STAGES`] x `RW` x `P` x 32 pieces),
+/// and nothing reads stage `stage` until the group has been waited for.
+#[cfg(target_arch = "nvptx64")]
+#[inline(always)]
+unsafe fn issue_chunk<const RW: usize, const P: usize>(
+    mats: [&DeviceSlice<Bf16>; RW],
+    rows: usize,
+    k8: usize,
+    ring: *mut [u32; 4],
+    stage: usize,
+    (row, batch): (usize, usize),
+) {
+    let lane = lane_id() as usize;
+    if row < rows {
+        unroll::<RW>(|r| {
+            unroll::<P>(|j| {
+                let piece = 32 * P * batch + lane + 32 * j;
+                let at = row * k8 + piece;
+                // Inside the matrix: the whole 16 bytes.
+                if piece < k8 && 8 * (at + 1) <= mats[r].len() {
+                    let src = mats[r].as_ptr().wrapping_add(8 * at).cast::<[u32; 4]>();
+                    // SAFETY: `src` is 16 readable, 16-byte aligned bytes of the matrix
+                    // (checked above; the buffer is 16-byte aligned and rows are whole
+                    // pieces); the slot is this lane's, in the caller's ring.
+                    unsafe { cp_async_cg(ring_slot::<RW, P>(ring, stage, r, j), src) };
+                }
+            })
+        });
+    }
+    cp_async_commit();
+}
+
+/// A projection in a grid of resident CTAs: warp `w` of the grid's `W` warps reduces rows
+/// `w, w + W, w + 2W, ...` (below `rows`) of each of the `RW` matrices `mats` (the same
+/// row of each; `k8` pieces a row, where the input `x` has `8 k8` values) against the
+/// staged input, RMS normalized when `gamma` is given. A warp's rows are one stream of
+/// chunks (`P` pieces per lane), copied by each lane into the warp's ring in shared
+/// memory [`STAGES`] - 1 chunks ahead (`cp.async`; a lane reads only its own pieces, so
+/// no barrier is needed); the first chunks are issued before the PDL wait (`plan`).
+/// `store(row, sums)` runs in lane 0 for each row. Returns `false` (nothing stored) for
+/// an input longer than the CTA stages or a launch with less dynamic shared memory than
+/// [`projection_smem`].
+///
+/// # Safety
+/// A [`BLOCK`]-thread CTA (the caller checked); every thread calls it.
+#[cfg(target_arch = "nvptx64")]
+#[inline(always)]
+#[allow(clippy::too_many_arguments)]
+unsafe fn project<const RW: usize, const P: usize, const S: usize>(
+    mats: [&DeviceSlice<Bf16>; RW],
+    rows: usize,
+    x: &DeviceSlice<Bf16>,
+    gamma: Option<&DeviceSlice<Bf16>>,
+    plan: u32,
+    trace: &DeviceSliceMut<u64>,
+    slot: u32,
+    mut store: impl FnMut(usize, [f32; RW]),
+) -> bool {
+    let k8 = x.len() / 8;
+    let lane = lane_id() as usize;
+    let warps = grid_dim().x as usize * WARPS;
+    let warp = thread_idx().x as usize / 32;
+    let smem = proj_smem();
+    let ring_pieces = STAGES * RW * P * 32;
+    if k8 > S * BLOCK as usize || (smem.len() as usize) < 32 * k8 + 16 * WARPS * ring_pieces {
+        pdl_auto(PdlPlan::from_bits(plan));
+        return false;
+    }
+    let staged = smem.as_mut_ptr().cast::<[f32; 8]>();
+    let ring = staged
+        .wrapping_add(k8)
+        .cast::<[u32; 4]>()
+        .wrapping_add(warp * ring_pieces);
+    let batches = k8.div_ceil(32 * P).max(1);
+    let next = |(row, batch): (usize, usize)| {
+        if batch + 1 < batches {
+            (row, batch + 1)
+        } else {
+            (row + warps, 0)
+        }
+    };
+    // Before the wait: the first STAGES - 1 chunks (weights only).
+    let first = block_idx().x as usize * WARPS + warp;
+    let mut issued = (first, 0);
+    unroll::<{ STAGES - 1 }>(|st| {
+        // SAFETY: this warp's ring (sized above); nothing reads it yet.
+        unsafe { issue_chunk::<RW, P>(mats, rows, k8, ring, st, issued) };
+        issued = next(issued);
+    });
+    pdl_auto(PdlPlan::from_bits(plan));
+    mark(trace, slot, 1);
+    // SAFETY: the whole CTA (the caller's promise); `k8` and the shared memory checked.
+    unsafe { stage::<S>(x, gamma, k8) };
+    let (mut row, mut batch) = (first, 0);
+    let mut chunk = 0usize;
+    // One accumulator per piece: independent chains of fused multiply-adds.
+    let mut acc = [[0.0f32; P]; RW];
+    // `row` and `batch` are the same in every lane: the warp stays converged.
+    while row < rows {
+        cp_async_wait::<{ STAGES as u32 - 2 }>();
+        let st = chunk % STAGES;
+        unroll::<P>(|j| {
+            let piece = 32 * P * batch + lane + 32 * j;
+            if piece < k8 {
+                // SAFETY: `piece < k8`, staged before the barrier; the slot is this
+                // lane's, its copy waited for above.
+                let xv = unsafe { staged.add(piece).read() };
+                unroll::<RW>(|r| {
+                    // SAFETY: as above.
+                    let w = unsafe { ring_slot::<RW, P>(ring, st, r, j).read() };
+                    acc[r][j] = dot8(acc[r][j], w, &xv);
+                });
+            }
+        });
+        // The stage consumed last iteration is free: refill it STAGES - 1 chunks ahead.
+        // SAFETY: this lane read that stage before (the values are in registers, used).
+        unsafe {
+            issue_chunk::<RW, P>(mats, rows, k8, ring, (chunk + STAGES - 1) % STAGES, issued)
+        };
+        issued = next(issued);
+        if batch + 1 == batches {
+            let mut sums = [0.0f32; RW];
+            unroll::<RW>(|r| {
+                let mut t = 0.0f32;
+                unroll::<P>(|j| t += acc[r][j]);
+                // SAFETY: the whole warp runs this iteration (warp-uniform loop).
+                sums[r] = unsafe { warp_sum_f32(t) };
+            });
+            if lane == 0 {
+                store(row, sums);
+            }
+            acc = [[0.0f32; P]; RW];
+        }
+        (row, batch) = next((row, batch));
+        chunk += 1;
+    }
+    cp_async_wait_all();
+    true
+}
+
+cudadrv::kernel! {
+    /// RMSNorm of the residual `x` (gains `gamma`), then `out = W_qkv x` (bfloat16 out):
+    /// `out.len()` rows of `W_qkv` (row-major, `x.len()` columns, a multiple of 8 up to
+    /// 8192), one row per warp at a time, [`WARPS`] warps per [`BLOCK`]-thread CTA.
+    ///
+    /// # Safety
+    /// None beyond the module's: see the crate docs.
+    pub unsafe dependent(manual) fn rms_qkv(
+        x: DeviceSlice<Bf16>,
+        gamma: DeviceSlice<Bf16>,
+        w: DeviceSlice<Bf16>,
+        out: DeviceSliceMut<Bf16>,
+        plan: u32,
+        trace: DeviceSliceMut<u64>,
+        slot: u32,
+    ) {
+        mark(&trace, slot, 0);
+        if shaped(BLOCK) {
+            // SAFETY: the CTA shape was checked.
+            unsafe {
+                project::<1, PIECES, 4>([&w], out.len(), &x, Some(&gamma), plan, &trace, slot, |row, [v]| {
+                    let _ = out.try_write(row, Bf16::from_f32(v));
+                });
+            }
+        } else {
+            pdl_auto(PdlPlan::from_bits(plan));
+        }
+        mark(&trace, slot, 2);
+    }
+}
+
+cudadrv::kernel! {
+    /// The final RMSNorm of `x` (gains `gamma`), then `logits = W_lm x` in `f32`
+    /// (`logits.len()` rows), one row per warp at a time.
+    ///
+    /// # Safety
+    /// None beyond the module's: see the crate docs.
+    pub unsafe dependent(manual) fn rms_logits(
+        x: DeviceSlice<Bf16>,
+        gamma: DeviceSlice<Bf16>,
+        w: DeviceSlice<Bf16>,
+        logits: DeviceSliceMut<f32>,
+        plan: u32,
+        trace: DeviceSliceMut<u64>,
+        slot: u32,
+    ) {
+        mark(&trace, slot, 0);
+        if shaped(BLOCK) {
+            // SAFETY: the CTA shape was checked.
+            unsafe {
+                project::<1, PIECES, 4>([&w], logits.len(), &x, Some(&gamma), plan, &trace, slot, |row, [v]| {
+                    let _ = logits.try_write(row, v);
+                });
+            }
+        } else {
+            pdl_auto(PdlPlan::from_bits(plan));
+        }
+        mark(&trace, slot, 2);
+    }
+}
+
+/// `x[row] = bf16(x[row] + bf16(v))`: a residual projection's store.
+#[cfg(target_arch = "nvptx64")]
+#[inline(always)]
+fn add_residual(x: &DeviceSliceMut<Bf16>, row: usize, v: f32) {
+    if let Some(old) = x.get(row) {
+        let y = Bf16::from_f32(v).to_f32();
+        let _ = x.try_write(row, Bf16::from_f32(old.to_f32() + y));
+    }
+}
+
+cudadrv::kernel! {
+    /// The attention's output projection added to the residual:
+    /// `x = bf16(x + bf16(W_o attn))` (`x.len()` rows of `attn.len()` columns, up to
+    /// 8192), one row per warp.
+    ///
+    /// # Safety
+    /// None beyond the module's: see the crate docs.
+    pub unsafe dependent(manual) fn o_proj(
+        attn: DeviceSlice<Bf16>,
+        w: DeviceSlice<Bf16>,
+        x: DeviceSliceMut<Bf16>,
+        plan: u32,
+        trace: DeviceSliceMut<u64>,
+        slot: u32,
+    ) {
+        mark(&trace, slot, 0);
+        if shaped(BLOCK) {
+            // SAFETY: the CTA shape was checked.
+            unsafe {
+                project::<1, PIECES, 4>([&w], x.len(), &attn, None, plan, &trace, slot, |row, [v]| {
+                    add_residual(&x, row, v)
+                });
+            }
+        } else {
+            pdl_auto(PdlPlan::from_bits(plan));
+        }
+        mark(&trace, slot, 2);
+    }
+}
+
+cudadrv::kernel! {
+    /// The feed-forward's down projection added to the residual:
+    /// `x = bf16(x + bf16(W_down h))` (`h.len()` columns, up to [`MAX_STAGED`] x 8), one
+    /// row per warp.
+    ///
+    /// # Safety
+    /// None beyond the module's: see the crate docs.
+    pub unsafe dependent(manual) fn down_proj(
+        h: DeviceSlice<Bf16>,
+        w: DeviceSlice<Bf16>,
+        x: DeviceSliceMut<Bf16>,
+        plan: u32,
+        trace: DeviceSliceMut<u64>,
+        slot: u32,
+    ) {
+        mark(&trace, slot, 0);
+        if shaped(BLOCK) {
+            // SAFETY: the CTA shape was checked.
+            unsafe {
+                project::<1, PIECES, MAX_PIECES>([&w], x.len(), &h, None, plan, &trace, slot, |row, [v]| {
+                    add_residual(&x, row, v)
+                });
+            }
+        } else {
+            pdl_auto(PdlPlan::from_bits(plan));
+        }
+        mark(&trace, slot, 2);
+    }
+}
+
+cudadrv::kernel! {
+    /// RMSNorm of `x` (gains `gamma`), then for each of `h.len()` rows:
+    /// `g = bf16(W_gate[row] xn)`, `u = bf16(W_up[row] xn)`,
+    /// `h[row] = bf16(bf16(g sigmoid(g)) u)`; one row of each matrix per warp.
+    ///
+    /// # Safety
+    /// None beyond the module's: see the crate docs.
+    pub unsafe dependent(manual) fn rms_gate_up(
+        x: DeviceSlice<Bf16>,
+        gamma: DeviceSlice<Bf16>,
+        w_gate: DeviceSlice<Bf16>,
+        w_up: DeviceSlice<Bf16>,
+        h: DeviceSliceMut<Bf16>,
+        plan: u32,
+        trace: DeviceSliceMut<u64>,
+        slot: u32,
+    ) {
+        mark(&trace, slot, 0);
+        if shaped(BLOCK) {
+            // SAFETY: the CTA shape was checked.
+            unsafe {
+                project::<2, { PIECES / 2 }, 4>([&w_gate, &w_up], h.len(), &x, Some(&gamma), plan, &trace, slot, |row, [g, u]| {
+                    let gate = Bf16::from_f32(g).to_f32();
+                    let up = Bf16::from_f32(u).to_f32();
+                    let silu = Bf16::from_f32(gate / (1.0 + exp_approx(-gate))).to_f32();
+                    let _ = h.try_write(row, Bf16::from_f32(silu * up));
+                });
+            }
+        } else {
+            pdl_auto(PdlPlan::from_bits(plan));
+        }
+        mark(&trace, slot, 2);
+    }
+}
+
+cudadrv::kernel! {
+    /// `x = embedding[token[0]]` (row `token[0]` of the `vocab x d` table, `d = x.len()`,
+    /// a multiple of 8): one CTA of [`BLOCK`] threads, 16 bytes per thread at a time.
+    ///
+    /// # Safety
+    /// None beyond the module's: see the crate docs.
+    pub unsafe dependent(manual) fn embed(
+        table: DeviceSlice<Bf16>,
+        token: DeviceSlice<u32>,
+        x: DeviceSliceMut<Bf16>,
+        plan: u32,
+        trace: DeviceSliceMut<u64>,
+        slot: u32,
+    ) {
+        mark(&trace, slot, 0);
+        pdl_auto(PdlPlan::from_bits(plan));
+        mark(&trace, slot, 1);
+        if shaped(BLOCK) {
+            let d8 = x.len() / 8;
+            let row = token.get(0).unwrap_or(0) as usize;
+            let mut piece = thread_idx().x as usize;
+            while piece < d8 {
+                if let Some(w) = table.get_vec16(row * d8 + piece) {
+                    unroll::<4>(|q| {
+                        let _ = x.try_write(8 * piece + 2 * q, Bf16::from_bits(w[q] as u16));
+                        let _ = x.try_write(8 * piece + 2 * q + 1, Bf16::from_bits((w[q] >> 16) as u16));
+                    });
+                }
+                piece += BLOCK as usize;
+            }
+        }
+        mark(&trace, slot, 2);
+    }
+}
+
+/// Rotary embedding of one 128-wide head row at position `pos` (rotate-half pairing:
+/// element `i < 64` with `i + 64`), for this lane's 8 elements `8 l .. 8 l + 8`: `own`
+/// are they, `other` the 8 they pair with; `rope` holds `cos` then `sin`, `[pos][64]`
+/// each. Rounded to bfloat16.
+#[cfg(target_arch = "nvptx64")]
+#[inline(always)]
+fn rotate(
+    own: [f32; 8],
+    other: [f32; 8],
+    l: usize,
+    pos: usize,
+    rope: &DeviceSlice<f32>,
+) -> [f32; 8] {
+    const HALF: usize = HEAD_DIM / 2;
+    let table = rope.len() / 2;
+    let first_half = 8 * l < HALF;
+    let mut out = [0.0f32; 8];
+    unroll::<8>(|e| {
+        let j = (8 * l + e) % HALF;
+        let c = rope.get(pos * HALF + j).unwrap_or(1.0);
+        let s = rope.get(table + pos * HALF + j).unwrap_or(0.0);
+        let v = if first_half {
+            own[e] * c - other[e] * s
+        } else {
+            own[e] * c + other[e] * s
+        };
+        out[e] = Bf16::from_f32(v).to_f32();
+    });
+    out
+}
+
+/// Eight bfloat16s (four packed words) as `f32`s.
+#[cfg(target_arch = "nvptx64")]
+#[inline(always)]
+fn unpack8(w: [u32; 4]) -> [f32; 8] {
+    let mut out = [0.0f32; 8];
+    unroll::<4>(|q| {
+        let [a, b] = Bf16::unpack2(w[q]);
+        out[2 * q] = a;
+        out[2 * q + 1] = b;
+    });
+    out
+}
+
+cudadrv::kernel! {
+    /// Attention of the new token at position `p = pos[0]` for one layer: rotates q and
+    /// k of `qkv` (`[q | k | v]`, `3 d` values; `d = heads x 128`), writes k and v to
+    /// the caches at `p` (`[position][d]` each), and attends q over positions `0..=p`
+    /// (`softmax(q k / sqrt(128)) v`, in `f32`), writing `out` (`d` values, bfloat16).
+    ///
+    /// Grid `(heads, cache / SPLIT)`, [`ATTN_THREADS`] threads: CTA `(h, s)` covers
+    /// positions `s SPLIT .. (s + 1) SPLIT` of head `h`, its half-warps one position
+    /// each in turn with an online softmax; it leaves its maximum, sum and weighted sums
+    /// in `partial` (`[head][split][PARTIAL]`), and the last CTA of a head to finish
+    /// (counted in `counters[h]`, which it resets) combines them.
+    ///
+    /// # Safety
+    /// None beyond the module's: see the crate docs.
+    pub unsafe dependent(manual) fn attention(
+        qkv: DeviceSlice<Bf16>,
+        k_cache: DeviceSliceMut<Bf16>,
+        v_cache: DeviceSliceMut<Bf16>,
+        rope: DeviceSlice<f32>,
+        pos: DeviceSlice<u32>,
+        partial: DeviceSliceMut<f32>,
+        counters: DeviceSliceMut<u32>,
+        out: DeviceSliceMut<Bf16>,
+        plan: u32,
+        trace: DeviceSliceMut<u64>,
+        slot: u32,
+    ) {
+        const PER_HALF: usize = SPLIT / HALVES;
+        mark(&trace, slot, 0);
+        if !shaped(ATTN_THREADS) || grid_dim().y as usize > MAX_SPLITS {
+            pdl_auto(PdlPlan::from_bits(plan));
+            mark(&trace, slot, 2);
+            return;
+        }
+        let d = out.len();
+        let d8 = d / 8;
+        let h = block_idx().x as usize;
+        let split = block_idx().y as usize;
+        let splits = grid_dim().y as usize;
+        let tid = thread_idx().x as usize;
+        let half = tid / 16;
+        let l = tid % 16;
+        // Written by the previous step's `argmax`, many launches back (see the crate docs).
+        let p = pos.get(0).unwrap_or(0) as usize;
+        let first = split * SPLIT;
+        // Before the wait: this half-warp's positions of the cache (all of the split's, so
+        // the loads need not wait for `p`; those past `p` are not used).
+        let kc = k_cache.as_read();
+        let vc = v_cache.as_read();
+        let mut kv = [[[0u32; 4]; 2]; PER_HALF];
+        unroll::<PER_HALF>(|j| {
+            let piece = (first + half + HALVES * j) * d8 + h * (HEAD_DIM / 8) + l;
+            kv[j][0] = kc.get_vec16(piece).unwrap_or([0; 4]);
+            kv[j][1] = vc.get_vec16(piece).unwrap_or([0; 4]);
+        });
+        pdl_auto(PdlPlan::from_bits(plan));
+        mark(&trace, slot, 1);
+
+        // q rotated (bfloat16), then scaled for the scores.
+        let q_at = |base: usize, lane: usize| qkv.get8_f32(base / 8 + h * 16 + lane).unwrap_or([0.0; 8]);
+        let partner = (l + 8) % 16;
+        let mut q = rotate(q_at(0, l), q_at(0, partner), l, p, &rope);
+        let scale = 0.088_388_35_f32; // 1 / sqrt(128)
+        unroll::<8>(|e| q[e] *= scale);
+        // The new k (rotated) and v, in the half-warp that owns position p.
+        let owns_p = p >= first && p < first + SPLIT && (p - first) % HALVES == half;
+        let mut k_new = [0.0f32; 8];
+        let mut v_new = [0.0f32; 8];
+        if owns_p {
+            k_new = rotate(q_at(d, l), q_at(d, partner), l, p, &rope);
+            v_new = q_at(2 * d, l);
+            let base = p * d + h * HEAD_DIM + 8 * l;
+            unroll::<8>(|e| {
+                let _ = k_cache.try_write(base + e, Bf16::from_f32(k_new[e]));
+                let _ = v_cache.try_write(base + e, Bf16::from_f32(v_new[e]));
+            });
+        }
+
+        // Online softmax over this half-warp's positions.
+        let mut m = f32::NEG_INFINITY;
+        let mut sum = 0.0f32;
+        let mut acc = [0.0f32; 8];
+        unroll::<PER_HALF>(|j| {
+            let at = first + half + HALVES * j;
+            let (kk, vv) = if at == p {
+                (k_new, v_new)
+            } else {
+                (unpack8(kv[j][0]), unpack8(kv[j][1]))
+            };
+            let mut part = 0.0f32;
+            unroll::<8>(|e| part += q[e] * kk[e]);
+            // Every lane of the warp takes part, whether its position counts or not.
+            // SAFETY: the CTA's threads all run this loop the same number of times.
+            let s = unsafe { warp_group_sum_f32::<16>(part) };
+            if at <= p {
+                let m_new = if s > m { s } else { m };
+                let corr = exp_approx(m - m_new);
+                let e_s = exp_approx(s - m_new);
+                sum = sum * corr + e_s;
+                unroll::<8>(|e| acc[e] = acc[e] * corr + e_s * vv[e]);
+                m = m_new;
+            }
+        });
+
+        // The CTA's half-warps combined through shared memory.
+        let halves = attn_halves().as_mut_ptr();
+        // SAFETY: `half < HALVES`, `l < 16`: inside the HALVES x PARTIAL array; one
+        // writer each.
+        unsafe {
+            let row = halves.add(half * PARTIAL);
+            if l == 0 {
+                row.write(m);
+                row.add(1).write(sum);
+            }
+            unroll::<8>(|e| row.add(4 + 8 * l + e).write(acc[e]));
+            sync_threads();
+        }
+        // Thread `tid < 128` combines element `tid`.
+        let e = tid.min(HEAD_DIM - 1);
+        // SAFETY: `hh < HALVES` and `i < PARTIAL` (`e < 128`): written before the barrier.
+        let read = |hh: usize, i: usize| unsafe { halves.add(hh * PARTIAL + i).read() };
+        let mut big = f32::NEG_INFINITY;
+        for hh in 0..HALVES {
+            if read(hh, 1) > 0.0 && read(hh, 0) > big {
+                big = read(hh, 0);
+            }
+        }
+        let (mut total, mut weighted) = (0.0f32, 0.0f32);
+        if big > f32::NEG_INFINITY {
+            for hh in 0..HALVES {
+                if read(hh, 1) > 0.0 {
+                    let f = exp_approx(read(hh, 0) - big);
+                    total += read(hh, 1) * f;
+                    weighted += read(hh, 4 + e) * f;
+                }
+            }
+        }
+        let at = (h * splits + split) * PARTIAL;
+        if tid == 0 {
+            let _ = partial.try_write(at, big);
+            let _ = partial.try_write(at + 1, total);
+        }
+        if tid < HEAD_DIM {
+            let _ = partial.try_write(at + 4 + tid, weighted);
+        }
+
+        // The last CTA of this head combines the splits (a fence, then the count).
+        fence_acq_rel(FenceScope::Gpu);
+        let flag = handoff().as_mut_ptr();
+        // SAFETY: every thread of the CTA reaches these barriers; thread 0 writes the
+        // flag between them and everyone reads it after the second.
+        unsafe {
+            sync_threads();
+            if tid == 0 {
+                let ticket = counters.fetch_add(h, 1).unwrap_or(0);
+                flag.write(u32::from(ticket as usize + 1 == splits));
+            }
+            sync_threads();
+        }
+        // SAFETY: written by thread 0 before the barrier.
+        if unsafe { flag.read() } == 1 {
+            fence_acq_rel(FenceScope::Gpu);
+            // Every split's maximum and sum into shared memory (one load per thread) while
+            // this thread's weighted sums of every split load (all in flight together).
+            let ml = attn_halves().as_mut_ptr();
+            if tid < splits {
+                let b = (h * splits + tid) * PARTIAL;
+                // SAFETY: `tid < splits <= MAX_SPLITS`: slots `tid` and `MAX_SPLITS + tid`
+                // of the HALVES x PARTIAL array.
+                unsafe {
+                    ml.add(tid).write(partial.get(b).unwrap_or(f32::NEG_INFINITY));
+                    ml.add(MAX_SPLITS + tid).write(partial.get(b + 1).unwrap_or(0.0));
+                }
+            }
+            let mut a = [0.0f32; MAX_SPLITS];
+            unroll::<MAX_SPLITS>(|s| {
+                if s < splits {
+                    let b = (h * splits + s) * PARTIAL;
+                    a[s] = partial.get(b + 4 + tid.min(HEAD_DIM - 1)).unwrap_or(0.0);
+                }
+            });
+            // SAFETY: every thread of the CTA takes this branch (the flag is the CTA's).
+            unsafe { sync_threads() };
+            // SAFETY: slots below `splits` written before the barrier.
+            let m_of = |s: usize| unsafe { ml.add(s).read() };
+            // SAFETY: as above.
+            let l_of = |s: usize| unsafe { ml.add(MAX_SPLITS + s).read() };
+            let mut big = f32::NEG_INFINITY;
+            for s in 0..splits {
+                if l_of(s) > 0.0 && m_of(s) > big {
+                    big = m_of(s);
+                }
+            }
+            let (mut total, mut weighted) = (0.0f32, 0.0f32);
+            unroll::<MAX_SPLITS>(|s| {
+                if s < splits && l_of(s) > 0.0 {
+                    let f = exp_approx(m_of(s) - big);
+                    total += l_of(s) * f;
+                    weighted += a[s] * f;
+                }
+            });
+            let y = if total > 0.0 { weighted / total } else { 0.0 };
+            if tid < HEAD_DIM {
+                let _ = out.try_write(h * HEAD_DIM + tid, Bf16::from_f32(y));
+            }
+            if tid == 0 {
+                let _ = counters.try_write(h, 0);
+            }
+        }
+        mark(&trace, slot, 2);
+    }
+}
+
+cudadrv::kernel! {
+    /// Greedy choice: the index of the largest of `logits` (the smallest such index on a
+    /// tie) goes to `token[0]` and to `tokens[p]` (`p = pos[0]`, the position this step
+    /// decoded), and `pos[0]` becomes `p + 1`. One CTA of [`ARGMAX_THREADS`] threads.
+    ///
+    /// # Safety
+    /// None beyond the module's: see the crate docs.
+    pub unsafe dependent(manual) fn argmax(
+        logits: DeviceSlice<f32>,
+        token: DeviceSliceMut<u32>,
+        pos: DeviceSliceMut<u32>,
+        tokens: DeviceSliceMut<u32>,
+        plan: u32,
+        trace: DeviceSliceMut<u64>,
+        slot: u32,
+    ) {
+        mark(&trace, slot, 0);
+        pdl_auto(PdlPlan::from_bits(plan));
+        mark(&trace, slot, 1);
+        if !shaped(ARGMAX_THREADS) {
+            mark(&trace, slot, 2);
+            return;
+        }
+        let tid = thread_idx().x as usize;
+        let mut best = f32::NEG_INFINITY;
+        let mut arg = u32::MAX;
+        // Eight independent loads in flight per thread, compared in index order (so the
+        // first of equal values wins).
+        let stride = ARGMAX_THREADS as usize;
+        let mut i = tid;
+        while i < logits.len() {
+            let mut v = [f32::NEG_INFINITY; 8];
+            unroll::<8>(|u| v[u] = logits.get(i + u * stride).unwrap_or(f32::NEG_INFINITY));
+            unroll::<8>(|u| {
+                if v[u] > best {
+                    best = v[u];
+                    arg = (i + u * stride) as u32;
+                }
+            });
+            i += 8 * stride;
+        }
+        let words = handoff().as_mut_ptr();
+        // SAFETY: every thread of the (checked) CTA runs this straight-line code: whole
+        // warps in the exchanges, everyone at the barrier; slots `warp` and `32 + warp`
+        // of the 64 are written by one lane each.
+        unsafe {
+            let (v, a) = warp_argmax_f32(best, arg);
+            let warp = tid / 32;
+            if lane_id() == 0 {
+                words.add(warp).write(v.to_bits());
+                words.add(32 + warp).write(a);
+            }
+            sync_threads();
+        }
+        if tid < 32 {
+            // SAFETY: written before the barrier; the first warp, whole, exchanges.
+            let (v, a) = unsafe {
+                let v = f32::from_bits(words.add(tid).read());
+                let a = words.add(32 + tid).read();
+                warp_argmax_f32(v, a)
+            };
+            let _ = v;
+            if tid == 0 {
+                let p = pos.get(0).unwrap_or(0);
+                let _ = token.try_write(0, a);
+                let _ = tokens.try_write(p as usize, a);
+                let _ = pos.try_write(0, p + 1);
+            }
+        }
+        mark(&trace, slot, 2);
+    }
+}
