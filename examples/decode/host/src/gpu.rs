@@ -169,10 +169,12 @@ impl Launches {
         let shapes = [
             LaunchConfig::new(1, k::BLOCK),
             proj(s.d, 1),
+            // One cluster of the cache's splits per head.
             LaunchConfig::new(
-                (s.heads as u32, (s.cache / k::SPLIT) as u32, 1),
+                ((s.cache / k::SPLIT) as u32, s.heads as u32, 1),
                 k::ATTN_THREADS,
-            ),
+            )
+            .cluster_dim((s.cache / k::SPLIT) as u32)?,
             proj(s.d, 1),
             proj(s.d, 2),
             proj(s.ffn, 1),
@@ -216,8 +218,6 @@ pub struct Model {
     pub attn: DeviceBuffer<Bf16>,
     pub h: DeviceBuffer<Bf16>,
     pub logits: DeviceBuffer<f32>,
-    pub partial: DeviceBuffer<f32>,
-    pub counters: DeviceBuffer<u32>,
     pub token: DeviceBuffer<u32>,
     pub pos: DeviceBuffer<u32>,
     /// The token decoded at each position.
@@ -270,7 +270,6 @@ impl Model {
             }
             Ok(())
         })?;
-        let splits = shape.cache / k::SPLIT;
         Ok(Model {
             shape,
             seed,
@@ -282,8 +281,6 @@ impl Model {
             attn: DeviceBuffer::zeroed(ctx, shape.d)?,
             h: DeviceBuffer::zeroed(ctx, shape.ffn)?,
             logits: DeviceBuffer::zeroed(ctx, shape.vocab)?,
-            partial: DeviceBuffer::zeroed(ctx, shape.heads * splits * k::PARTIAL)?,
-            counters: DeviceBuffer::zeroed(ctx, shape.heads)?,
             token: DeviceBuffer::from_slice(ctx, &[first_token(&shape, seed)])?,
             pos: DeviceBuffer::zeroed(ctx, 1)?,
             tokens: DeviceBuffer::zeroed(ctx, shape.cache)?,
@@ -350,8 +347,6 @@ impl Model {
         let rope = self.rope.view().kernel_slice();
         let pos = self.pos.view().kernel_slice();
         let posm = self.pos.view_mut().kernel_slice_mut();
-        let partial = self.partial.view_mut().kernel_slice_mut();
-        let counters = self.counters.view_mut().kernel_slice_mut();
         let token = self.token.view().kernel_slice();
         let tokenm = self.token.view_mut().kernel_slice_mut();
         let tokens = self.tokens.view_mut().kernel_slice_mut();
@@ -391,19 +386,7 @@ impl Model {
                 on.launch(
                     &ks.attention,
                     &c[2],
-                    &(
-                        qkv,
-                        kc,
-                        vc,
-                        rope,
-                        pos,
-                        partial,
-                        counters,
-                        attnm,
-                        p[2],
-                        trace,
-                        slot(at + 1),
-                    ),
+                    &(qkv, kc, vc, rope, pos, attnm, p[2], trace, slot(at + 1)),
                 )?;
                 on.launch(
                     &ks.o_proj,

@@ -118,7 +118,8 @@ pub fn bench(
         .collect();
 
     let plain = traced(ctx, ks, model, stream, false, Trigger::Exit, run)?;
-    let pdl = traced(ctx, ks, model, stream, true, Trigger::Auto, run)?;
+    // PDL with the trigger right after each kernel's wait: the fastest of the three.
+    let pdl = traced(ctx, ks, model, stream, true, Trigger::Early, run)?;
     let a = per_kind(&s, &plain, start);
     let b = per_kind(&s, &pdl, start);
     let kernels = KINDS

@@ -51,9 +51,9 @@ use cudadrv::kernel::{DeviceSlice, DeviceSliceMut};
 
 #[cfg(target_arch = "nvptx64")]
 use cudadrv::device::{
-    FenceScope, PdlPlan, block_dim, block_idx, block_sum_f32, exp_approx, fence_acq_rel, fma,
-    globaltimer, grid_dim, lane_id, pdl_auto, rsqrt_approx, sync_threads, thread_idx,
-    warp_argmax_f32, warp_group_sum_f32, warp_sum_f32,
+    PdlPlan, block_dim, block_idx, block_sum_f32, cluster_cta_count, cluster_sync, exp_approx, fma,
+    globaltimer, grid_dim, lane_id, map_shared_rank, pdl_auto, rsqrt_approx, sync_threads,
+    thread_idx, warp_argmax_f32, warp_group_sum_f32, warp_sum_f32,
 };
 #[cfg(target_arch = "nvptx64")]
 use cudadrv::device::{cp_async_cg, cp_async_commit, cp_async_wait, cp_async_wait_all};
@@ -71,12 +71,13 @@ pub const ARGMAX_THREADS: u32 = 1024;
 /// Elements of one attention head.
 pub const HEAD_DIM: usize = 128;
 /// Cache positions one [`attention`] CTA covers.
-pub const SPLIT: usize = 64;
+pub const SPLIT: usize = 128;
 /// The most splits of the cache an [`attention`] grid may have (`cache <= SPLIT x
-/// MAX_SPLITS` positions): the combining CTA loads every split's partials at once.
-pub const MAX_SPLITS: usize = 32;
-/// `f32`s per (head, split) in the attention's scratch: the running maximum, the sum of
-/// exponentials, two unused, then the 128 weighted sums.
+/// MAX_SPLITS` positions): one cluster of CTAs per head, at most the portable cluster
+/// size.
+pub const MAX_SPLITS: usize = 8;
+/// `f32`s of an attention CTA's result: the running maximum, the sum of exponentials,
+/// two unused, then the 128 weighted sums.
 pub const PARTIAL: usize = HEAD_DIM + 4;
 /// 16-byte pieces of the input each thread of [`down_proj`] stages (the others stage
 /// 4): inputs up to `8 x 256 x 6 = 12288` values.
@@ -132,9 +133,15 @@ cudadrv::shared_array! {
 
 #[cfg(target_arch = "nvptx64")]
 cudadrv::shared_array! {
-    /// One word the attention CTA's thread 0 hands to the others (the last-CTA flag);
-    /// the arg-max's per-warp winners (values then indices).
+    /// The arg-max's per-warp winners (values then indices).
     fn handoff() -> [u32; 64];
+}
+
+#[cfg(target_arch = "nvptx64")]
+cudadrv::shared_array! {
+    /// An attention CTA's result for its cluster: maximum, sum, two unused, then the 128
+    /// weighted sums.
+    fn split_result() -> [f32; PARTIAL];
 }
 
 /// Records a timestamp for the timeline (thread 0 of each CTA): `what` 0 = start, 1 =
@@ -679,11 +686,12 @@ cudadrv::kernel! {
     /// the caches at `p` (`[position][d]` each), and attends q over positions `0..=p`
     /// (`softmax(q k / sqrt(128)) v`, in `f32`), writing `out` (`d` values, bfloat16).
     ///
-    /// Grid `(heads, cache / SPLIT)`, [`ATTN_THREADS`] threads: CTA `(h, s)` covers
+    /// Grid `(cache / SPLIT, heads)` in clusters of `cache / SPLIT` CTAs (one cluster per
+    /// head, at most [`MAX_SPLITS`]), [`ATTN_THREADS`] threads: CTA `(s, h)` covers
     /// positions `s SPLIT .. (s + 1) SPLIT` of head `h`, its half-warps one position
     /// each in turn with an online softmax; it leaves its maximum, sum and weighted sums
-    /// in `partial` (`[head][split][PARTIAL]`), and the last CTA of a head to finish
-    /// (counted in `counters[h]`, which it resets) combines them.
+    /// in its shared memory, and the cluster's first CTA combines them through
+    /// distributed shared memory after a cluster barrier.
     ///
     /// # Safety
     /// None beyond the module's: see the crate docs.
@@ -693,8 +701,6 @@ cudadrv::kernel! {
         v_cache: DeviceSliceMut<Bf16>,
         rope: DeviceSlice<f32>,
         pos: DeviceSlice<u32>,
-        partial: DeviceSliceMut<f32>,
-        counters: DeviceSliceMut<u32>,
         out: DeviceSliceMut<Bf16>,
         plan: u32,
         trace: DeviceSliceMut<u64>,
@@ -702,16 +708,18 @@ cudadrv::kernel! {
     ) {
         const PER_HALF: usize = SPLIT / HALVES;
         mark(&trace, slot, 0);
-        if !shaped(ATTN_THREADS) || grid_dim().y as usize > MAX_SPLITS {
+        // The cluster must be the head's splits: the barrier below then spans exactly the
+        // CTAs that combine (a launch without that cluster shape writes nothing).
+        if !shaped(ATTN_THREADS) || grid_dim().x as usize > MAX_SPLITS || cluster_cta_count() != grid_dim().x {
             pdl_auto(PdlPlan::from_bits(plan));
             mark(&trace, slot, 2);
             return;
         }
         let d = out.len();
         let d8 = d / 8;
-        let h = block_idx().x as usize;
-        let split = block_idx().y as usize;
-        let splits = grid_dim().y as usize;
+        let split = block_idx().x as usize;
+        let h = block_idx().y as usize;
+        let splits = grid_dim().x as usize;
         let tid = thread_idx().x as usize;
         let half = tid / 16;
         let l = tid % 16;
@@ -790,7 +798,7 @@ cudadrv::kernel! {
             unroll::<8>(|e| row.add(4 + 8 * l + e).write(acc[e]));
             sync_threads();
         }
-        // Thread `tid < 128` combines element `tid`.
+        // Thread `tid < 128` combines element `tid` over the half-warps.
         let e = tid.min(HEAD_DIM - 1);
         // SAFETY: `hh < HALVES` and `i < PARTIAL` (`e < 128`): written before the barrier.
         let read = |hh: usize, i: usize| unsafe { halves.add(hh * PARTIAL + i).read() };
@@ -810,78 +818,58 @@ cudadrv::kernel! {
                 }
             }
         }
-        let at = (h * splits + split) * PARTIAL;
-        if tid == 0 {
-            let _ = partial.try_write(at, big);
-            let _ = partial.try_write(at + 1, total);
-        }
-        if tid < HEAD_DIM {
-            let _ = partial.try_write(at + 4 + tid, weighted);
-        }
-
-        // The last CTA of this head combines the splits (a fence, then the count).
-        fence_acq_rel(FenceScope::Gpu);
-        let flag = handoff().as_mut_ptr();
-        // SAFETY: every thread of the CTA reaches these barriers; thread 0 writes the
-        // flag between them and everyone reads it after the second.
+        // This CTA's result, for the cluster: `[max, sum, -, -, acc[128]]`.
+        let mine = split_result().as_mut_ptr();
+        // SAFETY: `4 + tid < PARTIAL` for `tid < 128`; one writer per slot. Then every
+        // thread of every CTA of the cluster reaches the barrier (the shape was checked
+        // for the whole grid, so no CTA returned early).
         unsafe {
-            sync_threads();
             if tid == 0 {
-                let ticket = counters.fetch_add(h, 1).unwrap_or(0);
-                flag.write(u32::from(ticket as usize + 1 == splits));
+                mine.write(big);
+                mine.add(1).write(total);
             }
-            sync_threads();
+            if tid < HEAD_DIM {
+                mine.add(4 + tid).write(weighted);
+            }
+            cluster_sync();
         }
-        // SAFETY: written by thread 0 before the barrier.
-        if unsafe { flag.read() } == 1 {
-            fence_acq_rel(FenceScope::Gpu);
-            // Every split's maximum and sum into shared memory (one load per thread) while
-            // this thread's weighted sums of every split load (all in flight together).
-            let ml = attn_halves().as_mut_ptr();
-            if tid < splits {
-                let b = (h * splits + tid) * PARTIAL;
-                // SAFETY: `tid < splits <= MAX_SPLITS`: slots `tid` and `MAX_SPLITS + tid`
-                // of the HALVES x PARTIAL array.
-                unsafe {
-                    ml.add(tid).write(partial.get(b).unwrap_or(f32::NEG_INFINITY));
-                    ml.add(MAX_SPLITS + tid).write(partial.get(b + 1).unwrap_or(0.0));
-                }
-            }
+        if split == 0 && tid < HEAD_DIM {
+            // The head's splits, read from each CTA's shared memory (all in flight).
+            let mut m = [f32::NEG_INFINITY; MAX_SPLITS];
+            let mut l = [0.0f32; MAX_SPLITS];
             let mut a = [0.0f32; MAX_SPLITS];
-            unroll::<MAX_SPLITS>(|s| {
-                if s < splits {
-                    let b = (h * splits + s) * PARTIAL;
-                    a[s] = partial.get(b + 4 + tid.min(HEAD_DIM - 1)).unwrap_or(0.0);
+            unroll::<MAX_SPLITS>(|r| {
+                if r < splits {
+                    // SAFETY: `r` is a rank of this cluster (`splits` CTAs, checked), whose
+                    // CTA runs until the second barrier below; `4 + tid < PARTIAL`.
+                    unsafe {
+                        let theirs = map_shared_rank(mine, r as u32);
+                        m[r] = theirs.read();
+                        l[r] = theirs.add(1).read();
+                        a[r] = theirs.add(4 + tid).read();
+                    }
                 }
             });
-            // SAFETY: every thread of the CTA takes this branch (the flag is the CTA's).
-            unsafe { sync_threads() };
-            // SAFETY: slots below `splits` written before the barrier.
-            let m_of = |s: usize| unsafe { ml.add(s).read() };
-            // SAFETY: as above.
-            let l_of = |s: usize| unsafe { ml.add(MAX_SPLITS + s).read() };
             let mut big = f32::NEG_INFINITY;
-            for s in 0..splits {
-                if l_of(s) > 0.0 && m_of(s) > big {
-                    big = m_of(s);
+            unroll::<MAX_SPLITS>(|r| {
+                if l[r] > 0.0 && m[r] > big {
+                    big = m[r];
                 }
-            }
+            });
             let (mut total, mut weighted) = (0.0f32, 0.0f32);
-            unroll::<MAX_SPLITS>(|s| {
-                if s < splits && l_of(s) > 0.0 {
-                    let f = exp_approx(m_of(s) - big);
-                    total += l_of(s) * f;
-                    weighted += a[s] * f;
+            unroll::<MAX_SPLITS>(|r| {
+                if l[r] > 0.0 {
+                    let f = exp_approx(m[r] - big);
+                    total += l[r] * f;
+                    weighted += a[r] * f;
                 }
             });
             let y = if total > 0.0 { weighted / total } else { 0.0 };
-            if tid < HEAD_DIM {
-                let _ = out.try_write(h * HEAD_DIM + tid, Bf16::from_f32(y));
-            }
-            if tid == 0 {
-                let _ = counters.try_write(h, 0);
-            }
+            let _ = out.try_write(h * HEAD_DIM + tid, Bf16::from_f32(y));
         }
+        // No CTA leaves while the first one may still read its shared memory.
+        // SAFETY: every thread of every CTA of the cluster reaches it.
+        unsafe { cluster_sync() };
         mark(&trace, slot, 2);
     }
 }
