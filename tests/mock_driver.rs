@@ -1141,6 +1141,9 @@ fn handles_against_a_mock_driver() {
     context_binds_only_when_not_current();
     raii_drop_order();
     host_fn_runs_once_and_is_freed();
+    completions_are_woken_by_the_driver();
+    forgotten_completions_leave_the_slot_alive();
+    static_slots_serve_one_completion_at_a_time();
     oom_maps_to_an_error_naming_the_call();
     missing_entry_names_the_symbol();
     jit_error_log_is_captured();
@@ -2374,4 +2377,119 @@ fn dlpack_import_and_export() {
             .any(|l| l.starts_with(&format!("cuMemFree {addr:#x}"))),
         "the deleter frees the exported buffer: {log:?}"
     );
+}
+
+/// A waker for a minimal executor written with `core` only (what an embedded executor
+/// does): it counts its wakes; the executor polls again after one.
+fn counting_waker(wakes: &'static AtomicUsize) -> core::task::Waker {
+    use core::task::{RawWaker, RawWakerVTable};
+    fn clone(p: *const ()) -> RawWaker {
+        RawWaker::new(p, &VTABLE)
+    }
+    fn wake(p: *const ()) {
+        // SAFETY: `p` is the `&'static AtomicUsize` the waker was made from.
+        unsafe { &*p.cast::<AtomicUsize>() }.fetch_add(1, Ordering::SeqCst);
+    }
+    fn drop_waker(_: *const ()) {}
+    static VTABLE: RawWakerVTable = RawWakerVTable::new(clone, wake, wake, drop_waker);
+    // SAFETY: the vtable's functions treat the pointer as the `'static` counter, which is
+    // `Sync`; clone and drop need no ownership.
+    unsafe {
+        core::task::Waker::from_raw(RawWaker::new(core::ptr::from_ref(wakes).cast(), &VTABLE))
+    }
+}
+
+/// `Stream::completed`: pending until the driver runs its host function (the mock runs
+/// them when the stream synchronizes), which wakes the task once; then ready. A minimal
+/// executor (poll, wait for a wake, poll) drives it.
+fn completions_are_woken_by_the_driver() {
+    use core::future::Future;
+    use core::task::{Context as TaskContext, Poll};
+    static WAKES: AtomicUsize = AtomicUsize::new(0);
+    let ctx = Context::primary(Device::get(0).unwrap()).unwrap();
+    let stream = Stream::new(&ctx, StreamFlags::NON_BLOCKING).unwrap();
+    WAKES.store(0, Ordering::SeqCst);
+    let waker = counting_waker(&WAKES);
+    let mut cx = TaskContext::from_waker(&waker);
+    let mut done = stream.completed().unwrap();
+    assert!(matches!(
+        core::pin::Pin::new(&mut done).poll(&mut cx),
+        Poll::Pending
+    ));
+    assert!(matches!(
+        core::pin::Pin::new(&mut done).poll(&mut cx),
+        Poll::Pending
+    ));
+    assert_eq!(
+        WAKES.load(Ordering::SeqCst),
+        0,
+        "no wake before the work completes"
+    );
+    stream.synchronize().unwrap(); // the mock runs the host function here
+    assert_eq!(
+        WAKES.load(Ordering::SeqCst),
+        1,
+        "woken once, by the host function"
+    );
+    assert!(done.is_complete());
+    assert!(matches!(
+        core::pin::Pin::new(&mut done).poll(&mut cx),
+        Poll::Ready(Ok(()))
+    ));
+    // A completion made after the work completed is ready once its own host function
+    // ran; one never polled is never woken, and its host function is harmless.
+    let idle = stream.completed().unwrap();
+    stream.synchronize().unwrap();
+    assert!(idle.is_complete());
+    assert_eq!(WAKES.load(Ordering::SeqCst), 1);
+    // A refused `cuLaunchHostFunc` is the error.
+    FAIL_HOST_FN.store(true, Ordering::SeqCst);
+    let e = stream.completed().unwrap_err();
+    FAIL_HOST_FN.store(false, Ordering::SeqCst);
+    assert!(e.to_string().starts_with("cuLaunchHostFunc failed"), "{e}");
+}
+
+/// Dropping or forgetting a completion before its host function runs leaves the slot
+/// the host function writes alive (the driver holds a count): under Miri, a write to a
+/// freed slot would be reported here.
+fn forgotten_completions_leave_the_slot_alive() {
+    let ctx = Context::primary(Device::get(0).unwrap()).unwrap();
+    let stream = Stream::new(&ctx, StreamFlags::NON_BLOCKING).unwrap();
+    let dropped = stream.completed().unwrap();
+    drop(dropped);
+    let forgotten = stream.completed().unwrap();
+    // Leaked values stay reachable from a static (Miri's leak check).
+    static KEEP: Mutex<Vec<cudadrv::driver::future::Completion>> = Mutex::new(Vec::new());
+    let mut keep = lock(&KEEP);
+    keep.push(forgotten);
+    if let Some(f) = keep.pop() {
+        core::mem::forget(f);
+    }
+    drop(keep);
+    stream.synchronize().unwrap(); // both host functions write their slots now
+}
+
+/// `Stream::completed_in` with a `'static` slot (no allocation): one pending completion
+/// at a time; the slot is free again once its host function has run.
+fn static_slots_serve_one_completion_at_a_time() {
+    use cudadrv::driver::future::CompletionSlot;
+    static SLOT: CompletionSlot = CompletionSlot::new();
+    let ctx = Context::primary(Device::get(0).unwrap()).unwrap();
+    let stream = Stream::new(&ctx, StreamFlags::NON_BLOCKING).unwrap();
+    let first = stream.completed_in(&SLOT).unwrap();
+    assert!(SLOT.is_armed());
+    let e = stream.completed_in(&SLOT).unwrap_err();
+    assert!(matches!(e, cudadrv::Error::InvalidArgument(_)), "{e}");
+    core::mem::forget(first); // forgetting it cancels nothing: the slot is 'static
+    stream.synchronize().unwrap();
+    assert!(!SLOT.is_armed());
+    let second = stream.completed_in(&SLOT).unwrap();
+    assert!(!second.is_complete());
+    stream.synchronize().unwrap();
+    assert!(second.is_complete());
+    // A refused host function gives the slot back.
+    FAIL_HOST_FN.store(true, Ordering::SeqCst);
+    assert!(stream.completed_in(&SLOT).is_err());
+    FAIL_HOST_FN.store(false, Ordering::SeqCst);
+    assert!(!SLOT.is_armed());
 }

@@ -476,7 +476,7 @@ if [ "$BENCH" = 1 ] && want "$BENCHES" nccl; then
   bin/nccl_allreduce 2>&1 | tee "$LOGS/nccl_allreduce.log"
 fi
 if [ "$SANITIZE" = 1 ] && [ "$TESTS" = 1 ] && command -v compute-sanitizer >/dev/null; then
-  for t in bin/hw_core bin/hw_launch bin/hw_graph bin/hw_device bin/hw_soundness bin/hw_samples bin/hw_logs bin/hw_green bin/hw_devgraph bin/hw_vmm bin/hw_multi_gpu bin/hw_interop bin/hw_ipc bin/hw_tma bin/hw_promises bin/hw_memory bin/hw_views bin/hw_region bin/hw_kernels bin/hw_template bin/hw_vector_add bin/hw_torch; do
+  for t in bin/hw_core bin/hw_launch bin/hw_graph bin/hw_device bin/hw_soundness bin/hw_samples bin/hw_logs bin/hw_green bin/hw_devgraph bin/hw_vmm bin/hw_multi_gpu bin/hw_interop bin/hw_ipc bin/hw_tma bin/hw_promises bin/hw_memory bin/hw_views bin/hw_region bin/hw_kernels bin/hw_template bin/hw_vector_add bin/hw_torch bin/hw_async; do
     [ -x "$t" ] || continue
     name=$(basename "$t")
     [ -z "$SUITES" ] || want "$SUITES" "$name" || continue

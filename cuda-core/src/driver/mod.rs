@@ -4,8 +4,9 @@
 //! Management"), [`Module`](crate::Module), [`Function`](crate::Function) and
 //! [`Linker`](crate::Linker) (`module.rs`, `function.rs`, `linker.rs`, "Module
 //! Management" and "Execution Control"), [`Stream`](crate::Stream) (`stream.rs`) and
-//! [`Event`](crate::Event) (`event.rs`); `refcount.rs` is the reference count the
-//! handles that others keep alive share. The handles are re-exported at the crate root.
+//! [`Event`](crate::Event) (`event.rs`), and their completions as futures
+//! ([`future`]); `refcount.rs` is the reference count the handles that others keep alive
+//! share. The handles are re-exported at the crate root.
 //!
 //! How the host layer reaches the driver: the process-wide table of
 //! [`cudadrv_sys::driver()`], initialized with `cuInit(0)` once. Everything in this
@@ -22,6 +23,7 @@ pub(crate) mod context;
 pub(crate) mod device;
 pub(crate) mod event;
 pub(crate) mod function;
+pub mod future;
 pub(crate) mod limits;
 pub(crate) mod linker;
 pub(crate) mod module;
