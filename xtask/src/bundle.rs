@@ -112,7 +112,15 @@ pub fn run_bundle(root: &Path, dir: &Path) -> R {
         root.join("examples/decode/reference/reference.py"),
         bin.join("reference.py"),
     )?;
+    step(
+        "the embedded programs for Linux: the no_std bare-metal program and the C host of the no_std staticlib (run as bin/hw_nostd)",
+    );
+    for exe in crate::image::linux_programs(root)? {
+        let name = exe.file_name().ok_or("no file name")?;
+        std::fs::copy(&exe, bin.join(name))?;
+    }
     for (name, script) in [
+        ("hw_nostd", HW_NOSTD_SH),
         ("hw_decode", HW_DECODE_SH),
         ("hw_template", HW_TEMPLATE_SH),
         ("hw_vector_add", HW_VECTOR_ADD_SH),
@@ -295,6 +303,24 @@ rm -rf "$tmp"
 out=$("$here/decode" --shape wide --steps 16 2>&1); rc=$?; echo "$out"
 verdict "width-4096 shape: six paths" $rc "$out"
 echo "hw_decode: $p passed, $f failed, $s skipped"
+[ "$f" = 0 ]
+"#;
+
+/// `bin/hw_nostd`: the embedded path on the GPU as a two-test suite: the `no_std`
+/// bare-metal program built for Linux (its own `dlsym` resolver and C `main`), and the C
+/// program that links the `no_std` + `alloc` static library and hands it `dlsym`.
+const HW_NOSTD_SH: &str = r#"#!/usr/bin/env bash
+# The no_std builds of cudadrv on the GPU, the driver resolved by the programs themselves.
+here=$(cd "$(dirname "$0")" && pwd)
+p=0; f=0; s=0
+for prog in bare-metal-example nostd-host; do
+  out=$("$here/$prog" 2>&1); rc=$?
+  echo "$out"
+  if [ "$rc" != 0 ] || ! echo "$out" | tail -1 | grep -qE "all values checked|nothing was run"; then f=$((f+1)); echo "hw_nostd: $prog FAILED"
+  elif echo "$out" | grep -q "nothing was run"; then s=$((s+1))
+  else p=$((p+1)); fi
+done
+echo "hw_nostd: $p passed, $f failed, $s skipped"
 [ "$f" = 0 ]
 "#;
 

@@ -1,7 +1,10 @@
 //! The embedded examples: `examples/bare-metal` (an `aarch64-unknown-none` image that
 //! loads a module and makes two launches, driver through `from_resolver`) with its size
 //! checked against a budget, and `examples/nostd-staticlib` (`no_std` + `alloc`, a
-//! static library for a host program), built for the host and for a bare target.
+//! static library for a host program), built for the host and for a bare target. For
+//! the GPU: the same bare-metal program built for Linux (its own resolver over `dlsym`,
+//! its own C `main`), and `nostd-staticlib/host.c` linked against the library; both run
+//! here (the no-GPU line) and in the bundle as `hw_nostd`.
 
 use std::path::Path;
 
@@ -51,7 +54,48 @@ pub fn check(root: &Path) -> R {
         run(&mut cmd)?;
     }
     println!("  no_std + alloc staticlib: built for the host and aarch64-unknown-none");
+    for exe in linux_programs(root)? {
+        let out = std::process::Command::new(&exe).output()?;
+        let stdout = String::from_utf8_lossy(&out.stdout);
+        let last = stdout.lines().last().unwrap_or_default();
+        if !out.status.success()
+            || !(last.contains(": no GPU, nothing was run: ")
+                || last.ends_with(": all values checked"))
+        {
+            return Err(format!(
+                "{}: expected the no-GPU line or the checked line ({}):\n{stdout}",
+                exe.display(),
+                out.status
+            )
+            .into());
+        }
+        println!("  {last}");
+    }
     Ok(())
+}
+
+/// The two embedded programs for Linux: the bare-metal program built for the host
+/// (`no_std`, its own resolver and `main`), and the C host of the `no_std` static library
+/// (`cc`); returns their paths (`target/embedded/release/{bare-metal-example, nostd-host}`).
+pub fn linux_programs(root: &Path) -> R<Vec<std::path::PathBuf>> {
+    let target_dir = root.join("target/embedded");
+    run(cargo(&root.join("examples/bare-metal"))
+        .args(["build", "--release", "--target-dir"])
+        .arg(&target_dir))?;
+    let lib = root.join("examples/nostd-staticlib");
+    run(cargo(&lib)
+        .args(["build", "--release", "--target-dir"])
+        .arg(&target_dir))?;
+    let release = target_dir.join("release");
+    let host = release.join("nostd-host");
+    run(
+        std::process::Command::new(std::env::var("CC").unwrap_or_else(|_| "cc".into()))
+            .arg(lib.join("host.c"))
+            .arg(release.join("libnostd_staticlib_example.a"))
+            .args(["-ldl", "-lpthread", "-o"])
+            .arg(&host),
+    )?;
+    Ok(vec![release.join("bare-metal-example"), host])
 }
 
 /// (section, size) of every section an ELF64 little-endian image loads with content
