@@ -13,15 +13,8 @@ use super::ptx_asm;
 #[inline(always)]
 #[must_use]
 pub unsafe fn warp_sum_f32(v: f32) -> f32 {
-    let mut v = v;
-    let mut mask = 16;
-    while mask > 0 {
-        // SAFETY: the caller's promise: every lane takes part.
-        let other = f32::from_bits(unsafe { ptx_asm::shfl_bfly_b32(v.to_bits(), mask) });
-        v += other;
-        mask >>= 1;
-    }
-    v
+    // SAFETY: the caller's promise: every lane takes part (a group of 32 is the warp).
+    unsafe { warp_group_sum_f32::<32>(v) }
 }
 
 /// The largest `v` over the warp's 32 lanes, in every lane (a NaN loses to any number).
