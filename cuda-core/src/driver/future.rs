@@ -50,9 +50,8 @@ const WAKING: u8 = 2;
 
 // SAFETY: `waker` is read or written only by the side that moved `state` away from 0
 // (see the methods), so at most one thread touches it at a time; `Waker` is `Send + Sync`.
+// (`Send` follows from the fields.)
 unsafe impl Sync for WakerCell {}
-// SAFETY: as above.
-unsafe impl Send for WakerCell {}
 
 impl WakerCell {
     const fn new() -> Self {
