@@ -224,10 +224,13 @@ pub const STAGES: usize = 4;
 /// and up projection: `rw = 2`, half the pieces).
 #[must_use]
 pub const fn projection_smem(k8: usize, rw: usize) -> usize {
-    let per_lane = if rw == 2 { PIECES } else { rw * PIECES };
-    32 * k8 + 16 * WARPS * STAGES * per_lane * 32
+    projection_smem_for(k8, rw, if rw == 2 { PIECES / 2 } else { rw * PIECES })
 }
 
+/// [`projection_smem`] for `p` 16-byte pieces per lane of each of `rw` matrices.
+const fn projection_smem_for(k8: usize, rw: usize, p: usize) -> usize {
+    32 * k8 + 16 * WARPS * STAGES * rw * p * 32
+}
 /// Stages the input vector `x` (`k8` pieces) in shared memory for the whole CTA, RMS
 /// normalized with the gains `gamma` when given (`bf16(x rsqrt(mean(x^2) + eps) g)`),
 /// and waits for the whole CTA. Thread `t` handles pieces `t + BLOCK i`, `i < S`, reading
@@ -334,12 +337,12 @@ unsafe fn issue_chunk<const RW: usize, const P: usize>(
 /// chunks (`P` pieces per lane), copied by each lane into the warp's ring in shared
 /// memory [`STAGES`] - 1 chunks ahead (`cp.async`; a lane reads only its own pieces, so
 /// no barrier is needed); the first chunks are issued before the PDL wait (`plan`).
-/// `store(row, sums)` runs in lane 0 for each row. Returns `false` (nothing stored) for
-/// an input longer than the CTA stages or a launch with less dynamic shared memory than
-/// [`projection_smem`].
+/// `store(row, sums)` runs in lane 0 for each row. Also the kernel's frame: it stamps the
+/// timeline, and a CTA of another shape, an input longer than the CTA stages or a launch
+/// with less dynamic shared memory than [`projection_smem`] only waits (nothing stored).
 ///
 /// # Safety
-/// A [`BLOCK`]-thread CTA (the caller checked); every thread calls it.
+/// Every thread of the CTA calls it, converged (the body of a projection kernel).
 #[cfg(target_arch = "nvptx64")]
 #[inline(always)]
 #[allow(clippy::too_many_arguments)]
@@ -352,16 +355,21 @@ unsafe fn project<const RW: usize, const P: usize, const S: usize>(
     trace: &DeviceSliceMut<u64>,
     slot: u32,
     mut store: impl FnMut(usize, [f32; RW]),
-) -> bool {
+) {
+    mark(trace, slot, 0);
     let k8 = x.len() / 8;
     let lane = lane_id() as usize;
     let warps = grid_dim().x as usize * WARPS;
     let warp = thread_idx().x as usize / 32;
     let smem = proj_smem();
     let ring_pieces = STAGES * RW * P * 32;
-    if k8 > S * BLOCK as usize || (smem.len() as usize) < 32 * k8 + 16 * WARPS * ring_pieces {
+    if !shaped(BLOCK)
+        || k8 > S * BLOCK as usize
+        || (smem.len() as usize) < projection_smem_for(k8, RW, P)
+    {
         pdl_auto(PdlPlan::from_bits(plan));
-        return false;
+        mark(trace, slot, 2);
+        return;
     }
     let staged = smem.as_mut_ptr().cast::<[f32; 8]>();
     let ring = staged
@@ -432,7 +440,7 @@ unsafe fn project<const RW: usize, const P: usize, const S: usize>(
         chunk += 1;
     }
     cp_async_wait_all();
-    true
+    mark(trace, slot, 2);
 }
 
 cudadrv::kernel! {
@@ -451,18 +459,12 @@ cudadrv::kernel! {
         trace: DeviceSliceMut<u64>,
         slot: u32,
     ) {
-        mark(&trace, slot, 0);
-        if shaped(BLOCK) {
-            // SAFETY: the CTA shape was checked.
-            unsafe {
-                project::<1, PIECES, 4>([&w], out.len(), &x, Some(&gamma), plan, &trace, slot, |row, [v]| {
-                    let _ = out.try_write(row, Bf16::from_f32(v));
-                });
-            }
-        } else {
-            pdl_auto(PdlPlan::from_bits(plan));
+        // SAFETY: every thread of the CTA runs the kernel's one statement.
+        unsafe {
+            project::<1, PIECES, 4>([&w], out.len(), &x, Some(&gamma), plan, &trace, slot, |row, [v]| {
+                let _ = out.try_write(row, Bf16::from_f32(v));
+            });
         }
-        mark(&trace, slot, 2);
     }
 }
 
@@ -481,18 +483,12 @@ cudadrv::kernel! {
         trace: DeviceSliceMut<u64>,
         slot: u32,
     ) {
-        mark(&trace, slot, 0);
-        if shaped(BLOCK) {
-            // SAFETY: the CTA shape was checked.
-            unsafe {
-                project::<1, PIECES, 4>([&w], logits.len(), &x, Some(&gamma), plan, &trace, slot, |row, [v]| {
-                    let _ = logits.try_write(row, v);
-                });
-            }
-        } else {
-            pdl_auto(PdlPlan::from_bits(plan));
+        // SAFETY: every thread of the CTA runs the kernel's one statement.
+        unsafe {
+            project::<1, PIECES, 4>([&w], logits.len(), &x, Some(&gamma), plan, &trace, slot, |row, [v]| {
+                let _ = logits.try_write(row, v);
+            });
         }
-        mark(&trace, slot, 2);
     }
 }
 
@@ -521,18 +517,12 @@ cudadrv::kernel! {
         trace: DeviceSliceMut<u64>,
         slot: u32,
     ) {
-        mark(&trace, slot, 0);
-        if shaped(BLOCK) {
-            // SAFETY: the CTA shape was checked.
-            unsafe {
-                project::<1, PIECES, 4>([&w], x.len(), &attn, None, plan, &trace, slot, |row, [v]| {
-                    add_residual(&x, row, v)
-                });
-            }
-        } else {
-            pdl_auto(PdlPlan::from_bits(plan));
+        // SAFETY: every thread of the CTA runs the kernel's one statement.
+        unsafe {
+            project::<1, PIECES, 4>([&w], x.len(), &attn, None, plan, &trace, slot, |row, [v]| {
+                add_residual(&x, row, v)
+            });
         }
-        mark(&trace, slot, 2);
     }
 }
 
@@ -551,18 +541,12 @@ cudadrv::kernel! {
         trace: DeviceSliceMut<u64>,
         slot: u32,
     ) {
-        mark(&trace, slot, 0);
-        if shaped(BLOCK) {
-            // SAFETY: the CTA shape was checked.
-            unsafe {
-                project::<1, PIECES, MAX_PIECES>([&w], x.len(), &h, None, plan, &trace, slot, |row, [v]| {
-                    add_residual(&x, row, v)
-                });
-            }
-        } else {
-            pdl_auto(PdlPlan::from_bits(plan));
+        // SAFETY: every thread of the CTA runs the kernel's one statement.
+        unsafe {
+            project::<1, PIECES, MAX_PIECES>([&w], x.len(), &h, None, plan, &trace, slot, |row, [v]| {
+                add_residual(&x, row, v)
+            });
         }
-        mark(&trace, slot, 2);
     }
 }
 
@@ -583,21 +567,15 @@ cudadrv::kernel! {
         trace: DeviceSliceMut<u64>,
         slot: u32,
     ) {
-        mark(&trace, slot, 0);
-        if shaped(BLOCK) {
-            // SAFETY: the CTA shape was checked.
-            unsafe {
-                project::<2, { PIECES / 2 }, 4>([&w_gate, &w_up], h.len(), &x, Some(&gamma), plan, &trace, slot, |row, [g, u]| {
-                    let gate = Bf16::from_f32(g).to_f32();
-                    let up = Bf16::from_f32(u).to_f32();
-                    let silu = Bf16::from_f32(gate / (1.0 + exp_approx(-gate))).to_f32();
-                    let _ = h.try_write(row, Bf16::from_f32(silu * up));
-                });
-            }
-        } else {
-            pdl_auto(PdlPlan::from_bits(plan));
+        // SAFETY: every thread of the CTA runs the kernel's one statement.
+        unsafe {
+            project::<2, { PIECES / 2 }, 4>([&w_gate, &w_up], h.len(), &x, Some(&gamma), plan, &trace, slot, |row, [g, u]| {
+                let gate = Bf16::from_f32(g).to_f32();
+                let up = Bf16::from_f32(u).to_f32();
+                let silu = Bf16::from_f32(gate / (1.0 + exp_approx(-gate))).to_f32();
+                let _ = h.try_write(row, Bf16::from_f32(silu * up));
+            });
         }
-        mark(&trace, slot, 2);
     }
 }
 
