@@ -62,28 +62,19 @@ fn parse() -> Result<Opts, String> {
     let mut args = std::env::args().skip(1);
     while let Some(a) = args.next() {
         let mut value = |name: &str| args.next().ok_or(format!("{name} needs a value"));
+        // A number after `a`, named in its error.
+        fn number<T: std::str::FromStr>(a: &str, v: String) -> Result<T, String>
+        where
+            T::Err: std::fmt::Display,
+        {
+            v.parse().map_err(|e| format!("{a}: {e}"))
+        }
         match a.as_str() {
             "--shape" => o.shape = Shape::parse(&value("--shape")?)?,
-            "--steps" => {
-                o.steps = value("--steps")?
-                    .parse()
-                    .map_err(|e| format!("--steps: {e}"))?
-            }
-            "--seed" => {
-                o.seed = value("--seed")?
-                    .parse()
-                    .map_err(|e| format!("--seed: {e}"))?
-            }
-            "--ctas" => {
-                o.ctas = value("--ctas")?
-                    .parse()
-                    .map_err(|e| format!("--ctas: {e}"))?
-            }
-            "--rounds" => {
-                o.rounds = value("--rounds")?
-                    .parse()
-                    .map_err(|e| format!("--rounds: {e}"))?
-            }
+            "--steps" => o.steps = number(&a, value(&a)?)?,
+            "--seed" => o.seed = number(&a, value(&a)?)?,
+            "--ctas" => o.ctas = number(&a, value(&a)?)?,
+            "--rounds" => o.rounds = number(&a, value(&a)?)?,
             "--out" => o.out = Some(PathBuf::from(value("--out")?)),
             "--check-cpu" => o.check_cpu = true,
             "--bench" => o.bench = true,
@@ -165,74 +156,54 @@ fn run(ctx: &Context, o: &Opts) -> Res {
         check_cpu(&model, o, run, &tokens, &logits)?;
     }
 
-    // Every path, the same tokens.
-    let mut results: Vec<(String, PathRun)> = Vec::new();
+    // Every path, the same tokens: the six paths, then (bench) PDL with the other
+    // triggers, then the graph with the early trigger over resident projection CTAs per
+    // SM (fewer leave room for the next kernel's CTAs to start and load their weights
+    // early; more keep more loads in flight).
+    let mut runs: Vec<(String, Path, Trigger, u32)> = Path::ALL
+        .iter()
+        .map(|&p| (p.name().to_string(), p, Trigger::Auto, model.ctas))
+        .collect();
+    if o.bench {
+        for (name, trigger) in [("exit", Trigger::Exit), ("early", Trigger::Early)] {
+            for p in [Path::StreamPdl, Path::GraphPdl] {
+                runs.push((format!("{}/{name}", p.name()), p, trigger, model.ctas));
+            }
+        }
+        for c in 1..=4 {
+            runs.push((
+                format!("graph+pdl/early/ctas{c}"),
+                Path::GraphPdl,
+                Trigger::Early,
+                c,
+            ));
+        }
+    }
     let rounds = if o.bench { o.rounds } else { 1 };
-    for path in Path::ALL {
+    let chosen = model.ctas;
+    let mut results: Vec<(String, PathRun)> = Vec::with_capacity(runs.len());
+    for (label, path, trigger, ctas) in runs {
+        model.ctas = ctas;
         let r = run_path(
             ctx,
             &ks,
             &mut model,
             &mut stream,
             path,
-            Trigger::Auto,
+            trigger,
             run,
             rounds,
         )?;
         if r.tokens != tokens {
             return Err(format!(
-                "{}: tokens {:?} differ from the stream's {:?}",
-                path.name(),
-                r.tokens,
-                tokens
+                "{label}: tokens {:?} differ from the stream's {:?}",
+                r.tokens, tokens
             )
             .into());
         }
-        results.push((path.name().to_string(), r));
+        results.push((label, r));
     }
-    if o.bench {
-        for (name, trigger) in [("exit", Trigger::Exit), ("early", Trigger::Early)] {
-            for path in [Path::StreamPdl, Path::GraphPdl] {
-                let r = run_path(
-                    ctx,
-                    &ks,
-                    &mut model,
-                    &mut stream,
-                    path,
-                    trigger,
-                    run,
-                    rounds,
-                )?;
-                if r.tokens != tokens {
-                    return Err(format!("{} (trigger {name}): tokens differ", path.name()).into());
-                }
-                results.push((format!("{}/{name}", path.name()), r));
-            }
-        }
-    }
-    if o.bench {
-        // Resident projection CTAs per SM: fewer leave room for the next kernel's CTAs
-        // to start (and load their weights) early; more keep more loads in flight.
-        let chosen = model.ctas;
-        for c in 1..=4 {
-            model.ctas = c;
-            let r = run_path(
-                ctx,
-                &ks,
-                &mut model,
-                &mut stream,
-                Path::GraphPdl,
-                Trigger::Early,
-                run,
-                rounds,
-            )?;
-            if r.tokens != tokens {
-                return Err(format!("graph+pdl with {c} CTAs per SM: tokens differ").into());
-            }
-            results.push((format!("graph+pdl/early/ctas{c}"), r));
-        }
-        model.ctas = chosen;
-    }
+    model.ctas = chosen;
     println!(
         "decode: {} paths decoded the same {} tokens",
         results.len(),
