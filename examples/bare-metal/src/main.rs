@@ -24,33 +24,7 @@ use cudadrv::{Context, Device, DeviceBuffer, Module, Stream, StreamFlags};
 use linux::platform_cuda_resolve;
 
 /// A kernel that adds 1 to every element of a `u32` buffer.
-const PTX: &str = "
-.version 8.0
-.target sm_90
-.address_size 64
-.visible .entry add_one(.param .u64 buf, .param .u32 n)
-{
-    .reg .pred %p;
-    .reg .b32 %r<6>;
-    .reg .b64 %rd<4>;
-    ld.param.u64 %rd1, [buf];
-    ld.param.u32 %r1, [n];
-    mov.u32 %r2, %ctaid.x;
-    mov.u32 %r3, %ntid.x;
-    mov.u32 %r4, %tid.x;
-    mad.lo.s32 %r5, %r2, %r3, %r4;
-    setp.ge.u32 %p, %r5, %r1;
-    @%p bra DONE;
-    cvta.to.global.u64 %rd2, %rd1;
-    mul.wide.u32 %rd3, %r5, 4;
-    add.s64 %rd2, %rd2, %rd3;
-    ld.global.u32 %r2, [%rd2];
-    add.s32 %r2, %r2, 1;
-    st.global.u32 [%rd2], %r2;
-DONE:
-    ret;
-}
-\0";
+const PTX: &str = concat!(include_str!("add_one.ptx"), "\0");
 
 /// The platform's driver interface: the exported function `symbol` (NUL-terminated,
 /// `len` bytes before the NUL; versioned, as `cuMemAlloc_v2`), or null. A real system

@@ -115,34 +115,8 @@ fn fill(n: usize, value: u32) -> Result<u32, Error> {
     Ok(host.iter().fold(0u32, |a, &v| a.wrapping_add(v)))
 }
 
-/// A kernel that adds 1 to every element of a `u32` buffer.
-const ADD_ONE: &str = "
-.version 8.0
-.target sm_90
-.address_size 64
-.visible .entry add_one(.param .u64 buf, .param .u32 n)
-{
-    .reg .pred %p;
-    .reg .b32 %r<6>;
-    .reg .b64 %rd<4>;
-    ld.param.u64 %rd1, [buf];
-    ld.param.u32 %r1, [n];
-    mov.u32 %r2, %ctaid.x;
-    mov.u32 %r3, %ntid.x;
-    mov.u32 %r4, %tid.x;
-    mad.lo.s32 %r5, %r2, %r3, %r4;
-    setp.ge.u32 %p, %r5, %r1;
-    @%p bra DONE;
-    cvta.to.global.u64 %rd2, %rd1;
-    mul.wide.u32 %rd3, %r5, 4;
-    add.s64 %rd2, %rd2, %rd3;
-    ld.global.u32 %r2, [%rd2];
-    add.s32 %r2, %r2, 1;
-    st.global.u32 [%rd2], %r2;
-DONE:
-    ret;
-}
-";
+/// A kernel that adds 1 to every element of a `u32` buffer: the bare-metal example's.
+const ADD_ONE: &str = include_str!("../../bare-metal/src/add_one.ptx");
 
 /// Loads a module, launches its kernel `rounds` times over `n` zeroed `u32`s on device
 /// 0 (each launch adds 1 to every element), checks that every element is `rounds`, and
