@@ -154,6 +154,36 @@ mod runtime_fns {
 #[cfg(feature = "runtime")]
 pub use runtime_fns::{RUNTIME_ENTRIES, RuntimeApi};
 
+/// NCCL's types and constants (`nccl.h`, generated from the headers of the pinned NCCL
+/// wheel), and its function table, [`NcclApi`](nccl::NcclApi) (feature `nccl`).
+#[cfg(feature = "nccl")]
+#[cfg_attr(docsrs, doc(cfg(feature = "nccl")))]
+pub mod nccl {
+    #[rustfmt::skip]
+    #[allow(
+        non_camel_case_types,
+        non_snake_case,
+        non_upper_case_globals,
+        missing_docs,
+        clippy::all,
+        rustdoc::all
+    )]
+    mod types {
+        #[allow(unused_imports)]
+        use crate::*;
+        include!("generated/nccl_types.rs");
+    }
+    pub use types::*;
+
+    #[rustfmt::skip]
+    #[allow(non_snake_case, clippy::all, missing_docs)]
+    mod fns {
+        use super::*;
+        include!("generated/nccl_fns.rs");
+    }
+    pub use fns::{NCCL_ENTRIES, NcclApi};
+}
+
 #[cfg(test)]
 #[rustfmt::skip]
 #[allow(non_snake_case)]
@@ -439,6 +469,68 @@ pub fn install_runtime(table: RuntimeApi) -> Result<(), RuntimeApi> {
     };
     // SAFETY: the closure writes the slot whenever it returns Ok.
     unsafe { RUNTIME.set_in_place(install) };
+    match given {
+        None => Ok(()),
+        Some(rejected) => Err(rejected),
+    }
+}
+
+#[cfg(feature = "nccl")]
+static NCCL: once::Once<nccl::NcclApi, LoadError> = once::Once::new();
+
+/// The process-wide NCCL table, loaded on first use (feature `nccl`): with feature
+/// `loaded` on a Unix target, `NcclApi::load`; otherwise only a table installed with
+/// [`install_nccl`] ([`LoadError::NotInstalled`] without one). A failed load is
+/// remembered, as for [`driver()`].
+///
+/// Safe, unlike `NcclApi::load`, for the reason [`driver()`] is: this crate trusts the
+/// NCCL library that `$CUDA_SYS_LIBNCCL`, the loader path or a pip wheel provides.
+#[cfg(feature = "nccl")]
+#[cfg_attr(docsrs, doc(cfg(feature = "nccl")))]
+pub fn nccl() -> Result<&'static nccl::NcclApi, &'static LoadError> {
+    // SAFETY: `default_nccl` fills the slot whenever it returns Ok.
+    unsafe { NCCL.get_or_init_in_place(default_nccl) }
+}
+
+/// Makes the table [`nccl()`] makes when none was installed, in `slot`.
+#[cfg(feature = "nccl")]
+fn default_nccl(slot: &mut core::mem::MaybeUninit<nccl::NcclApi>) -> Result<(), LoadError> {
+    #[cfg(all(feature = "loaded", unix))]
+    {
+        // SAFETY: the process-wide table trusts the NCCL the documented search finds
+        // (see `nccl()`); NCCL is built to be opened with dlopen (PyTorch and the other
+        // frameworks load it so).
+        unsafe { nccl::NcclApi::load_in_place(slot) }.map(drop)
+    }
+    #[cfg(not(all(feature = "loaded", unix)))]
+    {
+        let _ = slot;
+        Err(LoadError::NotInstalled {
+            library: loader::NCCL_LIBRARY,
+        })
+    }
+}
+
+/// Installs `table` as the process-wide NCCL table (a mock, or one filled from a
+/// resolver) if none is made yet; [`nccl()`] then returns it. Gives the table back if
+/// one was already made.
+///
+/// # Errors
+/// The table itself, when the process-wide table already exists.
+#[cfg(feature = "nccl")]
+#[cfg_attr(docsrs, doc(cfg(feature = "nccl")))]
+#[allow(clippy::result_large_err)] // the table is given back, by value
+pub fn install_nccl(table: nccl::NcclApi) -> Result<(), nccl::NcclApi> {
+    let mut given = Some(table);
+    let install = |slot: &mut core::mem::MaybeUninit<nccl::NcclApi>| match given.take() {
+        Some(table) => {
+            slot.write(table);
+            Ok(())
+        }
+        None => Err(LoadError::AlreadyLoaded),
+    };
+    // SAFETY: the closure writes the slot whenever it returns Ok.
+    unsafe { NCCL.set_in_place(install) };
     match given {
         None => Ok(()),
         Some(rejected) => Err(rejected),

@@ -379,6 +379,59 @@ impl RuntimeApi {
     }
 }
 
+#[cfg(all(feature = "loaded", feature = "nccl", unix))]
+impl crate::nccl::NcclApi {
+    /// Opens NCCL (search order: [`loader::open_nccl`](crate::loader::open_nccl)) and
+    /// fills a table with `dlsym`. The table keeps the library open for the rest of the
+    /// process. [`nccl()`](crate::nccl()) calls this once for the process-wide table.
+    ///
+    /// Any NCCL 2 loads: a function the library lacks is reported by name when asked
+    /// for (`ncclGetVersion` tells which release it is).
+    ///
+    /// # Errors
+    /// [`LoadError::LibraryNotFound`] naming every candidate tried, or
+    /// [`LoadError::BadEnvPath`] for an unusable path variable.
+    ///
+    /// # Safety
+    /// As for [`DriverApi::load`]: the library the search finds (through
+    /// `$CUDA_SYS_LIBNCCL`, the loader path or a Python site-packages directory) is
+    /// opened, its initialisers run, and it must be NCCL 2 or have its exports and C
+    /// signatures.
+    #[cfg_attr(docsrs, doc(cfg(all(feature = "loaded", feature = "nccl", unix))))]
+    pub unsafe fn load() -> Result<Self, LoadError> {
+        let mut slot = core::mem::MaybeUninit::<Self>::uninit();
+        // SAFETY: the caller's promise (`# Safety`).
+        unsafe { Self::load_in_place(&mut slot) }?;
+        // SAFETY: filled on success.
+        Ok(unsafe { slot.assume_init() })
+    }
+
+    /// `NcclApi::load`, writing the table into `slot`. Returns the table.
+    ///
+    /// # Errors
+    /// As for `NcclApi::load`; `slot` is then left uninitialized.
+    ///
+    /// # Safety
+    /// As for `NcclApi::load`.
+    #[cfg_attr(docsrs, doc(cfg(all(feature = "loaded", feature = "nccl", unix))))]
+    pub unsafe fn load_in_place(
+        slot: &mut core::mem::MaybeUninit<Self>,
+    ) -> Result<&mut Self, LoadError> {
+        // SAFETY: the caller vouches for the library the search finds (`# Safety`).
+        let library = unsafe { crate::loader::open_nccl() }?;
+        // SAFETY: each entry is resolved by its exported name, whose C signature the
+        // entry declares (generated from nccl.h); the table keeps the library open for
+        // the rest of the process.
+        Ok(unsafe {
+            Self::fill_in_place(slot, library, false, |library, fns| {
+                for (f, e) in fns.iter_mut().zip(crate::nccl::NCCL_ENTRIES) {
+                    *f = erase(library.symbol(e.symbol_cstr()));
+                }
+            })
+        })
+    }
+}
+
 /// Sets each entry of `fns` (those of [`RUNTIME_ENTRIES`](crate::RUNTIME_ENTRIES), in
 /// order; left `None`: missing) from `dlsym` (`GetProcAddress` on Windows).
 #[cfg(all(feature = "loaded", any(unix, windows), feature = "runtime"))]

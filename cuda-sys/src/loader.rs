@@ -777,6 +777,19 @@ fn runtime_unix(search: &mut Search) -> Result<Option<Library>, LoadError> {
     if let Some(lib) = search.try_path(None, &[SONAME])? {
         return Ok(Some(lib));
     }
+    if let Some(lib) = site_packages(search, "/nvidia/cu13/lib/", SONAME)? {
+        return Ok(Some(lib));
+    }
+    search.note("<site-packages>/nvidia/cu13/lib/libcudart.so.13 (pip wheel nvidia-cuda-runtime)");
+    Ok(None)
+}
+
+/// `<site-packages><dir><soname>` in the Python site-packages (and dist-packages) of
+/// `$VIRTUAL_ENV`, `~/.local`, `/usr/local` and `/usr`, for Python 3.8 to 3.14: where a
+/// pip wheel (`nvidia-cuda-runtime`, `nvidia-nccl-cu13`) puts its library. Tried
+/// quietly (the caller notes the pattern once).
+#[cfg(all(feature = "loaded", any(feature = "runtime", feature = "nccl"), unix))]
+fn site_packages(search: &mut Search, dir: &str, soname: &str) -> Result<Option<Library>, LoadError> {
     let venv = search.env(c"VIRTUAL_ENV")?;
     let home = search.env(c"HOME")?;
     let bases: [(Option<&CStr>, Option<&str>, &str); 4] = [
@@ -806,15 +819,52 @@ fn runtime_unix(search: &mut Search) -> Result<Option<Library>, LoadError> {
         let Some(base) = base else { continue };
         for py in PYTHONS {
             for pkgs in ["/site-packages", "/dist-packages"] {
-                let parts = [base, lib, py, pkgs, "/nvidia/cu13/lib/", SONAME];
+                let parts = [base, lib, py, pkgs, dir, soname];
                 if let Some(found) = search.try_quiet(var, &parts)? {
                     return Ok(Some(found));
                 }
             }
         }
     }
-    search.note("<site-packages>/nvidia/cu13/lib/libcudart.so.13 (pip wheel nvidia-cuda-runtime)");
     Ok(None)
+}
+
+/// NCCL, as errors name it.
+#[cfg(feature = "nccl")]
+pub(crate) const NCCL_LIBRARY: &str = "libnccl";
+
+/// Opens NCCL (Linux and other Unix targets), in this order: `$CUDA_SYS_LIBNCCL`;
+/// `libnccl.so.2` on the loader path (a system package, `LD_LIBRARY_PATH`); the PyPI
+/// wheel (`nvidia/nccl/lib/libnccl.so.2`, which PyTorch installs) in the site-packages
+/// of `$VIRTUAL_ENV`, `~/.local`, `/usr/local` and `/usr` for Python 3.8 to 3.14.
+///
+/// # Errors
+/// [`LoadError::BadEnvPath`] when one of those variables is set but unusable;
+/// [`LoadError::LibraryNotFound`] naming every candidate when none opens.
+///
+/// # Safety
+/// As for [`open_driver`]: the first candidate that opens must be NCCL 2 (or have its
+/// exports and signatures), sound to open in this process.
+#[cfg(all(feature = "loaded", feature = "nccl", unix))]
+#[cfg_attr(docsrs, doc(cfg(all(feature = "loaded", feature = "nccl", unix))))]
+pub unsafe fn open_nccl() -> Result<Library, LoadError> {
+    const VAR: &CStr = c"CUDA_SYS_LIBNCCL";
+    const SONAME: &str = "libnccl.so.2";
+    // SAFETY: the caller vouches for the candidates (`# Safety`).
+    let mut search = unsafe { Search::new(NCCL_LIBRARY) };
+    if let Some(p) = search.env(VAR)? {
+        if let Some(lib) = search.try_path(Some(VAR), &[p.as_str()])? {
+            return Ok(lib);
+        }
+    }
+    if let Some(lib) = search.try_path(None, &[SONAME])? {
+        return Ok(lib);
+    }
+    if let Some(lib) = site_packages(&mut search, "/nvidia/nccl/lib/", SONAME)? {
+        return Ok(lib);
+    }
+    search.note("<site-packages>/nvidia/nccl/lib/libnccl.so.2 (pip wheel nvidia-nccl-cu13)");
+    Err(search.fail())
 }
 
 #[cfg(test)]

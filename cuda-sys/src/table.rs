@@ -102,7 +102,7 @@ macro_rules! driver_table {
             /// after the table is dropped. Each `DriverApi::load` keeps one more reference
             /// to `libcuda` open.
             DriverApi, DRIVER_ENTRIES, DRIVER_FIELDS, DriverIndex, linked_driver, "cuda",
-            "Every driver function these bindings know, in table order.";
+            [feature = "linked"], "Every driver function these bindings know, in table order.";
             $( $name = $sym @ $lookup [$ver, $ptds] ( $($arg : $ty),* ) -> $ret; )*
         }
     };
@@ -132,8 +132,37 @@ macro_rules! runtime_table {
             /// pointer an accessor returns stays valid for the rest of the process, also
             /// after the table is dropped.
             RuntimeApi, RUNTIME_ENTRIES, RUNTIME_FIELDS, RuntimeIndex, linked_runtime, "cudart",
-            "Every runtime function these bindings know, in table order.";
+            [feature = "linked"], "Every runtime function these bindings know, in table order.";
             $( $name = $sym @ $ptds [0, 0] ( $($arg : $ty),* ) -> $ret; )*
+        }
+    };
+}
+
+/// Builds `NcclApi` and `NCCL_ENTRIES` (feature `nccl`) from `generated/nccl_fns.rs`:
+/// found with `dlsym` by their exported names, with no linked form (NCCL is never a
+/// link-time dependency).
+#[cfg(feature = "nccl")]
+macro_rules! nccl_table {
+    ($( $name:ident = $sym:ident ( $($arg:ident : $ty:ty),* ) -> $ret:ty; )*) => {
+        $crate::table::api_table! {
+            [#[cfg_attr(docsrs, doc(cfg(feature = "nccl")))]]
+            /// NCCL (`libnccl.so.2`) as a table of function pointers.
+            ///
+            /// Each accessor returns the function pointer, or a
+            /// [`MissingSymbol`]($crate::MissingSymbol) naming it when the library lacks it
+            /// (an older NCCL). Calling the pointer is `unsafe` with the C function's own
+            /// contract.
+            ///
+            /// Filled by [`NcclApi::from_resolver`] (every build) or `NcclApi::load`
+            /// (feature `loaded`, Linux and other Unix targets): `libnccl.so.2` through
+            /// `dlopen` and `dlsym`. There is no linked form: a program that uses NCCL
+            /// starts where NCCL is absent and gets an error naming the paths tried.
+            ///
+            /// The table never closes the library it was filled from, so every function
+            /// pointer an accessor returns stays valid for the rest of the process.
+            NcclApi, NCCL_ENTRIES, NCCL_FIELDS, NcclIndex, linked_nccl, "nccl",
+            [any()], "Every NCCL function these bindings know, in table order.";
+            $( $name = $sym @ "" [0, 0] ( $($arg : $ty),* ) -> $ret; )*
         }
     };
 }
@@ -144,7 +173,7 @@ macro_rules! runtime_table {
 macro_rules! api_table {
     ([$(#[$gate:meta])*] $(#[$doc:meta])*
      $api:ident, $entries:ident, $fields:ident, $index:ident, $linked:ident, $lib:literal,
-     $entries_doc:literal;
+     [$lcfg:meta], $entries_doc:literal;
      $( $name:ident = $sym:ident @ $lookup:literal [$ver:literal, $ptds:literal]
         ( $($arg:ident : $ty:ty),* ) -> $ret:ty; )*) => {
         #[doc = $entries_doc]
@@ -274,8 +303,8 @@ macro_rules! api_table {
             #[doc = concat!("The linked table: each accessor returns the `extern \"C\"` ",
                 "declaration of its symbol, resolved when the program was linked (`-l",
                 $lib, "`) and loaded. It never reports a missing symbol.")]
-            #[cfg(feature = "linked")]
-            #[cfg_attr(docsrs, doc(cfg(feature = "linked")))]
+            #[cfg($lcfg)]
+            #[cfg_attr(docsrs, doc(cfg($lcfg)))]
             pub const fn linked() -> Self {
                 Self {
                     library: ::core::mem::ManuallyDrop::new($crate::loader::Library::none()),
@@ -309,7 +338,7 @@ macro_rules! api_table {
                 #[doc = concat!("`", stringify!($name), "` (symbol `", stringify!($sym), "`).")]
                 #[inline(always)]
                 pub fn $name(&self) -> Result<unsafe extern "C" fn($($ty),*) -> $ret, $crate::MissingSymbol> {
-                    #[cfg(feature = "linked")]
+                    #[cfg($lcfg)]
                     if self.linked {
                         return Ok($linked::$name);
                     }
@@ -328,7 +357,7 @@ macro_rules! api_table {
             )*
         }
 
-        #[cfg(feature = "linked")]
+        #[cfg($lcfg)]
         #[allow(non_snake_case)]
         mod $linked {
             #[allow(unused_imports)]
@@ -343,5 +372,7 @@ macro_rules! api_table {
 
 pub(crate) use api_table;
 pub(crate) use driver_table;
+#[cfg(feature = "nccl")]
+pub(crate) use nccl_table;
 #[cfg(feature = "runtime")]
 pub(crate) use runtime_table;

@@ -74,7 +74,9 @@ pub fn run(root: &Path, args: &Args) -> R {
         wheels.crt,
         krate.display()
     ));
-    let files = generate(&includes, &wheels.release)?;
+    let mut files = generate(&includes, &wheels.release)?;
+    let nccl = crate::nccl_bindgen::headers(root)?;
+    files.extend(crate::nccl_bindgen::generate(&nccl)?);
     toolkit::write_or_check(
         &krate.join("src/generated"),
         &files,
@@ -192,10 +194,10 @@ fn set_build_metadata(manifest: &Path, major_minor: &str, check: bool) -> R {
 }
 
 /// One C function as the header declares it.
-struct Proto {
-    symbol: String,
-    args: Vec<(String, String)>,
-    ret: String,
+pub(crate) struct Proto {
+    pub(crate) symbol: String,
+    pub(crate) args: Vec<(String, String)>,
+    pub(crate) ret: String,
 }
 
 /// Generates every file of cuda-sys/src/generated, by name, from the headers in
@@ -493,7 +495,7 @@ fn tokens(t: &impl ToTokens) -> String {
     t.to_token_stream().to_string()
 }
 
-fn proto(sig: &syn::Signature) -> Proto {
+pub(crate) fn proto(sig: &syn::Signature) -> Proto {
     let args = sig
         .inputs
         .iter()
@@ -637,7 +639,7 @@ fn normalize(s: &str) -> String {
 }
 
 /// Token text as a person writes it (`*mut ::core::ffi::c_void`).
-fn tidy(t: &str) -> String {
+pub(crate) fn tidy(t: &str) -> String {
     t.replace(" :: ", "::")
         .replace(":: ", "::")
         .replace("* mut ", "*mut ")
