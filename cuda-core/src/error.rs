@@ -138,6 +138,43 @@ pub enum Error {
         /// The C function that was refused (`"cuGraphAddDependencies"`).
         call: &'static str,
     },
+    /// An NCCL call returned something other than `ncclSuccess` (feature `nccl`; the
+    /// communicator's [`last_error`](crate::nccl::Comm::last_error) has NCCL's text).
+    Nccl {
+        /// The C function that failed (`"ncclAllReduce"`).
+        call: &'static str,
+        /// What it returned (`ncclResult_t`: 1 unhandled CUDA error, 2 system error, 3
+        /// internal error, 4 invalid argument, 5 invalid usage, 6 remote error).
+        code: u32,
+    },
+    /// The NCCL library found is older than the release the crate needs (feature
+    /// `nccl`). Versions are NCCL's codes: `22809` is 2.28.9.
+    NcclTooOld {
+        /// The library's version.
+        found: u32,
+        /// The oldest version the crate uses.
+        needs: u32,
+    },
+    /// Ranks of one communicator in this process asked for operations that do not
+    /// match (another operation, count, type, reduction or root at the same place in
+    /// their sequences), found before NCCL was called (feature `nccl`).
+    NcclMismatch {
+        /// The C function that was refused (`"ncclAllGather"`).
+        call: &'static str,
+        /// The rank whose call was refused.
+        rank: u32,
+        /// What differs.
+        what: &'static str,
+    },
+    /// Work did not finish within the timeout (a peer that exited, a mismatch in
+    /// another process): the communicator was aborted, so no NCCL kernel of it is
+    /// left running (feature `nccl`).
+    Timeout {
+        /// What was waited for (`"ncclCommInitRankConfig"`, `"stream completion"`).
+        call: &'static str,
+        /// The timeout, in milliseconds.
+        after_ms: u64,
+    },
 }
 
 impl Error {
@@ -175,7 +212,10 @@ impl Error {
             | Self::NotFound { call, .. }
             | Self::DriverTooOld { call, .. }
             | Self::ContextMismatch { call }
-            | Self::ForeignNode { call } => Some(*call),
+            | Self::ForeignNode { call }
+            | Self::Nccl { call, .. }
+            | Self::NcclMismatch { call, .. }
+            | Self::Timeout { call, .. } => Some(*call),
             Self::MissingSymbol(m) => Some(m.name),
             _ => None,
         }
@@ -199,7 +239,7 @@ impl fmt::Display for Error {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
             Self::Driver { call, code } => write!(f, "{call} failed: {code}"),
-            Self::Load(e) => write!(f, "cannot load the CUDA driver: {e}"),
+            Self::Load(e) => write!(f, "cannot load a CUDA library: {e}"),
             Self::MissingSymbol(m) => fmt::Display::fmt(m, f),
             Self::Jit { call, code, log } => {
                 write!(f, "{call} failed: {code}")?;
@@ -273,6 +313,38 @@ impl fmt::Display for Error {
                 f,
                 "{call} refused: a graph node of another graph, or the null node"
             ),
+            Self::Nccl { call, code } => {
+                let name = match code {
+                    1 => "ncclUnhandledCudaError",
+                    2 => "ncclSystemError",
+                    3 => "ncclInternalError",
+                    4 => "ncclInvalidArgument",
+                    5 => "ncclInvalidUsage",
+                    6 => "ncclRemoteError",
+                    7 => "ncclInProgress",
+                    _ => "unknown ncclResult_t",
+                };
+                write!(f, "{call} failed: {name} ({code})")
+            }
+            Self::NcclTooOld { found, needs } => write!(
+                f,
+                "NCCL {}.{}.{} is too old: this crate needs NCCL {}.{}.{} or newer",
+                found / 10000,
+                found / 100 % 100,
+                found % 100,
+                needs / 10000,
+                needs / 100 % 100,
+                needs % 100
+            ),
+            Self::NcclMismatch { call, rank, what } => write!(
+                f,
+                "{call} refused on rank {rank}: {what} differs from the same operation of \
+                 another rank of the communicator in this process"
+            ),
+            Self::Timeout { call, after_ms } => write!(
+                f,
+                "{call} did not finish within {after_ms} ms; the communicator was aborted"
+            ),
         }
     }
 }
@@ -294,7 +366,11 @@ impl core::error::Error for Error {
             | Self::TensorMap { .. }
             | Self::ContextMismatch { .. }
             | Self::BatchCopy { .. }
-            | Self::ForeignNode { .. } => None,
+            | Self::ForeignNode { .. }
+            | Self::Nccl { .. }
+            | Self::NcclTooOld { .. }
+            | Self::NcclMismatch { .. }
+            | Self::Timeout { .. } => None,
         }
     }
 }

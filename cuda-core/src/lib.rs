@@ -612,6 +612,9 @@ pub mod launch;
 pub mod logs;
 #[cfg(not(target_arch = "nvptx64"))]
 pub mod memory;
+#[cfg(all(not(target_arch = "nvptx64"), feature = "nccl", unix))]
+#[cfg_attr(docsrs, doc(cfg(feature = "nccl")))]
+pub mod nccl;
 #[cfg(not(target_arch = "nvptx64"))]
 pub mod tensor_map;
 #[cfg(test)]
