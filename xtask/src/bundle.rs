@@ -61,7 +61,7 @@ pub fn run_bundle(root: &Path, dir: &Path) -> R {
     }
 
     step(
-        "building the examples (vector_add, pdl_demo, bench, devgraph_bench, tma_bench, peer_bench, mem_bench, region_bench, nccl_allreduce, kernel_bench), release",
+        "building the examples (vector_add, pdl_demo, bench, devgraph_bench, tma_bench, peer_bench, mem_bench, region_bench, nccl_bench, data_parallel, kernel_bench), release",
     );
     run(cargo(root).args(["build", "--release", "--examples", "-p", "cuda-workspace"]))?;
     for example in [
@@ -73,7 +73,8 @@ pub fn run_bundle(root: &Path, dir: &Path) -> R {
         "peer_bench",
         "mem_bench",
         "region_bench",
-        "nccl_allreduce",
+        "nccl_bench",
+        "data_parallel",
         "kernel_bench",
     ] {
         let src = root.join("target/release/examples").join(example);
@@ -99,6 +100,10 @@ pub fn run_bundle(root: &Path, dir: &Path) -> R {
     std::fs::copy(
         root.join("examples/torch_embed.py"),
         bin.join("torch_embed.py"),
+    )?;
+    std::fs::copy(
+        root.join("examples/nccl_torch.py"),
+        bin.join("nccl_torch.py"),
     )?;
 
     step("the kernel template's host program (runs as bin/hw_template)");
@@ -144,6 +149,13 @@ pub fn run_bundle(root: &Path, dir: &Path) -> R {
             std::fs::copy(entry.path(), dst.join(entry.file_name()))?;
         }
     }
+    // nccl.h for the C++ NCCL reference (the GPU hosts have libnccl, not its header).
+    let nccl_include = dir.join("cpp/include");
+    std::fs::create_dir_all(&nccl_include)?;
+    std::fs::copy(
+        crate::nccl_bindgen::headers(root)?.join("nccl.h"),
+        nccl_include.join("nccl.h"),
+    )?;
     let script = dir.join("run.sh");
     std::fs::write(&script, RUN_SH)?;
     run(Command::new("chmod").arg("+x").arg(&script))?;
@@ -408,8 +420,18 @@ for t in bin/hw_*; do
   [ "$TESTS" = 1 ] || break
   name=$(basename "$t")
   [ -z "$SUITES" ] || want "$SUITES" "$name" || want "$SUITES" "${name%_linked}" || continue
+  if [ "$name" = hw_nccl ]; then
+    # Written for any number of GPUs: run with 1, 2 and 4 of them visible (as many as
+    # the host has), and with all of them. NVLink multicast stays off.
+    GPUS=$(nvidia-smi -L 2>/dev/null | grep -c '^GPU' || echo 0)
+    for k in 1 2 4; do
+      [ "$k" -lt "$GPUS" ] || continue
+      echo "=== $name ($k of $GPUS GPUs visible)"
+      CUDA_VISIBLE_DEVICES=$(seq -s, 0 $((k - 1))) NCCL_NVLS_ENABLE=0 "$t" "$@" 2>&1 | tee "$LOGS/${name}_gpus$k.log" | grep -v '^$'
+    done
+  fi
   echo "=== $name"
-  "$t" "$@" 2>&1 | tee "$LOGS/$name.log" | grep -v '^$'
+  NCCL_NVLS_ENABLE=0 "$t" "$@" 2>&1 | tee "$LOGS/$name.log" | grep -v '^$'
 done
 cat "$LOGS"/hw_*.log | awk '/^hw_[a-z_]+: [0-9]+ passed, [0-9]+ failed, [0-9]+ skipped$/ {p+=$2; f+=$4; s+=$6}
   END {printf "hardware: %d passed, %d failed, %d skipped\n", p, f, s}' > "$LOGS/summary.txt"
@@ -498,11 +520,33 @@ if [ "$BENCH" = 1 ] && want "$BENCHES" decode; then
   done
 fi
 if [ "$BENCH" = 1 ] && want "$BENCHES" nccl; then
-  echo "=== nccl_allreduce"
-  bin/nccl_allreduce 2>&1 | tee "$LOGS/nccl_allreduce.log"
+  # NVLink multicast stays off for every program here and its children.
+  export NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1
+  # One libnccl for all three: the loader's, else PyTorch's wheel.
+  NCCL_SO=${CUDA_SYS_LIBNCCL:-$(ldconfig -p 2>/dev/null | awk '/libnccl\.so\.2 /{print $NF; exit}')}
+  [ -n "$NCCL_SO" ] || NCCL_SO=$(${PYTHON:-python3} -c 'import nvidia.nccl, os; print(os.path.join(list(nvidia.nccl.__path__)[0], "lib", "libnccl.so.2"))' 2>/dev/null)
+  export CUDA_SYS_LIBNCCL=$NCCL_SO
+  echo "=== nccl: all-reduce bus bandwidth, cudadrv::nccl vs CUDA C++ vs PyTorch ($NCCL_SO)"
+  rm -f "$LOGS/nccl.csv"
+  if [ -n "$NCCL_SO" ] && "$NVCC" -O3 -std=c++17 -arch=sm_90 cpp/nccl_ref.cu -Icpp/include "$NCCL_SO" -Xlinker -rpath -Xlinker "$(dirname "$NCCL_SO")" -o nccl_ref > "$LOGS/nccl_ref_build.log" 2>&1; then
+    for round in 1 2; do
+      bin/nccl_bench --csv "$LOGS/nccl.csv" 2>&1 | tee -a "$LOGS/nccl_bench.log"
+      ./nccl_ref --csv "$LOGS/nccl.csv" 2>&1 | tee -a "$LOGS/nccl_bench.log"
+    done
+  else
+    echo "nvcc build of cpp/nccl_ref.cu failed:"; tail -20 "$LOGS/nccl_ref_build.log"
+    bin/nccl_bench --csv "$LOGS/nccl.csv" 2>&1 | tee -a "$LOGS/nccl_bench.log"
+  fi
+  for round in 1 2; do
+    bin/nccl_bench --procs --csv "$LOGS/nccl.csv" 2>&1 | tee -a "$LOGS/nccl_bench.log"
+    ${PYTHON:-python3} bin/nccl_torch.py --csv "$LOGS/nccl.csv" 2>&1 | tee -a "$LOGS/nccl_bench.log"
+  done
+  bin/nccl_bench --graph --csv "$LOGS/nccl.csv" 2>&1 | tee -a "$LOGS/nccl_bench.log"
+  echo "=== data_parallel (all-reduce overlapped with the backward pass)"
+  bin/data_parallel --svg "$LOGS/data_parallel_timeline.svg" 2>&1 | tee "$LOGS/data_parallel.log"
 fi
 if [ "$SANITIZE" = 1 ] && [ "$TESTS" = 1 ] && command -v compute-sanitizer >/dev/null; then
-  for t in bin/hw_core bin/hw_launch bin/hw_graph bin/hw_device bin/hw_soundness bin/hw_samples bin/hw_logs bin/hw_green bin/hw_devgraph bin/hw_vmm bin/hw_multi_gpu bin/hw_interop bin/hw_ipc bin/hw_tma bin/hw_promises bin/hw_memory bin/hw_views bin/hw_region bin/hw_kernels bin/hw_template bin/hw_vector_add bin/hw_torch bin/hw_async; do
+  for t in bin/hw_core bin/hw_launch bin/hw_graph bin/hw_device bin/hw_soundness bin/hw_samples bin/hw_logs bin/hw_green bin/hw_devgraph bin/hw_vmm bin/hw_multi_gpu bin/hw_interop bin/hw_nccl bin/hw_ipc bin/hw_tma bin/hw_promises bin/hw_memory bin/hw_views bin/hw_region bin/hw_kernels bin/hw_template bin/hw_vector_add bin/hw_torch bin/hw_async; do
     [ -x "$t" ] || continue
     name=$(basename "$t")
     [ -z "$SUITES" ] || want "$SUITES" "$name" || continue
@@ -526,7 +570,7 @@ fi
 cat "$LOGS/summary.txt"
 if [ -n "${OUT:-}" ]; then
   tar czf "$OUT/logs.tgz" -C "$LOGS" .
-  for f in summary.txt bench.csv bench_cpp.csv stamps.csv bench_interleave.csv bench_interleave.log devgraph_bench.csv devgraph_bench.log tma_bench.csv tma_bench.log tma_tune.csv tma_sweep.csv tma_sweep.svg peer_bench.csv peer_bench.log mem_bench.csv mem_bench.log region_bench.csv region_bench.log auto_pdl_sweep.csv auto_pdl_sweep.svg nccl_allreduce.log kernel_bench.csv kernel_bench.log decode-default.log decode-wide.log; do [ -f "$LOGS/$f" ] && cp "$LOGS/$f" "$OUT/"; done
+  for f in summary.txt bench.csv bench_cpp.csv stamps.csv bench_interleave.csv bench_interleave.log devgraph_bench.csv devgraph_bench.log tma_bench.csv tma_bench.log tma_tune.csv tma_sweep.csv tma_sweep.svg peer_bench.csv peer_bench.log mem_bench.csv mem_bench.log region_bench.csv region_bench.log auto_pdl_sweep.csv auto_pdl_sweep.svg nccl.csv nccl_bench.log data_parallel.log data_parallel_timeline.svg kernel_bench.csv kernel_bench.log decode-default.log decode-wide.log; do [ -f "$LOGS/$f" ] && cp "$LOGS/$f" "$OUT/"; done
   for d in "$LOGS"/decode-*/; do [ -d "$d" ] && mkdir -p "$OUT/$(basename "$d")" && cp "$d"/*.json "$d"/*.svg "$OUT/$(basename "$d")/" 2>/dev/null; done
 fi
 [ "$TESTS" = 0 ] || grep -q "^hardware: [0-9]* passed, 0 failed" "$LOGS/summary.txt"
