@@ -12,7 +12,7 @@
 //!   stream or replayed as one captured graph, timed both ways.
 //!
 //! Usage: `nccl_bench [--procs | --graph] [--min-bytes B] [--max-bytes B] [--warmup W]
-//! [--iters I] [--csv FILE]`. `NCCL_NVLS_ENABLE=0` is set for this process and its
+//! [--iters I] [--csv FILE] [--nonblocking]`. `NCCL_NVLS_ENABLE=0` is set for this process and its
 //! children. Without a GPU or without NCCL it says so and exits 0.
 
 mod common;
@@ -38,6 +38,7 @@ struct Args {
     csv: Option<String>,
     procs: bool,
     graph: bool,
+    nonblocking: bool,
 }
 
 fn parse() -> Args {
@@ -61,6 +62,7 @@ fn parse() -> Args {
             .cloned(),
         procs: v.iter().any(|a| a == "--procs"),
         graph: v.iter().any(|a| a == "--graph"),
+        nonblocking: v.iter().any(|a| a == "--nonblocking"),
     }
 }
 
@@ -117,6 +119,14 @@ fn main() {
     }
 }
 
+/// Blocking communicators (NCCL's own default, what the C++ reference and PyTorch use)
+/// unless `--nonblocking`.
+fn config(a: &Args) -> Config {
+    let mut c = Config::default();
+    c.blocking = !a.nonblocking;
+    c
+}
+
 fn sizes(a: &Args) -> Vec<usize> {
     let mut v = Vec::new();
     let mut s = a.min.max(4);
@@ -159,7 +169,7 @@ fn threads_mode(gpus: usize, a: &Args) -> R {
     let ctxs: Vec<Context> = (0..gpus)
         .map(|d| Context::primary(Device::get(d)?))
         .collect::<Result<_, _>>()?;
-    let comms = Comm::init_all(&ctxs, &Config::default())?;
+    let comms = Comm::init_all(&ctxs, &config(a))?;
     let streams: Vec<Stream> = ctxs
         .iter()
         .map(Stream::non_blocking)
@@ -281,7 +291,7 @@ fn rank_sweep(
     a: &Args,
 ) -> Result<Vec<(usize, f64)>, Box<dyn std::error::Error>> {
     let ctx = Context::primary(Device::get(rank)?)?;
-    let comm = Comm::init_rank(&ctx, id, n, rank, &Config::default())?;
+    let comm = Comm::init_rank(&ctx, id, n, rank, &config(a))?;
     let stream = Stream::non_blocking(&ctx)?;
     let count_max = a.max / 4;
     let send = DeviceBuffer::from_slice(&ctx, &vec![1.0f32; count_max])?;

@@ -526,21 +526,23 @@ if [ "$BENCH" = 1 ] && want "$BENCHES" nccl; then
   NCCL_SO=${CUDA_SYS_LIBNCCL:-$(ldconfig -p 2>/dev/null | awk '/libnccl\.so\.2 /{print $NF; exit}')}
   [ -n "$NCCL_SO" ] || NCCL_SO=$(${PYTHON:-python3} -c 'import nvidia.nccl, os; print(os.path.join(list(nvidia.nccl.__path__)[0], "lib", "libnccl.so.2"))' 2>/dev/null)
   export CUDA_SYS_LIBNCCL=$NCCL_SO
+  NCCL_ARGS=${NCCL_ARGS:---warmup 10 --iters 50}
   echo "=== nccl: all-reduce bus bandwidth, cudadrv::nccl vs CUDA C++ vs PyTorch ($NCCL_SO)"
   rm -f "$LOGS/nccl.csv"
-  if [ -n "$NCCL_SO" ] && "$NVCC" -O3 -std=c++17 -arch=sm_90 cpp/nccl_ref.cu -Icpp/include "$NCCL_SO" -Xlinker -rpath -Xlinker "$(dirname "$NCCL_SO")" -o nccl_ref > "$LOGS/nccl_ref_build.log" 2>&1; then
-    for round in 1 2; do
-      bin/nccl_bench --csv "$LOGS/nccl.csv" 2>&1 | tee -a "$LOGS/nccl_bench.log"
-      ./nccl_ref --csv "$LOGS/nccl.csv" 2>&1 | tee -a "$LOGS/nccl_bench.log"
+  if [ -n "$NCCL_SO" ] && "$NVCC" -O3 -std=c++17 -arch=sm_90 cpp/nccl_ref.cu -Icpp/include -L"$(dirname "$NCCL_SO")" -l:libnccl.so.2 -Xlinker -rpath -Xlinker "$(dirname "$NCCL_SO")" -o nccl_ref > "$LOGS/nccl_ref_build.log" 2>&1; then
+    for round in 1 2 3; do
+      bin/nccl_bench $NCCL_ARGS --csv "$LOGS/nccl.csv" 2>&1 | tee -a "$LOGS/nccl_bench.log"
+      ./nccl_ref $NCCL_ARGS --csv "$LOGS/nccl.csv" 2>&1 | tee -a "$LOGS/nccl_bench.log"
     done
   else
     echo "nvcc build of cpp/nccl_ref.cu failed:"; tail -20 "$LOGS/nccl_ref_build.log"
-    bin/nccl_bench --csv "$LOGS/nccl.csv" 2>&1 | tee -a "$LOGS/nccl_bench.log"
+    bin/nccl_bench $NCCL_ARGS --csv "$LOGS/nccl.csv" 2>&1 | tee -a "$LOGS/nccl_bench.log"
   fi
-  for round in 1 2; do
-    bin/nccl_bench --procs --csv "$LOGS/nccl.csv" 2>&1 | tee -a "$LOGS/nccl_bench.log"
-    ${PYTHON:-python3} bin/nccl_torch.py --csv "$LOGS/nccl.csv" 2>&1 | tee -a "$LOGS/nccl_bench.log"
+  for round in 1 2 3; do
+    bin/nccl_bench --procs $NCCL_ARGS --csv "$LOGS/nccl.csv" 2>&1 | tee -a "$LOGS/nccl_bench.log"
+    ${PYTHON:-python3} bin/nccl_torch.py $NCCL_ARGS --csv "$LOGS/nccl.csv" 2>&1 | tee -a "$LOGS/nccl_bench.log"
   done
+  bin/nccl_bench --nonblocking $NCCL_ARGS --csv "$LOGS/nccl.csv" 2>&1 | tee -a "$LOGS/nccl_bench.log"
   bin/nccl_bench --graph --csv "$LOGS/nccl.csv" 2>&1 | tee -a "$LOGS/nccl_bench.log"
   echo "=== data_parallel (all-reduce overlapped with the backward pass)"
   bin/data_parallel --svg "$LOGS/data_parallel_timeline.svg" 2>&1 | tee "$LOGS/data_parallel.log"

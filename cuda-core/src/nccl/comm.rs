@@ -31,6 +31,15 @@ pub struct Config {
     /// `cgaClusterSize`: the cluster size of NCCL's kernels (0 to 8); `None` leaves
     /// NCCL's default.
     pub cga_cluster_size: Option<u32>,
+    /// `blocking`: `false` (the default) makes the communicator non-blocking, so that
+    /// initialisation, splits and the drop are bounded by [`timeout`](Self::timeout) (a
+    /// rank that never comes is an error, not a hang) and a group's launch is waited
+    /// for by polling. `true` makes NCCL's calls block instead: initialisation waits for
+    /// every rank without bound, and each call launches its work before it returns,
+    /// which costs less per call (measured on 4 H100s: a non-blocking 8 MiB all-reduce
+    /// group reached a third of the blocking one's bus bandwidth; from 64 MiB on they
+    /// are equal). [`Comm::synchronize`] bounds the wait for the work in both modes.
+    pub blocking: bool,
     /// `splitShare`: a split shares its parent's resources (the parent must then outlive
     /// the child's use; this crate's handles do not tie them, so it stays `false` unless
     /// set).
@@ -44,12 +53,21 @@ impl Default for Config {
             min_ctas: None,
             max_ctas: None,
             cga_cluster_size: None,
+            blocking: false,
             split_share: false,
         }
     }
 }
 
 impl Config {
+    /// The default configuration, blocking (see [`blocking`](Self::blocking)).
+    pub fn blocking() -> Self {
+        Self {
+            blocking: true,
+            ..Self::default()
+        }
+    }
+
     /// The default configuration with `timeout`.
     pub fn with_timeout(timeout: Duration) -> Self {
         Self {
@@ -58,8 +76,7 @@ impl Config {
         }
     }
 
-    /// `ncclConfig_t` as `NCCL_CONFIG_INITIALIZER` makes it, non-blocking, with the set
-    /// fields.
+    /// `ncclConfig_t` as `NCCL_CONFIG_INITIALIZER` makes it, with the set fields.
     fn raw(&self) -> ncclConfig_t {
         const UNDEF: i32 = i32::MIN; // NCCL_CONFIG_UNDEF_INT
         let int = |v: Option<u32>| v.map_or(UNDEF, |v| i32::try_from(v).unwrap_or(i32::MAX));
@@ -67,7 +84,7 @@ impl Config {
             size: size_of::<ncclConfig_t>(),
             magic: 0xcafe_beef,
             version: cudadrv_sys::nccl::NCCL_VERSION_CODE,
-            blocking: 0,
+            blocking: i32::from(self.blocking),
             cgaClusterSize: int(self.cga_cluster_size),
             minCTAs: int(self.min_ctas),
             maxCTAs: int(self.max_ctas),

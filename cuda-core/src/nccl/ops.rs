@@ -94,8 +94,9 @@ impl<'c, T: Copy> From<&'c DeviceViewMut<'_, T>> for Mem<'c> {
     }
 }
 
-/// The groups' record of the communicators whose calls NCCL may still be completing
-/// when `ncclGroupEnd` returns `ncclInProgress`.
+/// The communicators a group issued calls on: NCCL may still be launching their work
+/// when `ncclGroupEnd` returns (`ncclInProgress`, non-blocking communicators), so each
+/// is settled before the group returns.
 type Pending<'env> = RefCell<Vec<&'env Comm>>;
 
 impl Comm {
@@ -146,14 +147,18 @@ impl Comm {
         }
         let rc = f(api, q.stream)?;
         if rc != IN_PROGRESS {
-            return check(rc, call);
+            check(rc, call)?;
         }
         match pending {
+            // A non-blocking group may still be launching its work when `ncclGroupEnd`
+            // returns (from a thread of NCCL's): every communicator of the group is
+            // settled before `group` returns and the buffers' borrows end.
             Some(p) => {
                 p.borrow_mut().push(self);
                 Ok(())
             }
-            None => self.settle(api, call),
+            None if rc == IN_PROGRESS => self.settle(api, call),
+            None => Ok(()),
         }
     }
 
@@ -756,8 +761,9 @@ impl<'a> Group<'a> {
 
 /// Runs `f` inside `ncclGroupStart` / `ncclGroupEnd` (see [`Group`]); after the end,
 /// waits (bounded by each communicator's timeout) while NCCL reports a call of the group
-/// in progress. The group ends also when `f` fails or panics; calls queued before then
-/// run.
+/// in progress. The group ends also when `f` fails or panics; when `f` fails, the
+/// communicators it issued calls on are aborted (their calls lack the parts `f` did not
+/// issue, and could only hang).
 ///
 /// # Errors
 /// `f`'s error; `ncclGroupEnd`'s (the calls' own errors surface there); NCCL's
@@ -799,6 +805,15 @@ pub fn group<'env, R>(f: impl for<'g> FnOnce(&'g Group<'env>) -> Result<R>) -> R
     let mut end = End { api, rc: None };
     let result = f(&g);
     let rc = end.end()?;
+    if let Err(e) = result {
+        // The group's calls queued before the failure miss their peers' parts (the
+        // in-process ranks of a collective are issued together): they could only hang,
+        // so their communicators are aborted, which ends their kernels.
+        for comm in g.pending.borrow().iter() {
+            let _ = comm.abort();
+        }
+        return Err(e);
+    }
     let ended = if rc == IN_PROGRESS || rc == ncclResult_t::ncclSuccess {
         Ok(())
     } else {
@@ -809,7 +824,6 @@ pub fn group<'env, R>(f: impl for<'g> FnOnce(&'g Group<'env>) -> Result<R>) -> R
             comm.settle(api, "ncclGroupEnd")?;
         }
     }
-    let r = result?;
     ended?;
-    Ok(r)
+    result
 }
