@@ -231,7 +231,7 @@ fn group_step(
     n: usize,
 ) -> cudadrv::Result<()> {
     nccl::group(|g| {
-        for (r, recv) in recvs.into_iter().enumerate() {
+        for (r, recv) in recvs.iter_mut().enumerate() {
             g.all_reduce(
                 &comms[r],
                 sends[r].slice(..n)?,

@@ -11,6 +11,8 @@
 //! NVLink multicast stays off: `NCCL_NVLS_ENABLE=0` is set before NCCL loads, also in
 //! the children's environment.
 
+#![allow(clippy::needless_range_loop)] // ranks index several parallel lists
+
 use std::fmt::Debug;
 use std::process::Command;
 use std::time::{Duration, Instant};
@@ -210,7 +212,7 @@ fn all_reduce_type<T: Elem + Default>(rk: &Ranks, len: usize, ops: &[ReduceOp]) 
         let mut recvs = rk.zeroed::<T>(len)?;
         let recv_refs = &mut recvs;
         nccl::group(|g| {
-            for (r, recv) in recv_refs.into_iter().enumerate() {
+            for (r, recv) in recv_refs.iter_mut().enumerate() {
                 g.all_reduce(&rk.comms[r], &sends[r], recv, op, &rk.streams[r])?;
             }
             Ok(())
@@ -219,7 +221,7 @@ fn all_reduce_type<T: Elem + Default>(rk: &Ranks, len: usize, ops: &[ReduceOp]) 
         let mut inplace = sends;
         let inplace_refs = &mut inplace;
         nccl::group(|g| {
-            for (r, buf) in inplace_refs.into_iter().enumerate() {
+            for (r, buf) in inplace_refs.iter_mut().enumerate() {
                 g.all_reduce_in_place(&rk.comms[r], buf, op, &rk.streams[r])?;
             }
             Ok(())
@@ -274,7 +276,7 @@ fn all_reduce_every_type_and_reduction() -> TestResult {
     let mut recvs = rk.zeroed::<f32>(len)?;
     let recv_refs = &mut recvs;
     nccl::group(|g| {
-        for (r, recv) in recv_refs.into_iter().enumerate() {
+        for (r, recv) in recv_refs.iter_mut().enumerate() {
             g.all_reduce(&rk.comms[r], &sends[r], recv, ReduceOp::Avg, &rk.streams[r])?;
         }
         Ok(())
@@ -301,7 +303,7 @@ fn collectives_of<T: Elem + Default>(rk: &Ranks, len: usize) -> TestResult {
     let mut inplace = rk.upload(|r, i| T::of(value(r, i)), len)?;
     let (recv_refs, inplace_refs) = (&mut recvs, &mut inplace);
     nccl::group(|g| {
-        for (r, (recv, buf)) in recv_refs.into_iter().zip(inplace_refs).enumerate() {
+        for (r, (recv, buf)) in recv_refs.iter_mut().zip(inplace_refs).enumerate() {
             g.broadcast(&rk.comms[r], &sends[r], recv, root, &rk.streams[r])?;
             g.broadcast_in_place(&rk.comms[r], buf, 0, &rk.streams[r])?;
         }
@@ -320,7 +322,7 @@ fn collectives_of<T: Elem + Default>(rk: &Ranks, len: usize) -> TestResult {
     let mut recvs = rk.zeroed::<T>(len)?;
     let recv_refs = &mut recvs;
     nccl::group(|g| {
-        for (r, recv) in recv_refs.into_iter().enumerate() {
+        for (r, recv) in recv_refs.iter_mut().enumerate() {
             g.reduce(
                 &rk.comms[r],
                 &sends[r],
@@ -341,7 +343,7 @@ fn collectives_of<T: Elem + Default>(rk: &Ranks, len: usize) -> TestResult {
     let mut gathered = rk.zeroed::<T>(len * n)?;
     let g_refs = &mut gathered;
     nccl::group(|g| {
-        for (r, out) in g_refs.into_iter().enumerate() {
+        for (r, out) in g_refs.iter_mut().enumerate() {
             g.all_gather(&rk.comms[r], &sends[r], out, &rk.streams[r])?;
         }
         Ok(())
@@ -357,7 +359,7 @@ fn collectives_of<T: Elem + Default>(rk: &Ranks, len: usize) -> TestResult {
     let mut parts = rk.zeroed::<T>(len)?;
     let p_refs = &mut parts;
     nccl::group(|g| {
-        for (r, out) in p_refs.into_iter().enumerate() {
+        for (r, out) in p_refs.iter_mut().enumerate() {
             g.reduce_scatter(&rk.comms[r], &big[r], out, ReduceOp::Sum, &rk.streams[r])?;
         }
         Ok(())
@@ -395,7 +397,7 @@ fn send_recv_ring_in_a_group() -> TestResult {
     // Each rank sends to the next and receives from the previous (rank 0 from itself
     // with one GPU).
     nccl::group(|g| {
-        for (r, recv) in r_refs.into_iter().enumerate() {
+        for (r, recv) in r_refs.iter_mut().enumerate() {
             g.send(&rk.comms[r], &sends[r], (r + 1) % n, &rk.streams[r])?;
             g.recv(&rk.comms[r], recv, (r + n - 1) % n, &rk.streams[r])?;
         }
@@ -524,7 +526,7 @@ fn split_by_parity() -> TestResult {
     let mut bufs = bufs;
     let b_refs = &mut bufs;
     nccl::group(|g| {
-        for (r, b) in b_refs.into_iter().enumerate() {
+        for (r, b) in b_refs.iter_mut().enumerate() {
             g.all_reduce_in_place(&subs[r], b, ReduceOp::Sum, &rk.streams[r])?;
         }
         Ok(())
@@ -786,7 +788,7 @@ fn freeing_a_buffer_waits_for_the_collective() -> TestResult {
     let mut recvs = rk.zeroed::<f32>(len)?;
     let r_refs = &mut recvs;
     nccl::group(|g| {
-        for (r, recv) in r_refs.into_iter().enumerate() {
+        for (r, recv) in r_refs.iter_mut().enumerate() {
             g.all_reduce(&rk.comms[r], &sends[r], recv, ReduceOp::Sum, &rk.streams[r])?;
         }
         Ok(())
