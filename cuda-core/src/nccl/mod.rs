@@ -144,6 +144,8 @@ impl UniqueId {
             unsafe { api.ncclGetUniqueId()?(&mut raw) },
             "ncclGetUniqueId",
         )?;
+        // `c_char` is `i8` or `u8` by target.
+        #[allow(clippy::unnecessary_cast)]
         Ok(Self(raw.internal.map(|c| c as u8)))
     }
 
@@ -272,6 +274,7 @@ mod tests {
     use super::*;
 
     #[test]
+    #[allow(clippy::unnecessary_cast)] // `c_char` is `i8` or `u8` by target
     fn unique_id_hex_round_trips() {
         let mut bytes = [0u8; ID_BYTES];
         for (i, b) in bytes.iter_mut().enumerate() {
