@@ -230,7 +230,7 @@ macro_rules! api_table {
         #[allow(non_snake_case)]
         impl $api {
             #[doc = concat!("Builds a table by asking `resolve` for each entry of [`",
-                stringify!($entries), "`](crate::", stringify!($entries), "), in order.")]
+                stringify!($entries), "`](", stringify!($entries), "), in order.")]
             /// A null pointer leaves the entry missing. The table keeps `library` and
             /// never closes it.
             ///
@@ -319,7 +319,7 @@ macro_rules! api_table {
                 self.linked
             }
 
-            #[doc = concat!("Whether each entry of [`", stringify!($entries), "`](crate::",
+            #[doc = concat!("Whether each entry of [`", stringify!($entries), "`](",
                 stringify!($entries), ") resolved (all of them in the linked table).")]
             pub fn resolved(&self) -> [bool; $entries.len()] {
                 if self.linked {
