@@ -429,7 +429,7 @@ fn graph_rank(
     let cap = stream.begin_capture(CaptureMode::ThreadLocal)?;
     // SAFETY: as for `add`, for every launch of the graph.
     unsafe { cap.launch(&k.vec_add, &cfg, &(xa, xa, x2a, len as u32))? };
-    comm.all_reduce(&x2, &mut sum, ReduceOp::Sum, &*cap)?;
+    comm.all_reduce(&x2, &sum, ReduceOp::Sum, &*cap)?;
     // SAFETY: as above.
     unsafe { cap.launch(&k.vec_add, &cfg, &(suma, suma, ya, len as u32))? };
     let graph = cap.end()?;

@@ -21,7 +21,7 @@ use cuda_workspace::{
     Kernels, Outcome, TestResult, check, check_eq, hw_tests, require_gpu, run_suite, skip,
 };
 use cudadrv::args::Bf16;
-use cudadrv::graph::{CaptureMode, InstantiateFlags};
+use cudadrv::graph::{CaptureMode, InstantiateFlags, Region};
 use cudadrv::launch::LaunchConfig;
 use cudadrv::nccl::{self, Comm, Config, NcclType, ReduceOp, UniqueId};
 use cudadrv::{Context, Device, DeviceBuffer, Error, Stream};
@@ -52,6 +52,7 @@ fn main() {
             in_process_mismatch_is_refused,
             split_by_parity,
             one_rank_per_thread_captured_between_kernels,
+            one_rank_per_thread_in_a_replay_region,
             one_rank_per_process,
             a_rank_that_exits_is_an_error_within_the_timeout,
             freeing_a_buffer_waits_for_the_collective,
@@ -503,7 +504,8 @@ fn in_process_mismatch_is_refused() -> TestResult {
             .is_err(),
         || "an aborted communicator refuses work".into(),
     )?;
-    c1.abort()?;
+    let mut rk = rk;
+    rk.comms[1].abort()?;
     Ok(())
 }
 
@@ -570,9 +572,6 @@ fn rank_thread(id: UniqueId, rank: usize, n: usize) -> Result<(), String> {
         .map_err(e)?;
     comm.synchronize(&stream).map_err(e)?;
     let cfg = LaunchConfig::new((len as u32).div_ceil(256), 256);
-    // The captured all-reduce borrows `sum` exclusively for the graph's life; the next
-    // kernel reads it through its address, taken first.
-    let sum_arg = sum.as_arg();
     let cap = stream.begin_capture(CaptureMode::ThreadLocal).map_err(e)?;
     // SAFETY: vec_add(a, b, c, n) reads a[..n], b[..n] and writes c[..n]; every buffer
     // holds `len` floats and outlives the graph and its executable graph.
@@ -584,14 +583,14 @@ fn rank_thread(id: UniqueId, rank: usize, n: usize) -> Result<(), String> {
         )
     }
     .map_err(e)?;
-    comm.all_reduce(&x2, &mut sum, ReduceOp::Sum, &*cap)
+    comm.all_reduce(&x2, &sum, ReduceOp::Sum, &*cap)
         .map_err(e)?;
     // SAFETY: as above.
     unsafe {
         cap.launch(
             &k.vec_add,
             &cfg,
-            &(sum_arg, sum_arg, y.as_arg(), len as u32),
+            &(sum.as_arg(), sum.as_arg(), y.as_arg(), len as u32),
         )
     }
     .map_err(e)?;
@@ -631,6 +630,94 @@ fn one_rank_per_thread_captured_between_kernels() -> TestResult {
         r.map_err(Outcome::Fail)?;
     }
     println!("    {n} rank thread(s): kernel, captured all_reduce, kernel; graph launched twice");
+    Ok(())
+}
+
+/// One rank on `rank`'s GPU: a replay region zeroes an output and all-reduces into it,
+/// three times on the same buffers (captured once, then replayed), then on others
+/// (captured anew); each result checked. Returns the region's counts.
+fn region_rank(id: UniqueId, rank: usize, n: usize) -> Result<(u64, u64), String> {
+    let e = |e: Error| e.to_string();
+    let ctx = Context::primary(Device::get(rank).map_err(e)?).map_err(e)?;
+    let comm = Comm::init_rank(
+        &ctx,
+        &id,
+        n,
+        rank,
+        &Config::with_timeout(Duration::from_secs(60)),
+    )
+    .map_err(e)?;
+    let len = 1usize << 16;
+    let xs = (0..2)
+        .map(|k| {
+            let host: Vec<f32> = (0..len)
+                .map(|i| (value(rank, i) * (k + 1)) as f32)
+                .collect();
+            DeviceBuffer::from_slice(&ctx, &host)
+        })
+        .collect::<Result<Vec<_>, _>>()
+        .map_err(e)?;
+    let outs = (0..2)
+        .map(|_| DeviceBuffer::<f32>::zeroed(&ctx, len))
+        .collect::<Result<Vec<_>, _>>()
+        .map_err(e)?;
+    let mut stream = Stream::non_blocking(&ctx).map_err(e)?;
+    // Connections are set up by the first call; make it outside the region.
+    let mut first = DeviceBuffer::<f32>::zeroed(&ctx, len).map_err(e)?;
+    comm.all_reduce(&xs[0], &mut first, ReduceOp::Sum, &stream)
+        .map_err(e)?;
+    comm.synchronize(&stream).map_err(e)?;
+    let mut region = Region::new(&ctx);
+    for round in 0..4usize {
+        let k = usize::from(round == 3);
+        region
+            .run(&mut stream, |r| {
+                r.memset_d32(&outs[k], 0)?;
+                comm.all_reduce(&xs[k], &outs[k], ReduceOp::Sum, &mut *r)
+            })
+            .map_err(e)?;
+        comm.synchronize(&stream).map_err(e)?;
+        let mut got = vec![0f32; len];
+        outs[k].copy_to_host(&mut got).map_err(e)?;
+        for (i, &v) in got.iter().enumerate() {
+            let want = ((k + 1) as i64 * (0..n).map(|q| value(q, i)).sum::<i64>()) as f32;
+            if v != want {
+                return Err(format!(
+                    "rank {rank} round {round}: out[{i}] = {v}, expected {want}"
+                ));
+            }
+        }
+    }
+    let st = region.stats();
+    Ok((st.captures, st.replays))
+}
+
+fn one_rank_per_thread_in_a_replay_region() -> TestResult {
+    nccl_or_skip()?;
+    let n = Device::count()?;
+    let id = UniqueId::new()?;
+    let results: Vec<Result<(u64, u64), String>> = std::thread::scope(|s| {
+        let hs: Vec<_> = (0..n)
+            .map(|r| s.spawn(move || region_rank(id, r, n)))
+            .collect();
+        hs.into_iter()
+            .map(|h| {
+                h.join()
+                    .unwrap_or_else(|_| Err("rank thread panicked".into()))
+            })
+            .collect()
+    });
+    for r in results {
+        let (captures, replays) = r.map_err(Outcome::Fail)?;
+        check_eq(
+            (captures, replays),
+            (2, 2),
+            "region captures and replays (4 executions, 2 structures)",
+        )?;
+    }
+    println!(
+        "    {n} rank thread(s): region with memset + all_reduce: 2 captures, 2 replays, results checked"
+    );
     Ok(())
 }
 

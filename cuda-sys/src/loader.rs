@@ -617,7 +617,7 @@ impl Search {
     }
 
     /// Tries a path without recording it (for wide searches summarised by [`Search::note`]).
-    #[cfg(all(unix, feature = "runtime"))]
+    #[cfg(all(unix, any(feature = "runtime", feature = "nccl")))]
     pub(crate) fn try_quiet(
         &mut self,
         variable: Option<&'static CStr>,

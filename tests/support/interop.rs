@@ -1,5 +1,6 @@
 //! Minimal FFI to NCCL and cuBLAS, loaded at run time (`dlopen`), for the interop test
-//! (tests/hw_interop.rs) and example (examples/nccl_allreduce.rs).
+//! (tests/hw_interop.rs): a program hands a library cudadrv's raw handles. (NCCL itself is
+//! `cudadrv::nccl`, feature `nccl`.)
 //!
 //! cudadrv does not wrap these libraries: it hands them its streams (`Stream::as_raw`,
 //! a `CUstream` is a `cudaStream_t`) and its memory (`DeviceBuffer::as_raw`, a device

@@ -9,7 +9,7 @@ use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::sync::OnceLock;
 use std::time::Instant;
 
-/// Minimal run-time-loaded NCCL and cuBLAS FFI (hw_interop, the nccl_allreduce example).
+/// Minimal run-time-loaded NCCL and cuBLAS FFI (hw_interop).
 pub mod interop;
 pub mod mock;
 

@@ -420,6 +420,7 @@ pub fn run_all(root: &Path) -> R {
         &["-p", "cuda-workspace", "--test", "mock_kernels"][..],
         &["-p", "cuda-workspace", "--test", "mock_region"][..],
         &["-p", "cuda-workspace", "--test", "mock_async"][..],
+        &["-p", "cuda-workspace", "--test", "mock_nccl"][..],
     ] {
         run(crate::ptx::toolchain_cargo(root, "nightly")
             .env("CUDA_SYS_INCLUDE", &include)

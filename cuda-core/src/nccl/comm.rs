@@ -128,6 +128,10 @@ pub struct Comm {
     /// in-process rank whose operations agreed, so it names a split in its children's
     /// clique key.
     pub(crate) collectives: Cell<u64>,
+    /// A call was captured into a graph or recorded by a region: a graph may name the
+    /// communicator's resources, so it is aborted only through `&mut self`, and the
+    /// drop waits for the context's work first.
+    pub(crate) captured: Cell<bool>,
     _not_sync: PhantomData<Cell<()>>,
 }
 
@@ -222,6 +226,7 @@ impl Comm {
             clique,
             state: Cell::new(State::Live),
             collectives: Cell::new(0),
+            captured: Cell::new(false),
             _not_sync: PhantomData,
         }
     }
@@ -621,12 +626,27 @@ impl Comm {
 
     /// `ncclCommAbort`: stops this rank's NCCL work at once (its kernels on the GPU
     /// exit) and frees the communicator. Later calls on it fail; the drop does nothing
-    /// more. Buffers the aborted work used hold unspecified values.
+    /// more. Buffers the aborted work used hold unspecified values. `&mut self`: no
+    /// graph that captured a call of it (and so names its resources) is alive.
     ///
     /// # Errors
     /// NCCL's errors (the communicator counts as aborted whatever NCCL returned).
     #[doc(alias = "ncclCommAbort")]
-    pub fn abort(&self) -> Result<()> {
+    pub fn abort(&mut self) -> Result<()> {
+        self.abort_now()
+    }
+
+    /// What the module does on its own when a peer fails or a wait times out: abort,
+    /// unless a call was captured or recorded (a graph may still name the
+    /// communicator's resources; its calls then keep waiting, and the caller gets the
+    /// error).
+    pub(crate) fn abort_unless_captured(&self) {
+        if !self.captured.get() {
+            let _ = self.abort_now();
+        }
+    }
+
+    fn abort_now(&self) -> Result<()> {
         if self.state.get() == State::Aborted {
             return Ok(());
         }
@@ -634,7 +654,8 @@ impl Comm {
         self.state.set(State::Aborted);
         self.clique.leave(self.rank);
         let _current = self.ctx.enter();
-        // SAFETY: a live communicator, which no call uses after this one (state).
+        // SAFETY: a live communicator, which no call uses after this one (state); no
+        // graph names it (`&mut self` in `abort`, or never captured).
         check(unsafe { api.ncclCommAbort()?(self.raw) }, "ncclCommAbort")
     }
 
@@ -642,7 +663,8 @@ impl Comm {
     /// watching NCCL's asynchronous error meanwhile: on an error, or when the timeout
     /// passes first, aborts the communicator (which ends its kernels) and returns the
     /// error. Use it where a peer may fail: a plain `Stream::synchronize` would wait
-    /// forever for a collective whose peer is gone.
+    /// forever for a collective whose peer is gone. (A communicator whose calls were
+    /// captured or recorded is not aborted: see [`Target`](super::Target).)
     ///
     /// # Errors
     /// [`Error::ContextMismatch`] for a stream of another context; the asynchronous
@@ -658,11 +680,11 @@ impl Comm {
                 return Ok(());
             }
             if let Err(e) = self.async_error() {
-                let _ = self.abort();
+                self.abort_unless_captured();
                 return Err(e);
             }
             if start.elapsed() > self.timeout {
-                let _ = self.abort();
+                self.abort_unless_captured();
                 return Err(Error::Timeout {
                     call: CALL,
                     after_ms: self.timeout.as_millis() as u64,
@@ -686,6 +708,11 @@ impl Drop for Comm {
         self.clique.leave(self.rank);
         let Ok(api) = api() else { return };
         let _current = self.ctx.enter();
+        if self.captured.get() {
+            // A forgotten executable graph may still have a launch pending that uses
+            // the communicator's resources: let the context's work finish first.
+            let _ = self.ctx.synchronize();
+        }
         // Finalize (flushes this rank's outstanding work, non-blocking), bounded; then
         // destroy. A finalize that fails or times out (a peer gone) becomes an abort.
         let finalized = match api.ncclCommFinalize() {

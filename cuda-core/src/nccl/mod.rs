@@ -39,6 +39,90 @@
 //!   buffers.
 //! - Forgetting a communicator leaks it: its kernels keep running until they finish,
 //!   and the buffers they use cannot be freed before (the free waits).
+//! - A communicator whose calls were captured or recorded is aborted only through
+//!   `&mut` ([`Comm::abort`]), which no graph's borrow allows, and its drop waits for
+//!   its context's work first (a forgotten executable graph may have a launch pending).
+//!
+//! ```no_run
+//! use cudadrv::nccl::{self, Comm, Config, ReduceOp};
+//! use cudadrv::{Context, Device, DeviceBuffer, Stream};
+//! # fn main() -> cudadrv::Result<()> {
+//! // One process, every GPU: one communicator, stream and buffer each.
+//! let ctxs = (0..Device::count()?)
+//!     .map(|d| Context::primary(Device::get(d)?))
+//!     .collect::<cudadrv::Result<Vec<_>>>()?;
+//! let comms = Comm::init_all(&ctxs, &Config::default())?;
+//! let streams = ctxs.iter().map(Stream::non_blocking).collect::<cudadrv::Result<Vec<_>>>()?;
+//! let mut grads = ctxs
+//!     .iter()
+//!     .map(|c| DeviceBuffer::from_slice(c, &[1.0f32; 1024]))
+//!     .collect::<cudadrv::Result<Vec<_>>>()?;
+//! // One thread drives every rank: their calls go in one group.
+//! nccl::group(|g| {
+//!     for (r, grad) in grads.iter_mut().enumerate() {
+//!         g.all_reduce_in_place(&comms[r], grad, ReduceOp::Sum, &streams[r])?;
+//!     }
+//!     Ok(())
+//! })?;
+//! for (c, s) in comms.iter().zip(&streams) {
+//!     c.synchronize(s)?; // bounded by the timeout; aborts on a failed peer
+//! }
+//! # Ok(()) }
+//! ```
+//!
+//! The borrows, checked by the compiler. A captured call borrows its buffers (and the
+//! communicator) for the graph's life:
+//!
+//! ```compile_fail,E0505
+//! # fn f(ctx: &cudadrv::Context, comm: &cudadrv::nccl::Comm) -> cudadrv::Result<()> {
+//! use cudadrv::{DeviceBuffer, Stream, graph::CaptureMode, nccl::ReduceOp};
+//! let mut stream = Stream::non_blocking(ctx)?;
+//! let buf = DeviceBuffer::<f32>::zeroed(ctx, 64)?;
+//! let cap = stream.begin_capture(CaptureMode::ThreadLocal)?;
+//! comm.all_reduce_in_place(&buf, ReduceOp::Sum, &*cap)?;
+//! let graph = cap.end()?;
+//! drop(buf); // error: the graph borrows `buf`
+//! let exec = graph.instantiate(Default::default())?;
+//! # drop(exec); Ok(()) }
+//! ```
+//!
+//! so it cannot be aborted (which frees what the graph's kernels use) while the graph
+//! lives:
+//!
+//! ```compile_fail,E0502
+//! # fn f(ctx: &cudadrv::Context, mut comm: cudadrv::nccl::Comm) -> cudadrv::Result<()> {
+//! use cudadrv::{DeviceBuffer, Stream, graph::CaptureMode, nccl::ReduceOp};
+//! let mut stream = Stream::non_blocking(ctx)?;
+//! let buf = DeviceBuffer::<f32>::zeroed(ctx, 64)?;
+//! let cap = stream.begin_capture(CaptureMode::ThreadLocal)?;
+//! comm.all_reduce_in_place(&buf, ReduceOp::Sum, &*cap)?;
+//! let graph = cap.end()?;
+//! comm.abort()?; // error: the graph borrows `comm`
+//! # drop(graph); Ok(()) }
+//! ```
+//!
+//! A group's calls run at its end, so what they name outlives the whole group:
+//!
+//! ```compile_fail,E0597
+//! # fn f(ctx: &cudadrv::Context, comm: &cudadrv::nccl::Comm, s: &cudadrv::Stream) -> cudadrv::Result<()> {
+//! use cudadrv::{DeviceBuffer, nccl::{self, ReduceOp}};
+//! nccl::group(|g| {
+//!     let mut local = DeviceBuffer::<f32>::zeroed(ctx, 64)?;
+//!     g.all_reduce_in_place(comm, &mut local, ReduceOp::Sum, s) // error: `local` dies first
+//! })
+//! # }
+//! ```
+//!
+//! A call queued on a stream writes its output through an exclusive borrow:
+//!
+//! ```compile_fail,E0277
+//! # fn f(ctx: &cudadrv::Context, comm: &cudadrv::nccl::Comm, s: &cudadrv::Stream) -> cudadrv::Result<()> {
+//! use cudadrv::{DeviceBuffer, nccl::ReduceOp};
+//! let a = DeviceBuffer::<f32>::zeroed(ctx, 64)?;
+//! let b = DeviceBuffer::<f32>::zeroed(ctx, 64)?;
+//! comm.all_reduce(&a, &b, ReduceOp::Sum, s)?; // error: `&b` is not a DeviceViewMut
+//! # Ok(()) }
+//! ```
 
 mod agree;
 mod comm;
@@ -55,6 +139,8 @@ use cudadrv_sys::nccl::{
 use crate::error::{Error, Result};
 
 pub use comm::{Comm, Config};
+#[cfg(feature = "graph")]
+pub(crate) use ops::launch_recorded;
 pub use ops::{Group, Target, group};
 
 /// The oldest NCCL this module uses (2.18.0: `ncclCommSplit`; non-blocking

@@ -5,7 +5,10 @@ use core::cell::{Cell, RefCell};
 use core::marker::PhantomData;
 use std::vec::Vec;
 
-use cudadrv_sys::nccl::{NcclApi, ncclResult_t};
+use core::ffi::c_void;
+
+use cudadrv_sys::nccl::{NcclApi, ncclComm_t, ncclDataType_t, ncclRedOp_t, ncclResult_t};
+use cudadrv_sys::{CUdeviceptr, CUstream};
 
 use super::agree::{COLLECTIVE, ChannelKey, Sig};
 use super::comm::{Comm, State};
@@ -15,8 +18,9 @@ use crate::driver::stream::Stream;
 use crate::error::{Error, Result};
 use crate::memory::{DeviceView, DeviceViewMut, Release, same_len};
 
-/// The kinds of operation, as the agreement record numbers them.
-#[derive(Clone, Copy)]
+/// The kinds of operation (the agreement record numbers them; send and receive are
+/// one kind there).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
 #[repr(u8)]
 pub(crate) enum Kind {
     AllReduce = 1,
@@ -24,46 +28,328 @@ pub(crate) enum Kind {
     Reduce,
     AllGather,
     ReduceScatter,
-    PointToPoint,
+    Send,
+    Recv,
     Split,
 }
 
-mod sealed {
-    /// Where a call's work goes: a stream, or a stream being captured.
-    pub trait Target {
-        fn stream(&self) -> &crate::Stream;
-        fn captured(&self) -> bool;
+impl Kind {
+    /// The kind as the agreement record compares it.
+    fn sig(self) -> u8 {
+        match self {
+            Self::Recv => Self::Send as u8,
+            k => k as u8,
+        }
+    }
+
+    #[cfg(feature = "graph")]
+    fn from_u8(v: u8) -> Option<Self> {
+        Some(match v {
+            1 => Self::AllReduce,
+            2 => Self::Broadcast,
+            3 => Self::Reduce,
+            4 => Self::AllGather,
+            5 => Self::ReduceScatter,
+            6 => Self::Send,
+            7 => Self::Recv,
+            _ => return None,
+        })
     }
 }
 
-/// Where an NCCL call's work goes (sealed): a [`Stream`] (`&stream`: queued once; the
-/// stream must not be capturing), or a stream being captured (`&capturing`, feature
-/// `graph`: recorded into the graph, which then borrows the communicator and the
-/// buffers for its lifetime `'a`, as [`Capturing`](crate::graph::Capturing)'s own
-/// methods do).
-pub trait Target<'a>: sealed::Target {}
+/// One NCCL call as plain data: what `Comm::issue` calls at once, and what a replay
+/// region records and calls when it captures (`launch_recorded`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct Call {
+    pub(crate) kind: Kind,
+    pub(crate) dtype: ncclDataType_t,
+    pub(crate) op: ncclRedOp_t,
+    /// The root, or the peer of a send or receive.
+    pub(crate) root: i32,
+    /// The count NCCL is given (per rank for gathers and scatters).
+    pub(crate) count: usize,
+    pub(crate) send: CUdeviceptr,
+    pub(crate) recv: CUdeviceptr,
+}
+
+impl Call {
+    fn name(&self) -> &'static str {
+        match self.kind {
+            Kind::AllReduce => "ncclAllReduce",
+            Kind::Broadcast => "ncclBroadcast",
+            Kind::Reduce => "ncclReduce",
+            Kind::AllGather => "ncclAllGather",
+            Kind::ReduceScatter => "ncclReduceScatter",
+            Kind::Send => "ncclSend",
+            Kind::Recv => "ncclRecv",
+            Kind::Split => "ncclCommSplit",
+        }
+    }
+
+    /// Calls NCCL.
+    ///
+    /// # Safety
+    /// `comm` is a live communicator; `send` and `recv` hold what the kind reads and
+    /// writes for `count` elements of `dtype` on a communicator of its size (checked by
+    /// the public calls), in `comm`'s context, and outlive the work; `stream` is a live
+    /// stream of that context, which is current.
+    unsafe fn launch(
+        &self,
+        api: &NcclApi,
+        comm: ncclComm_t,
+        stream: CUstream,
+    ) -> Result<ncclResult_t> {
+        // Device addresses: NCCL's to dereference, never Rust's.
+        let s = core::ptr::without_provenance::<c_void>(self.send as usize);
+        let r = core::ptr::without_provenance_mut::<c_void>(self.recv as usize);
+        let (n, t, op, root) = (self.count, self.dtype, self.op, self.root);
+        // SAFETY: the caller's promise, for the function of this kind.
+        Ok(unsafe {
+            match self.kind {
+                Kind::AllReduce => api.ncclAllReduce()?(s, r, n, t, op, comm, stream),
+                Kind::Broadcast => api.ncclBroadcast()?(s, r, n, t, root, comm, stream),
+                Kind::Reduce => api.ncclReduce()?(s, r, n, t, op, root, comm, stream),
+                Kind::AllGather => api.ncclAllGather()?(s, r, n, t, comm, stream),
+                Kind::ReduceScatter => api.ncclReduceScatter()?(s, r, n, t, op, comm, stream),
+                Kind::Send => api.ncclSend()?(s, n, t, root, comm, stream),
+                Kind::Recv => api.ncclRecv()?(r, n, t, root, comm, stream),
+                Kind::Split => {
+                    return Err(Error::InvalidArgument("a split is not a recorded call"));
+                }
+            }
+        })
+    }
+
+    fn sig(&self) -> Sig {
+        let rooted = matches!(self.kind, Kind::Broadcast | Kind::Reduce);
+        let reduces = matches!(
+            self.kind,
+            Kind::AllReduce | Kind::Reduce | Kind::ReduceScatter
+        );
+        Sig {
+            kind: self.kind.sig(),
+            dtype: self.dtype.0,
+            op: if reduces { self.op.0 } else { 0 },
+            root: if rooted { self.root } else { -1 },
+            count: self.count,
+        }
+    }
+
+    /// The call's parts as a replay region keys them: the kind, element type,
+    /// reduction and root or peer; the count; the send and receive addresses.
+    #[cfg(feature = "graph")]
+    fn parts(&self) -> ([u32; 4], usize, [u64; 2]) {
+        (
+            [self.kind as u32, self.dtype.0, self.op.0, self.root as u32],
+            self.count,
+            [self.send, self.recv],
+        )
+    }
+
+    /// The call a replay region recorded as [`parts`](Self::parts).
+    #[cfg(feature = "graph")]
+    fn from_parts(shape: [u32; 4], count: usize, addrs: [u64; 2]) -> Option<Self> {
+        Some(Self {
+            kind: Kind::from_u8(u8::try_from(shape[0]).ok()?)?,
+            dtype: ncclDataType_t(shape[1]),
+            op: ncclRedOp_t(shape[2]),
+            root: shape[3] as i32,
+            count,
+            send: addrs[0],
+            recv: addrs[1],
+        })
+    }
+}
+
+mod sealed {
+    /// Where a call goes.
+    pub enum Dest<'x> {
+        /// Queued on a stream that is not capturing.
+        Stream(&'x crate::Stream),
+        /// Recorded by a stream capture.
+        Capture(&'x crate::Stream),
+        /// Recorded by a replay region (called when it captures).
+        #[cfg(feature = "graph")]
+        Record(&'x mut dyn Record),
+    }
+
+    /// What a call writes: its address, length, context and release rule.
+    pub trait Out<'a, T> {
+        fn parts(
+            &self,
+        ) -> (
+            cudadrv_sys::CUdeviceptr,
+            usize,
+            &crate::Context,
+            crate::memory::Release,
+        );
+    }
+
+    impl<'a, T: Copy> Out<'a, T> for crate::memory::DeviceViewMut<'a, T> {
+        fn parts(
+            &self,
+        ) -> (
+            cudadrv_sys::CUdeviceptr,
+            usize,
+            &crate::Context,
+            crate::memory::Release,
+        ) {
+            (self.as_raw(), self.len(), self.context(), self.release())
+        }
+    }
+
+    impl<'a, T: Copy> Out<'a, T> for crate::memory::DeviceView<'a, T> {
+        fn parts(
+            &self,
+        ) -> (
+            cudadrv_sys::CUdeviceptr,
+            usize,
+            &crate::Context,
+            crate::memory::Release,
+        ) {
+            (self.as_raw(), self.len(), self.context(), self.release())
+        }
+    }
+
+    /// Where a call's work goes (sealed).
+    pub trait Target {
+        fn dest(&mut self) -> Dest<'_>;
+    }
+
+    /// A replay region's recorder, as the calls see it.
+    #[cfg(feature = "graph")]
+    pub trait Record {
+        fn context(&self) -> &crate::Context;
+        /// Records a call: the communicator, the kind, element type, reduction and root
+        /// or peer, the count, the send and receive addresses.
+        fn record(
+            &mut self,
+            comm: cudadrv_sys::nccl::ncclComm_t,
+            shape: [u32; 4],
+            count: usize,
+            addrs: [u64; 2],
+        );
+    }
+}
+
+/// Where an NCCL call's work goes (sealed):
+/// - `&stream`: queued once on a [`Stream`] that is not capturing;
+/// - `&capturing` (feature `graph`): recorded into a stream capture
+///   ([`Capturing`](crate::graph::Capturing)), whose graph then borrows the
+///   communicator and the buffers for its lifetime `'a`;
+/// - `&mut recorder` (feature `graph`): recorded by a replay region
+///   ([`Recorder`](crate::graph::Recorder)), which borrows them for `'a` and makes the
+///   call when it captures: an execution with the same calls on the same buffers and
+///   communicator replays the cached graph, another is captured anew. The region's
+///   capture makes the call at once, so it serves one rank per thread or process (a
+///   thread driving several ranks issues their calls in a [`group`] instead).
+///
+/// A communicator whose calls were captured or recorded is no longer aborted by this
+/// module on its own (a graph may still name its resources): its timeouts return
+/// [`Error::Timeout`] and leave it as it is; [`Comm::abort`] takes it by `&mut`, which no
+/// graph's borrow allows.
+pub trait Target<'a>: sealed::Target {
+    /// How a call takes the memory it writes: exclusively on a stream
+    /// ([`DeviceViewMut`], as the crate's other asynchronous writes), shared in a graph
+    /// ([`DeviceView`], as [`Capturing::copy`](crate::graph::Capturing::copy) takes its
+    /// destination), so that later nodes may read it and later executions of a region
+    /// may record into it again.
+    type Out<T: Copy + 'a>: sealed::Out<'a, T>;
+}
 
 impl sealed::Target for &Stream {
-    fn stream(&self) -> &Stream {
-        self
-    }
-    fn captured(&self) -> bool {
-        false
+    fn dest(&mut self) -> sealed::Dest<'_> {
+        sealed::Dest::Stream(self)
     }
 }
-impl<'a> Target<'a> for &Stream {}
+impl<'a> Target<'a> for &Stream {
+    type Out<T: Copy + 'a> = DeviceViewMut<'a, T>;
+}
 
 #[cfg(feature = "graph")]
 impl sealed::Target for &crate::graph::Capturing<'_, '_> {
-    fn stream(&self) -> &Stream {
-        crate::graph::Capturing::stream(self)
-    }
-    fn captured(&self) -> bool {
-        true
+    fn dest(&mut self) -> sealed::Dest<'_> {
+        sealed::Dest::Capture(crate::graph::Capturing::stream(self))
     }
 }
 #[cfg(feature = "graph")]
-impl<'a> Target<'a> for &crate::graph::Capturing<'_, 'a> {}
+impl<'a> Target<'a> for &crate::graph::Capturing<'_, 'a> {
+    type Out<T: Copy + 'a> = DeviceView<'a, T>;
+}
+
+#[cfg(feature = "graph")]
+impl sealed::Target for &mut crate::graph::Recorder<'_, '_> {
+    fn dest(&mut self) -> sealed::Dest<'_> {
+        sealed::Dest::Record(&mut **self)
+    }
+}
+#[cfg(feature = "graph")]
+impl<'a> Target<'a> for &mut crate::graph::Recorder<'_, 'a> {
+    type Out<T: Copy + 'a> = DeviceView<'a, T>;
+}
+
+#[cfg(feature = "graph")]
+impl sealed::Record for crate::graph::Recorder<'_, '_> {
+    fn context(&self) -> &Context {
+        self.region_context()
+    }
+    fn record(&mut self, comm: ncclComm_t, shape: [u32; 4], count: usize, addrs: [u64; 2]) {
+        self.record_nccl(comm.expose_provenance(), shape, count, addrs);
+    }
+}
+
+/// How long a region's capture waits for a recorded call NCCL reports in progress.
+#[cfg(feature = "graph")]
+const RECORDED_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(300);
+
+/// Makes the call a replay region recorded, on the stream it captures (of the
+/// communicator's context, the region's). A call NCCL reports in progress is waited
+/// for (up to 300 s).
+///
+/// # Safety
+/// `comm` and the addresses are what `Comm::issue` recorded after its checks, and the
+/// region borrows the communicator and the buffers for its lifetime, so they are alive;
+/// the communicator is not aborted (a recorded one is aborted only through `&mut`).
+#[cfg(feature = "graph")]
+pub(crate) unsafe fn launch_recorded(
+    comm: usize,
+    shape: [u32; 4],
+    count: usize,
+    addrs: [u64; 2],
+    stream: &Stream,
+) -> Result<()> {
+    let call = Call::from_parts(shape, count, addrs).ok_or(Error::InvalidArgument(
+        "Region: a recorded NCCL call is malformed",
+    ))?;
+    let api = api()?;
+    let comm = core::ptr::with_exposed_provenance_mut(comm);
+    let g = stream.context().enter()?;
+    // SAFETY: the caller's promise; the stream's context is current.
+    let rc = unsafe { call.launch(api, comm, stream.as_raw()) }?;
+    drop(g);
+    if rc != IN_PROGRESS {
+        return check(rc, call.name());
+    }
+    let start = std::time::Instant::now();
+    loop {
+        let mut state = ncclResult_t::ncclSuccess;
+        // SAFETY: a live communicator (above); valid out-pointer.
+        check(
+            unsafe { api.ncclCommGetAsyncError()?(comm, &mut state) },
+            "ncclCommGetAsyncError",
+        )?;
+        if state != IN_PROGRESS {
+            return check(state, call.name());
+        }
+        if start.elapsed() > RECORDED_TIMEOUT {
+            return Err(Error::Timeout {
+                call: call.name(),
+                after_ms: RECORDED_TIMEOUT.as_millis() as u64,
+            });
+        }
+        std::thread::yield_now();
+    }
+}
 
 std::thread_local! {
     /// How deep this thread is in [`group`] calls.
@@ -102,22 +388,21 @@ type Pending<'env> = RefCell<Vec<&'env Comm>>;
 impl Comm {
     /// The one path of every call: the communicator is live; the memory and the target
     /// belong to its context, and the memory's release is ordered after the work
-    /// (queued: its stream's or context's work; captured: its context's); the
-    /// in-process ranks agree; then NCCL is called with the target's stream and the
-    /// context current. Outside a group a call NCCL reports in progress is waited for
-    /// (bounded by the timeout); inside one, `pending` gets the communicator.
-    #[allow(clippy::too_many_arguments)]
+    /// (queued: its stream's or context's work; captured or recorded: its context's);
+    /// the in-process ranks agree; then NCCL is called with the target's stream and the
+    /// context current (or the call is recorded). Outside a group a call NCCL reports in
+    /// progress is waited for (bounded by the timeout); inside one, `pending` gets the
+    /// communicator.
     fn issue<'env>(
         &'env self,
-        call: &'static str,
         channel: ChannelKey,
-        sig: Sig,
         mem: &[Option<Mem<'_>>],
-        on: &dyn sealed::Target,
+        call: Call,
+        on: &mut dyn sealed::Target,
         pending: Option<&Pending<'env>>,
-        f: impl FnOnce(&NcclApi, cudadrv_sys::CUstream) -> Result<ncclResult_t>,
     ) -> Result<()> {
-        self.ensure_live(call)?;
+        let name = call.name();
+        self.ensure_live(name)?;
         let in_group = GROUP_DEPTH.with(Cell::get) > 0;
         if in_group && pending.is_none() {
             return Err(Error::InvalidArgument(
@@ -126,28 +411,54 @@ impl Comm {
             ));
         }
         let api = api()?;
-        let stream = on.stream();
+        let (stream, captured) = match on.dest() {
+            sealed::Dest::Stream(s) => (s, false),
+            sealed::Dest::Capture(s) => (s, true),
+            #[cfg(feature = "graph")]
+            sealed::Dest::Record(rec) => {
+                if in_group {
+                    return Err(Error::InvalidArgument(
+                        "a replay region makes its NCCL calls when it captures: record \
+                         them outside nccl::group",
+                    ));
+                }
+                self.ctx.ensure_same(rec.context(), name)?;
+                for m in mem.iter().flatten() {
+                    self.ctx.ensure_same(m.ctx, name)?;
+                    m.release.for_graph()?;
+                }
+                self.agree(channel, &call)?;
+                self.captured.set(true);
+                let (shape, count, addrs) = call.parts();
+                rec.record(self.raw, shape, count, addrs);
+                return Ok(());
+            }
+        };
         for m in mem.iter().flatten() {
-            self.ctx.ensure_same(m.ctx, call)?;
-            if on.captured() {
+            self.ctx.ensure_same(m.ctx, name)?;
+            if captured {
                 #[cfg(feature = "graph")]
                 m.release.for_graph()?;
             } else {
                 m.release.allows(stream)?;
             }
         }
-        let q = if on.captured() {
-            stream.queue_capturable(&self.ctx, call)?
+        let q = if captured {
+            stream.queue_capturable(&self.ctx, name)?
         } else {
-            stream.queue(&self.ctx, call)?
+            stream.queue(&self.ctx, name)?
         };
-        self.clique_check(channel, sig, call)?;
-        if channel == COLLECTIVE {
-            self.collectives.set(self.collectives.get() + 1);
+        self.agree(channel, &call)?;
+        if captured {
+            self.captured.set(true);
         }
-        let rc = f(api, q.stream)?;
+        // SAFETY: the public calls checked the lengths for the kind and count; the
+        // memory is of this communicator's context and released after the work (checked
+        // above); a live communicator; the stream is of its context, which `q` keeps
+        // current.
+        let rc = unsafe { call.launch(api, self.raw, q.stream) }?;
         if rc != IN_PROGRESS {
-            check(rc, call)?;
+            check(rc, name)?;
         }
         match pending {
             // A non-blocking group may still be launching its work when `ncclGroupEnd`
@@ -157,13 +468,22 @@ impl Comm {
                 p.borrow_mut().push(self);
                 Ok(())
             }
-            None if rc == IN_PROGRESS => self.settle(api, call),
+            None if rc == IN_PROGRESS => self.settle(api, name),
             None => Ok(()),
         }
     }
 
+    /// The agreement check of `call` on `channel`, and the count of collectives.
+    fn agree(&self, channel: ChannelKey, call: &Call) -> Result<()> {
+        self.clique_check(channel, call.sig(), call.name())?;
+        if channel == COLLECTIVE {
+            self.collectives.set(self.collectives.get() + 1);
+        }
+        Ok(())
+    }
+
     /// Waits while NCCL reports this communicator's last call in progress; on an error
-    /// or the timeout, aborts it.
+    /// or the timeout, aborts it (unless a graph may name it).
     fn settle(&self, api: &NcclApi, call: &'static str) -> Result<()> {
         if self.state.get() != State::Live {
             return Ok(());
@@ -178,12 +498,12 @@ impl Comm {
             )?;
             if state != IN_PROGRESS {
                 if state != ncclResult_t::ncclSuccess {
-                    let _ = self.abort();
+                    self.abort_unless_captured();
                 }
                 return check(state, call);
             }
             if start.elapsed() > self.timeout {
-                let _ = self.abort();
+                self.abort_unless_captured();
                 return Err(Error::Timeout {
                     call,
                     after_ms: self.timeout.as_millis() as u64,
@@ -203,271 +523,67 @@ impl Comm {
         }
     }
 
-    fn all_reduce_in<'a, T: NcclType>(
+    /// Every public call: the length rules of `kind`, then [`issue`](Self::issue).
+    #[allow(clippy::too_many_arguments)]
+    fn call_in<'a, T: NcclType, R: sealed::Out<'a, T>>(
         &'a self,
-        send: DeviceView<'a, T>,
-        recv: Option<DeviceViewMut<'a, T>>,
-        op: ReduceOp,
-        on: &dyn sealed::Target,
-        pending: Option<&Pending<'a>>,
-    ) -> Result<()> {
-        const CALL: &str = "ncclAllReduce";
-        let n = send.len();
-        let sig = Sig {
-            kind: Kind::AllReduce as u8,
-            dtype: T::DATA_TYPE.0,
-            op: op.raw().0,
-            root: -1,
-            count: n,
-        };
-        let recv_ptr = match &recv {
-            Some(r) => {
-                same_len(r.len(), n)?;
-                r.as_raw()
-            }
-            None => send.as_raw(),
-        };
-        let mem = [Some((&send).into()), recv.as_ref().map(Mem::from)];
-        self.issue(CALL, COLLECTIVE, sig, &mem, on, pending, |api, s| {
-            // SAFETY: both operands hold `n` elements of `T` (checked), in this
-            // communicator's context, released after the work (checked by `issue`);
-            // a live communicator; its context is current.
-            Ok(unsafe {
-                api.ncclAllReduce()?(
-                    send.as_raw() as _,
-                    recv_ptr as _,
-                    n,
-                    T::DATA_TYPE,
-                    op.raw(),
-                    self.raw,
-                    s,
-                )
-            })
-        })
-    }
-
-    fn broadcast_in<'a, T: NcclType>(
-        &'a self,
+        kind: Kind,
         send: Option<DeviceView<'a, T>>,
-        recv: DeviceViewMut<'a, T>,
+        recv: Option<R>,
+        op: ReduceOp,
         root: usize,
-        on: &dyn sealed::Target,
+        on: &mut dyn sealed::Target,
         pending: Option<&Pending<'a>>,
     ) -> Result<()> {
-        const CALL: &str = "ncclBroadcast";
-        let root = self.root(root)?;
-        let n = recv.len();
-        let sig = Sig {
-            kind: Kind::Broadcast as u8,
-            dtype: T::DATA_TYPE.0,
-            op: 0,
-            root,
-            count: n,
-        };
-        let send_ptr = match &send {
-            Some(s) => {
-                same_len(n, s.len())?;
-                s.as_raw()
+        const OVERFLOW: Error = Error::InvalidArgument("count overflows");
+        let size = self.size();
+        let slen = send.as_ref().map(DeviceView::len);
+        let out = recv.as_ref().map(sealed::Out::parts);
+        let rlen = out.map(|o| o.1);
+        // The count NCCL is given, after the length rules of the kind.
+        let count = match (kind, slen, rlen) {
+            (Kind::AllReduce | Kind::Broadcast | Kind::Reduce, Some(s), Some(r)) => {
+                same_len(r, s)?;
+                s
             }
-            None => recv.as_raw(),
+            (Kind::Send, Some(s), None) => s,
+            (Kind::AllReduce | Kind::Broadcast | Kind::Recv, None, Some(r)) => r,
+            (Kind::AllGather, Some(s), Some(r)) => {
+                same_len(r, s.checked_mul(size).ok_or(OVERFLOW)?)?;
+                s
+            }
+            (Kind::ReduceScatter, Some(s), Some(r)) => {
+                same_len(s, r.checked_mul(size).ok_or(OVERFLOW)?)?;
+                r
+            }
+            _ => return Err(Error::InvalidArgument("NCCL call without its buffers")),
         };
-        let mem = [Some((&recv).into()), send.as_ref().map(Mem::from)];
-        self.issue(CALL, COLLECTIVE, sig, &mem, on, pending, |api, s| {
-            // SAFETY: as in `all_reduce_in`: `n` elements on both sides.
-            Ok(unsafe {
-                api.ncclBroadcast()?(
-                    send_ptr as _,
-                    recv.as_raw() as _,
-                    n,
-                    T::DATA_TYPE,
-                    root,
-                    self.raw,
-                    s,
-                )
-            })
-        })
-    }
-
-    fn reduce_in<'a, T: NcclType>(
-        &'a self,
-        send: DeviceView<'a, T>,
-        recv: DeviceViewMut<'a, T>,
-        op: ReduceOp,
-        root: usize,
-        on: &dyn sealed::Target,
-        pending: Option<&Pending<'a>>,
-    ) -> Result<()> {
-        const CALL: &str = "ncclReduce";
-        let root = self.root(root)?;
-        let n = send.len();
-        same_len(recv.len(), n)?;
-        let sig = Sig {
-            kind: Kind::Reduce as u8,
-            dtype: T::DATA_TYPE.0,
-            op: op.raw().0,
+        let root = match kind {
+            Kind::Broadcast | Kind::Reduce | Kind::Send | Kind::Recv => self.root(root)?,
+            _ => 0,
+        };
+        let channel = match kind {
+            Kind::Send => (self.rank, root as u32),
+            Kind::Recv => (root as u32, self.rank),
+            _ => COLLECTIVE,
+        };
+        // In place: the one buffer is both sides.
+        let send_ptr = send.as_ref().map(DeviceView::as_raw);
+        let recv_ptr = out.map(|o| o.0);
+        let call = Call {
+            kind,
+            dtype: T::DATA_TYPE,
+            op: op.raw(),
             root,
-            count: n,
+            count,
+            send: send_ptr.or(recv_ptr).unwrap_or(0),
+            recv: recv_ptr.or(send_ptr).unwrap_or(0),
         };
-        let mem = [Some((&send).into()), Some((&recv).into())];
-        self.issue(CALL, COLLECTIVE, sig, &mem, on, pending, |api, s| {
-            // SAFETY: as in `all_reduce_in`: `n` elements on both sides.
-            Ok(unsafe {
-                api.ncclReduce()?(
-                    send.as_raw() as _,
-                    recv.as_raw() as _,
-                    n,
-                    T::DATA_TYPE,
-                    op.raw(),
-                    root,
-                    self.raw,
-                    s,
-                )
-            })
-        })
-    }
-
-    fn all_gather_in<'a, T: NcclType>(
-        &'a self,
-        send: DeviceView<'a, T>,
-        recv: DeviceViewMut<'a, T>,
-        on: &dyn sealed::Target,
-        pending: Option<&Pending<'a>>,
-    ) -> Result<()> {
-        const CALL: &str = "ncclAllGather";
-        let n = send.len();
-        let total = n
-            .checked_mul(self.size())
-            .ok_or(Error::InvalidArgument("count overflows"))?;
-        same_len(recv.len(), total)?;
-        let sig = Sig {
-            kind: Kind::AllGather as u8,
-            dtype: T::DATA_TYPE.0,
-            op: 0,
-            root: -1,
-            count: n,
-        };
-        let mem = [Some((&send).into()), Some((&recv).into())];
-        self.issue(CALL, COLLECTIVE, sig, &mem, on, pending, |api, s| {
-            // SAFETY: `send` holds `n` elements and `recv` `n * size` (checked); as in
-            // `all_reduce_in` otherwise.
-            Ok(unsafe {
-                api.ncclAllGather()?(
-                    send.as_raw() as _,
-                    recv.as_raw() as _,
-                    n,
-                    T::DATA_TYPE,
-                    self.raw,
-                    s,
-                )
-            })
-        })
-    }
-
-    fn reduce_scatter_in<'a, T: NcclType>(
-        &'a self,
-        send: DeviceView<'a, T>,
-        recv: DeviceViewMut<'a, T>,
-        op: ReduceOp,
-        on: &dyn sealed::Target,
-        pending: Option<&Pending<'a>>,
-    ) -> Result<()> {
-        const CALL: &str = "ncclReduceScatter";
-        let n = recv.len();
-        let total = n
-            .checked_mul(self.size())
-            .ok_or(Error::InvalidArgument("count overflows"))?;
-        same_len(send.len(), total)?;
-        let sig = Sig {
-            kind: Kind::ReduceScatter as u8,
-            dtype: T::DATA_TYPE.0,
-            op: op.raw().0,
-            root: -1,
-            count: n,
-        };
-        let mem = [Some((&send).into()), Some((&recv).into())];
-        self.issue(CALL, COLLECTIVE, sig, &mem, on, pending, |api, s| {
-            // SAFETY: `send` holds `n * size` elements and `recv` `n` (checked); as in
-            // `all_reduce_in` otherwise.
-            Ok(unsafe {
-                api.ncclReduceScatter()?(
-                    send.as_raw() as _,
-                    recv.as_raw() as _,
-                    n,
-                    T::DATA_TYPE,
-                    op.raw(),
-                    self.raw,
-                    s,
-                )
-            })
-        })
-    }
-
-    fn send_in<'a, T: NcclType>(
-        &'a self,
-        buf: DeviceView<'a, T>,
-        peer: usize,
-        on: &dyn sealed::Target,
-        pending: Option<&Pending<'a>>,
-    ) -> Result<()> {
-        const CALL: &str = "ncclSend";
-        let peer = self.root(peer)?;
-        let n = buf.len();
-        let sig = Sig {
-            kind: Kind::PointToPoint as u8,
-            dtype: T::DATA_TYPE.0,
-            op: 0,
-            root: -1,
-            count: n,
-        };
-        let mem = [Some((&buf).into())];
-        self.issue(
-            CALL,
-            (self.rank, peer as u32),
-            sig,
-            &mem,
-            on,
-            pending,
-            |api, s| {
-                // SAFETY: `buf` holds `n` elements; as in `all_reduce_in` otherwise.
-                Ok(unsafe {
-                    api.ncclSend()?(buf.as_raw() as _, n, T::DATA_TYPE, peer, self.raw, s)
-                })
-            },
-        )
-    }
-
-    fn recv_in<'a, T: NcclType>(
-        &'a self,
-        buf: DeviceViewMut<'a, T>,
-        peer: usize,
-        on: &dyn sealed::Target,
-        pending: Option<&Pending<'a>>,
-    ) -> Result<()> {
-        const CALL: &str = "ncclRecv";
-        let peer = self.root(peer)?;
-        let n = buf.len();
-        let sig = Sig {
-            kind: Kind::PointToPoint as u8,
-            dtype: T::DATA_TYPE.0,
-            op: 0,
-            root: -1,
-            count: n,
-        };
-        let mem = [Some((&buf).into())];
-        self.issue(
-            CALL,
-            (peer as u32, self.rank),
-            sig,
-            &mem,
-            on,
-            pending,
-            |api, s| {
-                // SAFETY: `buf` holds `n` elements; as in `all_reduce_in` otherwise.
-                Ok(unsafe {
-                    api.ncclRecv()?(buf.as_raw() as _, n, T::DATA_TYPE, peer, self.raw, s)
-                })
-            },
-        )
+        let mem = [
+            send.as_ref().map(Mem::from),
+            out.map(|(_, _, ctx, release)| Mem { ctx, release }),
+        ];
+        self.issue(channel, &mem, call, on, pending)
     }
 }
 
@@ -477,14 +593,22 @@ impl Comm {
     /// # Errors
     /// [`Error::LengthMismatch`] when the lengths differ; [`Error::ContextMismatch`] for memory or a stream of another context; [`Error::StreamCapturing`] for a capturing stream given as `&Stream`; [`Error::InvalidArgument`] for memory whose release is not ordered after the work, or inside a [`group`]; [`Error::NcclMismatch`] when an in-process rank issued something else at this point; NCCL's errors; [`Error::Timeout`] (the communicator is then aborted).
     #[doc(alias = "ncclAllReduce")]
-    pub fn all_reduce<'a, T: NcclType>(
+    pub fn all_reduce<'a, T: NcclType, On: Target<'a>>(
         &'a self,
         send: impl Into<DeviceView<'a, T>>,
-        recv: impl Into<DeviceViewMut<'a, T>>,
+        recv: impl Into<On::Out<T>>,
         op: ReduceOp,
-        on: impl Target<'a>,
+        mut on: On,
     ) -> Result<()> {
-        self.all_reduce_in(send.into(), Some(recv.into()), op, &on, None)
+        self.call_in(
+            Kind::AllReduce,
+            Some(send.into()),
+            Some(recv.into()),
+            op,
+            0,
+            &mut on,
+            None,
+        )
     }
 
     /// `ncclAllReduce` in place: `buf[i]` = `op` over the ranks of `buf[i]`.
@@ -492,13 +616,21 @@ impl Comm {
     /// # Errors
     /// [`Error::ContextMismatch`] for memory or a stream of another context; [`Error::StreamCapturing`] for a capturing stream given as `&Stream`; [`Error::InvalidArgument`] for memory whose release is not ordered after the work, or inside a [`group`]; [`Error::NcclMismatch`] when an in-process rank issued something else at this point; NCCL's errors; [`Error::Timeout`] (the communicator is then aborted).
     #[doc(alias = "ncclAllReduce")]
-    pub fn all_reduce_in_place<'a, T: NcclType>(
+    pub fn all_reduce_in_place<'a, T: NcclType, On: Target<'a>>(
         &'a self,
-        buf: impl Into<DeviceViewMut<'a, T>>,
+        buf: impl Into<On::Out<T>>,
         op: ReduceOp,
-        on: impl Target<'a>,
+        mut on: On,
     ) -> Result<()> {
-        self.all_reduce_in(DeviceView::from(buf.into()), None, op, &on, None)
+        self.call_in(
+            Kind::AllReduce,
+            None,
+            Some(buf.into()),
+            op,
+            0,
+            &mut on,
+            None,
+        )
     }
 
     /// `ncclBroadcast`: every rank's `recv` = the root's `send` (same lengths on every rank; `send` is read on the root only).
@@ -506,14 +638,22 @@ impl Comm {
     /// # Errors
     /// [`Error::LengthMismatch`] when the lengths differ; [`Error::InvalidArgument`] for a root that is not a rank; [`Error::ContextMismatch`] for memory or a stream of another context; [`Error::StreamCapturing`] for a capturing stream given as `&Stream`; [`Error::InvalidArgument`] for memory whose release is not ordered after the work, or inside a [`group`]; [`Error::NcclMismatch`] when an in-process rank issued something else at this point; NCCL's errors; [`Error::Timeout`] (the communicator is then aborted).
     #[doc(alias = "ncclBroadcast")]
-    pub fn broadcast<'a, T: NcclType>(
+    pub fn broadcast<'a, T: NcclType, On: Target<'a>>(
         &'a self,
         send: impl Into<DeviceView<'a, T>>,
-        recv: impl Into<DeviceViewMut<'a, T>>,
+        recv: impl Into<On::Out<T>>,
         root: usize,
-        on: impl Target<'a>,
+        mut on: On,
     ) -> Result<()> {
-        self.broadcast_in(Some(send.into()), recv.into(), root, &on, None)
+        self.call_in(
+            Kind::Broadcast,
+            Some(send.into()),
+            Some(recv.into()),
+            ReduceOp::Sum,
+            root,
+            &mut on,
+            None,
+        )
     }
 
     /// `ncclBroadcast` in place: every rank's `buf` = the root's.
@@ -521,13 +661,21 @@ impl Comm {
     /// # Errors
     /// [`Error::InvalidArgument`] for a root that is not a rank; [`Error::ContextMismatch`] for memory or a stream of another context; [`Error::StreamCapturing`] for a capturing stream given as `&Stream`; [`Error::InvalidArgument`] for memory whose release is not ordered after the work, or inside a [`group`]; [`Error::NcclMismatch`] when an in-process rank issued something else at this point; NCCL's errors; [`Error::Timeout`] (the communicator is then aborted).
     #[doc(alias = "ncclBroadcast")]
-    pub fn broadcast_in_place<'a, T: NcclType>(
+    pub fn broadcast_in_place<'a, T: NcclType, On: Target<'a>>(
         &'a self,
-        buf: impl Into<DeviceViewMut<'a, T>>,
+        buf: impl Into<On::Out<T>>,
         root: usize,
-        on: impl Target<'a>,
+        mut on: On,
     ) -> Result<()> {
-        self.broadcast_in(None, buf.into(), root, &on, None)
+        self.call_in(
+            Kind::Broadcast,
+            None,
+            Some(buf.into()),
+            ReduceOp::Sum,
+            root,
+            &mut on,
+            None,
+        )
     }
 
     /// `ncclReduce`: the root's `recv[i]` = `op` over the ranks of `send[i]` (`recv` is written on the root only; same lengths on every rank).
@@ -535,15 +683,23 @@ impl Comm {
     /// # Errors
     /// [`Error::LengthMismatch`] when the lengths differ; [`Error::InvalidArgument`] for a root that is not a rank; [`Error::ContextMismatch`] for memory or a stream of another context; [`Error::StreamCapturing`] for a capturing stream given as `&Stream`; [`Error::InvalidArgument`] for memory whose release is not ordered after the work, or inside a [`group`]; [`Error::NcclMismatch`] when an in-process rank issued something else at this point; NCCL's errors; [`Error::Timeout`] (the communicator is then aborted).
     #[doc(alias = "ncclReduce")]
-    pub fn reduce<'a, T: NcclType>(
+    pub fn reduce<'a, T: NcclType, On: Target<'a>>(
         &'a self,
         send: impl Into<DeviceView<'a, T>>,
-        recv: impl Into<DeviceViewMut<'a, T>>,
+        recv: impl Into<On::Out<T>>,
         op: ReduceOp,
         root: usize,
-        on: impl Target<'a>,
+        mut on: On,
     ) -> Result<()> {
-        self.reduce_in(send.into(), recv.into(), op, root, &on, None)
+        self.call_in(
+            Kind::Reduce,
+            Some(send.into()),
+            Some(recv.into()),
+            op,
+            root,
+            &mut on,
+            None,
+        )
     }
 
     /// `ncclAllGather`: `recv` (`size * n` elements) = every rank's `send` (`n`), in rank order.
@@ -551,13 +707,21 @@ impl Comm {
     /// # Errors
     /// [`Error::LengthMismatch`] unless `recv` holds `size` times as many elements as `send`; [`Error::ContextMismatch`] for memory or a stream of another context; [`Error::StreamCapturing`] for a capturing stream given as `&Stream`; [`Error::InvalidArgument`] for memory whose release is not ordered after the work, or inside a [`group`]; [`Error::NcclMismatch`] when an in-process rank issued something else at this point; NCCL's errors; [`Error::Timeout`] (the communicator is then aborted).
     #[doc(alias = "ncclAllGather")]
-    pub fn all_gather<'a, T: NcclType>(
+    pub fn all_gather<'a, T: NcclType, On: Target<'a>>(
         &'a self,
         send: impl Into<DeviceView<'a, T>>,
-        recv: impl Into<DeviceViewMut<'a, T>>,
-        on: impl Target<'a>,
+        recv: impl Into<On::Out<T>>,
+        mut on: On,
     ) -> Result<()> {
-        self.all_gather_in(send.into(), recv.into(), &on, None)
+        self.call_in(
+            Kind::AllGather,
+            Some(send.into()),
+            Some(recv.into()),
+            ReduceOp::Sum,
+            0,
+            &mut on,
+            None,
+        )
     }
 
     /// `ncclReduceScatter`: rank `r`'s `recv` (`n` elements) = `op` over the ranks of their `send[r * n..(r + 1) * n]` (`send`: `size * n`).
@@ -565,14 +729,22 @@ impl Comm {
     /// # Errors
     /// [`Error::LengthMismatch`] unless `send` holds `size` times as many elements as `recv`; [`Error::ContextMismatch`] for memory or a stream of another context; [`Error::StreamCapturing`] for a capturing stream given as `&Stream`; [`Error::InvalidArgument`] for memory whose release is not ordered after the work, or inside a [`group`]; [`Error::NcclMismatch`] when an in-process rank issued something else at this point; NCCL's errors; [`Error::Timeout`] (the communicator is then aborted).
     #[doc(alias = "ncclReduceScatter")]
-    pub fn reduce_scatter<'a, T: NcclType>(
+    pub fn reduce_scatter<'a, T: NcclType, On: Target<'a>>(
         &'a self,
         send: impl Into<DeviceView<'a, T>>,
-        recv: impl Into<DeviceViewMut<'a, T>>,
+        recv: impl Into<On::Out<T>>,
         op: ReduceOp,
-        on: impl Target<'a>,
+        mut on: On,
     ) -> Result<()> {
-        self.reduce_scatter_in(send.into(), recv.into(), op, &on, None)
+        self.call_in(
+            Kind::ReduceScatter,
+            Some(send.into()),
+            Some(recv.into()),
+            op,
+            0,
+            &mut on,
+            None,
+        )
     }
 
     /// `ncclSend`: sends `buf` to rank `peer`, whose matching [`recv`](Self::recv) takes the same count. Between ranks driven by one thread, issue both sides in one [`group`].
@@ -580,13 +752,21 @@ impl Comm {
     /// # Errors
     /// [`Error::InvalidArgument`] for a peer that is not a rank; [`Error::ContextMismatch`] for memory or a stream of another context; [`Error::StreamCapturing`] for a capturing stream given as `&Stream`; [`Error::InvalidArgument`] for memory whose release is not ordered after the work, or inside a [`group`]; [`Error::NcclMismatch`] when an in-process rank issued something else at this point; NCCL's errors; [`Error::Timeout`] (the communicator is then aborted).
     #[doc(alias = "ncclSend")]
-    pub fn send<'a, T: NcclType>(
+    pub fn send<'a, T: NcclType, On: Target<'a>>(
         &'a self,
         buf: impl Into<DeviceView<'a, T>>,
         peer: usize,
-        on: impl Target<'a>,
+        mut on: On,
     ) -> Result<()> {
-        self.send_in(buf.into(), peer, &on, None)
+        self.call_in(
+            Kind::Send,
+            Some(buf.into()),
+            None::<DeviceView<'a, T>>,
+            ReduceOp::Sum,
+            peer,
+            &mut on,
+            None,
+        )
     }
 
     /// `ncclRecv`: receives `buf` from rank `peer` (its matching [`send`](Self::send) has the same count).
@@ -594,13 +774,21 @@ impl Comm {
     /// # Errors
     /// [`Error::InvalidArgument`] for a peer that is not a rank; [`Error::ContextMismatch`] for memory or a stream of another context; [`Error::StreamCapturing`] for a capturing stream given as `&Stream`; [`Error::InvalidArgument`] for memory whose release is not ordered after the work, or inside a [`group`]; [`Error::NcclMismatch`] when an in-process rank issued something else at this point; NCCL's errors; [`Error::Timeout`] (the communicator is then aborted).
     #[doc(alias = "ncclRecv")]
-    pub fn recv<'a, T: NcclType>(
+    pub fn recv<'a, T: NcclType, On: Target<'a>>(
         &'a self,
-        buf: impl Into<DeviceViewMut<'a, T>>,
+        buf: impl Into<On::Out<T>>,
         peer: usize,
-        on: impl Target<'a>,
+        mut on: On,
     ) -> Result<()> {
-        self.recv_in(buf.into(), peer, &on, None)
+        self.call_in(
+            Kind::Recv,
+            None,
+            Some(buf.into()),
+            ReduceOp::Sum,
+            peer,
+            &mut on,
+            None,
+        )
     }
 }
 
@@ -619,33 +807,43 @@ impl<'a> Group<'a> {
     ///
     /// # Errors
     /// As for [`Comm::all_reduce`].
-    pub fn all_reduce<T: NcclType>(
+    pub fn all_reduce<T: NcclType, On: Target<'a>>(
         &self,
         comm: &'a Comm,
         send: impl Into<DeviceView<'a, T>>,
-        recv: impl Into<DeviceViewMut<'a, T>>,
+        recv: impl Into<On::Out<T>>,
         op: ReduceOp,
-        on: impl Target<'a>,
+        mut on: On,
     ) -> Result<()> {
-        comm.all_reduce_in(send.into(), Some(recv.into()), op, &on, Some(&self.pending))
+        comm.call_in(
+            Kind::AllReduce,
+            Some(send.into()),
+            Some(recv.into()),
+            op,
+            0,
+            &mut on,
+            Some(&self.pending),
+        )
     }
 
     /// [`Comm::all_reduce_in_place`] in the group.
     ///
     /// # Errors
     /// As for [`Comm::all_reduce_in_place`].
-    pub fn all_reduce_in_place<T: NcclType>(
+    pub fn all_reduce_in_place<T: NcclType, On: Target<'a>>(
         &self,
         comm: &'a Comm,
-        buf: impl Into<DeviceViewMut<'a, T>>,
+        buf: impl Into<On::Out<T>>,
         op: ReduceOp,
-        on: impl Target<'a>,
+        mut on: On,
     ) -> Result<()> {
-        comm.all_reduce_in(
-            DeviceView::from(buf.into()),
+        comm.call_in(
+            Kind::AllReduce,
             None,
+            Some(buf.into()),
             op,
-            &on,
+            0,
+            &mut on,
             Some(&self.pending),
         )
     }
@@ -654,19 +852,21 @@ impl<'a> Group<'a> {
     ///
     /// # Errors
     /// As for [`Comm::broadcast`].
-    pub fn broadcast<T: NcclType>(
+    pub fn broadcast<T: NcclType, On: Target<'a>>(
         &self,
         comm: &'a Comm,
         send: impl Into<DeviceView<'a, T>>,
-        recv: impl Into<DeviceViewMut<'a, T>>,
+        recv: impl Into<On::Out<T>>,
         root: usize,
-        on: impl Target<'a>,
+        mut on: On,
     ) -> Result<()> {
-        comm.broadcast_in(
+        comm.call_in(
+            Kind::Broadcast,
             Some(send.into()),
-            recv.into(),
+            Some(recv.into()),
+            ReduceOp::Sum,
             root,
-            &on,
+            &mut on,
             Some(&self.pending),
         )
     }
@@ -675,87 +875,135 @@ impl<'a> Group<'a> {
     ///
     /// # Errors
     /// As for [`Comm::broadcast_in_place`].
-    pub fn broadcast_in_place<T: NcclType>(
+    pub fn broadcast_in_place<T: NcclType, On: Target<'a>>(
         &self,
         comm: &'a Comm,
-        buf: impl Into<DeviceViewMut<'a, T>>,
+        buf: impl Into<On::Out<T>>,
         root: usize,
-        on: impl Target<'a>,
+        mut on: On,
     ) -> Result<()> {
-        comm.broadcast_in(None, buf.into(), root, &on, Some(&self.pending))
+        comm.call_in(
+            Kind::Broadcast,
+            None,
+            Some(buf.into()),
+            ReduceOp::Sum,
+            root,
+            &mut on,
+            Some(&self.pending),
+        )
     }
 
     /// [`Comm::reduce`] in the group.
     ///
     /// # Errors
     /// As for [`Comm::reduce`].
-    pub fn reduce<T: NcclType>(
+    pub fn reduce<T: NcclType, On: Target<'a>>(
         &self,
         comm: &'a Comm,
         send: impl Into<DeviceView<'a, T>>,
-        recv: impl Into<DeviceViewMut<'a, T>>,
+        recv: impl Into<On::Out<T>>,
         op: ReduceOp,
         root: usize,
-        on: impl Target<'a>,
+        mut on: On,
     ) -> Result<()> {
-        comm.reduce_in(send.into(), recv.into(), op, root, &on, Some(&self.pending))
+        comm.call_in(
+            Kind::Reduce,
+            Some(send.into()),
+            Some(recv.into()),
+            op,
+            root,
+            &mut on,
+            Some(&self.pending),
+        )
     }
 
     /// [`Comm::all_gather`] in the group.
     ///
     /// # Errors
     /// As for [`Comm::all_gather`].
-    pub fn all_gather<T: NcclType>(
+    pub fn all_gather<T: NcclType, On: Target<'a>>(
         &self,
         comm: &'a Comm,
         send: impl Into<DeviceView<'a, T>>,
-        recv: impl Into<DeviceViewMut<'a, T>>,
-        on: impl Target<'a>,
+        recv: impl Into<On::Out<T>>,
+        mut on: On,
     ) -> Result<()> {
-        comm.all_gather_in(send.into(), recv.into(), &on, Some(&self.pending))
+        comm.call_in(
+            Kind::AllGather,
+            Some(send.into()),
+            Some(recv.into()),
+            ReduceOp::Sum,
+            0,
+            &mut on,
+            Some(&self.pending),
+        )
     }
 
     /// [`Comm::reduce_scatter`] in the group.
     ///
     /// # Errors
     /// As for [`Comm::reduce_scatter`].
-    pub fn reduce_scatter<T: NcclType>(
+    pub fn reduce_scatter<T: NcclType, On: Target<'a>>(
         &self,
         comm: &'a Comm,
         send: impl Into<DeviceView<'a, T>>,
-        recv: impl Into<DeviceViewMut<'a, T>>,
+        recv: impl Into<On::Out<T>>,
         op: ReduceOp,
-        on: impl Target<'a>,
+        mut on: On,
     ) -> Result<()> {
-        comm.reduce_scatter_in(send.into(), recv.into(), op, &on, Some(&self.pending))
+        comm.call_in(
+            Kind::ReduceScatter,
+            Some(send.into()),
+            Some(recv.into()),
+            op,
+            0,
+            &mut on,
+            Some(&self.pending),
+        )
     }
 
     /// [`Comm::send`] in the group.
     ///
     /// # Errors
     /// As for [`Comm::send`].
-    pub fn send<T: NcclType>(
+    pub fn send<T: NcclType, On: Target<'a>>(
         &self,
         comm: &'a Comm,
         buf: impl Into<DeviceView<'a, T>>,
         peer: usize,
-        on: impl Target<'a>,
+        mut on: On,
     ) -> Result<()> {
-        comm.send_in(buf.into(), peer, &on, Some(&self.pending))
+        comm.call_in(
+            Kind::Send,
+            Some(buf.into()),
+            None::<DeviceView<'a, T>>,
+            ReduceOp::Sum,
+            peer,
+            &mut on,
+            Some(&self.pending),
+        )
     }
 
     /// [`Comm::recv`] in the group.
     ///
     /// # Errors
     /// As for [`Comm::recv`].
-    pub fn recv<T: NcclType>(
+    pub fn recv<T: NcclType, On: Target<'a>>(
         &self,
         comm: &'a Comm,
-        buf: impl Into<DeviceViewMut<'a, T>>,
+        buf: impl Into<On::Out<T>>,
         peer: usize,
-        on: impl Target<'a>,
+        mut on: On,
     ) -> Result<()> {
-        comm.recv_in(buf.into(), peer, &on, Some(&self.pending))
+        comm.call_in(
+            Kind::Recv,
+            None,
+            Some(buf.into()),
+            ReduceOp::Sum,
+            peer,
+            &mut on,
+            Some(&self.pending),
+        )
     }
 }
 
@@ -810,7 +1058,7 @@ pub fn group<'env, R>(f: impl for<'g> FnOnce(&'g Group<'env>) -> Result<R>) -> R
         // in-process ranks of a collective are issued together): they could only hang,
         // so their communicators are aborted, which ends their kernels.
         for comm in g.pending.borrow().iter() {
-            let _ = comm.abort();
+            comm.abort_unless_captured();
         }
         return Err(e);
     }

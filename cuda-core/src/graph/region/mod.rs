@@ -672,7 +672,7 @@ impl<'a> Region<'a> {
                         true
                     }
                 }
-                Kind::HostFn => false,
+                Kind::HostFn | Kind::Nccl => false,
                 _ => set_memory(entry.exec.as_raw(), node, old, new, &self.ctx)?,
             };
             if changed {

@@ -194,7 +194,8 @@ impl<'a> Recorder<'_, 'a> {
         let set = match op.key.kind {
             // (Kernels are followed by `follow_kernel`.)
             Kind::Kernel => return false,
-            Kind::HostFn => return true,
+            // The key is the whole call: equal keys, nothing to set.
+            Kind::HostFn | Kind::Nccl => return true,
             _ => {
                 let r = set_memory(e.exec.as_raw(), node, old, op, self.ctx);
                 if let (Ok(true), Some(o)) = (&r, e.rec.ops.get_mut(self.pos)) {
@@ -335,6 +336,35 @@ impl<'a> Recorder<'_, 'a> {
     /// A memory operation (no argument words).
     pub(super) fn record_memory(&mut self, op: Op<'a>) {
         self.record(op, None, None);
+    }
+
+    /// The region's context.
+    #[cfg(feature = "nccl")]
+    pub(crate) fn region_context(&self) -> &Context {
+        self.ctx
+    }
+
+    /// Records an NCCL call that `nccl::Comm` checked (its communicator and buffers
+    /// borrowed for `'a` by the call's signature): `comm`, `shape` (kind, element type,
+    /// reduction, root or peer), the count and the send and receive addresses.
+    #[cfg(feature = "nccl")]
+    pub(crate) fn record_nccl(
+        &mut self,
+        comm: usize,
+        shape: [u32; 4],
+        count: usize,
+        addrs: [u64; 2],
+    ) {
+        self.record_memory(Op {
+            key: Key {
+                func: comm,
+                shape: [shape[0], shape[1], shape[2], shape[3], 0, 0, 0],
+                bytes: count,
+                nccl: addrs,
+                ..Key::new(Kind::Nccl)
+            },
+            ..Op::new(Kind::Nccl)
+        });
     }
 
     /// `cuMemsetD8Async`, recorded: every byte of `buf` set to `value`; the region

@@ -15,6 +15,9 @@ pub(super) enum Kind {
     CopyHtoD,
     CopyDtoH,
     HostFn,
+    /// An NCCL call (feature `nccl`): its key holds everything, so a different call is
+    /// another structure (NCCL's nodes have no setters).
+    Nccl,
 }
 
 /// The structure of one operation: what must be equal for a cached node to take the
@@ -37,6 +40,10 @@ pub(super) struct Key {
     pub(super) attrs: u64,
     /// A host function's closure type.
     pub(super) host: Option<TypeId>,
+    /// An NCCL call's send and receive addresses (`func` holds the communicator,
+    /// `shape[..4]` the kind, element type, reduction and root or peer, `bytes` the
+    /// count).
+    pub(super) nccl: [u64; 2],
 }
 
 impl Key {
@@ -51,6 +58,7 @@ impl Key {
             nwords: 0,
             attrs: 0,
             host: None,
+            nccl: [0; 2],
         }
     }
 
@@ -58,6 +66,9 @@ impl Key {
     pub(super) fn makes_node(&self) -> bool {
         match self.kind {
             Kind::Kernel | Kind::HostFn => true,
+            // NCCL adds nodes of its own (kernels, and more), never updated: none is
+            // tracked.
+            Kind::Nccl => false,
             _ => self.bytes != 0,
         }
     }
@@ -73,6 +84,8 @@ impl Key {
         mix(self.bytes as u64);
         mix(u64::from(self.nattrs) | u64::from(self.nparams) << 16 | u64::from(self.nwords) << 32);
         mix(self.attrs);
+        mix(self.nccl[0]);
+        mix(self.nccl[1]);
         h
     }
 }

@@ -304,6 +304,28 @@ pub(super) fn issue(rec: &mut Recording<'_>, i: usize, op: &Op<'_>, stream: &Str
                 }
             }
         }
+        Kind::Nccl => {
+            #[cfg(feature = "nccl")]
+            {
+                let k = op.key;
+                // SAFETY: recorded by `nccl::Comm` after its checks; the region borrows
+                // the communicator and the buffers for `'a` (it never aborts through a
+                // shared borrow).
+                unsafe {
+                    crate::nccl::launch_recorded(
+                        k.func,
+                        [k.shape[0], k.shape[1], k.shape[2], k.shape[3]],
+                        k.bytes,
+                        k.nccl,
+                        stream,
+                    )
+                }
+            }
+            #[cfg(not(feature = "nccl"))]
+            Err(Error::InvalidArgument(
+                "Region: an NCCL call without feature nccl",
+            ))
+        }
         Kind::HostFn => {
             let at = rec.hosts.iter().position(|(k, _)| *k as usize == i);
             let Some((_, f)) = at.map(|k| rec.hosts.swap_remove(k)) else {
