@@ -25,7 +25,7 @@ use std::io::Write as _;
 use common::{
     BLOCK, ChainMode, Pair, R, STAMPS, chain_bench, chain_bench_trigger, gpu_or_exit, stats,
 };
-use cudadrv::{Event, EventFlags, Module, Stream};
+use cudadrv::{Event, EventFlags, Module, Stream, nvtx};
 
 const PRIMARY_WORK_NS: u32 = 10_000;
 const PROLOG_ITERS: u32 = 1_000;
@@ -59,6 +59,10 @@ fn run(ctx: &cudadrv::Context, stamps_path: Option<&str>) -> R {
         println!("pdl_demo: PDL needs sm_90 or newer; nothing to show on this GPU.");
         return Ok(());
     }
+    // The phases as NVTX ranges: a profiler's timeline (Nsight Systems) shows them by name;
+    // without one attached these calls do nothing.
+    nvtx::name_category(1, c"pdl_demo");
+    let setup = nvtx::Event::new(c"pdl_demo: setup").category(1).range();
     let module = Module::from_ptx(ctx, cuda_workspace::ptx::KERNELS)?;
     let n = sms * BLOCK;
     let mut pair = Pair::new(ctx, &module, n, sms)?;
@@ -69,6 +73,11 @@ fn run(ctx: &cudadrv::Context, stamps_path: Option<&str>) -> R {
         Event::new(ctx, EventFlags::empty())?,
     );
 
+    drop(setup);
+    let section = nvtx::Event::new(c"pdl_demo: 1. PDL pair")
+        .category(1)
+        .color(0xff76_b900)
+        .range();
     println!(
         "\n1. PDL pair, {sms}x{BLOCK} + {sms}x{BLOCK} threads: primary triggers at entry and works {} us, secondary prolog {PROLOG_ITERS} iterations",
         PRIMARY_WORK_NS / 1000
@@ -76,6 +85,7 @@ fn run(ctx: &cudadrv::Context, stamps_path: Option<&str>) -> R {
     let mut csv = String::from("pair,kernel,block,sm,start_ns,mid_ns,end_ns\n");
     for pdl in [false, true] {
         let label = if pdl { "pdl" } else { "plain" };
+        let _pass = nvtx::range(if pdl { c"PDL pairs" } else { c"plain pairs" });
         let mut pair_us = Vec::with_capacity(PAIRS);
         let mut overlap_us = Vec::with_capacity(PAIRS);
         let mut overlapped = 0;
@@ -125,10 +135,16 @@ fn run(ctx: &cudadrv::Context, stamps_path: Option<&str>) -> R {
         );
     }
 
+    drop(section);
+    let section = nvtx::Event::new(c"pdl_demo: 2. chain of 256 kernels")
+        .category(1)
+        .color(0xff00_7fff)
+        .range();
     println!(
         "\n2. chain of 256 dependent kernels ({sms}x{BLOCK} threads, each reads the previous output)"
     );
     for mode in ChainMode::ALL {
+        nvtx::mark(mode.name_cstr());
         let mut us = chain_bench(
             ctx,
             &mut stream,
@@ -145,6 +161,11 @@ fn run(ctx: &cudadrv::Context, stamps_path: Option<&str>) -> R {
             mode.name()
         );
     }
+    drop(section);
+    let _section = nvtx::Event::new(c"pdl_demo: 3. multi-wave")
+        .category(1)
+        .color(0xffff_7f00)
+        .range();
     multi_wave(ctx, &module, &mut stream)
 }
 

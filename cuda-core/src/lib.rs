@@ -616,6 +616,8 @@ pub mod memory;
 #[cfg_attr(docsrs, doc(cfg(feature = "nccl")))]
 pub mod nccl;
 #[cfg(not(target_arch = "nvptx64"))]
+pub mod nvtx;
+#[cfg(not(target_arch = "nvptx64"))]
 pub mod tensor_map;
 #[cfg(test)]
 mod testing;

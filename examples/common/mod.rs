@@ -189,6 +189,16 @@ impl ChainMode {
         }
     }
 
+    /// [`name`](Self::name) as a C string (an NVTX mark).
+    pub fn name_cstr(self) -> &'static std::ffi::CStr {
+        match self {
+            ChainMode::Stream => c"chain: stream",
+            ChainMode::StreamPdl => c"chain: stream_pdl",
+            ChainMode::Graph => c"chain: graph",
+            ChainMode::GraphPdl => c"chain: graph_pdl",
+        }
+    }
+
     pub fn pdl(self) -> bool {
         matches!(self, ChainMode::StreamPdl | ChainMode::GraphPdl)
     }

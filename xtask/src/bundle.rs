@@ -105,6 +105,19 @@ pub fn run_bundle(root: &Path, dir: &Path) -> R {
         root.join("examples/nccl_torch.py"),
         bin.join("nccl_torch.py"),
     )?;
+    step("the NVTX tool of hw_nvtx (examples/nvtx_injection.rs)");
+    run(cargo(root).args([
+        "build",
+        "--release",
+        "--example",
+        "nvtx_injection",
+        "-p",
+        "cuda-workspace",
+    ]))?;
+    std::fs::copy(
+        root.join("target/release/examples/libnvtx_injection.so"),
+        bin.join("libnvtx_injection.so"),
+    )?;
 
     step("the kernel template's host program (runs as bin/hw_template)");
     let template = crate::template::build_host(root)?;
@@ -129,6 +142,7 @@ pub fn run_bundle(root: &Path, dir: &Path) -> R {
         ("hw_decode", HW_DECODE_SH),
         ("hw_template", HW_TEMPLATE_SH),
         ("hw_vector_add", HW_VECTOR_ADD_SH),
+        ("hw_nvtx", HW_NVTX_SH),
         ("hw_torch", HW_TORCH_SH),
     ] {
         std::fs::write(bin.join(name), script)?;
@@ -380,6 +394,28 @@ if [ "$rc" != 0 ] || [ "$fail" = 1 ]; then r="0 passed, 1 failed, 0 skipped"
 elif echo "$out" | grep -q "nothing was run"; then r="0 passed, 0 failed, 1 skipped"
 else r="1 passed, 0 failed, 0 skipped"; fi
 echo "hw_vector_add: $r"
+case "$r" in *" 1 failed"*) exit 1 ;; *) exit 0 ;; esac
+"#;
+
+const HW_NVTX_SH: &str = r#"#!/usr/bin/env bash
+# pdl_demo with an NVTX tool attached (bin/libnvtx_injection.so, the way a profiler
+# attaches): its phases must reach the tool as named, balanced ranges.
+here=$(cd "$(dirname "$0")" && pwd)
+log=${TMPDIR:-/tmp}/hw_nvtx_$$.log
+rm -f "$log"
+out=$(NVTX_INJECTION64_PATH="$here/libnvtx_injection.so" NVTX_TEST_LOG="$log" "$here/pdl_demo" 2>&1); rc=$?
+echo "$out" | tail -3
+touch "$log"
+echo "nvtx calls received: $(wc -l < "$log")"; grep -E "^(push_ex|category)" "$log" | sort | uniq -c
+pushes=$(grep -cE "^push" "$log"); pops=$(grep -c "^pop" "$log")
+want=("attached" "category 1 pdl_demo" "push_ex pdl_demo: setup" "push_ex pdl_demo: 1. PDL pair" "push 1 plain pairs" "push 1 PDL pairs" "push_ex pdl_demo: 2. chain of 256 kernels" "mark chain: graph_pdl" "push_ex pdl_demo: 3. multi-wave")
+missing=0
+for w in "${want[@]}"; do grep -q "^$w" "$log" || { echo "hw_nvtx: missing: $w"; missing=1; }; done
+rm -f "$log"
+if echo "$out" | grep -q "nothing was run\|no GPU"; then r="0 passed, 0 failed, 1 skipped"
+elif [ "$rc" != 0 ] || [ "$missing" = 1 ] || [ "$pushes" != "$pops" ]; then echo "pushes $pushes, pops $pops"; r="0 passed, 1 failed, 0 skipped"
+else r="1 passed, 0 failed, 0 skipped"; fi
+echo "hw_nvtx: $r"
 case "$r" in *" 1 failed"*) exit 1 ;; *) exit 0 ;; esac
 "#;
 

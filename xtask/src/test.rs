@@ -421,6 +421,7 @@ pub fn run_all(root: &Path) -> R {
         &["-p", "cuda-workspace", "--test", "mock_region"][..],
         &["-p", "cuda-workspace", "--test", "mock_async"][..],
         &["-p", "cuda-workspace", "--test", "mock_nccl"][..],
+        &["-p", "cuda-workspace", "--test", "mock_nvtx"][..],
     ] {
         run(crate::ptx::toolchain_cargo(root, "nightly")
             .env("CUDA_SYS_INCLUDE", &include)
