@@ -100,6 +100,10 @@ fn main() {
     } else {
         "threads"
     };
+    let mode = format!(
+        "{mode}{}",
+        if args.nonblocking { ", non-blocking" } else { "" }
+    );
     println!(
         "nccl_bench: NCCL {}.{}.{}, {gpus} GPU(s), mode {mode}",
         version / 10000,
