@@ -102,7 +102,11 @@ fn main() {
     };
     let mode = format!(
         "{mode}{}",
-        if args.nonblocking { ", non-blocking" } else { "" }
+        if args.nonblocking {
+            ", non-blocking"
+        } else {
+            ""
+        }
     );
     println!(
         "nccl_bench: NCCL {}.{}.{}, {gpus} GPU(s), mode {mode}",
