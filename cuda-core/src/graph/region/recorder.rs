@@ -339,7 +339,7 @@ impl<'a> Recorder<'_, 'a> {
     }
 
     /// The region's context.
-    #[cfg(feature = "nccl")]
+    #[cfg(all(feature = "nccl", unix))]
     pub(crate) fn region_context(&self) -> &Context {
         self.ctx
     }
@@ -347,7 +347,7 @@ impl<'a> Recorder<'_, 'a> {
     /// Records an NCCL call that `nccl::Comm` checked (its communicator and buffers
     /// borrowed for `'a` by the call's signature): `comm`, `shape` (kind, element type,
     /// reduction, root or peer), the count and the send and receive addresses.
-    #[cfg(feature = "nccl")]
+    #[cfg(all(feature = "nccl", unix))]
     pub(crate) fn record_nccl(
         &mut self,
         comm: usize,

@@ -17,7 +17,7 @@ pub(super) enum Kind {
     HostFn,
     /// An NCCL call (feature `nccl`): its key holds everything, so a different call is
     /// another structure (NCCL's nodes have no setters).
-    #[cfg_attr(not(feature = "nccl"), allow(dead_code))]
+    #[cfg_attr(not(all(feature = "nccl", unix)), allow(dead_code))]
     Nccl,
 }
 

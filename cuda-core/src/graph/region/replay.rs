@@ -305,7 +305,7 @@ pub(super) fn issue(rec: &mut Recording<'_>, i: usize, op: &Op<'_>, stream: &Str
             }
         }
         Kind::Nccl => {
-            #[cfg(feature = "nccl")]
+            #[cfg(all(feature = "nccl", unix))]
             {
                 let k = op.key;
                 // SAFETY: recorded by `nccl::Comm` after its checks; the region borrows
@@ -321,7 +321,7 @@ pub(super) fn issue(rec: &mut Recording<'_>, i: usize, op: &Op<'_>, stream: &Str
                     )
                 }
             }
-            #[cfg(not(feature = "nccl"))]
+            #[cfg(not(all(feature = "nccl", unix)))]
             Err(Error::InvalidArgument(
                 "Region: an NCCL call without feature nccl",
             ))
