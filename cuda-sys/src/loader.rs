@@ -1135,4 +1135,32 @@ mod tests {
             "{err:?}"
         );
     }
+
+    /// A missing NCCL is an error that names what was tried: the variable's path, the
+    /// loader's name and the pip wheel's place.
+    #[test]
+    #[cfg(all(feature = "loaded", feature = "nccl", unix))]
+    fn a_missing_nccl_names_the_paths_tried() {
+        let _env = ENV.lock();
+        set_env("CUDA_SYS_LIBNCCL", "/nonexistent/cudadrv-test/libnccl.so.2");
+        // SAFETY: the variable names no file; any NCCL found on the loader path or in a
+        // wheel is NCCL (opened and closed, its initialisers run, as a framework's would).
+        let found = unsafe { open_nccl() };
+        remove_env("CUDA_SYS_LIBNCCL");
+        match found {
+            Ok(_) => std::println!("an NCCL is installed here: nothing to check"),
+            Err(e) => {
+                let text = std::format!("{e}");
+                std::println!("{text}");
+                for part in [
+                    "could not load libnccl",
+                    "/nonexistent/cudadrv-test/libnccl.so.2",
+                    "libnccl.so.2",
+                    "nvidia/nccl/lib/libnccl.so.2",
+                ] {
+                    assert!(text.contains(part), "{part:?} missing from: {text}");
+                }
+            }
+        }
+    }
 }
