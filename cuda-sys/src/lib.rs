@@ -353,8 +353,15 @@ fn default_driver(
 /// The table itself, when the process-wide table already exists.
 #[allow(clippy::result_large_err)] // the table is given back, by value
 pub fn install_driver(table: DriverApi) -> Result<(), DriverApi> {
+    install_table(&DRIVER, table)
+}
+
+/// Moves `table` into `cell` if no table is made there yet; gives it back otherwise
+/// (what [`install_driver`], `install_runtime` and `install_nccl` do).
+#[allow(clippy::result_large_err)] // the table is given back, by value
+fn install_table<T>(cell: &once::Once<T, LoadError>, table: T) -> Result<(), T> {
     let mut given = Some(table);
-    let install = |slot: &mut core::mem::MaybeUninit<DriverApi>| match given.take() {
+    let install = |slot: &mut core::mem::MaybeUninit<T>| match given.take() {
         Some(table) => {
             slot.write(table);
             Ok(())
@@ -362,7 +369,7 @@ pub fn install_driver(table: DriverApi) -> Result<(), DriverApi> {
         None => Err(LoadError::AlreadyLoaded),
     };
     // SAFETY: the closure writes the slot whenever it returns Ok.
-    unsafe { DRIVER.set_in_place(install) };
+    unsafe { cell.set_in_place(install) };
     match given {
         None => Ok(()),
         Some(rejected) => Err(rejected),
@@ -459,20 +466,7 @@ fn default_runtime(
 #[cfg_attr(docsrs, doc(cfg(feature = "runtime")))]
 #[allow(clippy::result_large_err)] // the table is given back, by value
 pub fn install_runtime(table: RuntimeApi) -> Result<(), RuntimeApi> {
-    let mut given = Some(table);
-    let install = |slot: &mut core::mem::MaybeUninit<RuntimeApi>| match given.take() {
-        Some(table) => {
-            slot.write(table);
-            Ok(())
-        }
-        None => Err(LoadError::AlreadyLoaded),
-    };
-    // SAFETY: the closure writes the slot whenever it returns Ok.
-    unsafe { RUNTIME.set_in_place(install) };
-    match given {
-        None => Ok(()),
-        Some(rejected) => Err(rejected),
-    }
+    install_table(&RUNTIME, table)
 }
 
 #[cfg(feature = "nccl")]
@@ -521,20 +515,7 @@ fn default_nccl(slot: &mut core::mem::MaybeUninit<nccl::NcclApi>) -> Result<(), 
 #[cfg_attr(docsrs, doc(cfg(feature = "nccl")))]
 #[allow(clippy::result_large_err)] // the table is given back, by value
 pub fn install_nccl(table: nccl::NcclApi) -> Result<(), nccl::NcclApi> {
-    let mut given = Some(table);
-    let install = |slot: &mut core::mem::MaybeUninit<nccl::NcclApi>| match given.take() {
-        Some(table) => {
-            slot.write(table);
-            Ok(())
-        }
-        None => Err(LoadError::AlreadyLoaded),
-    };
-    // SAFETY: the closure writes the slot whenever it returns Ok.
-    unsafe { NCCL.set_in_place(install) };
-    match given {
-        None => Ok(()),
-        Some(rejected) => Err(rejected),
-    }
+    install_table(&NCCL, table)
 }
 
 /// How [`driver()`] makes the process-wide table when none was installed: `"loaded"`
