@@ -31,7 +31,7 @@ mod common;
 use std::fmt::Write as _;
 use std::time::Duration;
 
-use common::{R, exit_no_gpu};
+use common::{R, arg_value, exit_no_gpu};
 use cuda_workspace::Kernels;
 use cudadrv::launch::{LaunchConfig, launch};
 use cudadrv::nccl::{self, Comm, Config, ReduceOp, UniqueId};
@@ -52,9 +52,7 @@ fn main() {
     unsafe { std::env::set_var("NCCL_NVLS_ENABLE", "0") };
     let v: Vec<String> = std::env::args().skip(1).collect();
     let num = |flag: &str, d: usize| {
-        v.iter()
-            .position(|a| a == flag)
-            .and_then(|i| v.get(i + 1))
+        arg_value(&v, flag)
             .and_then(|n| n.parse().ok())
             .unwrap_or(d)
     };
@@ -62,12 +60,7 @@ fn main() {
         steps: num("--steps", 3),
         buckets: num("--buckets", 8),
         floats: num("--floats", 8 << 20),
-        svg: v
-            .iter()
-            .position(|a| a == "--svg")
-            .and_then(|i| v.get(i + 1))
-            .cloned()
-            .unwrap_or_else(|| "data_parallel_timeline.svg".into()),
+        svg: arg_value(&v, "--svg").unwrap_or_else(|| "data_parallel_timeline.svg".into()),
     };
     let gpus = match Device::count() {
         Ok(0) => exit_no_gpu("data_parallel", "the driver reports no device"),

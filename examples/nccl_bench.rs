@@ -21,7 +21,7 @@ use std::io::Write as _;
 use std::process::Command;
 use std::time::Duration;
 
-use common::{R, exit_no_gpu};
+use common::{R, arg_value, exit_no_gpu};
 use cuda_workspace::Kernels;
 use cudadrv::graph::{CaptureMode, InstantiateFlags};
 use cudadrv::launch::LaunchConfig;
@@ -44,9 +44,7 @@ struct Args {
 fn parse() -> Args {
     let v: Vec<String> = std::env::args().skip(1).collect();
     let num = |flag: &str, default: usize| {
-        v.iter()
-            .position(|a| a == flag)
-            .and_then(|i| v.get(i + 1))
+        arg_value(&v, flag)
             .and_then(|n| n.parse().ok())
             .unwrap_or(default)
     };
@@ -55,11 +53,7 @@ fn parse() -> Args {
         max: num("--max-bytes", 1 << 30),
         warmup: num("--warmup", 5),
         iters: num("--iters", 20),
-        csv: v
-            .iter()
-            .position(|a| a == "--csv")
-            .and_then(|i| v.get(i + 1))
-            .cloned(),
+        csv: arg_value(&v, "--csv"),
         procs: v.iter().any(|a| a == "--procs"),
         graph: v.iter().any(|a| a == "--graph"),
         nonblocking: v.iter().any(|a| a == "--nonblocking"),
