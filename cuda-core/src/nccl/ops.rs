@@ -587,211 +587,6 @@ impl Comm {
     }
 }
 
-impl Comm {
-    /// `ncclAllReduce`: `recv[i]` = `op` over the ranks of `send[i]`, out of place.
-    ///
-    /// # Errors
-    /// [`Error::LengthMismatch`] when the lengths differ; [`Error::ContextMismatch`] for memory or a stream of another context; [`Error::StreamCapturing`] for a capturing stream given as `&Stream`; [`Error::InvalidArgument`] for memory whose release is not ordered after the work, or inside a [`group`]; [`Error::NcclMismatch`] when an in-process rank issued something else at this point; NCCL's errors; [`Error::Timeout`] (the communicator is then aborted).
-    #[doc(alias = "ncclAllReduce")]
-    pub fn all_reduce<'a, T: NcclType, On: Target<'a>>(
-        &'a self,
-        send: impl Into<DeviceView<'a, T>>,
-        recv: impl Into<On::Out<T>>,
-        op: ReduceOp,
-        mut on: On,
-    ) -> Result<()> {
-        self.call_in(
-            Kind::AllReduce,
-            Some(send.into()),
-            Some(recv.into()),
-            op,
-            0,
-            &mut on,
-            None,
-        )
-    }
-
-    /// `ncclAllReduce` in place: `buf[i]` = `op` over the ranks of `buf[i]`.
-    ///
-    /// # Errors
-    /// [`Error::ContextMismatch`] for memory or a stream of another context; [`Error::StreamCapturing`] for a capturing stream given as `&Stream`; [`Error::InvalidArgument`] for memory whose release is not ordered after the work, or inside a [`group`]; [`Error::NcclMismatch`] when an in-process rank issued something else at this point; NCCL's errors; [`Error::Timeout`] (the communicator is then aborted).
-    #[doc(alias = "ncclAllReduce")]
-    pub fn all_reduce_in_place<'a, T: NcclType, On: Target<'a>>(
-        &'a self,
-        buf: impl Into<On::Out<T>>,
-        op: ReduceOp,
-        mut on: On,
-    ) -> Result<()> {
-        self.call_in(
-            Kind::AllReduce,
-            None,
-            Some(buf.into()),
-            op,
-            0,
-            &mut on,
-            None,
-        )
-    }
-
-    /// `ncclBroadcast`: every rank's `recv` = the root's `send` (same lengths on every rank; `send` is read on the root only).
-    ///
-    /// # Errors
-    /// [`Error::LengthMismatch`] when the lengths differ; [`Error::InvalidArgument`] for a root that is not a rank; [`Error::ContextMismatch`] for memory or a stream of another context; [`Error::StreamCapturing`] for a capturing stream given as `&Stream`; [`Error::InvalidArgument`] for memory whose release is not ordered after the work, or inside a [`group`]; [`Error::NcclMismatch`] when an in-process rank issued something else at this point; NCCL's errors; [`Error::Timeout`] (the communicator is then aborted).
-    #[doc(alias = "ncclBroadcast")]
-    pub fn broadcast<'a, T: NcclType, On: Target<'a>>(
-        &'a self,
-        send: impl Into<DeviceView<'a, T>>,
-        recv: impl Into<On::Out<T>>,
-        root: usize,
-        mut on: On,
-    ) -> Result<()> {
-        self.call_in(
-            Kind::Broadcast,
-            Some(send.into()),
-            Some(recv.into()),
-            ReduceOp::Sum,
-            root,
-            &mut on,
-            None,
-        )
-    }
-
-    /// `ncclBroadcast` in place: every rank's `buf` = the root's.
-    ///
-    /// # Errors
-    /// [`Error::InvalidArgument`] for a root that is not a rank; [`Error::ContextMismatch`] for memory or a stream of another context; [`Error::StreamCapturing`] for a capturing stream given as `&Stream`; [`Error::InvalidArgument`] for memory whose release is not ordered after the work, or inside a [`group`]; [`Error::NcclMismatch`] when an in-process rank issued something else at this point; NCCL's errors; [`Error::Timeout`] (the communicator is then aborted).
-    #[doc(alias = "ncclBroadcast")]
-    pub fn broadcast_in_place<'a, T: NcclType, On: Target<'a>>(
-        &'a self,
-        buf: impl Into<On::Out<T>>,
-        root: usize,
-        mut on: On,
-    ) -> Result<()> {
-        self.call_in(
-            Kind::Broadcast,
-            None,
-            Some(buf.into()),
-            ReduceOp::Sum,
-            root,
-            &mut on,
-            None,
-        )
-    }
-
-    /// `ncclReduce`: the root's `recv[i]` = `op` over the ranks of `send[i]` (`recv` is written on the root only; same lengths on every rank).
-    ///
-    /// # Errors
-    /// [`Error::LengthMismatch`] when the lengths differ; [`Error::InvalidArgument`] for a root that is not a rank; [`Error::ContextMismatch`] for memory or a stream of another context; [`Error::StreamCapturing`] for a capturing stream given as `&Stream`; [`Error::InvalidArgument`] for memory whose release is not ordered after the work, or inside a [`group`]; [`Error::NcclMismatch`] when an in-process rank issued something else at this point; NCCL's errors; [`Error::Timeout`] (the communicator is then aborted).
-    #[doc(alias = "ncclReduce")]
-    pub fn reduce<'a, T: NcclType, On: Target<'a>>(
-        &'a self,
-        send: impl Into<DeviceView<'a, T>>,
-        recv: impl Into<On::Out<T>>,
-        op: ReduceOp,
-        root: usize,
-        mut on: On,
-    ) -> Result<()> {
-        self.call_in(
-            Kind::Reduce,
-            Some(send.into()),
-            Some(recv.into()),
-            op,
-            root,
-            &mut on,
-            None,
-        )
-    }
-
-    /// `ncclAllGather`: `recv` (`size * n` elements) = every rank's `send` (`n`), in rank order.
-    ///
-    /// # Errors
-    /// [`Error::LengthMismatch`] unless `recv` holds `size` times as many elements as `send`; [`Error::ContextMismatch`] for memory or a stream of another context; [`Error::StreamCapturing`] for a capturing stream given as `&Stream`; [`Error::InvalidArgument`] for memory whose release is not ordered after the work, or inside a [`group`]; [`Error::NcclMismatch`] when an in-process rank issued something else at this point; NCCL's errors; [`Error::Timeout`] (the communicator is then aborted).
-    #[doc(alias = "ncclAllGather")]
-    pub fn all_gather<'a, T: NcclType, On: Target<'a>>(
-        &'a self,
-        send: impl Into<DeviceView<'a, T>>,
-        recv: impl Into<On::Out<T>>,
-        mut on: On,
-    ) -> Result<()> {
-        self.call_in(
-            Kind::AllGather,
-            Some(send.into()),
-            Some(recv.into()),
-            ReduceOp::Sum,
-            0,
-            &mut on,
-            None,
-        )
-    }
-
-    /// `ncclReduceScatter`: rank `r`'s `recv` (`n` elements) = `op` over the ranks of their `send[r * n..(r + 1) * n]` (`send`: `size * n`).
-    ///
-    /// # Errors
-    /// [`Error::LengthMismatch`] unless `send` holds `size` times as many elements as `recv`; [`Error::ContextMismatch`] for memory or a stream of another context; [`Error::StreamCapturing`] for a capturing stream given as `&Stream`; [`Error::InvalidArgument`] for memory whose release is not ordered after the work, or inside a [`group`]; [`Error::NcclMismatch`] when an in-process rank issued something else at this point; NCCL's errors; [`Error::Timeout`] (the communicator is then aborted).
-    #[doc(alias = "ncclReduceScatter")]
-    pub fn reduce_scatter<'a, T: NcclType, On: Target<'a>>(
-        &'a self,
-        send: impl Into<DeviceView<'a, T>>,
-        recv: impl Into<On::Out<T>>,
-        op: ReduceOp,
-        mut on: On,
-    ) -> Result<()> {
-        self.call_in(
-            Kind::ReduceScatter,
-            Some(send.into()),
-            Some(recv.into()),
-            op,
-            0,
-            &mut on,
-            None,
-        )
-    }
-
-    /// `ncclSend`: sends `buf` to rank `peer`, whose matching [`recv`](Self::recv) takes the same count. Between ranks driven by one thread, issue both sides in one [`group`].
-    ///
-    /// # Errors
-    /// [`Error::InvalidArgument`] for a peer that is not a rank; [`Error::ContextMismatch`] for memory or a stream of another context; [`Error::StreamCapturing`] for a capturing stream given as `&Stream`; [`Error::InvalidArgument`] for memory whose release is not ordered after the work, or inside a [`group`]; [`Error::NcclMismatch`] when an in-process rank issued something else at this point; NCCL's errors; [`Error::Timeout`] (the communicator is then aborted).
-    #[doc(alias = "ncclSend")]
-    pub fn send<'a, T: NcclType, On: Target<'a>>(
-        &'a self,
-        buf: impl Into<DeviceView<'a, T>>,
-        peer: usize,
-        mut on: On,
-    ) -> Result<()> {
-        self.call_in(
-            Kind::Send,
-            Some(buf.into()),
-            None::<DeviceView<'a, T>>,
-            ReduceOp::Sum,
-            peer,
-            &mut on,
-            None,
-        )
-    }
-
-    /// `ncclRecv`: receives `buf` from rank `peer` (its matching [`send`](Self::send) has the same count).
-    ///
-    /// # Errors
-    /// [`Error::InvalidArgument`] for a peer that is not a rank; [`Error::ContextMismatch`] for memory or a stream of another context; [`Error::StreamCapturing`] for a capturing stream given as `&Stream`; [`Error::InvalidArgument`] for memory whose release is not ordered after the work, or inside a [`group`]; [`Error::NcclMismatch`] when an in-process rank issued something else at this point; NCCL's errors; [`Error::Timeout`] (the communicator is then aborted).
-    #[doc(alias = "ncclRecv")]
-    pub fn recv<'a, T: NcclType, On: Target<'a>>(
-        &'a self,
-        buf: impl Into<On::Out<T>>,
-        peer: usize,
-        mut on: On,
-    ) -> Result<()> {
-        self.call_in(
-            Kind::Recv,
-            None,
-            Some(buf.into()),
-            ReduceOp::Sum,
-            peer,
-            &mut on,
-            None,
-        )
-    }
-}
-
 /// A group of calls (`ncclGroupStart` / `ncclGroupEnd`), made by [`group`]: what a
 /// thread that drives several ranks needs (each rank's call would otherwise wait for the
 /// others), and what fuses point-to-point calls. NCCL runs the calls at the group's end,
@@ -802,209 +597,138 @@ pub struct Group<'env> {
     _env: PhantomData<&'env mut &'env ()>,
 }
 
-impl<'a> Group<'a> {
-    /// [`Comm::all_reduce`] in the group.
+/// The public calls, each written once: on [`Comm`] (outside a group, `pending` none)
+/// and on [`Group`] (the communicator and buffers borrowed for the group's `'env`).
+/// Each entry: the docs, the parameters, and `call_in`'s kind, send, receive, reduction
+/// and root or peer.
+macro_rules! calls {
+    ($(
+        $(#[$doc:meta])*
+        fn $name:ident($($arg:ident: $ty:ty),*) => ($kind:ident, $send:expr, $recv:expr, $op:expr, $root:expr);
+    )*) => {
+        impl Comm {$(
+            $(#[$doc])*
+            /// [`Error::ContextMismatch`] for memory or a stream of another context;
+            /// [`Error::StreamCapturing`] for a capturing stream given as `&Stream`;
+            /// [`Error::InvalidArgument`] for memory whose release is not ordered after
+            /// the work, or inside a [`group`]; [`Error::NcclMismatch`] when an
+            /// in-process rank issued something else at this point; NCCL's errors;
+            /// [`Error::Timeout`] (the communicator is then aborted).
+            pub fn $name<'a, T: NcclType, On: Target<'a>>(
+                &'a self,
+                $($arg: $ty,)*
+                mut on: On,
+            ) -> Result<()> {
+                self.call_in(Kind::$kind, $send, $recv, $op, $root, &mut on, None)
+            }
+        )*}
+
+        impl<'a> Group<'a> {$(
+            #[doc = concat!("[`Comm::", stringify!($name), "`] in the group.")]
+            ///
+            /// # Errors
+            #[doc = concat!("As for [`Comm::", stringify!($name), "`].")]
+            pub fn $name<T: NcclType, On: Target<'a>>(
+                &self,
+                comm: &'a Comm,
+                $($arg: $ty,)*
+                mut on: On,
+            ) -> Result<()> {
+                comm.call_in(Kind::$kind, $send, $recv, $op, $root, &mut on, Some(&self.pending))
+            }
+        )*}
+    };
+}
+
+calls! {
+    /// `ncclAllReduce`: `recv[i]` = `op` over the ranks of `send[i]`, out of place.
     ///
     /// # Errors
-    /// As for [`Comm::all_reduce`].
-    pub fn all_reduce<T: NcclType, On: Target<'a>>(
-        &self,
-        comm: &'a Comm,
+    /// [`Error::LengthMismatch`] when the lengths differ;
+    #[doc(alias = "ncclAllReduce")]
+    fn all_reduce(send: impl Into<DeviceView<'a, T>>, recv: impl Into<On::Out<T>>, op: ReduceOp)
+        => (AllReduce, Some(send.into()), Some(recv.into()), op, 0);
+
+    /// `ncclAllReduce` in place: `buf[i]` = `op` over the ranks of `buf[i]`.
+    ///
+    /// # Errors
+    #[doc(alias = "ncclAllReduce")]
+    fn all_reduce_in_place(buf: impl Into<On::Out<T>>, op: ReduceOp)
+        => (AllReduce, None, Some(buf.into()), op, 0);
+
+    /// `ncclBroadcast`: every rank's `recv` = the root's `send` (same lengths on every
+    /// rank; `send` is read on the root only).
+    ///
+    /// # Errors
+    /// [`Error::LengthMismatch`] when the lengths differ; [`Error::InvalidArgument`] for
+    /// a root that is not a rank;
+    #[doc(alias = "ncclBroadcast")]
+    fn broadcast(send: impl Into<DeviceView<'a, T>>, recv: impl Into<On::Out<T>>, root: usize)
+        => (Broadcast, Some(send.into()), Some(recv.into()), ReduceOp::Sum, root);
+
+    /// `ncclBroadcast` in place: every rank's `buf` = the root's.
+    ///
+    /// # Errors
+    /// [`Error::InvalidArgument`] for a root that is not a rank;
+    #[doc(alias = "ncclBroadcast")]
+    fn broadcast_in_place(buf: impl Into<On::Out<T>>, root: usize)
+        => (Broadcast, None, Some(buf.into()), ReduceOp::Sum, root);
+
+    /// `ncclReduce`: the root's `recv[i]` = `op` over the ranks of `send[i]` (`recv` is
+    /// written on the root only; same lengths on every rank).
+    ///
+    /// # Errors
+    /// [`Error::LengthMismatch`] when the lengths differ; [`Error::InvalidArgument`] for
+    /// a root that is not a rank;
+    #[doc(alias = "ncclReduce")]
+    fn reduce(
         send: impl Into<DeviceView<'a, T>>,
         recv: impl Into<On::Out<T>>,
         op: ReduceOp,
-        mut on: On,
-    ) -> Result<()> {
-        comm.call_in(
-            Kind::AllReduce,
-            Some(send.into()),
-            Some(recv.into()),
-            op,
-            0,
-            &mut on,
-            Some(&self.pending),
-        )
-    }
+        root: usize
+    ) => (Reduce, Some(send.into()), Some(recv.into()), op, root);
 
-    /// [`Comm::all_reduce_in_place`] in the group.
+    /// `ncclAllGather`: `recv` (`size * n` elements) = every rank's `send` (`n`), in rank
+    /// order.
     ///
     /// # Errors
-    /// As for [`Comm::all_reduce_in_place`].
-    pub fn all_reduce_in_place<T: NcclType, On: Target<'a>>(
-        &self,
-        comm: &'a Comm,
-        buf: impl Into<On::Out<T>>,
-        op: ReduceOp,
-        mut on: On,
-    ) -> Result<()> {
-        comm.call_in(
-            Kind::AllReduce,
-            None,
-            Some(buf.into()),
-            op,
-            0,
-            &mut on,
-            Some(&self.pending),
-        )
-    }
+    /// [`Error::LengthMismatch`] unless `recv` holds `size` times as many elements as
+    /// `send`;
+    #[doc(alias = "ncclAllGather")]
+    fn all_gather(send: impl Into<DeviceView<'a, T>>, recv: impl Into<On::Out<T>>)
+        => (AllGather, Some(send.into()), Some(recv.into()), ReduceOp::Sum, 0);
 
-    /// [`Comm::broadcast`] in the group.
+    /// `ncclReduceScatter`: rank `r`'s `recv` (`n` elements) = `op` over the ranks of
+    /// their `send[r * n..(r + 1) * n]` (`send`: `size * n`).
     ///
     /// # Errors
-    /// As for [`Comm::broadcast`].
-    pub fn broadcast<T: NcclType, On: Target<'a>>(
-        &self,
-        comm: &'a Comm,
+    /// [`Error::LengthMismatch`] unless `send` holds `size` times as many elements as
+    /// `recv`;
+    #[doc(alias = "ncclReduceScatter")]
+    fn reduce_scatter(
         send: impl Into<DeviceView<'a, T>>,
         recv: impl Into<On::Out<T>>,
-        root: usize,
-        mut on: On,
-    ) -> Result<()> {
-        comm.call_in(
-            Kind::Broadcast,
-            Some(send.into()),
-            Some(recv.into()),
-            ReduceOp::Sum,
-            root,
-            &mut on,
-            Some(&self.pending),
-        )
-    }
+        op: ReduceOp
+    ) => (ReduceScatter, Some(send.into()), Some(recv.into()), op, 0);
 
-    /// [`Comm::broadcast_in_place`] in the group.
+    /// `ncclSend`: sends `buf` to rank `peer`, whose matching [`recv`](Self::recv)
+    /// takes the same count. Between ranks driven by one thread, issue both sides in one
+    /// [`group`].
     ///
     /// # Errors
-    /// As for [`Comm::broadcast_in_place`].
-    pub fn broadcast_in_place<T: NcclType, On: Target<'a>>(
-        &self,
-        comm: &'a Comm,
-        buf: impl Into<On::Out<T>>,
-        root: usize,
-        mut on: On,
-    ) -> Result<()> {
-        comm.call_in(
-            Kind::Broadcast,
-            None,
-            Some(buf.into()),
-            ReduceOp::Sum,
-            root,
-            &mut on,
-            Some(&self.pending),
-        )
-    }
+    /// [`Error::InvalidArgument`] for a peer that is not a rank;
+    #[doc(alias = "ncclSend")]
+    fn send(buf: impl Into<DeviceView<'a, T>>, peer: usize)
+        => (Send, Some(buf.into()), None::<DeviceView<'a, T>>, ReduceOp::Sum, peer);
 
-    /// [`Comm::reduce`] in the group.
+    /// `ncclRecv`: receives `buf` from rank `peer` (its matching [`send`](Self::send) has
+    /// the same count).
     ///
     /// # Errors
-    /// As for [`Comm::reduce`].
-    pub fn reduce<T: NcclType, On: Target<'a>>(
-        &self,
-        comm: &'a Comm,
-        send: impl Into<DeviceView<'a, T>>,
-        recv: impl Into<On::Out<T>>,
-        op: ReduceOp,
-        root: usize,
-        mut on: On,
-    ) -> Result<()> {
-        comm.call_in(
-            Kind::Reduce,
-            Some(send.into()),
-            Some(recv.into()),
-            op,
-            root,
-            &mut on,
-            Some(&self.pending),
-        )
-    }
-
-    /// [`Comm::all_gather`] in the group.
-    ///
-    /// # Errors
-    /// As for [`Comm::all_gather`].
-    pub fn all_gather<T: NcclType, On: Target<'a>>(
-        &self,
-        comm: &'a Comm,
-        send: impl Into<DeviceView<'a, T>>,
-        recv: impl Into<On::Out<T>>,
-        mut on: On,
-    ) -> Result<()> {
-        comm.call_in(
-            Kind::AllGather,
-            Some(send.into()),
-            Some(recv.into()),
-            ReduceOp::Sum,
-            0,
-            &mut on,
-            Some(&self.pending),
-        )
-    }
-
-    /// [`Comm::reduce_scatter`] in the group.
-    ///
-    /// # Errors
-    /// As for [`Comm::reduce_scatter`].
-    pub fn reduce_scatter<T: NcclType, On: Target<'a>>(
-        &self,
-        comm: &'a Comm,
-        send: impl Into<DeviceView<'a, T>>,
-        recv: impl Into<On::Out<T>>,
-        op: ReduceOp,
-        mut on: On,
-    ) -> Result<()> {
-        comm.call_in(
-            Kind::ReduceScatter,
-            Some(send.into()),
-            Some(recv.into()),
-            op,
-            0,
-            &mut on,
-            Some(&self.pending),
-        )
-    }
-
-    /// [`Comm::send`] in the group.
-    ///
-    /// # Errors
-    /// As for [`Comm::send`].
-    pub fn send<T: NcclType, On: Target<'a>>(
-        &self,
-        comm: &'a Comm,
-        buf: impl Into<DeviceView<'a, T>>,
-        peer: usize,
-        mut on: On,
-    ) -> Result<()> {
-        comm.call_in(
-            Kind::Send,
-            Some(buf.into()),
-            None::<DeviceView<'a, T>>,
-            ReduceOp::Sum,
-            peer,
-            &mut on,
-            Some(&self.pending),
-        )
-    }
-
-    /// [`Comm::recv`] in the group.
-    ///
-    /// # Errors
-    /// As for [`Comm::recv`].
-    pub fn recv<T: NcclType, On: Target<'a>>(
-        &self,
-        comm: &'a Comm,
-        buf: impl Into<On::Out<T>>,
-        peer: usize,
-        mut on: On,
-    ) -> Result<()> {
-        comm.call_in(
-            Kind::Recv,
-            None,
-            Some(buf.into()),
-            ReduceOp::Sum,
-            peer,
-            &mut on,
-            Some(&self.pending),
-        )
-    }
+    /// [`Error::InvalidArgument`] for a peer that is not a rank;
+    #[doc(alias = "ncclRecv")]
+    fn recv(buf: impl Into<On::Out<T>>, peer: usize)
+        => (Recv, None, Some(buf.into()), ReduceOp::Sum, peer);
 }
 
 /// Runs `f` inside `ncclGroupStart` / `ncclGroupEnd` (see [`Group`]); after the end,
