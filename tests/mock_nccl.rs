@@ -29,6 +29,9 @@ static VERSION: AtomicI32 = AtomicI32::new(22809);
 static PENDING: AtomicU32 = AtomicU32::new(0);
 /// Every poll answers `ncclInProgress` (a peer that never comes).
 static HANG: AtomicBool = AtomicBool::new(false);
+/// A communicator leaked mid-flight (never dropped).
+static LEAKED: std::sync::atomic::AtomicPtr<Comm> =
+    std::sync::atomic::AtomicPtr::new(std::ptr::null_mut());
 /// The streams' work is done (`cuStreamQuery`).
 static STREAM_DONE: AtomicBool = AtomicBool::new(true);
 
@@ -355,4 +358,26 @@ fn nccl_against_a_mock() {
     drop(comm);
     assert_eq!(take_log(), ["finalize", "destroy", "finalize", "destroy"]);
     assert_eq!(PENDING.load(Ordering::Relaxed), 0);
+
+    // Forgotten with a call in flight: the communicator leaks (no finalize, no destroy,
+    // no abort), and the buffers the call names are still freed after it (cuMemFree
+    // waits for the context's work; the mock's frees return at once).
+    let leaked = Comm::init_rank(
+        &ctx,
+        &UniqueId::from_bytes(&[5; 128]).unwrap(),
+        1,
+        0,
+        &Config::default(),
+    )
+    .unwrap();
+    let mut buf = DeviceBuffer::<f32>::new(&ctx, 100).unwrap();
+    take_log();
+    leaked
+        .all_reduce_in_place(&mut buf, ReduceOp::Sum, &stream)
+        .unwrap();
+    // Leaked as `mem::forget` would (its drop never runs), but reachable from a static
+    // (Miri's leak check).
+    LEAKED.store(Box::into_raw(Box::new(leaked)), Ordering::Relaxed);
+    drop(buf);
+    assert_eq!(take_log(), ["allreduce true 100 100 type 7 op 0"]);
 }
