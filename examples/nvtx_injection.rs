@@ -7,6 +7,10 @@
 //! It follows NVTX's protocol from the tool's side: `InitializeInjectionNvtx2` is given
 //! the application's `get_export_table`, asks it for the callbacks table, and writes its
 //! functions into the CORE module's slots.
+//!
+//! Its `unsafe` is the tool's side of a C interface, not a gap in `cudadrv`: every
+//! function is an `extern "C"` callback that NVTX calls with raw pointers (messages,
+//! attributes, the slot table) whose validity is the protocol's promise.
 
 use std::ffi::{CStr, c_char, c_int, c_uint, c_void};
 use std::io::Write as _;
