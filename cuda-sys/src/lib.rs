@@ -184,6 +184,34 @@ pub mod nccl {
     pub use fns::{NCCL_ENTRIES, NcclApi};
 }
 
+/// NVRTC's types (`nvrtc.h`, generated from the header of the pinned NVRTC wheel), and
+/// its function table, [`NvrtcApi`](nvrtc::NvrtcApi) (feature `nvrtc`).
+#[cfg(feature = "nvrtc")]
+#[cfg_attr(docsrs, doc(cfg(feature = "nvrtc")))]
+pub mod nvrtc {
+    #[rustfmt::skip]
+    #[allow(
+        non_camel_case_types,
+        non_snake_case,
+        non_upper_case_globals,
+        missing_docs,
+        clippy::all,
+        rustdoc::all
+    )]
+    mod types {
+        include!("generated/nvrtc_types.rs");
+    }
+    pub use types::*;
+
+    #[rustfmt::skip]
+    #[allow(non_snake_case, unused_imports, clippy::all, missing_docs)]
+    mod fns {
+        use super::*;
+        include!("generated/nvrtc_fns.rs");
+    }
+    pub use fns::{NVRTC_ENTRIES, NvrtcApi};
+}
+
 #[cfg(test)]
 #[rustfmt::skip]
 #[allow(non_snake_case)]
@@ -357,7 +385,7 @@ pub fn install_driver(table: DriverApi) -> Result<(), DriverApi> {
 }
 
 /// Moves `table` into `cell` if no table is made there yet; gives it back otherwise
-/// (what [`install_driver`], `install_runtime` and `install_nccl` do).
+/// (what [`install_driver`], `install_runtime`, `install_nccl` and `install_nvrtc` do).
 #[allow(clippy::result_large_err)] // the table is given back, by value
 fn install_table<T>(cell: &once::Once<T, LoadError>, table: T) -> Result<(), T> {
     let mut given = Some(table);
@@ -516,6 +544,55 @@ fn default_nccl(slot: &mut core::mem::MaybeUninit<nccl::NcclApi>) -> Result<(), 
 #[allow(clippy::result_large_err)] // the table is given back, by value
 pub fn install_nccl(table: nccl::NcclApi) -> Result<(), nccl::NcclApi> {
     install_table(&NCCL, table)
+}
+
+#[cfg(feature = "nvrtc")]
+static NVRTC: once::Once<nvrtc::NvrtcApi, LoadError> = once::Once::new();
+
+/// The process-wide NVRTC table, loaded on first use (feature `nvrtc`): with feature
+/// `loaded` on a Unix or Windows target, `NvrtcApi::load`; otherwise only a table
+/// installed with [`install_nvrtc`] ([`LoadError::NotInstalled`] without one). A failed
+/// load is remembered, as for [`driver()`].
+///
+/// Safe, unlike `NvrtcApi::load`, for the reason [`driver()`] is: this crate trusts the
+/// NVRTC that `$CUDA_SYS_LIBNVRTC`, a CUDA installation, the loader path or a pip wheel
+/// provides.
+#[cfg(feature = "nvrtc")]
+#[cfg_attr(docsrs, doc(cfg(feature = "nvrtc")))]
+pub fn nvrtc() -> Result<&'static nvrtc::NvrtcApi, &'static LoadError> {
+    // SAFETY: `default_nvrtc` fills the slot whenever it returns Ok.
+    unsafe { NVRTC.get_or_init_in_place(default_nvrtc) }
+}
+
+/// Makes the table [`nvrtc()`] makes when none was installed, in `slot`.
+#[cfg(feature = "nvrtc")]
+fn default_nvrtc(slot: &mut core::mem::MaybeUninit<nvrtc::NvrtcApi>) -> Result<(), LoadError> {
+    #[cfg(all(feature = "loaded", any(unix, windows)))]
+    {
+        // SAFETY: the process-wide table trusts the NVRTC the documented search finds
+        // (see `nvrtc()`); NVRTC is a library made to be opened at run time.
+        unsafe { nvrtc::NvrtcApi::load_in_place(slot) }.map(drop)
+    }
+    #[cfg(not(all(feature = "loaded", any(unix, windows))))]
+    {
+        let _ = slot;
+        Err(LoadError::NotInstalled {
+            library: loader::NVRTC_LIBRARY,
+        })
+    }
+}
+
+/// Installs `table` as the process-wide NVRTC table (a mock, or one filled from a
+/// resolver) if none is made yet; [`nvrtc()`] then returns it. Gives the table back if
+/// one was already made.
+///
+/// # Errors
+/// The table itself, when the process-wide table already exists.
+#[cfg(feature = "nvrtc")]
+#[cfg_attr(docsrs, doc(cfg(feature = "nvrtc")))]
+#[allow(clippy::result_large_err)] // the table is given back, by value
+pub fn install_nvrtc(table: nvrtc::NvrtcApi) -> Result<(), nvrtc::NvrtcApi> {
+    install_table(&NVRTC, table)
 }
 
 /// How [`driver()`] makes the process-wide table when none was installed: `"loaded"`

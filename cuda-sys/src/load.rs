@@ -432,6 +432,64 @@ impl crate::nccl::NcclApi {
     }
 }
 
+#[cfg(all(feature = "loaded", feature = "nvrtc", any(unix, windows)))]
+impl crate::nvrtc::NvrtcApi {
+    /// Opens NVRTC (search order: [`loader::open_nvrtc`](crate::loader::open_nvrtc)) and
+    /// fills a table with `dlsym` (`GetProcAddress`). The table keeps the library open for
+    /// the rest of the process. [`nvrtc()`](crate::nvrtc()) calls this once for the
+    /// process-wide table.
+    ///
+    /// NVRTC 12.0 and newer load: a function the library lacks is reported by name when
+    /// asked for (`nvrtcVersion` tells which release it is).
+    ///
+    /// # Errors
+    /// [`LoadError::LibraryNotFound`] naming every candidate tried, or
+    /// [`LoadError::BadEnvPath`] for an unusable path variable.
+    ///
+    /// # Safety
+    /// As for [`DriverApi::load`]: the library the search finds is opened, its
+    /// initialisers run, and it must be NVRTC or have its exports and C signatures.
+    #[cfg_attr(
+        docsrs,
+        doc(cfg(all(feature = "loaded", feature = "nvrtc", any(unix, windows))))
+    )]
+    pub unsafe fn load() -> Result<Self, LoadError> {
+        let mut slot = core::mem::MaybeUninit::<Self>::uninit();
+        // SAFETY: the caller's promise (`# Safety`).
+        unsafe { Self::load_in_place(&mut slot) }?;
+        // SAFETY: filled on success.
+        Ok(unsafe { slot.assume_init() })
+    }
+
+    /// `NvrtcApi::load`, writing the table into `slot`. Returns the table.
+    ///
+    /// # Errors
+    /// As for `NvrtcApi::load`; `slot` is then left uninitialized.
+    ///
+    /// # Safety
+    /// As for `NvrtcApi::load`.
+    #[cfg_attr(
+        docsrs,
+        doc(cfg(all(feature = "loaded", feature = "nvrtc", any(unix, windows))))
+    )]
+    pub unsafe fn load_in_place(
+        slot: &mut core::mem::MaybeUninit<Self>,
+    ) -> Result<&mut Self, LoadError> {
+        // SAFETY: the caller vouches for the library the search finds (`# Safety`).
+        let library = unsafe { crate::loader::open_nvrtc() }?;
+        // SAFETY: each entry is resolved by its exported name, whose C signature the
+        // entry declares (generated from nvrtc.h); the table keeps the library open for
+        // the rest of the process.
+        Ok(unsafe {
+            Self::fill_in_place(slot, library, false, |library, fns| {
+                for (f, e) in fns.iter_mut().zip(crate::nvrtc::NVRTC_ENTRIES) {
+                    *f = erase(library.symbol(e.symbol_cstr()));
+                }
+            })
+        })
+    }
+}
+
 /// Sets each entry of `fns` (those of [`RUNTIME_ENTRIES`](crate::RUNTIME_ENTRIES), in
 /// order; left `None`: missing) from `dlsym` (`GetProcAddress` on Windows).
 #[cfg(all(feature = "loaded", any(unix, windows), feature = "runtime"))]

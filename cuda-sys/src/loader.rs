@@ -617,7 +617,7 @@ impl Search {
     }
 
     /// Tries a path without recording it (for wide searches summarised by [`Search::note`]).
-    #[cfg(all(unix, any(feature = "runtime", feature = "nccl")))]
+    #[cfg(all(unix, any(feature = "runtime", feature = "nccl", feature = "nvrtc")))]
     pub(crate) fn try_quiet(
         &mut self,
         variable: Option<&'static CStr>,
@@ -788,7 +788,11 @@ fn runtime_unix(search: &mut Search) -> Result<Option<Library>, LoadError> {
 /// `$VIRTUAL_ENV`, `~/.local`, `/usr/local` and `/usr`, for Python 3.8 to 3.14: where a
 /// pip wheel (`nvidia-cuda-runtime`, `nvidia-nccl-cu13`) puts its library. Tried
 /// quietly (the caller notes the pattern once).
-#[cfg(all(feature = "loaded", any(feature = "runtime", feature = "nccl"), unix))]
+#[cfg(all(
+    feature = "loaded",
+    any(feature = "runtime", feature = "nccl", feature = "nvrtc"),
+    unix
+))]
 fn site_packages(search: &mut Search, dir: &str, soname: &str) -> Result<Option<Library>, LoadError> {
     let venv = search.env(c"VIRTUAL_ENV")?;
     let home = search.env(c"HOME")?;
@@ -864,6 +868,106 @@ pub unsafe fn open_nccl() -> Result<Library, LoadError> {
         return Ok(lib);
     }
     search.note("<site-packages>/nvidia/nccl/lib/libnccl.so.2 (pip wheel nvidia-nccl-cu13)");
+    Err(search.fail())
+}
+
+/// NVRTC, as errors name it.
+#[cfg(feature = "nvrtc")]
+pub(crate) const NVRTC_LIBRARY: &str = "libnvrtc";
+
+/// Opens NVRTC, in this order.
+///
+/// Linux and other Unix targets: `$CUDA_SYS_LIBNVRTC`; `lib64/libnvrtc.so.13`, then
+/// `.so.12`, under `$CUDA_PATH`, `$CUDA_HOME` and `/usr/local/cuda` (a toolkit installed
+/// next to the driver it was made for); `libnvrtc.so.13`, then `.so.12`, on the loader
+/// path; the pip wheels (`nvidia/cu13/lib/libnvrtc.so.13` of `nvidia-cuda-nvrtc`,
+/// `nvidia/cuda_nvrtc/lib/libnvrtc.so.12` of `nvidia-cuda-nvrtc-cu12`) in the
+/// site-packages of `$VIRTUAL_ENV`, `~/.local`, `/usr/local` and `/usr` for Python 3.8 to
+/// 3.14.
+///
+/// Windows: `%CUDA_SYS_LIBNVRTC%`; `bin\x64\nvrtc64_130_0.dll`, `bin\nvrtc64_130_0.dll`,
+/// then `bin\nvrtc64_120_0.dll` under `%CUDA_PATH%` and `%CUDA_HOME%`; the same names by
+/// the standard DLL search.
+///
+/// NVRTC keeps its C interface across releases, so 12.x serves as well as 13.x; which one
+/// was found is `nvrtcVersion`'s answer.
+///
+/// # Errors
+/// [`LoadError::BadEnvPath`] when one of those variables is set but unusable;
+/// [`LoadError::LibraryNotFound`] naming every candidate when none opens.
+///
+/// # Safety
+/// As for [`open_driver`]: the first candidate that opens must be NVRTC (or have its
+/// exports and signatures), sound to open in this process.
+#[cfg(all(feature = "loaded", feature = "nvrtc", any(unix, windows)))]
+#[cfg_attr(
+    docsrs,
+    doc(cfg(all(feature = "loaded", feature = "nvrtc", any(unix, windows))))
+)]
+pub unsafe fn open_nvrtc() -> Result<Library, LoadError> {
+    const VAR: &CStr = c"CUDA_SYS_LIBNVRTC";
+    // SAFETY: the caller vouches for the candidates (`# Safety`).
+    let mut search = unsafe { Search::new(NVRTC_LIBRARY) };
+    if let Some(p) = search.env(VAR)? {
+        if let Some(lib) = search.try_path(Some(VAR), &[p.as_str()])? {
+            return Ok(lib);
+        }
+    }
+    #[cfg(unix)]
+    {
+        const SONAMES: [&str; 2] = ["libnvrtc.so.13", "libnvrtc.so.12"];
+        for var in [c"CUDA_PATH", c"CUDA_HOME"] {
+            if let Some(root) = search.env(var)? {
+                for soname in SONAMES {
+                    let parts = [root.as_str(), "/lib64/", soname];
+                    if let Some(lib) = search.try_path(Some(var), &parts)? {
+                        return Ok(lib);
+                    }
+                }
+            }
+        }
+        for soname in SONAMES {
+            if let Some(lib) = search.try_path(None, &["/usr/local/cuda/lib64/", soname])? {
+                return Ok(lib);
+            }
+        }
+        for soname in SONAMES {
+            if let Some(lib) = search.try_path(None, &[soname])? {
+                return Ok(lib);
+            }
+        }
+        if let Some(lib) = site_packages(&mut search, "/nvidia/cu13/lib/", SONAMES[0])? {
+            return Ok(lib);
+        }
+        search.note("<site-packages>/nvidia/cu13/lib/libnvrtc.so.13 (pip wheel nvidia-cuda-nvrtc)");
+        if let Some(lib) = site_packages(&mut search, "/nvidia/cuda_nvrtc/lib/", SONAMES[1])? {
+            return Ok(lib);
+        }
+        search.note(
+            "<site-packages>/nvidia/cuda_nvrtc/lib/libnvrtc.so.12 (pip wheel nvidia-cuda-nvrtc-cu12)",
+        );
+    }
+    #[cfg(windows)]
+    {
+        const DLLS: [&str; 2] = ["nvrtc64_130_0.dll", "nvrtc64_120_0.dll"];
+        for var in [c"CUDA_PATH", c"CUDA_HOME"] {
+            if let Some(root) = search.env(var)? {
+                let root = root.as_str().trim_end_matches(['\\', '/']);
+                for dll in DLLS {
+                    for bin in ["\\bin\\x64\\", "\\bin\\"] {
+                        if let Some(lib) = search.try_path(Some(var), &[root, bin, dll])? {
+                            return Ok(lib);
+                        }
+                    }
+                }
+            }
+        }
+        for dll in DLLS {
+            if let Some(lib) = search.try_path(None, &[dll])? {
+                return Ok(lib);
+            }
+        }
+    }
     Err(search.fail())
 }
 
@@ -1157,6 +1261,36 @@ mod tests {
                     "/nonexistent/cudadrv-test/libnccl.so.2",
                     "libnccl.so.2",
                     "nvidia/nccl/lib/libnccl.so.2",
+                ] {
+                    assert!(text.contains(part), "{part:?} missing from: {text}");
+                }
+            }
+        }
+    }
+
+    /// A missing NVRTC is an error that names what was tried, 13.x and 12.x.
+    #[test]
+    #[cfg(all(feature = "loaded", feature = "nvrtc", unix))]
+    fn a_missing_nvrtc_names_the_paths_tried() {
+        let _env = ENV.lock();
+        set_env("CUDA_SYS_LIBNVRTC", "/nonexistent/cudadrv-test/libnvrtc.so.13");
+        set_env("CUDA_PATH", "/nonexistent/cudadrv-test/cuda");
+        // SAFETY: the variables name no file; any NVRTC found elsewhere is NVRTC.
+        let found = unsafe { open_nvrtc() };
+        remove_env("CUDA_SYS_LIBNVRTC");
+        remove_env("CUDA_PATH");
+        match found {
+            Ok(_) => std::println!("an NVRTC is installed here: nothing to check"),
+            Err(e) => {
+                let text = std::format!("{e}");
+                std::println!("{text}");
+                for part in [
+                    "could not load libnvrtc",
+                    "/nonexistent/cudadrv-test/libnvrtc.so.13",
+                    "/nonexistent/cudadrv-test/cuda/lib64/libnvrtc.so.12",
+                    "/usr/local/cuda/lib64/libnvrtc.so.13",
+                    "nvidia/cu13/lib/libnvrtc.so.13",
+                    "nvidia/cuda_nvrtc/lib/libnvrtc.so.12",
                 ] {
                     assert!(text.contains(part), "{part:?} missing from: {text}");
                 }

@@ -167,6 +167,35 @@ macro_rules! nccl_table {
     };
 }
 
+/// Builds `NvrtcApi` and `NVRTC_ENTRIES` (feature `nvrtc`) from `generated/nvrtc_fns.rs`:
+/// found with `dlsym` (`GetProcAddress`) by their exported names, with no linked form.
+#[cfg(feature = "nvrtc")]
+macro_rules! nvrtc_table {
+    ($( $name:ident = $sym:ident ( $($arg:ident : $ty:ty),* ) -> $ret:ty; )*) => {
+        $crate::table::api_table! {
+            [#[cfg_attr(docsrs, doc(cfg(feature = "nvrtc")))]]
+            /// NVRTC, the run-time CUDA C++ compiler (`libnvrtc.so.13`, `.so.12`;
+            /// `nvrtc64_130_0.dll`, `nvrtc64_120_0.dll`), as a table of function pointers.
+            ///
+            /// Each accessor returns the function pointer, or a
+            /// [`MissingSymbol`]($crate::MissingSymbol) naming it when the library lacks it
+            /// (an older NVRTC: `nvrtcGetTileIR` is 13.1's, the bundled-header calls 13.5's).
+            /// Calling the pointer is `unsafe` with the C function's own contract.
+            ///
+            /// Filled by [`NvrtcApi::from_resolver`] (every build) or `NvrtcApi::load`
+            /// (feature `loaded`, Unix and Windows). There is no linked form: a program that
+            /// compiles at run time starts where NVRTC is absent and gets an error naming the
+            /// paths tried.
+            ///
+            /// The table never closes the library it was filled from, so every function
+            /// pointer an accessor returns stays valid for the rest of the process.
+            NvrtcApi, NVRTC_ENTRIES, NVRTC_FIELDS, NvrtcIndex, linked_nvrtc, "nvrtc",
+            [any()], "Every NVRTC function these bindings know, in table order.";
+            $( $name = $sym @ "" [0, 0] ( $($arg : $ty),* ) -> $ret; )*
+        }
+    };
+}
+
 /// The one table macro: a function-pointer table type (`$api`), its entries
 /// (`$entries`, and `$fields`, the same field by field), and the `extern "C"`
 /// declarations of the linked table (`$linked`, linking `$lib`).
@@ -374,5 +403,7 @@ pub(crate) use api_table;
 pub(crate) use driver_table;
 #[cfg(feature = "nccl")]
 pub(crate) use nccl_table;
+#[cfg(feature = "nvrtc")]
+pub(crate) use nvrtc_table;
 #[cfg(feature = "runtime")]
 pub(crate) use runtime_table;

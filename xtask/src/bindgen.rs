@@ -75,8 +75,10 @@ pub fn run(root: &Path, args: &Args) -> R {
         krate.display()
     ));
     let mut files = generate(&includes, &wheels.release)?;
-    let nccl = crate::nccl_bindgen::headers(root)?;
-    files.extend(crate::nccl_bindgen::generate(&nccl)?);
+    let nccl = crate::library_bindgen::headers(root)?;
+    files.extend(crate::library_bindgen::generate(&nccl)?);
+    let nvrtc = crate::library_bindgen::nvrtc_headers(root)?;
+    files.extend(crate::library_bindgen::generate_nvrtc(&nvrtc)?);
     toolkit::write_or_check(
         &krate.join("src/generated"),
         &files,

@@ -167,7 +167,7 @@ pub fn run_bundle(root: &Path, dir: &Path) -> R {
     let nccl_include = dir.join("cpp/include");
     std::fs::create_dir_all(&nccl_include)?;
     std::fs::copy(
-        crate::nccl_bindgen::headers(root)?.join("nccl.h"),
+        crate::library_bindgen::headers(root)?.join("nccl.h"),
         nccl_include.join("nccl.h"),
     )?;
     let script = dir.join("run.sh");
@@ -590,7 +590,7 @@ if [ "$BENCH" = 1 ] && want "$BENCHES" nccl; then
   bin/data_parallel --svg "$LOGS/data_parallel_timeline.svg" 2>&1 | tee "$LOGS/data_parallel.log"
 fi
 if [ "$SANITIZE" = 1 ] && [ "$TESTS" = 1 ] && command -v compute-sanitizer >/dev/null; then
-  for t in bin/hw_core bin/hw_launch bin/hw_graph bin/hw_device bin/hw_soundness bin/hw_samples bin/hw_logs bin/hw_green bin/hw_devgraph bin/hw_vmm bin/hw_multi_gpu bin/hw_interop bin/hw_nccl bin/hw_ipc bin/hw_tma bin/hw_promises bin/hw_memory bin/hw_views bin/hw_region bin/hw_kernels bin/hw_template bin/hw_vector_add bin/hw_torch bin/hw_async; do
+  for t in bin/hw_core bin/hw_launch bin/hw_graph bin/hw_device bin/hw_soundness bin/hw_samples bin/hw_logs bin/hw_green bin/hw_devgraph bin/hw_vmm bin/hw_multi_gpu bin/hw_interop bin/hw_nccl bin/hw_nvrtc bin/hw_ipc bin/hw_tma bin/hw_promises bin/hw_memory bin/hw_views bin/hw_region bin/hw_kernels bin/hw_template bin/hw_vector_add bin/hw_torch bin/hw_async; do
     [ -x "$t" ] || continue
     name=$(basename "$t")
     [ -z "$SUITES" ] || want "$SUITES" "$name" || continue

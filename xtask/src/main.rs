@@ -7,7 +7,7 @@ mod bundle;
 mod decode;
 mod driver_abi;
 mod image;
-mod nccl_bindgen;
+mod library_bindgen;
 mod package;
 mod ptx;
 mod setup;
