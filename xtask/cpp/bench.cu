@@ -62,79 +62,9 @@
         }                                                                                  \
     } while (0)
 
-// ---- kernels (equivalent to ptx/src/chain.rs and ptx/src/pdl.rs) ----------------------
+// ---- kernels (equivalent to ptx/src/chain.rs and ptx/src/pdl.rs): kernels.cuh --------
 
-__device__ __forceinline__ void grid_dependency_wait() {
-    asm volatile("griddepcontrol.wait;" ::: "memory");
-}
-__device__ __forceinline__ void launch_dependents() {
-    asm volatile("griddepcontrol.launch_dependents;" ::: "memory");
-}
-__device__ __forceinline__ unsigned long long globaltimer() {
-    unsigned long long t;
-    asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
-    return t;
-}
-__device__ __forceinline__ unsigned smid() {
-    unsigned s;
-    asm volatile("mov.u32 %0, %%smid;" : "=r"(s));
-    return s;
-}
-
-__global__ void empty_kernel() {}
-
-// mode: 0 no PDL, 1 wait + early trigger, 2 wait + late trigger, 3 wait only.
-__global__ void chain_step(const unsigned* in, unsigned* out, unsigned n, unsigned mode) {
-    if (mode > 3) mode = 0;
-    if (mode != 0) grid_dependency_wait();
-    if (mode == 1) launch_dependents();
-    const unsigned stride = gridDim.x * blockDim.x;
-    for (unsigned i = blockIdx.x * blockDim.x + threadIdx.x; i < n;) {
-        out[i] = in[i] + 1u;
-        const unsigned next = i + stride;
-        if (next < i) break;
-        i = next;
-    }
-    if (mode == 2) launch_dependents();
-}
-
-__device__ __forceinline__ void stamp(unsigned long long* stamps, int slot, unsigned long long v) {
-    if (threadIdx.x == 0) {
-        volatile unsigned long long* p = stamps + 4 * blockIdx.x + slot;
-        *p = v;
-    }
-}
-
-// Trigger at block entry, busy-wait work_ns, then write (as ptx/src/pdl.rs).
-__global__ void pdl_primary(unsigned* out, unsigned n, unsigned long long* stamps,
-                            unsigned work_ns) {
-    launch_dependents();
-    const unsigned long long start = globaltimer();
-    stamp(stamps, 0, start);
-    while (globaltimer() - start < work_ns) {
-    }
-    stamp(stamps, 1, globaltimer());
-    for (unsigned i = blockIdx.x * blockDim.x + threadIdx.x; i < n; i += gridDim.x * blockDim.x)
-        out[i] = i * 3u + 7u;
-    __syncthreads();
-    stamp(stamps, 2, globaltimer());
-    stamp(stamps, 3, smid());
-}
-
-__global__ void pdl_secondary(const unsigned* in, unsigned* out, unsigned n,
-                              unsigned long long* stamps, unsigned prolog_iters) {
-    stamp(stamps, 0, globaltimer());
-    // Same prolog as ptx/src/pdl.rs: sum %clock64 reads, use the sum (so it stays).
-    unsigned long long acc = 0;
-    for (unsigned k = 0; k < prolog_iters; ++k) acc += clock64();
-    grid_dependency_wait();
-    stamp(stamps, 1, globaltimer());
-    for (unsigned i = blockIdx.x * blockDim.x + threadIdx.x; i < n; i += gridDim.x * blockDim.x)
-        out[i] = in[i] * 2u + 1u;
-    __syncthreads();
-    stamp(stamps, 2, globaltimer());
-    stamp(stamps, 3, acc == ~0ull ? acc : smid());
-}
+#include "kernels.cuh"
 
 // ---- measurement helpers --------------------------------------------------------------
 

@@ -42,6 +42,8 @@
 
 #include <cuda_runtime.h>
 
+#include "kernels.cuh"  // chain_step
+
 #include <chrono>
 #include <cstddef>
 #include <cstdlib>
@@ -52,17 +54,6 @@ namespace {
 
 constexpr unsigned kBlock = 256;
 constexpr size_t kPage = 4096;
-
-__global__ void chain_step(const unsigned* in, unsigned* out, unsigned n, unsigned mode) {
-    (void)mode;  // always 0 here: no programmatic dependent launch
-    const unsigned stride = gridDim.x * blockDim.x;
-    for (unsigned i = blockIdx.x * blockDim.x + threadIdx.x; i < n;) {
-        out[i] = in[i] + 1u;
-        const unsigned next = i + stride;
-        if (next < i) break;
-        i = next;
-    }
-}
 
 struct Migrate {
     size_t bytes = 0;

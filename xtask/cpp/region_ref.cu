@@ -26,19 +26,9 @@
 
 static const unsigned BLOCK = 256;
 
-// The same link as ptx/src/chain.rs (mode 0: no PDL; 1: wait, then trigger at once).
-__global__ void region_chain_step(const unsigned* in, unsigned* out, unsigned n,
-                                  unsigned mode) {
-    if (mode != 0) asm volatile("griddepcontrol.wait;" ::: "memory");
-    if (mode == 1) asm volatile("griddepcontrol.launch_dependents;" ::: "memory");
-    const unsigned stride = gridDim.x * blockDim.x;
-    for (unsigned i = blockIdx.x * blockDim.x + threadIdx.x; i < n;) {
-        out[i] = in[i] + 1u;
-        const unsigned next = i + stride;
-        if (next < i) break;
-        i = next;
-    }
-}
+// The link is chain_step of kernels.cuh, as ptx/src/chain.rs (mode 0: no PDL; 1: wait,
+// then trigger at once).
+#include "kernels.cuh"
 
 static cudaStream_t ref_stream() {
     static cudaStream_t s = nullptr;
@@ -60,7 +50,7 @@ static void enqueue(cudaStream_t s, unsigned* buf[2], unsigned n, unsigned grid,
         const unsigned* in = buf[k & 1];
         unsigned* out = buf[(k + 1) & 1];
         cfg.numAttrs = pdl && k > 0 ? 1 : 0;
-        CK(cudaLaunchKernelEx(&cfg, region_chain_step, in, out, n, pdl ? 1u : 0u));
+        CK(cudaLaunchKernelEx(&cfg, chain_step, in, out, n, pdl ? 1u : 0u));
     }
 }
 
