@@ -166,6 +166,17 @@ pub enum Error {
         /// What differs.
         what: &'static str,
     },
+    /// An NVRTC call returned something other than `NVRTC_SUCCESS` (feature `nvrtc`);
+    /// a failed compilation keeps NVRTC's log.
+    Nvrtc {
+        /// The C function that failed (`"nvrtcCompileProgram"`).
+        call: &'static str,
+        /// What it returned (`nvrtcResult`: 5 invalid option, 6 compilation, 10 name
+        /// expression not valid, ...).
+        code: u32,
+        /// The compile log (empty for calls other than `nvrtcCompileProgram`).
+        log: JitLog,
+    },
     /// Work did not finish within the timeout (a peer that exited, a mismatch in
     /// another process): the communicator was aborted, so no NCCL kernel of it is
     /// left running (feature `nccl`).
@@ -214,6 +225,7 @@ impl Error {
             | Self::ContextMismatch { call }
             | Self::ForeignNode { call }
             | Self::Nccl { call, .. }
+            | Self::Nvrtc { call, .. }
             | Self::NcclMismatch { call, .. }
             | Self::Timeout { call, .. } => Some(*call),
             Self::MissingSymbol(m) => Some(m.name),
@@ -226,10 +238,11 @@ impl Error {
         self.code() == Some(code)
     }
 
-    /// The JIT log of an [`Error::Jit`] (with `alloc`; empty text without it).
+    /// The JIT log of an [`Error::Jit`], or the compile log of an [`Error::Nvrtc`] (with
+    /// `alloc`; empty text without it).
     pub fn jit_log(&self) -> Option<&str> {
         match self {
-            Self::Jit { log, .. } => Some(log.as_str()),
+            Self::Jit { log, .. } | Self::Nvrtc { log, .. } => Some(log.as_str()),
             _ => None,
         }
     }
@@ -336,6 +349,14 @@ impl fmt::Display for Error {
                 needs / 100 % 100,
                 needs % 100
             ),
+            Self::Nvrtc { call, code, log } => {
+                write!(f, "{call} failed: {} ({code})", nvrtc_result_name(*code))?;
+                let text = log.as_str().trim_end();
+                if !text.is_empty() {
+                    write!(f, "\ncompile log:\n{text}")?;
+                }
+                Ok(())
+            }
             Self::NcclMismatch { call, rank, what } => write!(
                 f,
                 "{call} refused on rank {rank}: {what} differs from the same operation of \
@@ -368,6 +389,7 @@ impl core::error::Error for Error {
             | Self::BatchCopy { .. }
             | Self::ForeignNode { .. }
             | Self::Nccl { .. }
+            | Self::Nvrtc { .. }
             | Self::NcclTooOld { .. }
             | Self::NcclMismatch { .. }
             | Self::Timeout { .. } => None,
@@ -668,6 +690,32 @@ macro_rules! enter_for_drop {
     };
 }
 pub(crate) use enter_for_drop;
+
+/// The name of an `nvrtcResult` code (`"NVRTC_ERROR_COMPILATION"`), for messages.
+pub(crate) const fn nvrtc_result_name(code: u32) -> &'static str {
+    match code {
+        0 => "NVRTC_SUCCESS",
+        1 => "NVRTC_ERROR_OUT_OF_MEMORY",
+        2 => "NVRTC_ERROR_PROGRAM_CREATION_FAILURE",
+        3 => "NVRTC_ERROR_INVALID_INPUT",
+        4 => "NVRTC_ERROR_INVALID_PROGRAM",
+        5 => "NVRTC_ERROR_INVALID_OPTION",
+        6 => "NVRTC_ERROR_COMPILATION",
+        7 => "NVRTC_ERROR_BUILTIN_OPERATION_FAILURE",
+        8 => "NVRTC_ERROR_NO_NAME_EXPRESSIONS_AFTER_COMPILATION",
+        9 => "NVRTC_ERROR_NO_LOWERED_NAMES_BEFORE_COMPILATION",
+        10 => "NVRTC_ERROR_NAME_EXPRESSION_NOT_VALID",
+        11 => "NVRTC_ERROR_INTERNAL_ERROR",
+        12 => "NVRTC_ERROR_TIME_FILE_WRITE_FAILED",
+        13 => "NVRTC_ERROR_NO_PCH_CREATE_ATTEMPTED",
+        14 => "NVRTC_ERROR_PCH_CREATE_HEAP_EXHAUSTED",
+        15 => "NVRTC_ERROR_PCH_CREATE",
+        16 => "NVRTC_ERROR_CANCELLED",
+        17 => "NVRTC_ERROR_TIME_TRACE_FILE_WRITE_FAILED",
+        18 => "NVRTC_ERROR_BUSY",
+        _ => "unknown nvrtcResult",
+    }
+}
 
 #[cfg(all(test, feature = "std"))]
 mod tests {

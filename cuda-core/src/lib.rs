@@ -615,6 +615,9 @@ pub mod memory;
 #[cfg(all(not(target_arch = "nvptx64"), feature = "nccl", unix))]
 #[cfg_attr(docsrs, doc(cfg(feature = "nccl")))]
 pub mod nccl;
+#[cfg(all(not(target_arch = "nvptx64"), feature = "nvrtc"))]
+#[cfg_attr(docsrs, doc(cfg(feature = "nvrtc")))]
+pub mod nvrtc;
 #[cfg(not(target_arch = "nvptx64"))]
 pub mod nvtx;
 #[cfg(not(target_arch = "nvptx64"))]

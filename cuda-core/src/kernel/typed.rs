@@ -241,6 +241,21 @@ impl<K: Kernel> TypedKernel<K> {
         })
     }
 
+    /// The layout check on a function found some other way (by a run-time name, such as
+    /// the lowered name of a C++ template instance): a [`Foreign`] handle, launched
+    /// `unsafe` only.
+    ///
+    /// # Errors
+    /// As [`new`](Self::new) (the name is not checked).
+    pub fn from_function_foreign(f: Function) -> Result<TypedKernel<K, Foreign>> {
+        f.verify_args::<K::Params>()?;
+        Ok(TypedKernel {
+            f,
+            trusted: false,
+            _k: PhantomData,
+        })
+    }
+
     /// The layout check on a function found some other way; the result may be launched
     /// safely when `K` is a [`SafeKernel`].
     ///
