@@ -260,6 +260,7 @@ pub fn run_all(root: &Path) -> R {
         (CORE, "std,loaded"),
         (CORE, "std,loaded,graph"),
         (CORE, "std,loaded,green"),
+        (CORE, "loaded,nvrtc"),
     ] {
         run(cargo(root).args([
             "clippy",
@@ -336,9 +337,10 @@ pub fn run_all(root: &Path) -> R {
             "target/windows",
         ]);
     };
-    // Loaded (all targets), linked (all targets), and no binding mode without std (lib).
+    // Loaded (all targets, with NVRTC, which Windows has too), linked (all targets), and
+    // no binding mode without std (lib).
     for variant in [
-        &["--all-targets"][..],
+        &["--all-targets", "--features", "cudadrv/nvrtc"][..],
         &[
             "--all-targets",
             "--no-default-features",
@@ -407,7 +409,8 @@ pub fn run_all(root: &Path) -> R {
     ]))?;
 
     step("tests (host tests, mock driver, ABI probe, compile-fail doctests, hardware suites)");
-    let totals = run_tests(root, &include)?;
+    let nvrtc = toolkit::nvrtc_library(root, &tk)?;
+    let totals = run_tests(root, &include, &nvrtc)?;
 
     step("Miri: cuda-sys and cuda-core unit tests and the mock-driver suites");
     for args in [
@@ -421,6 +424,7 @@ pub fn run_all(root: &Path) -> R {
         &["-p", "cuda-workspace", "--test", "mock_region"][..],
         &["-p", "cuda-workspace", "--test", "mock_async"][..],
         &["-p", "cuda-workspace", "--test", "mock_nccl"][..],
+        &["-p", "cuda-workspace", "--test", "mock_nvrtc"][..],
         &["-p", "cuda-workspace", "--test", "mock_nvtx"][..],
     ] {
         run(crate::ptx::toolchain_cargo(root, "nightly")
@@ -450,9 +454,13 @@ pub fn run_all(root: &Path) -> R {
     Ok(())
 }
 
-fn run_tests(root: &Path, include: &Path) -> R<HwTotals> {
+/// `cargo test --workspace`, with NVRTC (`nvrtc`, the toolkit's or the wheel's) required
+/// by the NVRTC tests, which compile on the CPU.
+fn run_tests(root: &Path, include: &Path, nvrtc: &Path) -> R<HwTotals> {
     let mut cmd = cargo(root);
     cmd.env("CUDA_SYS_INCLUDE", include)
+        .env("CUDA_SYS_LIBNVRTC", nvrtc)
+        .env("CUDADRV_NVRTC_REQUIRED", "1")
         .args(["test", "--workspace", "--no-fail-fast", "--color", "never"])
         .stdout(Stdio::piped());
     let mut child = cmd.spawn().map_err(|e| format!("{cmd:?}: {e}"))?;

@@ -19,11 +19,15 @@ use std::process::Command;
 
 use crate::{R, run, step};
 
-/// Wheels that give a CPU machine the CUDA 13.0 headers, ptxas, nvcc and libcudart.
+/// Wheels that give a CPU machine the CUDA 13.0 headers, ptxas, nvcc, libcudart and
+/// libnvrtc.
 pub const WHEELS: &[&str] = &[
     "nvidia-cuda-runtime==13.0.96",
     "nvidia-cuda-crt==13.0.88",
     "nvidia-cuda-nvcc==13.0.88",
+    // NVRTC for the run-time compilation tests (tests/nvrtc.rs): the release of the GPU
+    // hosts' driver, so its PTX loads there too.
+    "nvidia-cuda-nvrtc==13.0.88",
 ];
 
 /// The release the committed bindings of cuda-sys are generated from: the runtime wheel
@@ -216,6 +220,25 @@ fn from_root(root: &Path) -> Option<Toolkit> {
         bin,
         lib,
     })
+}
+
+/// `libnvrtc.so.13` of `tk`, else of the wheels (installed into `<workspace>/.cuda` if
+/// needed): the NVRTC the CPU tests compile with.
+pub fn nvrtc_library(workspace: &Path, tk: &Toolkit) -> R<PathBuf> {
+    const SONAME: &str = "libnvrtc.so.13";
+    if let Some(lib) = tk
+        .lib
+        .as_ref()
+        .map(|l| l.join(SONAME))
+        .filter(|p| p.exists())
+    {
+        return Ok(lib);
+    }
+    wheels(workspace)?
+        .lib
+        .map(|l| l.join(SONAME))
+        .filter(|p| p.exists())
+        .ok_or_else(|| format!("{SONAME} not found in the toolkit or the wheels").into())
 }
 
 /// Finds an installed toolkit, or installs the wheels into `<workspace>/.cuda`.
