@@ -1,13 +1,13 @@
 //! NCCL all-reduce bus bandwidth through `cudadrv::nccl`, steady state, as nccl-tests
-//! defines it (`busbw = bytes / time * 2 (n - 1) / n`, float32 sum, out of place), from
-//! 8 MiB to 1 GiB per rank; compared in the same run (by `run.sh`) with the same NCCL
+//! defines it (`busbw = bytes / time * 2 (n - 1) / n`, float32 sum), from 8 MiB to
+//! 1 GiB per rank; compared in the same run (by `run.sh`) with the same NCCL
 //! calls from CUDA C++ (`xtask/cpp/nccl_ref.cu`) and with PyTorch's `all_reduce`
 //! (`examples/nccl_torch.py`).
 //!
 //! - default: one process drives every GPU (`Comm::init_all`, one group per iteration),
-//!   as the C++ reference does;
+//!   out of place, as the C++ reference does;
 //! - `--procs`: one rank per process (this binary spawns the others, the unique id in an
-//!   environment variable), as PyTorch runs;
+//!   environment variable), in place, as PyTorch runs and calls it;
 //! - `--graph`: one rank per thread; a step is kernel, all-reduce, kernel, issued on the
 //!   stream or replayed as one captured graph, timed both ways.
 //!
@@ -284,8 +284,9 @@ fn procs_mode(gpus: usize, a: &Args) -> R {
     report(a, &rows?, gpus, "rust-procs")
 }
 
-/// One rank's sweep; each size's time is the slowest rank's (an all-reduce of the
-/// times with `Max`).
+/// One rank's sweep of in-place all-reduces (what PyTorch's `all_reduce` does, which
+/// `--procs` is compared with); each size's time is the slowest rank's (an all-reduce of
+/// the times with `Max`).
 fn rank_sweep(
     rank: usize,
     n: usize,
@@ -296,8 +297,9 @@ fn rank_sweep(
     let comm = Comm::init_rank(&ctx, id, n, rank, &config(a))?;
     let stream = Stream::non_blocking(&ctx)?;
     let count_max = a.max / 4;
-    let send = DeviceBuffer::from_slice(&ctx, &vec![1.0f32; count_max])?;
-    let mut recv = DeviceBuffer::<f32>::zeroed(&ctx, count_max)?;
+    // In place, as PyTorch's `all_reduce` (the values double per call and reach
+    // infinity over the sweep; they do not change the timing).
+    let mut recv = DeviceBuffer::from_slice(&ctx, &vec![1.0f32; count_max])?;
     let (start, end) = (
         Event::new(&ctx, EventFlags::empty())?,
         Event::new(&ctx, EventFlags::empty())?,
@@ -307,22 +309,16 @@ fn rank_sweep(
     for bytes in sizes(a) {
         let n = bytes / 4;
         for _ in 0..a.warmup {
-            comm.all_reduce(
-                send.slice(..n)?,
-                recv.slice_mut(..n)?,
-                ReduceOp::Sum,
-                &stream,
-            )?;
+            comm.all_reduce_in_place(recv.slice_mut(..n)?, ReduceOp::Sum, &stream)?;
         }
         comm.synchronize(&stream)?;
+        // One more all-reduce before the start event: it ends on every GPU at about the
+        // same moment, however late each process arrived here, so the timed window
+        // starts together on all ranks and holds no wait for a late peer.
+        comm.all_reduce_in_place(recv.slice_mut(..n)?, ReduceOp::Sum, &stream)?;
         start.record(&stream)?;
         for _ in 0..a.iters {
-            comm.all_reduce(
-                send.slice(..n)?,
-                recv.slice_mut(..n)?,
-                ReduceOp::Sum,
-                &stream,
-            )?;
+            comm.all_reduce_in_place(recv.slice_mut(..n)?, ReduceOp::Sum, &stream)?;
         }
         end.record(&stream)?;
         comm.synchronize(&stream)?;

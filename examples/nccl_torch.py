@@ -116,7 +116,10 @@ def run(rank, n, device, args):
             # The events are on the current stream. ProcessGroupNCCL's stream waits for the
             # current stream before each collective, and the current stream waits for the
             # collective after it (a synchronous all_reduce), so the two events bracket the
-            # I collectives.
+            # I collectives. One more all-reduce before the start event ends on every GPU
+            # at about the same moment, however late each process left the barrier, so
+            # the timed window starts together on all ranks (as in nccl_bench --procs).
+            dist.all_reduce(view)
             start.record()
             for _ in range(args.iters):
                 dist.all_reduce(view)
@@ -151,9 +154,12 @@ def main():
         print(f"nccl_torch: --gpus {args.gpus}: need 2 to {visible}", file=sys.stderr)
         sys.exit(1)
     if args.csv:
-        # Written here so that a path that cannot be written fails before any rank starts.
-        with open(args.csv, "w") as f:
-            f.write(CSV_HEADER)
+        # Opened here so that a path that cannot be written fails before any rank starts;
+        # rows are appended (run.sh collects every round and every program in one file),
+        # the header written once, into an empty file.
+        with open(args.csv, "a") as f:
+            if f.tell() == 0:
+                f.write(CSV_HEADER)
     mp.spawn(rank_main, args=(n, free_port(), args), nprocs=n, join=True)
 
 

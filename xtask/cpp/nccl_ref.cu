@@ -203,12 +203,15 @@ int main(int argc, char** argv) {
 
     FILE* csv = nullptr;
     if (o.csv) {
-        csv = fopen(o.csv, "w");
+        // Appended to (run.sh collects every round and program in one file); the header
+        // goes into an empty file only.
+        csv = fopen(o.csv, "a");
         if (!csv) {
             fprintf(stderr, "nccl_ref: cannot write %s: %s\n", o.csv, strerror(errno));
             return 1;
         }
-        fputs("impl,ranks,bytes,time_us,algbw_gbs,busbw_gbs\n", csv);
+        fseek(csv, 0, SEEK_END);
+        if (ftell(csv) == 0) fputs("impl,ranks,bytes,time_us,algbw_gbs,busbw_gbs\n", csv);
     }
 
     const size_t max_count = o.max_bytes / sizeof(float);

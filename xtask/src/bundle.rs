@@ -580,7 +580,7 @@ if [ "$BENCH" = 1 ] && want "$BENCHES" nccl; then
   # Against PyTorch, one rank per process, with PyTorch's own NCCL where it has one.
   TORCH_NCCL=$(${PYTHON:-python3} -c 'import nvidia.nccl, os; print(os.path.join(list(nvidia.nccl.__path__)[0], "lib", "libnccl.so.2"))' 2>/dev/null)
   [ -f "$TORCH_NCCL" ] || TORCH_NCCL=$NCCL_SO
-  for round in 1 2 3; do
+  for round in 1 2 3 4 5; do
     CUDA_SYS_LIBNCCL=$TORCH_NCCL bin/nccl_bench --procs $NCCL_ARGS --csv "$LOGS/nccl.csv" 2>&1 | tee -a "$LOGS/nccl_bench.log"
     ${PYTHON:-python3} bin/nccl_torch.py $NCCL_ARGS --csv "$LOGS/nccl.csv" 2>&1 | tee -a "$LOGS/nccl_bench.log"
   done
