@@ -39,8 +39,10 @@
 //! [`ATTN_THREADS`]; [`embed`] and [`argmax`] one block of [`BLOCK`] and
 //! [`ARGMAX_THREADS`]. A kernel launched with another block size returns at once in every
 //! thread (no wrong value is written, and nothing waits). Every access goes through the
-//! bounds-checked slices; the launches are `unsafe` because the warp exchanges and CTA
-//! barriers need whole warps reaching them together, which a `safe` kernel cannot use.
+//! bounds-checked slices, except the attention's cache loads, whose range each CTA checks
+//! once against both slices before its plain 16-byte loads; the launches are `unsafe`
+//! because the warp exchanges and CTA barriers need whole warps reaching them together,
+//! which a `safe` kernel cannot use.
 #![no_std]
 #![cfg_attr(target_arch = "nvptx64", feature(abi_ptx, asm_experimental_arch))]
 
@@ -49,6 +51,8 @@ use cudadrv::args::Bf16;
 use cudadrv::kernel::unroll;
 use cudadrv::kernel::{DeviceSlice, DeviceSliceMut};
 
+#[cfg(target_arch = "nvptx64")]
+use cudadrv::device::ptx_asm::ld_v4_u32;
 #[cfg(target_arch = "nvptx64")]
 use cudadrv::device::{
     PdlPlan, block_dim, block_idx, block_sum_f32, cluster_cta_count, cluster_sync, exp_approx, fma,
@@ -706,14 +710,29 @@ cudadrv::kernel! {
         let first = split * SPLIT;
         // Before the wait: this half-warp's positions of the cache (all of the split's, so
         // the loads need not wait for `p`; those past `p` are not used).
-        let kc = k_cache.as_read();
-        let vc = v_cache.as_read();
         let mut kv = [[[0u32; 4]; 2]; PER_HALF];
-        unroll::<PER_HALF>(|j| {
-            let piece = (first + half + HALVES * j) * d8 + h * (HEAD_DIM / 8) + l;
-            kv[j][0] = kc.get_vec16(piece).unwrap_or([0; 4]);
-            kv[j][1] = vc.get_vec16(piece).unwrap_or([0; 4]);
-        });
+        // One bounds and alignment check for the split's rows, then plain 16-byte loads
+        // (the kernel is bound by its instructions' latency; a check per load adds some).
+        let rows_end = (first + SPLIT) * d;
+        let (kp, vp) = (k_cache.as_ptr().cast_const(), v_cache.as_ptr().cast_const());
+        if rows_end <= k_cache.len()
+            && rows_end <= v_cache.len()
+            && h * HEAD_DIM + HEAD_DIM <= d
+            && kp as usize % 16 == 0
+            && vp as usize % 16 == 0
+            && d % 8 == 0
+        {
+            unroll::<PER_HALF>(|j| {
+                let piece = (first + half + HALVES * j) * d8 + h * (HEAD_DIM / 8) + l;
+                // SAFETY: `piece < (first + SPLIT) d / 8` (position below `first + SPLIT`,
+                // column below `d`), so its 16 bytes lie inside both caches (checked
+                // above), 16-byte aligned (the bases are, and a piece is 8 elements).
+                unsafe {
+                    kv[j][0] = ld_v4_u32(kp.add(8 * piece).cast());
+                    kv[j][1] = ld_v4_u32(vp.add(8 * piece).cast());
+                }
+            });
+        }
         pdl_auto(PdlPlan::from_bits(plan));
         mark(&trace, slot, 1);
 
@@ -749,7 +768,7 @@ cudadrv::kernel! {
                 (unpack8(kv[j][0]), unpack8(kv[j][1]))
             };
             let mut part = 0.0f32;
-            unroll::<8>(|e| part += q[e] * kk[e]);
+            unroll::<8>(|e| part = fma(q[e], kk[e], part));
             // Every lane of the warp takes part, whether its position counts or not.
             // SAFETY: the CTA's threads all run this loop the same number of times.
             let s = unsafe { warp_group_sum_f32::<16>(part) };
@@ -757,8 +776,8 @@ cudadrv::kernel! {
                 let m_new = if s > m { s } else { m };
                 let corr = exp_approx(m - m_new);
                 let e_s = exp_approx(s - m_new);
-                sum = sum * corr + e_s;
-                unroll::<8>(|e| acc[e] = acc[e] * corr + e_s * vv[e]);
+                sum = fma(sum, corr, e_s);
+                unroll::<8>(|e| acc[e] = fma(e_s, vv[e], acc[e] * corr));
                 m = m_new;
             }
         });
@@ -776,14 +795,17 @@ cudadrv::kernel! {
             unroll::<8>(|e| row.add(4 + 8 * l + e).write(acc[e]));
             sync_threads();
         }
-        // Thread `tid < 128` combines element `tid` over the half-warps.
+        // Thread `tid < 128` combines element `tid` over the half-warps (the other warps
+        // skip it: their issue slots go to the warps that do it).
         let e = tid.min(HEAD_DIM - 1);
         // SAFETY: `hh < HALVES` and `i < PARTIAL` (`e < 128`): written before the barrier.
         let read = |hh: usize, i: usize| unsafe { halves.add(hh * PARTIAL + i).read() };
         let mut big = f32::NEG_INFINITY;
-        for hh in 0..HALVES {
-            if read(hh, 1) > 0.0 && read(hh, 0) > big {
-                big = read(hh, 0);
+        if tid < HEAD_DIM {
+            for hh in 0..HALVES {
+                if read(hh, 1) > 0.0 && read(hh, 0) > big {
+                    big = read(hh, 0);
+                }
             }
         }
         let (mut total, mut weighted) = (0.0f32, 0.0f32);
