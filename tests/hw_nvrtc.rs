@@ -8,19 +8,11 @@
 //! NVRTC comes from the host (`$CUDA_SYS_LIBNVRTC`, the CUDA toolkit, a pip wheel);
 //! without one the tests report themselves skipped.
 
+use cuda_workspace::nvrtc::{TEMPLATE, reference};
 use cuda_workspace::{Outcome, TestResult, check, check_eq, require_sm, skip};
 use cudadrv::args::LayoutMismatch;
 use cudadrv::nvrtc::{self, Output, Program, Target};
 use cudadrv::{Context, Device, DeviceBuffer, Error, LaunchConfig, Stream};
-
-const KERNELS: &str = include_str!("../xtask/cpp/kernels.cuh");
-const MAIN: &str = "#include \"kernels.cuh\"\n";
-const TEMPLATE: &str = r#"
-template <typename T> __global__ void scale(T* data, T factor, unsigned n) {
-    unsigned i = blockIdx.x * blockDim.x + threadIdx.x;
-    if (i < n) data[i] *= factor;
-}
-"#;
 
 /// The C++ signatures of kernels.cuh and the template, as `extern fn` declarations.
 mod cpp {
@@ -73,10 +65,6 @@ fn setup() -> Result<Context, Outcome> {
         Err(e) => return skip(format!("no NVRTC on this host: {e}")),
     }
     Ok(Context::primary(Device::get(0)?)?)
-}
-
-fn reference() -> Program<'static> {
-    Program::new("reference.cu", MAIN).header("kernels.cuh", KERNELS)
 }
 
 fn read<T: cudadrv::memory::Pod + Default>(buf: &DeviceBuffer<T>) -> Result<Vec<T>, Error> {

@@ -9,21 +9,9 @@
 
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 
+use cuda_workspace::nvrtc::{KERNELS, MAIN, TEMPLATE, reference};
 use cudadrv::Error;
 use cudadrv::nvrtc::{self, Output, Program, Target};
-
-/// The reference kernels, included by name as the C++ references include them.
-const KERNELS: &str = include_str!("../xtask/cpp/kernels.cuh");
-const MAIN: &str = "#include \"kernels.cuh\"\n";
-
-/// A template kernel, for name expressions.
-const TEMPLATE: &str = r#"
-template <typename T> __global__ void scale(T* data, T factor, unsigned n) {
-    unsigned i = blockIdx.x * blockDim.x + threadIdx.x;
-    if (i < n) data[i] *= factor;
-}
-namespace ns { __global__ void fill(int* out, int v) { out[threadIdx.x] = v; } }
-"#;
 
 /// The cache and its counters are process-wide: one test at a time.
 static SERIAL: Mutex<()> = Mutex::new(());
@@ -39,10 +27,6 @@ fn nvrtc_or_skip(test: &str) -> Option<MutexGuard<'static, ()>> {
         }
         Err(e) => panic!("NVRTC is required here (CUDADRV_NVRTC_REQUIRED): {e}"),
     }
-}
-
-fn reference() -> Program<'static> {
-    Program::new("reference.cu", MAIN).header("kernels.cuh", KERNELS)
 }
 
 /// Whether `haystack` contains `needle`.

@@ -12,6 +12,8 @@ use std::time::Instant;
 /// Minimal run-time-loaded NCCL and cuBLAS FFI (hw_interop).
 pub mod interop;
 pub mod mock;
+/// The CUDA C++ sources the NVRTC tests compile.
+pub mod nvrtc;
 
 /// What one hardware test ended with.
 #[derive(Debug)]

@@ -424,17 +424,19 @@ impl<'a> Program<'a> {
 
     /// Refuses options that set the architecture or the kind of output.
     fn check_options(&self) -> Result<()> {
-        const REFUSED: [&str; 6] = [
+        const REFUSED: [&str; 8] = [
             "-arch",
             "--gpu-architecture",
             "-dlto",
             "--dlink-time-opt",
             "-optix-ir",
             "--optix-ir",
+            "-ewp",
+            "--extensible-whole-program",
         ];
         for o in &self.options {
             let flag = o.split(['=', ' ']).next().unwrap_or("");
-            if REFUSED.contains(&flag) || flag == "-ewp" || flag == "--extensible-whole-program" {
+            if REFUSED.contains(&flag) {
                 return Err(Error::InvalidArgument(
                     "an NVRTC option that sets the architecture or the output: the Target \
                      chooses them",
