@@ -98,11 +98,27 @@ pub fn workspace_root() -> PathBuf {
         .unwrap_or_default()
 }
 
-/// `cargo` (the one running xtask) in the workspace root.
+/// `cargo` (the one running xtask) in the workspace root, with [`lean_builds`].
 pub fn cargo(root: &Path) -> Command {
     let mut cmd = Command::new(std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into()));
     cmd.current_dir(root);
+    lean_builds(&mut cmd);
     cmd
+}
+
+/// Keeps the many target directories of `cargo xtask test` small (a fresh CI machine
+/// may have little disk): no incremental caches, and line tables only as debug info
+/// in the dev and test profiles (panics and backtraces keep their file and line). A
+/// value the caller set wins.
+pub fn lean_builds(cmd: &mut Command) {
+    for (key, value) in [
+        ("CARGO_INCREMENTAL", "0"),
+        ("CARGO_PROFILE_DEV_DEBUG", "line-tables-only"),
+    ] {
+        if std::env::var_os(key).is_none() {
+            cmd.env(key, value);
+        }
+    }
 }
 
 /// Prints a progress line for a long step.

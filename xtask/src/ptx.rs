@@ -285,6 +285,7 @@ pub(crate) fn toolchain_cargo(dir: &Path, toolchain: &str) -> Command {
             cmd.env_remove(key);
         }
     }
+    crate::lean_builds(&mut cmd);
     cmd
 }
 
