@@ -163,22 +163,27 @@ impl Launches {
             .context()
             .device()
             .multiprocessor_count()?;
-        let proj = |k: usize, rw: usize| {
-            LaunchConfig::new(sms * ctas, k::BLOCK).shared_mem(k::projection_smem(k / 8, rw) as u32)
+        // A projection with fewer rows than those CTAs have warps gets only the CTAs its
+        // rows fill (one row a warp at least), leaving the SMs' room to the next kernel.
+        let proj = |k: usize, rw: usize, rows: usize| {
+            let warps_per_sm = sms as usize * k::WARPS;
+            let per_sm = (rows.div_ceil(warps_per_sm) as u32).clamp(1, ctas);
+            LaunchConfig::new(sms * per_sm, k::BLOCK)
+                .shared_mem(k::projection_smem(k / 8, rw) as u32)
         };
         let shapes = [
             LaunchConfig::new(1, k::BLOCK),
-            proj(s.d, 1),
+            proj(s.d, 1, 3 * s.d),
             // One cluster of the cache's splits per head.
             LaunchConfig::new(
                 ((s.cache / k::SPLIT) as u32, s.heads as u32, 1),
                 k::ATTN_THREADS,
             )
             .cluster_dim((s.cache / k::SPLIT) as u32)?,
-            proj(s.d, 1),
-            proj(s.d, 2),
-            proj(s.ffn, 1),
-            proj(s.d, 1),
+            proj(s.d, 1, s.d),
+            proj(s.d, 2, s.ffn),
+            proj(s.ffn, 1, s.d),
+            proj(s.d, 1, s.vocab),
             LaunchConfig::new(1, k::ARGMAX_THREADS),
         ];
         let mut plan = [0u32; 8];

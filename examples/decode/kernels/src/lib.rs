@@ -52,7 +52,7 @@ use cudadrv::kernel::unroll;
 use cudadrv::kernel::{DeviceSlice, DeviceSliceMut};
 
 #[cfg(target_arch = "nvptx64")]
-use cudadrv::device::ptx_asm::ld_v4_u32;
+use cudadrv::device::ptx_asm::{ld_v4_u32, shfl_bfly_b32};
 #[cfg(target_arch = "nvptx64")]
 use cudadrv::device::{
     PdlPlan, block_dim, block_idx, block_sum_f32, cluster_cta_count, cluster_sync, exp_approx, fma,
@@ -70,6 +70,9 @@ pub const ATTN_THREADS: u32 = 256;
 /// Half-warps of an [`attention`] CTA.
 #[cfg(target_arch = "nvptx64")]
 const HALVES: usize = ATTN_THREADS as usize / 16;
+/// Warps of an [`attention`] CTA.
+#[cfg(target_arch = "nvptx64")]
+const ATTN_WARPS: usize = ATTN_THREADS as usize / 32;
 /// Threads of the [`argmax`] CTA.
 pub const ARGMAX_THREADS: u32 = 1024;
 /// Elements of one attention head.
@@ -131,8 +134,9 @@ cudadrv::shared_array! {
 
 #[cfg(target_arch = "nvptx64")]
 cudadrv::shared_array! {
-    /// The attention CTA's half-warp results: `[half][max, sum, acc[128]]` (130 used).
-    fn attn_halves() -> [f32; HALVES * PARTIAL];
+    /// The attention CTA's per-warp results (its two half-warps merged):
+    /// `[warp][max, sum, -, -, acc[128]]`.
+    fn attn_warps() -> [f32; ATTN_WARPS * PARTIAL];
 }
 
 #[cfg(target_arch = "nvptx64")]
@@ -618,27 +622,34 @@ cudadrv::kernel! {
     }
 }
 
-/// Rotary embedding of one 128-wide head row at position `pos` (rotate-half pairing:
-/// element `i < 64` with `i + 64`), for this lane's 8 elements `8 l .. 8 l + 8`: `own`
-/// are they, `other` the 8 they pair with; `rope` holds `cos` then `sin`, `[pos][64]`
-/// each. Rounded to bfloat16.
+/// The `cos` and `sin` of rotary position `pos` for this lane's 8 elements `8 l .. 8 l +
+/// 8` of a 128-wide head (rotate-half pairing: element `i < 64` with `i + 64`, both
+/// turned by the angle of `i % 64`); `rope` holds `cos` then `sin`, `[pos][64]` each.
 #[cfg(target_arch = "nvptx64")]
 #[inline(always)]
-fn rotate(
-    own: [f32; 8],
-    other: [f32; 8],
-    l: usize,
-    pos: usize,
-    rope: &DeviceSlice<f32>,
-) -> [f32; 8] {
+fn rope_at(rope: &DeviceSlice<f32>, l: usize, pos: usize) -> [[f32; 2]; 8] {
     const HALF: usize = HEAD_DIM / 2;
     let table = rope.len() / 2;
-    let first_half = 8 * l < HALF;
-    let mut out = [0.0f32; 8];
+    let mut cs = [[1.0f32, 0.0]; 8];
     unroll::<8>(|e| {
         let j = (8 * l + e) % HALF;
-        let c = rope.get(pos * HALF + j).unwrap_or(1.0);
-        let s = rope.get(table + pos * HALF + j).unwrap_or(0.0);
+        cs[e] = [
+            rope.get(pos * HALF + j).unwrap_or(1.0),
+            rope.get(table + pos * HALF + j).unwrap_or(0.0),
+        ];
+    });
+    cs
+}
+
+/// Rotary embedding of this lane's 8 elements `8 l .. 8 l + 8` of a head row: `own` are
+/// they, `other` the 8 they pair with, `cs` their [`rope_at`]. Rounded to bfloat16.
+#[cfg(target_arch = "nvptx64")]
+#[inline(always)]
+fn rotate(own: [f32; 8], other: [f32; 8], l: usize, cs: &[[f32; 2]; 8]) -> [f32; 8] {
+    let first_half = 8 * l < HEAD_DIM / 2;
+    let mut out = [0.0f32; 8];
+    unroll::<8>(|e| {
+        let [c, s] = cs[e];
         let v = if first_half {
             own[e] * c - other[e] * s
         } else {
@@ -647,6 +658,24 @@ fn rotate(
         out[e] = Bf16::from_f32(v).to_f32();
     });
     out
+}
+
+/// Two online-softmax partials `(max, sum, weighted sums)` merged (a partial with a zero
+/// sum saw no position and counts for nothing).
+#[cfg(target_arch = "nvptx64")]
+#[inline(always)]
+fn merge<const N: usize>(a: (f32, f32, [f32; N]), b: (f32, f32, [f32; N])) -> (f32, f32, [f32; N]) {
+    let (ok_a, ok_b) = (a.1 > 0.0, b.1 > 0.0);
+    let big = if !ok_a || (ok_b && b.0 > a.0) {
+        b.0
+    } else {
+        a.0
+    };
+    let fa = if ok_a { exp_approx(a.0 - big) } else { 0.0 };
+    let fb = if ok_b { exp_approx(b.0 - big) } else { 0.0 };
+    let mut acc = [0.0f32; N];
+    unroll::<N>(|e| acc[e] = fma(b.2[e], fb, a.2[e] * fa));
+    (big, fma(b.1, fb, a.1 * fa), acc)
 }
 
 /// Eight bfloat16s (four packed words) as `f32`s.
@@ -736,19 +765,29 @@ cudadrv::kernel! {
         pdl_auto(PdlPlan::from_bits(plan));
         mark(&trace, slot, 1);
 
+        // q, k and v of this head (16 bytes a lane of each), and the rotary table at `p`,
+        // all loads in flight at once (every half-warp loads k and v; the one that owns
+        // position `p` uses them).
+        let ld = |base: usize| qkv.get_vec16(base / 8 + h * 16 + l).unwrap_or([0; 4]);
+        let (qw, kw, vw) = (ld(0), ld(d), ld(2 * d));
+        let cs = rope_at(&rope, l, p);
+        // The 8 elements each lane's pair with: lane `l ^ 8` of the half-warp holds them.
+        let partner = |w: [u32; 4]| {
+            let mut o = [0u32; 4];
+            // SAFETY: every lane of every warp runs these exchanges (straight-line code).
+            unroll::<4>(|i| o[i] = unsafe { shfl_bfly_b32(w[i], 8) });
+            o
+        };
+        let (qp, kp) = (partner(qw), partner(kw));
         // q rotated (bfloat16), then scaled for the scores.
-        let q_at = |base: usize, lane: usize| qkv.get8_f32(base / 8 + h * 16 + lane).unwrap_or([0.0; 8]);
-        let partner = (l + 8) % 16;
-        let mut q = rotate(q_at(0, l), q_at(0, partner), l, p, &rope);
+        let mut q = rotate(unpack8(qw), unpack8(qp), l, &cs);
         let scale = 0.088_388_35_f32; // 1 / sqrt(128)
         unroll::<8>(|e| q[e] *= scale);
-        // The new k (rotated) and v, in the half-warp that owns position p.
+        // The new k (rotated) and v go to the cache from the half-warp that owns `p`.
         let owns_p = p >= first && p < first + SPLIT && (p - first) % HALVES == half;
-        let mut k_new = [0.0f32; 8];
-        let mut v_new = [0.0f32; 8];
+        let k_new = rotate(unpack8(kw), unpack8(kp), l, &cs);
+        let v_new = unpack8(vw);
         if owns_p {
-            k_new = rotate(q_at(d, l), q_at(d, partner), l, p, &rope);
-            v_new = q_at(2 * d, l);
             let base = p * d + h * HEAD_DIM + 8 * l;
             unroll::<8>(|e| {
                 let _ = k_cache.try_write(base + e, Bf16::from_f32(k_new[e]));
@@ -782,41 +821,45 @@ cudadrv::kernel! {
             }
         });
 
-        // The CTA's half-warps combined through shared memory.
-        let halves = attn_halves().as_mut_ptr();
-        // SAFETY: `half < HALVES`, `l < 16`: inside the HALVES x PARTIAL array; one
-        // writer each.
+        // The warp's two half-warps merged through exchanges (lane `l` and `l + 16` hold
+        // the same elements), then the CTA's warps through shared memory.
+        // SAFETY: every lane of every warp runs these exchanges (straight-line code).
+        let other = unsafe {
+            let x = |v: f32| f32::from_bits(shfl_bfly_b32(v.to_bits(), 16));
+            let mut o = [0.0f32; 8];
+            unroll::<8>(|e| o[e] = x(acc[e]));
+            (x(m), x(sum), o)
+        };
+        let (m, sum, acc) = merge((m, sum, acc), other);
+        let warps = attn_warps().as_mut_ptr();
+        // SAFETY: `tid / 32 < ATTN_WARPS`, `l < 16`: inside the ATTN_WARPS x PARTIAL
+        // array; the first half-warp writes (one writer per slot).
         unsafe {
-            let row = halves.add(half * PARTIAL);
-            if l == 0 {
-                row.write(m);
-                row.add(1).write(sum);
+            if half % 2 == 0 {
+                let row = warps.add((tid / 32) * PARTIAL);
+                if l == 0 {
+                    row.write(m);
+                    row.add(1).write(sum);
+                }
+                unroll::<8>(|e| row.add(4 + 8 * l + e).write(acc[e]));
             }
-            unroll::<8>(|e| row.add(4 + 8 * l + e).write(acc[e]));
             sync_threads();
         }
-        // Thread `tid < 128` combines element `tid` over the half-warps (the other warps
+        // Thread `tid < 128` combines element `tid` over the warps (the other warps
         // skip it: their issue slots go to the warps that do it).
         let e = tid.min(HEAD_DIM - 1);
-        // SAFETY: `hh < HALVES` and `i < PARTIAL` (`e < 128`): written before the barrier.
-        let read = |hh: usize, i: usize| unsafe { halves.add(hh * PARTIAL + i).read() };
-        let mut big = f32::NEG_INFINITY;
+        let (mut big, mut total, mut weighted) = (f32::NEG_INFINITY, 0.0f32, 0.0f32);
         if tid < HEAD_DIM {
-            for hh in 0..HALVES {
-                if read(hh, 1) > 0.0 && read(hh, 0) > big {
-                    big = read(hh, 0);
-                }
-            }
-        }
-        let (mut total, mut weighted) = (0.0f32, 0.0f32);
-        if big > f32::NEG_INFINITY {
-            for hh in 0..HALVES {
-                if read(hh, 1) > 0.0 {
-                    let f = exp_approx(read(hh, 0) - big);
-                    total += read(hh, 1) * f;
-                    weighted += read(hh, 4 + e) * f;
-                }
-            }
+            let mut part = (f32::NEG_INFINITY, 0.0f32, [0.0f32; 1]);
+            unroll::<ATTN_WARPS>(|w| {
+                // SAFETY: `w < ATTN_WARPS`, `4 + e < PARTIAL`: written before the barrier.
+                let theirs = unsafe {
+                    let row = warps.add(w * PARTIAL);
+                    (row.read(), row.add(1).read(), [row.add(4 + e).read()])
+                };
+                part = merge(part, theirs);
+            });
+            (big, total, weighted) = (part.0, part.1, part.2[0]);
         }
         // This CTA's result, for the cluster: `[max, sum, -, -, acc[128]]`.
         let mine = split_result().as_mut_ptr();
