@@ -76,6 +76,7 @@ fn main() {
             sfu_math_and_atomics,
             fused_multiply_add_rounds_once,
             group_and_block_sums,
+            lane_exchanges,
             hand_placed_pdl_wait,
         ],
     );
@@ -1185,6 +1186,55 @@ fn group_and_block_sums() -> TestResult {
     }
     for (j, got) in b.iter().enumerate() {
         check_eq(*got, group(j * BLOCK, BLOCK), &format!("block {j}'s sum"))?;
+    }
+    Ok(())
+}
+
+/// `warp_xor_u32` / `warp_xor_f32` hand each lane the value of lane `lane ^ mask` (only
+/// the mask's low five bits count), with a partial last warp reading zeros, and the
+/// `f32` form keeps every bit (NaN payloads and negative zero included).
+fn lane_exchanges() -> TestResult {
+    use cuda_workspace::helpers::lane_xor;
+    let (ctx, module) = helpers()?;
+    let k = module.kernel::<lane_xor>()?;
+    const BLOCK: usize = 128;
+    const BLOCKS: usize = 3;
+    const N: usize = BLOCK * BLOCKS - 5;
+    let mut x: Vec<u32> = (0..N as u32)
+        .map(|i| i.wrapping_mul(2_654_435_761))
+        .collect();
+    x[3] = 0x7fc0_1234; // a NaN with a payload
+    x[4] = 0x8000_0000; // -0.0
+    let xd = DeviceBuffer::from_slice(&ctx, &x)?;
+    let stream = Stream::new(&ctx, StreamFlags::NON_BLOCKING)?;
+    let cfg = LaunchConfig::new(BLOCKS as u32, BLOCK as u32).stream(&stream);
+    for mask in [1u32, 8, 16, 31, 32, 40] {
+        let mut ints = DeviceBuffer::<u32>::zeroed(&ctx, BLOCK * BLOCKS)?;
+        let mut floats = DeviceBuffer::<f32>::zeroed(&ctx, BLOCK * BLOCKS)?;
+        // SAFETY: 128-thread blocks (whole warps); the buffers outlive the launch
+        // (synchronized below).
+        unsafe {
+            k.launch(
+                &cfg,
+                &(
+                    xd.view().kernel_slice(),
+                    mask,
+                    ints.view_mut().kernel_slice_mut(),
+                    floats.view_mut().kernel_slice_mut(),
+                ),
+            )?;
+        }
+        stream.synchronize()?;
+        let (ints, floats) = (read_back(&ints)?, read_back(&floats)?);
+        for t in 0..BLOCK * BLOCKS {
+            let from = t / 32 * 32 + ((t % 32) ^ (mask as usize & 31));
+            let want = x.get(from).copied().unwrap_or(0);
+            check_eq(
+                (ints[t], floats[t].to_bits()),
+                (want, want),
+                &format!("mask {mask}, thread {t}"),
+            )?;
+        }
     }
     Ok(())
 }

@@ -146,6 +146,33 @@ cudadrv::kernel! {
 }
 
 cudadrv::kernel! {
+    /// Thread `t` (of the whole grid) exchanges `x[t]` (0 past the end) with lane
+    /// `lane ^ mask` of its warp: `ints[t]` through `warp_xor_u32`, `floats[t]` through
+    /// `warp_xor_f32` (the same bits as an `f32`).
+    ///
+    /// # Safety
+    /// A one-dimensional launch whose block size is a multiple of 32.
+    pub unsafe fn lane_xor(
+        x: DeviceSlice<u32>,
+        mask: u32,
+        ints: DeviceSliceMut<u32>,
+        floats: DeviceSliceMut<f32>,
+    ) {
+        let t = cudadrv::device::global_idx_x() as usize;
+        let v = x.get(t).unwrap_or(0);
+        // SAFETY: the launch shape (caller): whole warps, every lane reaches both.
+        let (a, b) = unsafe {
+            (
+                cudadrv::device::warp_xor_u32(v, mask),
+                cudadrv::device::warp_xor_f32(f32::from_bits(v), mask),
+            )
+        };
+        let _ = ints.try_write(t, a);
+        let _ = floats.try_write(t, b);
+    }
+}
+
+cudadrv::kernel! {
     /// A hand-placed PDL wait: `out[i] = weight[i] + input[i]` where `weight` is read
     /// before `grid_dependency_wait` (no predecessor writes it) and `input` (the
     /// predecessor's output) after it; grid-stride.

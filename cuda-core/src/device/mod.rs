@@ -23,7 +23,8 @@
 //!   [`DeviceSlice::get8_f32`] for bfloat16 weights).
 //! - Reductions: [`warp_sum_f32`], [`warp_max_f32`], [`warp_sum_u32`],
 //!   [`warp_argmax_f32`], [`warp_group_sum_f32`] (groups of 2 to 32 lanes),
-//!   [`block_sum_f32`] (the whole CTA); global atomics on slice elements
+//!   [`block_sum_f32`] (the whole CTA); lane exchanges [`warp_xor_u32`],
+//!   [`warp_xor_f32`]; global atomics on slice elements
 //!   ([`DeviceSliceMut::fetch_add`], [`fetch_min`](DeviceSliceMut::fetch_min),
 //!   [`fetch_max`](DeviceSliceMut::fetch_max)).
 //! - `f32` math: [`exp2_approx`], [`exp_approx`], [`rsqrt_approx`], [`fma`].
@@ -168,4 +169,5 @@ pub use thread::{
 };
 pub use warp::{
     block_sum_f32, warp_argmax_f32, warp_group_sum_f32, warp_max_f32, warp_sum_f32, warp_sum_u32,
+    warp_xor_f32, warp_xor_u32,
 };

@@ -80,6 +80,33 @@ pub unsafe fn warp_argmax_f32(value: f32, index: u32) -> (f32, u32) {
     (v, i)
 }
 
+/// The `v` of lane `lane_id() ^ mask` (one butterfly exchange, `shfl.sync.bfly.b32`):
+/// lanes that hold two halves of one result swap them, e.g. `mask = 16` pairs lane `l`
+/// with `l + 16` (the two half-warps), `mask = 8` lane `l` with `l ^ 8` within a
+/// half-warp. Only `mask`'s low five bits count (PTX reads `b[4:0]`): `mask` 0 or 32
+/// gives every lane its own `v`.
+///
+/// # Safety
+/// As [`warp_sum_f32`].
+#[inline(always)]
+#[must_use]
+pub unsafe fn warp_xor_u32(v: u32, mask: u32) -> u32 {
+    // SAFETY: the caller's promise: every lane takes part; any `mask` names a lane of
+    // the warp (`shfl.sync` uses its low five bits).
+    unsafe { ptx_asm::shfl_bfly_b32(v, mask) }
+}
+
+/// [`warp_xor_u32`] of an `f32`'s bits.
+///
+/// # Safety
+/// As [`warp_sum_f32`].
+#[inline(always)]
+#[must_use]
+pub unsafe fn warp_xor_f32(v: f32, mask: u32) -> f32 {
+    // SAFETY: forwarded to the caller.
+    f32::from_bits(unsafe { warp_xor_u32(v.to_bits(), mask) })
+}
+
 /// The sum of `v` over each aligned group of `W` lanes (lanes `W k .. W k + W`), in every
 /// lane of the group: `W` of 2, 4, 8, 16 or 32 (a half warp reduces one 16-lane row,
 /// e.g. a 128-wide head of bfloat16 read in 16-byte pieces). The whole warp still takes

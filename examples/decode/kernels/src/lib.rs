@@ -52,12 +52,12 @@ use cudadrv::kernel::unroll;
 use cudadrv::kernel::{DeviceSlice, DeviceSliceMut};
 
 #[cfg(target_arch = "nvptx64")]
-use cudadrv::device::ptx_asm::{ld_v4_u32, shfl_bfly_b32};
+use cudadrv::device::ptx_asm::ld_v4_u32;
 #[cfg(target_arch = "nvptx64")]
 use cudadrv::device::{
     PdlPlan, block_dim, block_idx, block_sum_f32, cluster_cta_count, cluster_sync, exp_approx, fma,
     globaltimer, grid_dim, lane_id, map_shared_rank, pdl_auto, rsqrt_approx, sync_threads,
-    thread_idx, warp_argmax_f32, warp_group_sum_f32, warp_sum_f32,
+    thread_idx, warp_argmax_f32, warp_group_sum_f32, warp_sum_f32, warp_xor_f32, warp_xor_u32,
 };
 #[cfg(target_arch = "nvptx64")]
 use cudadrv::device::{cp_async_cg, cp_async_commit, cp_async_wait, cp_async_wait_all};
@@ -775,7 +775,7 @@ cudadrv::kernel! {
         let partner = |w: [u32; 4]| {
             let mut o = [0u32; 4];
             // SAFETY: every lane of every warp runs these exchanges (straight-line code).
-            unroll::<4>(|i| o[i] = unsafe { shfl_bfly_b32(w[i], 8) });
+            unroll::<4>(|i| o[i] = unsafe { warp_xor_u32(w[i], 8) });
             o
         };
         let (qp, kp) = (partner(qw), partner(kw));
@@ -825,7 +825,7 @@ cudadrv::kernel! {
         // the same elements), then the CTA's warps through shared memory.
         // SAFETY: every lane of every warp runs these exchanges (straight-line code).
         let other = unsafe {
-            let x = |v: f32| f32::from_bits(shfl_bfly_b32(v.to_bits(), 16));
+            let x = |v: f32| warp_xor_f32(v, 16);
             let mut o = [0.0f32; 8];
             unroll::<8>(|e| o[e] = x(acc[e]));
             (x(m), x(sum), o)
