@@ -22,8 +22,10 @@ use cudadrv::kernel::{
     self, DeviceSlice, DeviceSliceMut, Kernel, KernelModule, KernelPtx, MAX_LANES, TypedKernel,
 };
 use cudadrv::launch::LaunchConfig;
-use cudadrv::{Context, Device, DeviceBuffer, Error, Event, EventFlags, Stream};
-use cudadrv_sys::{CUdeviceptr, CUevent, CUfunction, CUlaunchConfig, CUmodule, CUresult, CUstream};
+use cudadrv::{Context, Device, DeviceBuffer, Error, Event, EventFlags, JitOptions, Stream};
+use cudadrv_sys::{
+    CUdeviceptr, CUevent, CUfunction, CUjit_option, CUlaunchConfig, CUmodule, CUresult, CUstream,
+};
 
 cudadrv::kernel! {
     /// `out[i] = a[i] * k` (the body is the device half's; the host sees the handle).
@@ -248,6 +250,8 @@ unsafe extern "C" fn cu_launch_kernel_ex(
 
 mock_entries! {
     fn mock_entry {
+        "cuModuleLoadDataEx" =>
+            cu_module_load_data_ex_recorded as unsafe extern "C" fn(_, _, _, _, _) -> _,
         "cuStreamSynchronize" => cu_stream_sync as unsafe extern "C" fn(_) -> _,
         "cuStreamIsCapturing" => cu_stream_is_capturing as unsafe extern "C" fn(_, _) -> _,
         "cuEventRecord" => cu_event_record as unsafe extern "C" fn(_, _) -> _,
@@ -264,6 +268,29 @@ mock_entries! {
     }
 }
 
+/// The `CU_JIT_MAX_REGISTERS` value of the last module load (0: not given).
+static MAX_REGISTERS: AtomicUsize = AtomicUsize::new(0);
+
+/// Records the register cap among the JIT options, then loads as the shared mock does.
+unsafe extern "C" fn cu_module_load_data_ex_recorded(
+    m: *mut CUmodule,
+    image: *const c_void,
+    n: c_uint,
+    options: *mut CUjit_option,
+    values: *mut *mut c_void,
+) -> CUresult {
+    let mut cap = 0;
+    for i in 0..n as usize {
+        // SAFETY: the driver's contract: `n` options and as many values.
+        if unsafe { *options.add(i) } == CUjit_option::CU_JIT_MAX_REGISTERS {
+            cap = unsafe { *values.add(i) }.addr();
+        }
+    }
+    MAX_REGISTERS.store(cap, Ordering::SeqCst);
+    // SAFETY: forwarded unchanged.
+    unsafe { cu_module_load_data_ex(m, image, n, options, values) }
+}
+
 fn invalid(r: cudadrv::Result<()>, what: &str) {
     assert!(
         matches!(&r, Err(Error::InvalidArgument(m)) if m.contains(what)),
@@ -276,6 +303,26 @@ fn typed_kernels_and_scopes_against_a_mock_driver() {
     install(mock_entry);
     let ctx = Context::primary(Device::get(0).unwrap()).unwrap();
     let module = KernelModule::load(&ctx, &PTX).unwrap();
+    assert_eq!(
+        MAX_REGISTERS.load(Ordering::SeqCst),
+        0,
+        "no register cap by default"
+    );
+    // JIT options reach the driver, and the module's handles stay trusted.
+    let capped = KernelModule::load_with(
+        &ctx,
+        &PTX,
+        JitOptions {
+            max_registers: Some(128),
+            ..JitOptions::default()
+        },
+    )
+    .unwrap();
+    assert_eq!(MAX_REGISTERS.load(Ordering::SeqCst), 128);
+    let capped_scale: TypedKernel<scale> = capped.kernel().unwrap();
+    assert!(capped_scale.is_trusted());
+    drop((capped_scale, capped));
+    take_log();
     let scale: TypedKernel<scale> = module.kernel().unwrap();
     let follow: TypedKernel<follow> = module.kernel().unwrap();
     assert!(scale.is_trusted() && follow.is_trusted());

@@ -7,7 +7,7 @@ use core::marker::PhantomData;
 use crate::args::KernelArgs;
 use crate::driver::context::Context;
 use crate::driver::function::Function;
-use crate::driver::module::Module;
+use crate::driver::module::{JitOptions, Module};
 use crate::error::Result;
 use crate::launch::LaunchConfig;
 
@@ -121,8 +121,20 @@ impl KernelModule {
     /// As [`Module::from_ptx`].
     #[doc(alias = "cuModuleLoadDataEx")]
     pub fn load(ctx: &Context, ptx: &KernelPtx) -> Result<Self> {
+        Self::load_with(ctx, ptx, JitOptions::default())
+    }
+
+    /// [`load`](Self::load) with JIT options: the most registers a thread may use (a
+    /// cap the PTX of a Rust kernel cannot state itself), the optimization level, the
+    /// logs (the info log has each kernel's register and shared-memory use). The typed
+    /// handles made from the module are checked and trusted as with `load`.
+    ///
+    /// # Errors
+    /// As [`Module::from_ptx_with`].
+    #[doc(alias = "cuModuleLoadDataEx")]
+    pub fn load_with(ctx: &Context, ptx: &KernelPtx, options: JitOptions<'_>) -> Result<Self> {
         Ok(Self {
-            module: Module::from_ptx(ctx, ptx.text)?,
+            module: Module::from_ptx_with(ctx, ptx.text, options)?,
             text: ptx.text,
         })
     }
