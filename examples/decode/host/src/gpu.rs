@@ -58,8 +58,6 @@ impl Kernels {
             argmax: m.kernel()?,
             fill: m.kernel()?,
         };
-        // The projections' staged input is static shared memory: ask for the carveout
-        // that lets as many CTAs reside as their registers allow.
         // The projections keep their input and weight rings in dynamic shared memory:
         // room for the longest input, and the carveout that lets as many CTAs reside as
         // that memory and their registers allow.

@@ -847,20 +847,18 @@ cudadrv::kernel! {
         }
         // Thread `tid < 128` combines element `tid` over the warps (the other warps
         // skip it: their issue slots go to the warps that do it).
-        let e = tid.min(HEAD_DIM - 1);
-        let (mut big, mut total, mut weighted) = (f32::NEG_INFINITY, 0.0f32, 0.0f32);
+        let mut part = (f32::NEG_INFINITY, 0.0f32, [0.0f32; 1]);
         if tid < HEAD_DIM {
-            let mut part = (f32::NEG_INFINITY, 0.0f32, [0.0f32; 1]);
             unroll::<ATTN_WARPS>(|w| {
-                // SAFETY: `w < ATTN_WARPS`, `4 + e < PARTIAL`: written before the barrier.
+                // SAFETY: `w < ATTN_WARPS`, `4 + tid < PARTIAL`: written before the barrier.
                 let theirs = unsafe {
                     let row = warps.add(w * PARTIAL);
-                    (row.read(), row.add(1).read(), [row.add(4 + e).read()])
+                    (row.read(), row.add(1).read(), [row.add(4 + tid).read()])
                 };
                 part = merge(part, theirs);
             });
-            (big, total, weighted) = (part.0, part.1, part.2[0]);
         }
+        let (big, total, [weighted]) = part;
         // This CTA's result, for the cluster: `[max, sum, -, -, acc[128]]`.
         let mine = split_result().as_mut_ptr();
         // SAFETY: `4 + tid < PARTIAL` for `tid < 128`; one writer per slot. Then every
