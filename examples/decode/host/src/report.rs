@@ -21,6 +21,10 @@ pub struct KernelRow {
     /// PDL and without.
     pub chain_us_pdl: f64,
     pub chain_us: f64,
+    /// With PDL: microseconds from the previous kernel's end to this one's first CTA
+    /// start and to its first CTA past the wait (negative: before that end).
+    pub start_us_pdl: f64,
+    pub wait_us_pdl: f64,
 }
 
 /// The benchmark.
@@ -77,20 +81,27 @@ fn kind(s: &Shape, j: usize) -> usize {
 
 /// Per kind: (bytes per launch, microseconds added to the chain), averaged over the
 /// traced steps.
-fn per_kind(s: &Shape, trace: &[[u64; 3]], start: usize) -> Vec<(f64, f64)> {
+fn per_kind(s: &Shape, trace: &[[u64; 3]], start: usize) -> Vec<[f64; 4]> {
     let per = kernels_per_step(s);
-    let mut sum = vec![(0.0f64, 0.0f64, 0usize); KINDS.len()];
+    let mut sum = vec![([0.0f64; 4], 0usize); KINDS.len()];
     for (i, t) in trace.iter().enumerate() {
         let (step, j) = (i / per, i % per);
         let prev_end = if i == 0 { t[0] } else { trace[i - 1][2] };
-        let dt = t[2].saturating_sub(prev_end) as f64 / 1e3;
+        let us = |at: u64| (at as i64 - prev_end as i64) as f64 / 1e3;
         let k = kind(s, j);
-        sum[k].0 += kernel_bytes(s, j, start + step);
-        sum[k].1 += dt;
-        sum[k].2 += 1;
+        let row = [
+            kernel_bytes(s, j, start + step),
+            us(t[2]).max(0.0),
+            us(t[0]),
+            us(t[1]),
+        ];
+        for (a, v) in sum[k].0.iter_mut().zip(row) {
+            *a += v;
+        }
+        sum[k].1 += 1;
     }
     sum.iter()
-        .map(|&(b, t, n)| (b / n.max(1) as f64, t / n.max(1) as f64))
+        .map(|(v, n)| v.map(|x| x / (*n).max(1) as f64))
         .collect()
 }
 
@@ -127,9 +138,11 @@ pub fn bench(
         .enumerate()
         .map(|(k, name)| KernelRow {
             name,
-            bytes: b[k].0,
-            chain_us_pdl: b[k].1,
-            chain_us: a[k].1,
+            bytes: b[k][0],
+            chain_us_pdl: b[k][1],
+            chain_us: a[k][1],
+            start_us_pdl: b[k][2],
+            wait_us_pdl: b[k][3],
         })
         .collect();
     let svg = timeline(&s, &plain, &pdl, steps);
@@ -151,8 +164,8 @@ pub fn bench(
         );
     }
     println!(
-        "decode: {:<12} {:>10} {:>12} {:>8} {:>12} {:>8}",
-        "kernel", "MB/launch", "us (PDL)", "of bw", "us (plain)", "of bw"
+        "decode: {:<12} {:>10} {:>12} {:>8} {:>12} {:>8} {:>8} {:>8}",
+        "kernel", "MB/launch", "us (PDL)", "of bw", "us (plain)", "of bw", "start", "wait"
     );
     let bench = Bench {
         copy_gbps,
@@ -165,13 +178,15 @@ pub fn bench(
     for k in &bench.kernels {
         let share = |us: f64| 100.0 * k.bytes / (us * 1e-6) / (copy_gbps * 1e9);
         println!(
-            "decode: {:<12} {:>10.2} {:>12.2} {:>7.1}% {:>12.2} {:>7.1}%",
+            "decode: {:<12} {:>10.2} {:>12.2} {:>7.1}% {:>12.2} {:>7.1}% {:>8.2} {:>8.2}",
             k.name,
             k.bytes / 1e6,
             k.chain_us_pdl,
             share(k.chain_us_pdl),
             k.chain_us,
-            share(k.chain_us)
+            share(k.chain_us),
+            k.start_us_pdl,
+            k.wait_us_pdl
         );
     }
     Ok(bench)
