@@ -614,6 +614,16 @@ if [ "$SANITIZE" = 1 ] && [ "$TESTS" = 1 ] && command -v compute-sanitizer >/dev
       grep -E "ERROR SUMMARY|RACECHECK SUMMARY|passed, .* failed" "$LOGS/${tool}_$name.log"
     done
   done
+  # The decode example's kernels, every launch path, on its small shape.
+  if [ -x bin/decode ] && { [ -z "$SUITES" ] || want "$SUITES" hw_decode; }; then
+    for tool in memcheck racecheck; do
+      echo "=== compute-sanitizer $tool decode (small shape, 4 steps)"
+      compute-sanitizer --tool $tool --print-limit 20 bin/decode --shape small --steps 4 > "$LOGS/${tool}_decode.log" 2>&1
+      grep -E "ERROR SUMMARY|RACECHECK SUMMARY|FAILED|all values checked" "$LOGS/${tool}_decode.log"
+      grep -oE "Program hit [A-Z_]+ \(error [0-9]+\) due to \"[^\"]*\" on CUDA API call to [A-Za-z0-9_]+" "$LOGS/${tool}_decode.log" \
+        | sed 's/Program hit //' | sort | uniq -c | sed 's/^/    /'
+    done
+  fi
 fi
 cat "$LOGS/summary.txt"
 if [ -n "${OUT:-}" ]; then
