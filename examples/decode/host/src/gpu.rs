@@ -298,16 +298,12 @@ impl Model {
         self.tokens.memset_d32(u32::MAX)
     }
 
-    /// A timeline buffer for `steps` steps (per kernel the slots kept as minimums at
-    /// `u64::MAX`, those kept as maximums at 0: see `TRACE_SLOTS`), or none for
-    /// `steps == 0`.
+    /// A timeline buffer for `steps` steps (each slot's start and wait at `u64::MAX`,
+    /// its end at 0), or none for `steps == 0`.
     pub fn arm_trace(&mut self, ctx: &Context, steps: usize) -> Result<()> {
         let n = steps * kernels_per_step(&self.shape);
         let init: Vec<u64> = (0..n * k::TRACE_SLOTS)
-            .map(|i| match i % k::TRACE_SLOTS {
-                2..=4 => 0,
-                _ => u64::MAX,
-            })
+            .map(|i| if i % k::TRACE_SLOTS == 2 { 0 } else { u64::MAX })
             .collect();
         self.trace = DeviceBuffer::from_slice(ctx, &init)?;
         Ok(())

@@ -151,7 +151,7 @@ pub fn traced(
     pdl: bool,
     trigger: Trigger,
     (first, start, steps): (u32, usize, usize),
-) -> Result<Vec<[u64; 6]>> {
+) -> Result<Vec<[u64; 3]>> {
     let launches = Launches::new(&model.shape, ks, pdl, trigger, model.ctas)?;
     model.reset(first, start)?;
     model.arm_trace(ctx, steps)?;
@@ -163,9 +163,6 @@ pub fn traced(
     model.trace.copy_to_host(&mut raw)?;
     model.arm_trace(ctx, 0)?;
     let per = kernels_per_step(&model.shape);
-    debug_assert_eq!(raw.len(), steps * per * 6);
-    Ok(raw
-        .chunks_exact(6)
-        .map(|c| [c[0], c[1], c[2], c[3], c[4], c[5]])
-        .collect())
+    debug_assert_eq!(raw.len(), steps * per * 3);
+    Ok(raw.chunks_exact(3).map(|c| [c[0], c[1], c[2]]).collect())
 }

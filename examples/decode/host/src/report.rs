@@ -21,10 +21,10 @@ pub struct KernelRow {
     /// PDL and without.
     pub chain_us_pdl: f64,
     pub chain_us: f64,
-    /// With PDL, microseconds from the previous kernel's end (its last CTA's) to this
-    /// one's first CTA start, first and last CTA past the wait, last CTA with its input
-    /// ready, first CTA end (negative: before the previous end; NaN: not recorded).
-    pub when_us_pdl: [f64; 5],
+    /// With PDL: microseconds from the previous kernel's end to this one's first CTA
+    /// start and to its first CTA past the wait (negative: before that end).
+    pub start_us_pdl: f64,
+    pub wait_us_pdl: f64,
 }
 
 /// The benchmark.
@@ -79,27 +79,21 @@ fn kind(s: &Shape, j: usize) -> usize {
     }
 }
 
-/// Per kind, averaged over the traced steps: bytes per launch, microseconds added to the
-/// chain, then the [`KernelRow::when_us_pdl`] times of the trace's slots.
-fn per_kind(s: &Shape, trace: &[[u64; 6]], start: usize) -> Vec<[f64; 7]> {
+/// Per kind: (bytes per launch, microseconds added to the chain), averaged over the
+/// traced steps.
+fn per_kind(s: &Shape, trace: &[[u64; 3]], start: usize) -> Vec<[f64; 4]> {
     let per = kernels_per_step(s);
-    let mut sum = vec![([0.0f64; 7], 0usize); KINDS.len()];
+    let mut sum = vec![([0.0f64; 4], 0usize); KINDS.len()];
     for (i, t) in trace.iter().enumerate() {
         let (step, j) = (i / per, i % per);
         let prev_end = if i == 0 { t[0] } else { trace[i - 1][2] };
-        let us = |at: u64| match at {
-            0 | u64::MAX => f64::NAN,
-            _ => (at as i64 - prev_end as i64) as f64 / 1e3,
-        };
+        let us = |at: u64| (at as i64 - prev_end as i64) as f64 / 1e3;
         let k = kind(s, j);
         let row = [
             kernel_bytes(s, j, start + step),
             us(t[2]).max(0.0),
             us(t[0]),
             us(t[1]),
-            us(t[3]),
-            us(t[4]),
-            us(t[5]),
         ];
         for (a, v) in sum[k].0.iter_mut().zip(row) {
             *a += v;
@@ -147,7 +141,8 @@ pub fn bench(
             bytes: b[k][0],
             chain_us_pdl: b[k][1],
             chain_us: a[k][1],
-            when_us_pdl: [b[k][2], b[k][3], b[k][4], b[k][5], b[k][6]],
+            start_us_pdl: b[k][2],
+            wait_us_pdl: b[k][3],
         })
         .collect();
     let svg = timeline(&s, &plain, &pdl, steps);
@@ -169,8 +164,8 @@ pub fn bench(
         );
     }
     println!(
-        "decode: {:<12} {:>10} {:>12} {:>8} {:>12} {:>8}",
-        "kernel", "MB/launch", "us (PDL)", "of bw", "us (plain)", "of bw"
+        "decode: {:<12} {:>10} {:>12} {:>8} {:>12} {:>8} {:>8} {:>8}",
+        "kernel", "MB/launch", "us (PDL)", "of bw", "us (plain)", "of bw", "start", "wait"
     );
     let bench = Bench {
         copy_gbps,
@@ -183,23 +178,15 @@ pub fn bench(
     for k in &bench.kernels {
         let share = |us: f64| 100.0 * k.bytes / (us * 1e-6) / (copy_gbps * 1e9);
         println!(
-            "decode: {:<12} {:>10.2} {:>12.2} {:>7.1}% {:>12.2} {:>7.1}%",
+            "decode: {:<12} {:>10.2} {:>12.2} {:>7.1}% {:>12.2} {:>7.1}% {:>8.2} {:>8.2}",
             k.name,
             k.bytes / 1e6,
             k.chain_us_pdl,
             share(k.chain_us_pdl),
             k.chain_us,
-            share(k.chain_us)
-        );
-    }
-    println!(
-        "decode: with PDL, us after the previous kernel's end: first CTA start, first and last past the wait, last with its input ready, first and last end"
-    );
-    for k in &bench.kernels {
-        let [a, b, c, d, e] = k.when_us_pdl;
-        println!(
-            "decode: {:<12} {a:>8.2} {b:>8.2} {c:>8.2} {d:>8.2} {e:>8.2} {:>8.2}",
-            k.name, k.chain_us_pdl
+            share(k.chain_us),
+            k.start_us_pdl,
+            k.wait_us_pdl
         );
     }
     Ok(bench)
@@ -208,11 +195,11 @@ pub fn bench(
 /// One layer of the last traced step (the middle layer), without and with PDL: per
 /// kernel a bar from its first CTA's start to its last CTA's end, lighter until its
 /// first CTA passed the wait.
-fn timeline(s: &Shape, plain: &[[u64; 6]], pdl: &[[u64; 6]], steps: usize) -> String {
+fn timeline(s: &Shape, plain: &[[u64; 3]], pdl: &[[u64; 3]], steps: usize) -> String {
     let per = kernels_per_step(s);
     let first = (steps - 1) * per + 1 + 5 * (s.layers / 2);
     let lanes = [("stream", plain), ("stream + PDL", pdl)];
-    let t0 = |tr: &[[u64; 6]]| tr[first][0].min(tr[first - 1][2]);
+    let t0 = |tr: &[[u64; 3]]| tr[first][0].min(tr[first - 1][2]);
     let span = lanes
         .iter()
         .map(|(_, tr)| tr[first + 4][2].saturating_sub(t0(tr)))
@@ -251,7 +238,7 @@ fn timeline(s: &Shape, plain: &[[u64; 6]], pdl: &[[u64; 6]], steps: usize) -> St
         let base = t0(tr);
         let _ = writeln!(out, r#"<text x="10" y="{}">{name}</text>"#, top + 50.0);
         for k in 0..5 {
-            let [st, wt, en, ..] = tr[first + k];
+            let [st, wt, en] = tr[first + k];
             let (a, b, c) = (
                 st.saturating_sub(base) as f64 / 1e3,
                 wt.saturating_sub(base) as f64 / 1e3,
@@ -309,19 +296,9 @@ pub fn write_outputs(
         );
         for (i, k) in b.kernels.iter().enumerate() {
             let sep = if i == 0 { "" } else { "," };
-            let when = k
-                .when_us_pdl
-                .map(|v| {
-                    if v.is_finite() {
-                        format!("{v:.3}")
-                    } else {
-                        "null".into()
-                    }
-                })
-                .join(", ");
             let _ = write!(
                 j,
-                "{sep}\n    {{\"name\": \"{}\", \"bytes\": {:.0}, \"chain_us_pdl\": {:.3}, \"chain_us\": {:.3}, \"when_us_pdl\": [{when}]}}",
+                "{sep}\n    {{\"name\": \"{}\", \"bytes\": {:.0}, \"chain_us_pdl\": {:.3}, \"chain_us\": {:.3}}}",
                 k.name, k.bytes, k.chain_us_pdl, k.chain_us
             );
         }

@@ -91,10 +91,8 @@ pub const PARTIAL: usize = HEAD_DIM + 4;
 pub const MAX_PIECES: usize = 6;
 /// RMSNorm's epsilon.
 pub const RMS_EPS: f32 = 1e-5;
-/// Slots of the timeline per kernel: first CTA start, first wait passed, last CTA end,
-/// last wait passed, last CTA with its input ready (the projections' staged input, the
-/// attention's q, k and v), first CTA end.
-pub const TRACE_SLOTS: usize = 6;
+/// Slots of the timeline per kernel: first CTA start, first wait passed, last CTA end.
+pub const TRACE_SLOTS: usize = 3;
 
 /// The weight generator: the `index`-th value of the stream `seed`, uniform in
 /// `[-scale, scale)` plus `offset`, rounded to bfloat16. A counter-based hash
@@ -154,31 +152,19 @@ cudadrv::shared_array! {
     fn split_result() -> [f32; PARTIAL];
 }
 
-/// Records a timestamp for the timeline (thread 0 of each CTA): `what` 0 = start (the
-/// earliest over the CTAs), 1 = wait passed (the earliest and the latest), 2 = end (the
-/// latest and the earliest), 4 = input ready (the latest); see [`TRACE_SLOTS`]. Nothing
-/// when the trace slice is empty.
+/// Records a timestamp for the timeline (thread 0 of each CTA): `what` 0 = start, 1 =
+/// wait passed (both the earliest over the CTAs), 2 = end (the latest). Nothing when the
+/// trace slice is empty.
 #[cfg(target_arch = "nvptx64")]
 #[inline(always)]
 fn mark(trace: &DeviceSliceMut<u64>, slot: u32, what: usize) {
     if !trace.is_empty() && thread_idx().x == 0 {
-        let at = slot as usize * TRACE_SLOTS;
+        let i = slot as usize * TRACE_SLOTS + what;
         let t = globaltimer();
-        match what {
-            0 => {
-                let _ = trace.fetch_min(at, t);
-            }
-            1 => {
-                let _ = trace.fetch_min(at + 1, t);
-                let _ = trace.fetch_max(at + 3, t);
-            }
-            2 => {
-                let _ = trace.fetch_max(at + 2, t);
-                let _ = trace.fetch_min(at + 5, t);
-            }
-            _ => {
-                let _ = trace.fetch_max(at + 4, t);
-            }
+        if what == 2 {
+            let _ = trace.fetch_max(i, t);
+        } else {
+            let _ = trace.fetch_min(i, t);
         }
     }
 }
@@ -418,7 +404,6 @@ unsafe fn project<const RW: usize, const P: usize, const S: usize>(
     mark(trace, slot, 1);
     // SAFETY: the whole CTA (the caller's promise); `k8` and the shared memory checked.
     unsafe { stage::<S>(x, gamma, k8) };
-    mark(trace, slot, 4);
     let (mut row, mut batch) = (first, 0);
     let mut chunk = 0usize;
     // One accumulator per piece: independent chains of fused multiply-adds.
@@ -786,7 +771,6 @@ cudadrv::kernel! {
         let ld = |base: usize| qkv.get_vec16(base / 8 + h * 16 + l).unwrap_or([0; 4]);
         let (qw, kw, vw) = (ld(0), ld(d), ld(2 * d));
         let cs = rope_at(&rope, l, p);
-        mark(&trace, slot, 4);
         // The 8 elements each lane's pair with: lane `l ^ 8` of the half-warp holds them.
         let partner = |w: [u32; 4]| {
             let mut o = [0u32; 4];
