@@ -803,7 +803,7 @@ unsafe extern "C" fn cu_module_load_data_ex(
     let text = unsafe { std::ffi::CStr::from_ptr(image.cast::<c_char>()) }
         .to_string_lossy()
         .into_owned();
-    let (opts, vals) = unsafe { jit_options(n, options, values) };
+    let (opts, vals) = unsafe { cuda_workspace::mock::jit_options(n, options, values) };
     let find = |o: CUjit_option| opts.iter().position(|&x| x == o).map(|i| vals[i]);
     log(format!("cuModuleLoadDataEx options={n}"));
     if text.contains("bad") {
@@ -930,34 +930,13 @@ static CUBIN: [u8; 128] = {
     h
 };
 
-/// The `n` JIT option keys and values a caller passed (the arrays may be null when `n` is 0).
-///
-/// # Safety
-/// With `n > 0`, both arrays must hold `n` entries, alive for `'a`.
-unsafe fn jit_options<'a>(
-    n: c_uint,
-    options: *mut CUjit_option,
-    values: *mut *mut c_void,
-) -> (&'a [CUjit_option], &'a [*mut c_void]) {
-    if n == 0 {
-        return (&[], &[]);
-    }
-    // SAFETY: forwarded from the caller.
-    unsafe {
-        (
-            std::slice::from_raw_parts(options, n as usize),
-            std::slice::from_raw_parts(values, n as usize),
-        )
-    }
-}
-
 unsafe extern "C" fn cu_link_create(
     n: c_uint,
     options: *mut CUjit_option,
     values: *mut *mut c_void,
     state: *mut cudadrv_sys::CUlinkState,
 ) -> CUresult {
-    let (opts, vals) = unsafe { jit_options(n, options, values) };
+    let (opts, vals) = unsafe { cuda_workspace::mock::jit_options(n, options, values) };
     let find = |o: CUjit_option| opts.iter().position(|&x| x == o).map(|i| vals[i]);
     *lock(&LINK_LOG) = LinkLog(
         find(CUjit_option::CU_JIT_ERROR_LOG_BUFFER).unwrap_or(std::ptr::null_mut()),

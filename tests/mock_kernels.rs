@@ -279,13 +279,12 @@ unsafe extern "C" fn cu_module_load_data_ex_recorded(
     options: *mut CUjit_option,
     values: *mut *mut c_void,
 ) -> CUresult {
-    let mut cap = 0;
-    for i in 0..n as usize {
-        // SAFETY: the driver's contract: `n` options and as many values.
-        if unsafe { *options.add(i) } == CUjit_option::CU_JIT_MAX_REGISTERS {
-            cap = unsafe { *values.add(i) }.addr();
-        }
-    }
+    // SAFETY: the driver's contract: `n` options and as many values.
+    let (opts, vals) = unsafe { cuda_workspace::mock::jit_options(n, options, values) };
+    let cap = opts
+        .iter()
+        .rposition(|&o| o == CUjit_option::CU_JIT_MAX_REGISTERS)
+        .map_or(0, |i| vals[i].addr());
     MAX_REGISTERS.store(cap, Ordering::SeqCst);
     // SAFETY: forwarded unchanged.
     unsafe { cu_module_load_data_ex(m, image, n, options, values) }

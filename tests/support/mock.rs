@@ -72,3 +72,25 @@ impl MockDriver {
         );
     }
 }
+
+/// The `n` JIT option keys and values a `cuModuleLoadDataEx` or `cuLinkCreate` caller
+/// passed (the arrays may be null when `n` is 0).
+///
+/// # Safety
+/// With `n > 0`, both arrays must hold `n` entries, alive for `'a`.
+pub unsafe fn jit_options<'a>(
+    n: std::ffi::c_uint,
+    options: *mut cudadrv_sys::CUjit_option,
+    values: *mut *mut c_void,
+) -> (&'a [cudadrv_sys::CUjit_option], &'a [*mut c_void]) {
+    if n == 0 {
+        return (&[], &[]);
+    }
+    // SAFETY: forwarded from the caller.
+    unsafe {
+        (
+            std::slice::from_raw_parts(options, n as usize),
+            std::slice::from_raw_parts(values, n as usize),
+        )
+    }
+}
