@@ -590,6 +590,12 @@ if [ "$BENCH" = 1 ] && want "$BENCHES" nccl; then
   bin/data_parallel --svg "$LOGS/data_parallel_timeline.svg" 2>&1 | tee "$LOGS/data_parallel.log"
 fi
 if [ "$SANITIZE" = 1 ] && [ "$TESTS" = 1 ] && command -v compute-sanitizer >/dev/null; then
+  # Which calls a sanitizer log says returned errors, counted (each one a test provoking
+  # it on purpose, or a bug).
+  api_errors() {
+    grep -oE "Program hit [A-Z_]+ \(error [0-9]+\) due to \"[^\"]*\" on CUDA API call to [A-Za-z0-9_]+" "$1" \
+      | sed 's/Program hit //' | sort | uniq -c | sed 's/^/    /'
+  }
   for t in bin/hw_core bin/hw_launch bin/hw_graph bin/hw_device bin/hw_soundness bin/hw_samples bin/hw_logs bin/hw_green bin/hw_devgraph bin/hw_vmm bin/hw_multi_gpu bin/hw_interop bin/hw_nccl bin/hw_nvrtc bin/hw_ipc bin/hw_tma bin/hw_promises bin/hw_memory bin/hw_views bin/hw_region bin/hw_kernels bin/hw_template bin/hw_vector_add bin/hw_torch bin/hw_async; do
     [ -x "$t" ] || continue
     name=$(basename "$t")
@@ -601,9 +607,7 @@ if [ "$SANITIZE" = 1 ] && [ "$TESTS" = 1 ] && command -v compute-sanitizer >/dev
     ONE=""; [ "$name" = hw_nccl ] && ONE="env CUDA_VISIBLE_DEVICES=0"
     HW_STRESS_SECS=${HW_STRESS_SECS:-5} $ONE compute-sanitizer --tool memcheck --print-limit 200 "$t" "$@" > "$LOGS/memcheck_$name.log" 2>&1
     grep -E "ERROR SUMMARY|passed, .* failed" "$LOGS/memcheck_$name.log"
-    # Which calls returned errors (each one a test provoking it on purpose, or a bug).
-    grep -oE "Program hit [A-Z_]+ \(error [0-9]+\) due to \"[^\"]*\" on CUDA API call to [A-Za-z0-9_]+" "$LOGS/memcheck_$name.log" \
-      | sed 's/Program hit //' | sort | uniq -c | sed 's/^/    /'
+    api_errors "$LOGS/memcheck_$name.log"
   done
   for tool in racecheck synccheck; do
     for name in hw_device hw_tma; do
@@ -620,8 +624,7 @@ if [ "$SANITIZE" = 1 ] && [ "$TESTS" = 1 ] && command -v compute-sanitizer >/dev
       echo "=== compute-sanitizer $tool decode (small shape, 4 steps)"
       compute-sanitizer --tool $tool --print-limit 20 bin/decode --shape small --steps 4 > "$LOGS/${tool}_decode.log" 2>&1
       grep -E "ERROR SUMMARY|RACECHECK SUMMARY|FAILED|all values checked" "$LOGS/${tool}_decode.log"
-      grep -oE "Program hit [A-Z_]+ \(error [0-9]+\) due to \"[^\"]*\" on CUDA API call to [A-Za-z0-9_]+" "$LOGS/${tool}_decode.log" \
-        | sed 's/Program hit //' | sort | uniq -c | sed 's/^/    /'
+      api_errors "$LOGS/${tool}_decode.log"
     done
   fi
 fi
