@@ -55,7 +55,7 @@ use cudadrv::kernel::{DeviceSlice, DeviceSliceMut};
 use cudadrv::device::ptx_asm::ld_v4_u32;
 #[cfg(target_arch = "nvptx64")]
 use cudadrv::device::{
-    PdlPlan, block_dim, block_idx, block_sum_f32, cluster_cta_count, cluster_sync, exp_approx, fma,
+    PdlPlan, block_dim, block_idx, block_sum_f32, cluster_arrive_relaxed, cluster_cta_count, cluster_sync, cluster_wait, exp_approx, fma,
     globaltimer, grid_dim, lane_id, map_shared_rank, pdl_auto, rsqrt_approx, sync_threads,
     thread_idx, warp_argmax_f32, warp_group_sum_f32, warp_sum_f32, warp_xor_f32, warp_xor_u32,
 };
@@ -762,15 +762,15 @@ cudadrv::kernel! {
                 }
             });
         }
+        // The rotary table's row for `p` (written at setup, never by a kernel).
+        let cs = rope_at(&rope, l, p);
         pdl_auto(PdlPlan::from_bits(plan));
         mark(&trace, slot, 1);
 
-        // q, k and v of this head (16 bytes a lane of each), and the rotary table at `p`,
-        // all loads in flight at once (every half-warp loads k and v; the one that owns
-        // position `p` uses them).
+        // q, k and v of this head (16 bytes a lane of each), all loads in flight at once
+        // (every half-warp loads k and v; the one that owns position `p` uses them).
         let ld = |base: usize| qkv.get_vec16(base / 8 + h * 16 + l).unwrap_or([0; 4]);
         let (qw, kw, vw) = (ld(0), ld(d), ld(2 * d));
-        let cs = rope_at(&rope, l, p);
         // The 8 elements each lane's pair with: lane `l ^ 8` of the half-warp holds them.
         let partner = |w: [u32; 4]| {
             let mut o = [0u32; 4];
@@ -787,13 +787,6 @@ cudadrv::kernel! {
         let owns_p = p >= first && p < first + SPLIT && (p - first) % HALVES == half;
         let k_new = rotate(unpack8(kw), unpack8(kp), l, &cs);
         let v_new = unpack8(vw);
-        if owns_p {
-            let base = p * d + h * HEAD_DIM + 8 * l;
-            unroll::<8>(|e| {
-                let _ = k_cache.try_write(base + e, Bf16::from_f32(k_new[e]));
-                let _ = v_cache.try_write(base + e, Bf16::from_f32(v_new[e]));
-            });
-        }
 
         // Online softmax over this half-warp's positions.
         let mut m = f32::NEG_INFINITY;
@@ -874,6 +867,15 @@ cudadrv::kernel! {
             }
             cluster_sync();
         }
+        // The new k and v go to the caches only now, so that no barrier's release above
+        // waits for their stores.
+        if owns_p {
+            let base = p * d + h * HEAD_DIM + 8 * l;
+            unroll::<8>(|e| {
+                let _ = k_cache.try_write(base + e, Bf16::from_f32(k_new[e]));
+                let _ = v_cache.try_write(base + e, Bf16::from_f32(v_new[e]));
+            });
+        }
         if split == 0 && tid < HEAD_DIM {
             // The head's splits, read from each CTA's shared memory (all in flight).
             let mut m = [f32::NEG_INFINITY; MAX_SPLITS];
@@ -908,9 +910,15 @@ cudadrv::kernel! {
             let y = if total > 0.0 { weighted / total } else { 0.0 };
             let _ = out.try_write(h * HEAD_DIM + tid, Bf16::from_f32(y));
         }
-        // No CTA leaves while the first one may still read its shared memory.
-        // SAFETY: every thread of every CTA of the cluster reaches it.
-        unsafe { cluster_sync() };
+        // No CTA leaves while the first one may still read its shared memory. The arrival
+        // is relaxed: it releases nothing (the first CTA's reads of the others' shared
+        // memory are complete, their values used), so it does not wait for this thread's
+        // global stores as a releasing arrival would.
+        // SAFETY: every thread of every CTA of the cluster arrives once, then waits.
+        unsafe {
+            cluster_arrive_relaxed();
+            cluster_wait();
+        }
         mark(&trace, slot, 2);
     }
 }
