@@ -239,8 +239,25 @@ pub const fn projection_smem(k8: usize, rw: usize) -> usize {
 const fn projection_smem_for(k8: usize, rw: usize, p: usize) -> usize {
     32 * k8 + 16 * WARPS * STAGES * rw * p * 32
 }
+/// This thread's pieces `t + BLOCK i`, `i < S`, of the RMSNorm gains `gamma` (zeros past
+/// `k8` pieces): loaded before the PDL wait, since no kernel writes them.
+#[cfg(target_arch = "nvptx64")]
+#[inline(always)]
+fn gains_of<const S: usize>(gamma: &DeviceSlice<Bf16>, k8: usize) -> [[u32; 4]; S] {
+    let t = thread_idx().x as usize;
+    let mut g = [[0u32; 4]; S];
+    unroll::<S>(|i| {
+        let piece = t + BLOCK as usize * i;
+        if piece < k8 {
+            g[i] = gamma.get_vec16(piece).unwrap_or([0; 4]);
+        }
+    });
+    g
+}
+
 /// Stages the input vector `x` (`k8` pieces) in shared memory for the whole CTA, RMS
-/// normalized with the gains `gamma` when given (`bf16(x rsqrt(mean(x^2) + eps) g)`),
+/// normalized with the gains when given (`bf16(x rsqrt(mean(x^2) + eps) g)`; `gains[i]`
+/// is this thread's piece `i`, see [`gains_of`]),
 /// and waits for the whole CTA. Thread `t` handles pieces `t + BLOCK i`, `i < S`, reading
 /// them twice when normalizing (the sum of squares, then the scaled values; the second
 /// read hits L1), so it holds one piece at a time.
@@ -252,12 +269,12 @@ const fn projection_smem_for(k8: usize, rw: usize, p: usize) -> usize {
 #[inline(always)]
 unsafe fn stage<const S: usize>(
     x: &DeviceSlice<Bf16>,
-    gamma: Option<&DeviceSlice<Bf16>>,
+    gains: Option<&[[u32; 4]; S]>,
     k8: usize,
 ) {
     let t = thread_idx().x as usize;
     let mut scale = 1.0f32;
-    if gamma.is_some() {
+    if gains.is_some() {
         let mut ss = 0.0f32;
         unroll::<S>(|i| {
             if let Some(v) = x.get8_f32(t + BLOCK as usize * i) {
@@ -273,8 +290,8 @@ unsafe fn stage<const S: usize>(
         let piece = t + BLOCK as usize * i;
         if piece < k8 {
             let mut v = x.get8_f32(piece).unwrap_or([0.0; 8]);
-            if let Some(g) = gamma {
-                let g = g.get8_f32(piece).unwrap_or([0.0; 8]);
+            if let Some(g) = gains {
+                let g = unpack8(g[i]);
                 unroll::<8>(|e| v[e] = v[e] * scale * g[e]);
             }
             // The bfloat16 value, kept as `f32`.
@@ -344,7 +361,8 @@ unsafe fn issue_chunk<const RW: usize, const P: usize>(
 /// staged input, RMS normalized when `gamma` is given. A warp's rows are one stream of
 /// chunks (`P` pieces per lane), copied by each lane into the warp's ring in shared
 /// memory [`STAGES`] - 1 chunks ahead (`cp.async`; a lane reads only its own pieces, so
-/// no barrier is needed); the first chunks are issued before the PDL wait (`plan`).
+/// no barrier is needed); the first chunks and the RMSNorm gains are loaded before the
+/// PDL wait (`plan`).
 /// `store(row, sums)` runs in lane 0 for each row. Also the kernel's frame: it stamps the
 /// timeline, and a CTA of another shape, an input longer than the CTA stages or a launch
 /// with less dynamic shared memory than [`projection_smem`] only waits (nothing stored).
@@ -400,10 +418,11 @@ unsafe fn project<const RW: usize, const P: usize, const S: usize>(
         unsafe { issue_chunk::<RW, P>(mats, rows, k8, ring, st, issued) };
         issued = next(issued);
     });
+    let gains = gamma.map(|g| gains_of::<S>(g, k8));
     pdl_auto(PdlPlan::from_bits(plan));
     mark(trace, slot, 1);
     // SAFETY: the whole CTA (the caller's promise); `k8` and the shared memory checked.
-    unsafe { stage::<S>(x, gamma, k8) };
+    unsafe { stage::<S>(x, gains.as_ref(), k8) };
     let (mut row, mut batch) = (first, 0);
     let mut chunk = 0usize;
     // One accumulator per piece: independent chains of fused multiply-adds.
