@@ -519,14 +519,25 @@ cudadrv::kernel! {
     }
 }
 
-/// `x[row] = bf16(x[row] + bf16(v))`: a residual projection's store.
+/// `x[row] = bf16(x[row] + bf16(v))`: a residual projection's store; `known` is
+/// `x[row]` when already read.
 #[cfg(target_arch = "nvptx64")]
 #[inline(always)]
-fn add_residual(x: &DeviceSliceMut<Bf16>, row: usize, v: f32) {
-    if let Some(old) = x.get(row) {
+fn add_residual(x: &DeviceSliceMut<Bf16>, row: usize, v: f32, known: Option<Bf16>) {
+    if let Some(old) = known.or_else(|| x.get(row)) {
         let y = Bf16::from_f32(v).to_f32();
         let _ = x.try_write(row, Bf16::from_f32(old.to_f32() + y));
     }
+}
+
+/// The residual's value at this warp's first row of a residual projection (see
+/// [`project`]), read before the PDL wait: the residual was last written two or more
+/// launches back ([`down_proj`] for [`o_proj`], [`o_proj`] for [`down_proj`]).
+#[cfg(target_arch = "nvptx64")]
+#[inline(always)]
+fn early_residual(x: &DeviceSliceMut<Bf16>) -> (usize, Option<Bf16>) {
+    let first = block_idx().x as usize * WARPS + thread_idx().x as usize / 32;
+    (first, x.get(first))
 }
 
 cudadrv::kernel! {
@@ -544,10 +555,11 @@ cudadrv::kernel! {
         trace: DeviceSliceMut<u64>,
         slot: u32,
     ) {
-        // SAFETY: every thread of the CTA runs the kernel's one statement.
+        let (first, early) = early_residual(&x);
+        // SAFETY: every thread of the CTA runs this call.
         unsafe {
             project::<1, PIECES, 4>([&w], x.len(), &attn, None, plan, &trace, slot, |row, [v]| {
-                add_residual(&x, row, v)
+                add_residual(&x, row, v, if row == first { early } else { None })
             });
         }
     }
@@ -568,10 +580,11 @@ cudadrv::kernel! {
         trace: DeviceSliceMut<u64>,
         slot: u32,
     ) {
-        // SAFETY: every thread of the CTA runs the kernel's one statement.
+        let (first, early) = early_residual(&x);
+        // SAFETY: every thread of the CTA runs this call.
         unsafe {
             project::<1, PIECES, MAX_PIECES>([&w], x.len(), &h, None, plan, &trace, slot, |row, [v]| {
-                add_residual(&x, row, v)
+                add_residual(&x, row, v, if row == first { early } else { None })
             });
         }
     }
