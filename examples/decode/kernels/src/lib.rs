@@ -24,9 +24,12 @@
 //!
 //! # Programmatic Dependent Launch
 //! Every kernel is declared `unsafe dependent(manual)`: it first loads what no earlier
-//! kernel of the step writes (its weight rows into registers; the attention's cache
-//! prefix), then calls [`pdl_auto`](cudadrv::device::pdl_auto) (the wait, and the trigger
-//! the host chose), then reads its predecessor's output. Every CTA reaches the wait, so a
+//! kernel of the step writes, or what a kernel two or more launches back wrote (the
+//! projections' first weight chunks into shared memory and their RMSNorm gains into
+//! registers; the attention's cache prefix and rotary row; the residual at the first row
+//! of [`o_proj`] and [`down_proj`]'s warps), then calls
+//! [`pdl_auto`](cudadrv::device::pdl_auto) (the wait, and the trigger the host chose),
+//! then reads its predecessor's output. Every CTA reaches the wait, so a
 //! kernel never completes before its predecessor: a kernel that starts early therefore
 //! finds every kernel two or more launches back complete, which is why the attention
 //! may read the position and the cache prefix (written by earlier steps) before its wait.
@@ -55,9 +58,10 @@ use cudadrv::kernel::{DeviceSlice, DeviceSliceMut};
 use cudadrv::device::ptx_asm::ld_v4_u32;
 #[cfg(target_arch = "nvptx64")]
 use cudadrv::device::{
-    PdlPlan, block_dim, block_idx, block_sum_f32, cluster_arrive_relaxed, cluster_cta_count, cluster_sync, cluster_wait, exp_approx, fma,
-    globaltimer, grid_dim, lane_id, map_shared_rank, pdl_auto, rsqrt_approx, sync_threads,
-    thread_idx, warp_argmax_f32, warp_group_sum_f32, warp_sum_f32, warp_xor_f32, warp_xor_u32,
+    PdlPlan, block_dim, block_idx, block_sum_f32, cluster_arrive_relaxed, cluster_cta_count,
+    cluster_sync, cluster_wait, exp_approx, fma, globaltimer, grid_dim, lane_id, map_shared_rank,
+    pdl_auto, rsqrt_approx, sync_threads, thread_idx, warp_argmax_f32, warp_group_sum_f32,
+    warp_sum_f32, warp_xor_f32, warp_xor_u32,
 };
 #[cfg(target_arch = "nvptx64")]
 use cudadrv::device::{cp_async_cg, cp_async_commit, cp_async_wait, cp_async_wait_all};
@@ -267,11 +271,7 @@ fn gains_of<const S: usize>(gamma: &DeviceSlice<Bf16>, k8: usize) -> [[u32; 4]; 
 /// dynamic shared memory holds `k8` pieces.
 #[cfg(target_arch = "nvptx64")]
 #[inline(always)]
-unsafe fn stage<const S: usize>(
-    x: &DeviceSlice<Bf16>,
-    gains: Option<&[[u32; 4]; S]>,
-    k8: usize,
-) {
+unsafe fn stage<const S: usize>(x: &DeviceSlice<Bf16>, gains: Option<&[[u32; 4]; S]>, k8: usize) {
     let t = thread_idx().x as usize;
     let mut scale = 1.0f32;
     if gains.is_some() {
