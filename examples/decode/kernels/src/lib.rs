@@ -419,7 +419,7 @@ unsafe fn project<const RW: usize, const P: usize, const S: usize, const PRE: us
             (row + warps, 0)
         }
     };
-    // Before the wait: the first STAGES - 1 chunks (weights only).
+    // Before the wait: the first PRE chunks (weights only).
     let first = block_idx().x as usize * WARPS + warp;
     let mut issued = (first, 0);
     unroll::<PRE>(|st| {
