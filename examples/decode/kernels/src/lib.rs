@@ -58,10 +58,11 @@ use cudadrv::kernel::{DeviceSlice, DeviceSliceMut};
 use cudadrv::device::ptx_asm::ld_v4_u32;
 #[cfg(target_arch = "nvptx64")]
 use cudadrv::device::{
-    PdlPlan, block_dim, block_idx, block_sum_f32, cluster_arrive_relaxed, cluster_cta_count,
-    cluster_sync, cluster_wait, exp_approx, fma, globaltimer, grid_dim, lane_id, map_shared_rank,
-    pdl_auto, rsqrt_approx, sync_threads, thread_idx, warp_argmax_f32, warp_group_sum_f32,
-    warp_sum_f32, warp_xor_f32, warp_xor_u32,
+    MBarrier, PdlPlan, Scope, block_dim, block_idx, block_sum_f32, cluster_arrive_relaxed,
+    cluster_cta_count, cluster_cta_rank, cluster_wait, exp_approx, fence_mbarrier_init, fma,
+    globaltimer, grid_dim, lane_id, map_shared_rank, pdl_auto, rsqrt_approx, sync_threads,
+    sync_warp, thread_idx, warp_argmax_f32, warp_group_sum_f32, warp_sum_f32, warp_xor_f32,
+    warp_xor_u32,
 };
 #[cfg(target_arch = "nvptx64")]
 use cudadrv::device::{cp_async_cg, cp_async_commit, cp_async_wait, cp_async_wait_all};
@@ -151,9 +152,17 @@ cudadrv::shared_array! {
 
 #[cfg(target_arch = "nvptx64")]
 cudadrv::shared_array! {
-    /// An attention CTA's result for its cluster: maximum, sum, two unused, then the 128
-    /// weighted sums.
-    fn split_result() -> [f32; PARTIAL];
+    /// The attention cluster's results, in its first CTA (the others' copy is unused):
+    /// `[rank][max, sum, -, -, acc[128]]`, written by each CTA of the cluster into the
+    /// first one's shared memory.
+    fn split_inbox() -> [f32; MAX_SPLITS * PARTIAL];
+}
+
+#[cfg(target_arch = "nvptx64")]
+cudadrv::shared_array! {
+    /// The mbarrier on which the attention cluster's first CTA waits for the others'
+    /// results (one arrival per writing warp of each CTA).
+    fn inbox_bar() -> [u64; 1];
 }
 
 /// Records a timestamp for the timeline (thread 0 of each CTA): `what` 0 = start, 1 =
@@ -786,6 +795,21 @@ cudadrv::kernel! {
         // Written by the previous step's `argmax`, many launches back (see the crate docs).
         let p = pos.get(0).unwrap_or(0) as usize;
         let first = split * SPLIT;
+        let rank = cluster_cta_rank() as usize;
+        // SAFETY: `inbox_bar` is a `u64` of this CTA's shared memory used only as this
+        // mbarrier; the first CTA's thread 0 initializes it before the cluster barrier
+        // below, which every thread of every CTA arrives at here and waits on before any
+        // use of the barrier.
+        let bar = unsafe { MBarrier::from_ptr(inbox_bar().as_mut_ptr()) };
+        if rank == 0 && tid == 0 {
+            // SAFETY: one thread, before any other use; one arrival per writing warp of
+            // each CTA (below).
+            unsafe { bar.init((splits * HEAD_DIM / 32) as u32) };
+            fence_mbarrier_init();
+        }
+        // SAFETY: every thread of every CTA of the cluster arrives here once (the shape
+        // was checked for the whole grid), then waits below before arriving again.
+        unsafe { cluster_arrive_relaxed() };
         // Before the wait: this half-warp's positions of the cache (all of the split's, so
         // the loads need not wait for `p`; those past `p` are not used).
         let mut kv = [[[0u32; 4]; 2]; PER_HALF];
@@ -901,23 +925,35 @@ cudadrv::kernel! {
             });
         }
         let (big, total, [weighted]) = part;
-        // This CTA's result, for the cluster: `[max, sum, -, -, acc[128]]`.
-        let mine = split_result().as_mut_ptr();
-        // SAFETY: `4 + tid < PARTIAL` for `tid < 128`; one writer per slot. Then every
-        // thread of every CTA of the cluster reaches the barrier (the shape was checked
-        // for the whole grid, so no CTA returned early).
-        unsafe {
-            if tid == 0 {
-                mine.write(big);
-                mine.add(1).write(total);
+        // SAFETY: every thread arrived above; the first CTA's barrier initialization is
+        // now visible to every thread of the cluster.
+        unsafe { cluster_wait() };
+        // This CTA's result goes into the first CTA's inbox, `[max, sum, -, -, acc[128]]`
+        // at `rank`; each of the four writing warps then arrives on its barrier,
+        // releasing its writes to the cluster.
+        if tid < HEAD_DIM {
+            // SAFETY: `rank < splits <= MAX_SPLITS` and `4 + tid < PARTIAL`: inside the
+            // inbox; one writer per slot. The first CTA runs until its barrier's phase
+            // completes, which needs this warp's arrival below (after its writes), and
+            // nothing else touches the slots in the phase. The barrier was initialized
+            // and made visible (the cluster barrier above), and this phase expects one
+            // arrival from each writing warp of each CTA. The warp is whole (128 is a
+            // multiple of 32) and converged.
+            unsafe {
+                let slot = map_shared_rank(split_inbox().as_mut_ptr(), 0).add(rank * PARTIAL);
+                if tid == 0 {
+                    slot.write(big);
+                    slot.add(1).write(total);
+                }
+                slot.add(4 + tid).write(weighted);
+                sync_warp(u32::MAX);
+                if tid % 32 == 0 {
+                    bar.in_cta(0).arrive();
+                }
             }
-            if tid < HEAD_DIM {
-                mine.add(4 + tid).write(weighted);
-            }
-            cluster_sync();
         }
-        // The new k and v go to the caches only now, so that no barrier's release above
-        // waits for their stores.
+        // The new k and v go to the caches only now, so that no release above waits for
+        // their stores.
         if owns_p {
             let base = p * d + h * HEAD_DIM + 8 * l;
             unroll::<8>(|e| {
@@ -925,17 +961,20 @@ cudadrv::kernel! {
                 let _ = v_cache.try_write(base + e, Bf16::from_f32(v_new[e]));
             });
         }
-        if split == 0 && tid < HEAD_DIM {
-            // The head's splits, read from each CTA's shared memory (all in flight).
+        if rank == 0 && tid < HEAD_DIM {
+            // Every CTA's result is in (acquired at cluster scope), read from this CTA's
+            // own shared memory.
+            bar.phase_cursor().wait_acquire(Scope::Cluster);
+            let inbox = split_inbox().as_mut_ptr();
             let mut m = [f32::NEG_INFINITY; MAX_SPLITS];
             let mut l = [0.0f32; MAX_SPLITS];
             let mut a = [0.0f32; MAX_SPLITS];
             unroll::<MAX_SPLITS>(|r| {
                 if r < splits {
-                    // SAFETY: `r` is a rank of this cluster (`splits` CTAs, checked), whose
-                    // CTA runs until the second barrier below; `4 + tid < PARTIAL`.
+                    // SAFETY: `r < splits <= MAX_SPLITS`, `4 + tid < PARTIAL`: inside the
+                    // inbox, written before the phase completed.
                     unsafe {
-                        let theirs = map_shared_rank(mine, r as u32);
+                        let theirs = inbox.add(r * PARTIAL);
                         m[r] = theirs.read();
                         l[r] = theirs.add(1).read();
                         a[r] = theirs.add(4 + tid).read();
@@ -958,15 +997,6 @@ cudadrv::kernel! {
             });
             let y = if total > 0.0 { weighted / total } else { 0.0 };
             let _ = out.try_write(h * HEAD_DIM + tid, Bf16::from_f32(y));
-        }
-        // No CTA leaves while the first one may still read its shared memory. The arrival
-        // is relaxed: it releases nothing (the first CTA's reads of the others' shared
-        // memory are complete, their values used), so it does not wait for this thread's
-        // global stores as a releasing arrival would.
-        // SAFETY: every thread of every CTA of the cluster arrives once, then waits.
-        unsafe {
-            cluster_arrive_relaxed();
-            cluster_wait();
         }
         mark(&trace, slot, 2);
     }
