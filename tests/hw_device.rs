@@ -906,7 +906,9 @@ fn helpers() -> Result<(Context, cudadrv::kernel::KernelModule), Outcome> {
 }
 
 /// 1 Mi `f32` values (random bits, plus ties, infinities, NaNs, subnormals) converted to
-/// bfloat16 on the device give the host's `Bf16::from_f32` bits, and back the exact `f32`.
+/// bfloat16 on the device give the host's `Bf16::from_f32` bits, and back the exact `f32`;
+/// so do the one-instruction `to_bf16` and `pack_bf16x2` (a pair per word, the first value
+/// in the lower half), NaN giving NaN.
 fn bf16_conversions_match_the_host() -> TestResult {
     use cuda_workspace::helpers::bf16_round_trip;
     use cudadrv::args::Bf16;
@@ -935,18 +937,38 @@ fn bf16_conversions_match_the_host() -> TestResult {
     let xd = DeviceBuffer::from_slice(&ctx, &x)?;
     let mut out = DeviceBuffer::<Bf16>::zeroed(&ctx, x.len())?;
     let mut back = DeviceBuffer::<f32>::zeroed(&ctx, x.len())?;
+    let mut fast = DeviceBuffer::<Bf16>::zeroed(&ctx, x.len())?;
+    let mut pairs = DeviceBuffer::<u32>::zeroed(&ctx, x.len() / 2)?;
     let stream = Stream::new(&ctx, StreamFlags::NON_BLOCKING)?;
     cudadrv::kernel::scope(&ctx, |s| {
-        s.lane(&stream)?
-            .launch(&k, &LaunchConfig::new(264, 256), (&xd, &mut out, &mut back))
+        s.lane(&stream)?.launch(
+            &k,
+            &LaunchConfig::new(264, 256),
+            (&xd, &mut out, &mut back, &mut fast, &mut pairs),
+        )
     })?;
     let mut got = vec![Bf16::ZERO; x.len()];
     out.copy_to_host(&mut got)?;
     let mut got_back = vec![0f32; x.len()];
     back.copy_to_host(&mut got_back)?;
+    let mut got_fast = vec![Bf16::ZERO; x.len()];
+    fast.copy_to_host(&mut got_fast)?;
+    let got_pairs = read_back(&pairs)?;
+    let mut nans = 0;
     for (i, &v) in x.iter().enumerate() {
         let want = Bf16::from_f32(v);
         let same_nan = v.is_nan() && got[i].to_f32().is_nan();
+        nans += usize::from(v.is_nan());
+        let pair = (got_pairs[i / 2] >> (16 * (i % 2))) as u16;
+        for (what, bits) in [("to_bf16", got_fast[i].to_bits()), ("pack_bf16x2", pair)] {
+            let nan = v.is_nan() && Bf16::from_bits(bits).to_f32().is_nan();
+            check(bits == want.to_bits() || nan, || {
+                format!(
+                    "{what}(x[{i}] = {v:e}): device {bits:#06x}, host {:#06x}",
+                    want.to_bits()
+                )
+            })?;
+        }
         check(got[i] == want || same_nan, || {
             format!(
                 "x[{i}] = {v:e}: device {:#06x}, host {:#06x}",
@@ -959,7 +981,8 @@ fn bf16_conversions_match_the_host() -> TestResult {
             || format!("back[{i}]"),
         )?;
     }
-    Ok(())
+    // The random bits hold NaNs too (about 1 in 256), so both NaN paths ran.
+    check(nans > 1000, || format!("only {nans} NaN inputs"))
 }
 
 /// `get8_f32` over a 16-byte aligned bfloat16 buffer and over a view starting one value

@@ -6,15 +6,30 @@ use cudadrv::args::Bf16;
 use cudadrv::kernel::{DeviceSlice, DeviceSliceMut};
 
 cudadrv::kernel! {
-    /// `out[i] = bf16(x[i])` (round to nearest even) and `back[i] = f32(out[i])` for
-    /// every `i < x.len()` (grid-stride loop).
-    pub safe fn bf16_round_trip(x: DeviceSlice<f32>, out: DeviceSliceMut<Bf16>, back: DeviceSliceMut<f32>) {
+    /// `out[i] = bf16(x[i])` (round to nearest even, `Bf16::from_f32`) and `back[i] =
+    /// f32(out[i])` for every `i < x.len()`; `fast[i]` the same rounding by
+    /// `cudadrv::device::to_bf16` (one `cvt`) and `pairs[j]` the pair `x[2j], x[2j + 1]`
+    /// by `pack_bf16x2` (grid-stride loop).
+    pub safe fn bf16_round_trip(
+        x: DeviceSlice<f32>,
+        out: DeviceSliceMut<Bf16>,
+        back: DeviceSliceMut<f32>,
+        fast: DeviceSliceMut<Bf16>,
+        pairs: DeviceSliceMut<u32>,
+    ) {
+        use cudadrv::device::{pack_bf16x2, to_bf16};
         let stride = cudadrv::device::global_dim_x() as usize;
         let mut i = cudadrv::device::global_idx_x() as usize;
         while let Some(v) = x.get(i) {
             let b = Bf16::from_f32(v);
             out.write(i, b);
             back.write(i, b.to_f32());
+            fast.write(i, to_bf16(v));
+            if i % 2 == 0 {
+                if let Some(w) = x.get(i + 1) {
+                    pairs.write(i / 2, pack_bf16x2(v, w));
+                }
+            }
             i += stride;
         }
     }

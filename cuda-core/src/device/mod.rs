@@ -157,6 +157,9 @@ pub use launch::{
     DevRtError, DeviceKernel, DeviceStream, LaunchError, launch_child, launch_child_with_rule,
 };
 pub use math::{exp_approx, exp2_approx, fma, rsqrt_approx};
+sm80_ptx70! {
+    pub use math::{pack_bf16x2, to_bf16};
+}
 pub use mbarrier::{ArrivalToken, MBarrier};
 pub use phase::PhaseCursor;
 pub use scope::{FenceScope, ProxySpace, Scope};

@@ -1,5 +1,5 @@
-//! The special-function unit's approximations (`ex2.approx`, `rsqrt.approx`) and the fused
-//! multiply-add (`fma.rn`), which `core` has no nvptx lowering for without `std`; and
+//! The special-function unit's approximations (`ex2.approx`, `rsqrt.approx`), the fused
+//! multiply-add (`fma.rn`) and the bfloat16 rounding (`cvt.rn.bf16x2.f32`), which `core` has no nvptx lowering for without `std`; and
 //! global atomics (`atom`) on 32- and 64-bit
 //! words, relaxed at GPU scope.
 
@@ -60,6 +60,30 @@ ptx_fn! {
                 a = in(reg32) a,
                 b = in(reg32) b,
                 c = in(reg32) c,
+                options(pure, nomem, nostack, preserves_flags),
+            );
+        }
+        d
+    }
+}
+
+ptx_fn! {
+    [sm80_ptx70]
+    /// `cvt.rn.bf16x2.f32 d, hi, lo;` (PTX 7.0, sm_80): `lo` and `hi` rounded to bfloat16
+    /// (nearest, ties to even) and packed, `lo` in the lower half of `d`.
+    ///
+    /// # Safety
+    /// None: it reads and writes registers only.
+    #[must_use]
+    fn cvt_rn_bf16x2_f32(hi: f32, lo: f32) -> u32 {
+        let d: u32;
+        // SAFETY: registers only.
+        unsafe {
+            ::core::arch::asm!(
+                "cvt.rn.bf16x2.f32 {d}, {hi}, {lo};",
+                d = out(reg32) d,
+                hi = in(reg32) hi,
+                lo = in(reg32) lo,
                 options(pure, nomem, nostack, preserves_flags),
             );
         }
