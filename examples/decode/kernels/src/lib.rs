@@ -60,9 +60,9 @@ use cudadrv::device::ptx_asm::ld_v4_u32;
 use cudadrv::device::{
     MBarrier, PdlPlan, Scope, block_dim, block_idx, block_sum_f32, cluster_arrive_relaxed,
     cluster_cta_count, cluster_cta_rank, cluster_wait, exp_approx, fence_mbarrier_init, fma,
-    globaltimer, grid_dim, lane_id, map_shared_rank, pdl_auto, rsqrt_approx, sync_threads,
-    sync_warp, thread_idx, warp_argmax_f32, warp_group_sum_f32, warp_sum_f32, warp_xor_f32,
-    warp_xor_u32,
+    globaltimer, grid_dim, lane_id, map_shared_rank, pack_bf16x2, pdl_auto, rsqrt_approx,
+    sync_threads, sync_warp, thread_idx, to_bf16, warp_argmax_f32, warp_group_sum_f32,
+    warp_sum_f32, warp_xor_f32, warp_xor_u32,
 };
 #[cfg(target_arch = "nvptx64")]
 use cudadrv::device::{cp_async_cg, cp_async_commit, cp_async_wait, cp_async_wait_all};
@@ -210,8 +210,7 @@ fn dot8(acc: f32, w: [u32; 4], x: &[f32; 8]) -> f32 {
 fn pack8(v: [f32; 8]) -> [u32; 4] {
     let mut out = [0u32; 4];
     unroll::<4>(|q| {
-        out[q] = u32::from(Bf16::from_f32(v[2 * q]).to_bits())
-            | (u32::from(Bf16::from_f32(v[2 * q + 1]).to_bits()) << 16);
+        out[q] = pack_bf16x2(v[2 * q], v[2 * q + 1]);
     });
     out
 }
@@ -515,7 +514,7 @@ cudadrv::kernel! {
         // SAFETY: every thread of the CTA runs the kernel's one statement.
         unsafe {
             project::<1, PIECES, 4, PRE_NORMED>([&w], out.len(), &x, Some(&gamma), plan, &trace, slot, |row, [v]| {
-                let _ = out.try_write(row, Bf16::from_f32(v));
+                let _ = out.try_write(row, to_bf16(v));
             });
         }
     }
@@ -551,8 +550,8 @@ cudadrv::kernel! {
 #[inline(always)]
 fn add_residual(x: &DeviceSliceMut<Bf16>, row: usize, v: f32, known: Option<Bf16>) {
     if let Some(old) = known.or_else(|| x.get(row)) {
-        let y = Bf16::from_f32(v).to_f32();
-        let _ = x.try_write(row, Bf16::from_f32(old.to_f32() + y));
+        let y = to_bf16(v).to_f32();
+        let _ = x.try_write(row, to_bf16(old.to_f32() + y));
     }
 }
 
@@ -636,10 +635,10 @@ cudadrv::kernel! {
         // SAFETY: every thread of the CTA runs the kernel's one statement.
         unsafe {
             project::<2, { PIECES / 2 }, 4, { STAGES - 1 }>([&w_gate, &w_up], h.len(), &x, Some(&gamma), plan, &trace, slot, |row, [g, u]| {
-                let gate = Bf16::from_f32(g).to_f32();
-                let up = Bf16::from_f32(u).to_f32();
-                let silu = Bf16::from_f32(gate / (1.0 + exp_approx(-gate))).to_f32();
-                let _ = h.try_write(row, Bf16::from_f32(silu * up));
+                let gate = to_bf16(g).to_f32();
+                let up = to_bf16(u).to_f32();
+                let silu = to_bf16(gate / (1.0 + exp_approx(-gate))).to_f32();
+                let _ = h.try_write(row, to_bf16(silu * up));
             });
         }
     }
@@ -713,7 +712,7 @@ fn rotate(own: [f32; 8], other: [f32; 8], l: usize, cs: &[[f32; 2]; 8]) -> [f32;
         } else {
             own[e] * c + other[e] * s
         };
-        out[e] = Bf16::from_f32(v).to_f32();
+        out[e] = to_bf16(v).to_f32();
     });
     out
 }
@@ -957,8 +956,8 @@ cudadrv::kernel! {
         if owns_p {
             let base = p * d + h * HEAD_DIM + 8 * l;
             unroll::<8>(|e| {
-                let _ = k_cache.try_write(base + e, Bf16::from_f32(k_new[e]));
-                let _ = v_cache.try_write(base + e, Bf16::from_f32(v_new[e]));
+                let _ = k_cache.try_write(base + e, to_bf16(k_new[e]));
+                let _ = v_cache.try_write(base + e, to_bf16(v_new[e]));
             });
         }
         if rank == 0 && tid < HEAD_DIM {
@@ -996,7 +995,7 @@ cudadrv::kernel! {
                 }
             });
             let y = if total > 0.0 { weighted / total } else { 0.0 };
-            let _ = out.try_write(h * HEAD_DIM + tid, Bf16::from_f32(y));
+            let _ = out.try_write(h * HEAD_DIM + tid, to_bf16(y));
         }
         mark(&trace, slot, 2);
     }
