@@ -728,8 +728,11 @@ fn merge<const N: usize>(a: (f32, f32, [f32; N]), b: (f32, f32, [f32; N])) -> (f
     } else {
         a.0
     };
-    let fa = if ok_a { exp_approx(a.0 - big) } else { 0.0 };
-    let fb = if ok_b { exp_approx(b.0 - big) } else { 0.0 };
+    // Both exponentials always, then selects (no branch; a NaN from an empty side's
+    // `-inf - -inf` is not selected).
+    let (ea, eb) = (exp_approx(a.0 - big), exp_approx(b.0 - big));
+    let fa = if ok_a { ea } else { 0.0 };
+    let fb = if ok_b { eb } else { 0.0 };
     let mut acc = [0.0f32; N];
     unroll::<N>(|e| acc[e] = fma(b.2[e], fb, a.2[e] * fa));
     (big, fma(b.1, fb, a.1 * fa), acc)
@@ -860,31 +863,41 @@ cudadrv::kernel! {
         let k_new = rotate(unpack8(kw), unpack8(kp), l, &cs);
         let v_new = unpack8(vw);
 
-        // Online softmax over this half-warp's positions.
+        // Online softmax over this half-warp's positions before `p` (their cache rows),
+        // then `p` itself (the new k and v) in the half-warp that owns it.
         let mut m = f32::NEG_INFINITY;
         let mut sum = 0.0f32;
         let mut acc = [0.0f32; 8];
-        unroll::<PER_HALF>(|j| {
-            let at = first + half + HALVES * j;
-            let (kk, vv) = if at == p {
-                (k_new, v_new)
-            } else {
-                (unpack8(kv[j][0]), unpack8(kv[j][1]))
-            };
+        // Without a branch (selects only), so that the compiler can overlap one
+        // position's exchanges with the next one's: a position that does not count
+        // (`counts` false) leaves `m`, `sum` and `acc` as they were.
+        let mut attend = |counts: bool, s: f32, vv: [f32; 8]| {
+            let m_new = if counts && s > m { s } else { m };
+            // Both exponentials always (a NaN from `-inf - -inf` is not selected).
+            let (to_new, of_s) = (exp_approx(m - m_new), exp_approx(s - m_new));
+            let corr = if m_new == m { 1.0 } else { to_new };
+            let e_s = if counts { of_s } else { 0.0 };
+            sum = fma(sum, corr, e_s);
+            unroll::<8>(|e| {
+                let v = if counts { vv[e] } else { 0.0 };
+                acc[e] = fma(e_s, v, acc[e] * corr);
+            });
+            m = m_new;
+        };
+        // Every lane of the warp takes part in each score's exchanges, whether its
+        // position counts or not.
+        let score = |kk: [f32; 8]| {
             let mut part = 0.0f32;
             unroll::<8>(|e| part = fma(q[e], kk[e], part));
-            // Every lane of the warp takes part, whether its position counts or not.
-            // SAFETY: the CTA's threads all run this loop the same number of times.
-            let s = unsafe { warp_group_sum_f32::<16>(part) };
-            if at <= p {
-                let m_new = if s > m { s } else { m };
-                let corr = exp_approx(m - m_new);
-                let e_s = exp_approx(s - m_new);
-                sum = fma(sum, corr, e_s);
-                unroll::<8>(|e| acc[e] = fma(e_s, vv[e], acc[e] * corr));
-                m = m_new;
-            }
+            // SAFETY: the CTA's threads all run these the same number of times.
+            unsafe { warp_group_sum_f32::<16>(part) }
+        };
+        unroll::<PER_HALF>(|j| {
+            let s = score(unpack8(kv[j][0]));
+            attend(first + half + HALVES * j < p, s, unpack8(kv[j][1]));
         });
+        let s = score(k_new);
+        attend(owns_p, s, v_new);
 
         // The warp's two half-warps merged through exchanges (lane `l` and `l + 16` hold
         // the same elements), then the CTA's warps through shared memory.
@@ -988,11 +1001,10 @@ cudadrv::kernel! {
             });
             let (mut total, mut weighted) = (0.0f32, 0.0f32);
             unroll::<MAX_SPLITS>(|r| {
-                if l[r] > 0.0 {
-                    let f = exp_approx(m[r] - big);
-                    total += l[r] * f;
-                    weighted += a[r] * f;
-                }
+                let e = exp_approx(m[r] - big);
+                let f = if l[r] > 0.0 { e } else { 0.0 };
+                total = fma(l[r], f, total);
+                weighted = fma(a[r], f, weighted);
             });
             let y = if total > 0.0 { weighted / total } else { 0.0 };
             let _ = out.try_write(h * HEAD_DIM + tid, to_bf16(y));
