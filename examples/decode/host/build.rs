@@ -3,7 +3,8 @@
 
 fn main() {
     let out = std::path::PathBuf::from(std::env::var_os("OUT_DIR").expect("OUT_DIR"));
-    let build = cudadrv::kernel::build::PtxBuild::new("../kernels");
+    // PTX ISA 8.1 for the attention's `st.async` (CUDA 12.1 drivers and later).
+    let build = cudadrv::kernel::build::PtxBuild::new("../kernels").target("sm_90", "ptx81");
     if let Err(e) = build.build(&out.join("kernels.ptx")) {
         eprintln!("error: {e}");
         std::process::exit(1);

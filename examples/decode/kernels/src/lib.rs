@@ -58,10 +58,10 @@ use cudadrv::kernel::{DeviceSlice, DeviceSliceMut};
 use cudadrv::device::ptx_asm::ld_v4_u32;
 #[cfg(target_arch = "nvptx64")]
 use cudadrv::device::{
-    MBarrier, PdlPlan, Scope, block_dim, block_idx, block_sum_f32, cluster_arrive_relaxed,
-    cluster_cta_count, cluster_cta_rank, cluster_wait, exp_approx, fence_mbarrier_init, fma,
-    globaltimer, grid_dim, lane_id, map_shared_rank, pack_bf16x2, pdl_auto, rsqrt_approx,
-    sync_threads, sync_warp, thread_idx, to_bf16, warp_argmax_f32, warp_group_sum_f32,
+    MBarrier, PdlPlan, RemoteShared, Scope, block_dim, block_idx, block_sum_f32,
+    cluster_arrive_relaxed, cluster_cta_count, cluster_cta_rank, cluster_wait, exp_approx,
+    fence_mbarrier_init, fma, globaltimer, grid_dim, lane_id, map_shared_rank, pack_bf16x2,
+    pdl_auto, rsqrt_approx, sync_threads, thread_idx, to_bf16, warp_argmax_f32, warp_group_sum_f32,
     warp_sum_f32, warp_xor_f32, warp_xor_u32,
 };
 #[cfg(target_arch = "nvptx64")]
@@ -160,10 +160,15 @@ cudadrv::shared_array! {
 
 #[cfg(target_arch = "nvptx64")]
 cudadrv::shared_array! {
-    /// The mbarrier on which the attention cluster's first CTA waits for the others'
-    /// results (one arrival per writing warp of each CTA).
+    /// The mbarrier on which the attention cluster's first CTA waits for the cluster's
+    /// results (its one phase counts their bytes).
     fn inbox_bar() -> [u64; 1];
 }
+
+/// The bytes of one attention CTA's result in the inbox: its maximum, its sum and the
+/// 128 weighted sums.
+#[cfg(target_arch = "nvptx64")]
+const INBOX_BYTES: usize = 4 * (HEAD_DIM + 2);
 
 /// Records a timestamp for the timeline (thread 0 of each CTA): `what` 0 = start, 1 =
 /// wait passed (both the earliest over the CTAs), 2 = end (the latest). Nothing when the
@@ -801,13 +806,17 @@ cudadrv::kernel! {
         // SAFETY: `inbox_bar` is a `u64` of this CTA's shared memory used only as this
         // mbarrier; the first CTA's thread 0 initializes it before the cluster barrier
         // below, which every thread of every CTA arrives at here and waits on before any
-        // use of the barrier.
+        // other use of the barrier.
         let bar = unsafe { MBarrier::from_ptr(inbox_bar().as_mut_ptr()) };
         if rank == 0 && tid == 0 {
-            // SAFETY: one thread, before any other use; one arrival per writing warp of
-            // each CTA (below).
-            unsafe { bar.init((splits * HEAD_DIM / 32) as u32) };
-            fence_mbarrier_init();
+            // SAFETY: one thread, before any other use. Its one phase expects this
+            // thread's arrival and the bytes of every CTA's result (`INBOX_BYTES` each,
+            // written below), which no CTA writes before the cluster barrier.
+            unsafe {
+                bar.init(1);
+                fence_mbarrier_init();
+                let _ = bar.arrive_expect_tx(Scope::Cluster, (splits * INBOX_BYTES) as u32);
+            }
         }
         // SAFETY: every thread of every CTA of the cluster arrives here once (the shape
         // was checked for the whole grid), then waits below before arriving again.
@@ -839,6 +848,10 @@ cudadrv::kernel! {
         }
         // The rotary table's row for `p` (written at setup, never by a kernel).
         let cs = rope_at(&rope, l, p);
+        // SAFETY: every thread arrived above (all CTAs of a cluster start together, so
+        // this wait is short); the first CTA's barrier is now initialized and armed
+        // for every thread of the cluster.
+        unsafe { cluster_wait() };
         pdl_auto(PdlPlan::from_bits(plan));
         mark(&trace, slot, 1);
 
@@ -937,35 +950,31 @@ cudadrv::kernel! {
             });
         }
         let (big, total, [weighted]) = part;
-        // SAFETY: every thread arrived above; the first CTA's barrier initialization is
-        // now visible to every thread of the cluster.
-        unsafe { cluster_wait() };
         // This CTA's result goes into the first CTA's inbox, `[max, sum, -, -, acc[128]]`
-        // at `rank`; each of the four writing warps then arrives on its barrier,
-        // releasing its writes to the cluster.
+        // at `rank`, by asynchronous stores that complete on its barrier (no fence: the
+        // barrier counts their bytes).
         if tid < HEAD_DIM {
-            // SAFETY: `rank < splits <= MAX_SPLITS` and `4 + tid < PARTIAL`: inside the
-            // inbox; one writer per slot. The first CTA runs until its barrier's phase
-            // completes, which needs this warp's arrival below (after its writes), and
-            // nothing else touches the slots in the phase. The barrier was initialized
-            // and made visible (the cluster barrier above), and this phase expects one
-            // arrival from each writing warp of each CTA. The warp is whole (128 is a
-            // multiple of 32) and converged.
+            // SAFETY: `split_inbox` is a static shared array (the same address in every
+            // CTA) of MAX_SPLITS x PARTIAL words, rank 0 is in the cluster, and its
+            // barrier was initialized and made visible before the cluster barrier
+            // passed above.
+            let inbox = unsafe {
+                RemoteShared::map(split_inbox().as_mut_ptr().cast::<u32>(), (MAX_SPLITS * PARTIAL) as u32, bar, 0)
+            };
+            let at = (rank * PARTIAL) as u32;
+            // SAFETY: the first CTA's one phase expects exactly these bytes (each CTA's
+            // INBOX_BYTES: 128 weighted sums and thread 0's maximum and sum); each slot
+            // has one writer and nothing else touches it in the phase; the first CTA
+            // does not exit before the phase completes (it waits for it below).
             unsafe {
-                let slot = map_shared_rank(split_inbox().as_mut_ptr(), 0).add(rank * PARTIAL);
                 if tid == 0 {
-                    slot.write(big);
-                    slot.add(1).write(total);
+                    let _ = inbox.store(at, big.to_bits());
+                    let _ = inbox.store(at + 1, total.to_bits());
                 }
-                slot.add(4 + tid).write(weighted);
-                sync_warp(u32::MAX);
-                if tid % 32 == 0 {
-                    bar.in_cta(0).arrive();
-                }
+                let _ = inbox.store(at + 4 + tid as u32, weighted.to_bits());
             }
         }
-        // The new k and v go to the caches only now, so that no release above waits for
-        // their stores.
+        // The new k and v go to the caches last.
         if owns_p {
             let base = p * d + h * HEAD_DIM + 8 * l;
             unroll::<8>(|e| {
@@ -974,8 +983,8 @@ cudadrv::kernel! {
             });
         }
         if rank == 0 && tid < HEAD_DIM {
-            // Every CTA's result is in (acquired at cluster scope), read from this CTA's
-            // own shared memory.
+            // Every CTA's result is in (the phase completes with the last of their bytes;
+            // acquired at cluster scope), read from this CTA's own shared memory.
             bar.phase_cursor().wait_acquire(Scope::Cluster);
             let inbox = split_inbox().as_mut_ptr();
             let mut m = [f32::NEG_INFINITY; MAX_SPLITS];
