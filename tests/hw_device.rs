@@ -987,7 +987,8 @@ fn bf16_conversions_match_the_host() -> TestResult {
 
 /// `get8_f32` over a 16-byte aligned bfloat16 buffer and over a view starting one value
 /// in (2-byte aligned: the element-wise path): every value, and nothing past the last
-/// whole chunk.
+/// whole chunk; `chunks16` gives the same values over the aligned buffer and `None` for
+/// the view one value in.
 fn bf16_sixteen_byte_loads() -> TestResult {
     use cuda_workspace::helpers::bf16_load8;
     use cudadrv::args::Bf16;
@@ -1001,17 +1002,25 @@ fn bf16_sixteen_byte_loads() -> TestResult {
     let stream = Stream::new(&ctx, StreamFlags::NON_BLOCKING)?;
     for offset in [0usize, 1] {
         let mut out = DeviceBuffer::<f32>::zeroed(&ctx, N)?;
+        let mut out16 = DeviceBuffer::<f32>::zeroed(&ctx, N)?;
+        let mut aligned = DeviceBuffer::from_slice(&ctx, &[7u32])?;
         cudadrv::kernel::scope(&ctx, |s| {
             s.lane(&stream)?.launch(
                 &k,
                 &LaunchConfig::new(64, 128),
-                (wd.slice(offset..)?, &mut out),
+                (wd.slice(offset..)?, &mut out, &mut out16, &mut aligned),
             )
         })?;
-        let mut got = vec![0f32; N];
-        out.copy_to_host(&mut got)?;
+        let got = read_back(&out)?;
+        let got16 = read_back(&out16)?;
+        // The buffer is 16-byte aligned; one value in, it is not.
+        check_eq(
+            read_back(&aligned)?[0],
+            u32::from(offset == 0),
+            "chunks16().is_some()",
+        )?;
         let whole = (N - offset) / 8 * 8;
-        for (i, &g) in got.iter().enumerate() {
+        for (i, (&g, &g16)) in got.iter().zip(&got16).enumerate() {
             let want = if i < whole {
                 w[offset + i].to_f32()
             } else {
@@ -1019,6 +1028,10 @@ fn bf16_sixteen_byte_loads() -> TestResult {
             };
             check(g == want, || {
                 format!("offset {offset}, value {i}: {g} != {want}")
+            })?;
+            let want16 = if offset == 0 { want } else { 0.0 };
+            check(g16 == want16, || {
+                format!("chunks16, offset {offset}, value {i}: {g16} != {want16}")
             })?;
         }
     }

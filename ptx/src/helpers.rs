@@ -37,10 +37,13 @@ cudadrv::kernel! {
 
 cudadrv::kernel! {
     /// `out[8k + j] = f32(w[8k + j])` for every whole chunk of 8 values, read with
-    /// `get8_f32` (one 16-byte load per chunk when `w` is 16-byte aligned; grid-stride).
-    pub safe fn bf16_load8(w: DeviceSlice<Bf16>, out: DeviceSliceMut<f32>) {
+    /// `get8_f32` (one 16-byte load per chunk when `w` is 16-byte aligned; grid-stride);
+    /// `out16` the same through `w.chunks16()` when `w` is 16-byte aligned, and
+    /// `aligned[0]` 1 when it is, 0 when not (thread 0).
+    pub safe fn bf16_load8(w: DeviceSlice<Bf16>, out: DeviceSliceMut<f32>, out16: DeviceSliceMut<f32>, aligned: DeviceSliceMut<u32>) {
         let stride = cudadrv::device::global_dim_x() as usize;
-        let mut k = cudadrv::device::global_idx_x() as usize;
+        let first = cudadrv::device::global_idx_x() as usize;
+        let mut k = first;
         while let Some(v) = w.get8_f32(k) {
             let mut j = 0;
             while j < 8 {
@@ -48,6 +51,21 @@ cudadrv::kernel! {
                 j += 1;
             }
             k += stride;
+        }
+        let chunks = w.chunks16();
+        if first == 0 {
+            let _ = aligned.try_write(0, u32::from(chunks.is_some()));
+        }
+        if let Some(c) = chunks {
+            let mut k = first;
+            while let Some(v) = c.get8_f32(k) {
+                let mut j = 0;
+                while j < 8 {
+                    out16.write(8 * k + j, v[j]);
+                    j += 1;
+                }
+                k += stride;
+            }
         }
     }
 }

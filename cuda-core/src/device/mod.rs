@@ -164,7 +164,7 @@ pub use mbarrier::{ArrivalToken, MBarrier};
 pub use phase::PhaseCursor;
 pub use scope::{FenceScope, ProxySpace, Scope};
 pub use shared::{DynamicShared, SharedArray, from_shared_addr, to_shared_addr};
-pub use slice::{DeviceSlice, DeviceSliceMut, Element, OutOfBounds};
+pub use slice::{Chunks16, DeviceSlice, DeviceSliceMut, Element, OutOfBounds};
 pub use sreg::{clock64, globaltimer, nsmid, smid, warpid};
 pub use thread::{
     block_dim, block_idx, global_dim_x, global_idx_x, grid_dim, lane_id, sync_threads, sync_warp,

@@ -147,6 +147,97 @@ impl<T: Element> DeviceSlice<T> {
     }
 }
 
+impl<T: Element> DeviceSlice<T> {
+    /// The slice's whole 16-byte chunks, when its data is 16-byte aligned (every buffer
+    /// this crate allocates is), else `None`: the alignment tested once, where
+    /// [`get_vec16`](Self::get_vec16) tests it at each load and keeps an element-wise
+    /// fallback beside the 16-byte load.
+    #[inline(always)]
+    #[must_use]
+    pub fn chunks16(&self) -> Option<Chunks16<T>> {
+        if (self.ptr as usize) % 16 != 0 {
+            return None;
+        }
+        Some(Chunks16 {
+            ptr: self.ptr,
+            chunks: self.len * size_of::<T>() / 16,
+        })
+    }
+}
+
+impl<T: Element> DeviceSliceMut<T> {
+    /// [`DeviceSlice::chunks16`] of this slice's data, for reading.
+    #[inline(always)]
+    #[must_use]
+    pub fn chunks16(&self) -> Option<Chunks16<T>> {
+        DeviceSlice {
+            ptr: self.ptr.cast_const(),
+            len: self.len,
+        }
+        .chunks16()
+    }
+}
+
+/// The whole 16-byte chunks of a 16-byte aligned [`DeviceSlice`] (from
+/// [`chunks16`](DeviceSlice::chunks16)): each read is a bounds check and one
+/// `ld.v4.u32`, so a thread's loads of several chunks are all in flight before any of
+/// their values is used.
+#[derive(Clone, Copy, Debug)]
+pub struct Chunks16<T: Element> {
+    ptr: *const T,
+    chunks: usize,
+}
+
+impl<T: Element> Chunks16<T> {
+    /// The number of whole chunks (a partial last chunk of the slice is not one).
+    #[inline(always)]
+    #[must_use]
+    pub const fn len(&self) -> usize {
+        self.chunks
+    }
+
+    /// Whether there is no whole chunk.
+    #[inline(always)]
+    #[must_use]
+    pub const fn is_empty(&self) -> bool {
+        self.chunks == 0
+    }
+
+    /// Chunk `chunk` (bytes `16 chunk .. 16 chunk + 16` of the slice) as four 32-bit
+    /// words, or `None` past the last whole chunk.
+    #[inline(always)]
+    #[must_use]
+    pub fn get(&self, chunk: usize) -> Option<[u32; 4]> {
+        if chunk >= self.chunks {
+            return None;
+        }
+        // SAFETY: `chunk < chunks`: the 16 bytes lie inside the slice's live memory (its
+        // constructor's guarantee, as for the slice), 16-byte aligned (tested when this
+        // view was made).
+        Some(unsafe { ptx_asm::ld_v4_u32(self.ptr.cast::<u8>().add(16 * chunk).cast()) })
+    }
+}
+
+impl Chunks16<crate::args::Bf16> {
+    /// Elements `8 chunk .. 8 chunk + 8` as `f32`s (exact), or `None` past the last
+    /// whole chunk.
+    #[inline(always)]
+    #[must_use]
+    pub fn get8_f32(&self, chunk: usize) -> Option<[f32; 8]> {
+        self.get(chunk).map(unpack8)
+    }
+}
+
+/// Eight bfloat16 numbers (four packed words, the lower half first) as `f32`s.
+#[inline(always)]
+fn unpack8(w: [u32; 4]) -> [f32; 8] {
+    let [a, b] = crate::args::Bf16::unpack2(w[0]);
+    let [c, d] = crate::args::Bf16::unpack2(w[1]);
+    let [e, f] = crate::args::Bf16::unpack2(w[2]);
+    let [g, h] = crate::args::Bf16::unpack2(w[3]);
+    [a, b, c, d, e, f, g, h]
+}
+
 impl DeviceSlice<crate::args::Bf16> {
     /// Elements `8 * chunk .. 8 * chunk + 8` as `f32`s (exact), or `None` when they are
     /// not all inside the slice: bfloat16 weights in one 16-byte load (see
@@ -154,12 +245,7 @@ impl DeviceSlice<crate::args::Bf16> {
     #[inline(always)]
     #[must_use]
     pub fn get8_f32(&self, chunk: usize) -> Option<[f32; 8]> {
-        let w = self.get_vec16(chunk)?;
-        let [a, b] = crate::args::Bf16::unpack2(w[0]);
-        let [c, d] = crate::args::Bf16::unpack2(w[1]);
-        let [e, f] = crate::args::Bf16::unpack2(w[2]);
-        let [g, h] = crate::args::Bf16::unpack2(w[3]);
-        Some([a, b, c, d, e, f, g, h])
+        self.get_vec16(chunk).map(unpack8)
     }
 }
 
