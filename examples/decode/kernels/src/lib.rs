@@ -293,35 +293,67 @@ fn gains_of<const S: usize>(gamma: &DeviceSlice<Bf16>, k8: usize) -> [[u32; 4]; 
 #[cfg(target_arch = "nvptx64")]
 #[inline(always)]
 unsafe fn stage<const S: usize>(x: &DeviceSlice<Bf16>, gains: Option<&[[u32; 4]; S]>, k8: usize) {
+    match x.chunks16() {
+        // SAFETY: forwarded (the caller's promise).
+        Some(c) => unsafe { stage_from::<S>(|i| c.get(i), gains, k8) },
+        // SAFETY: as above.
+        None => unsafe { stage_from::<S>(|i| x.get_vec16(i), gains, k8) },
+    }
+}
+
+/// [`stage`] with the pieces read through `get` (`None` past the input). Without gains,
+/// a thread's pieces are all loaded before any is used (their loads in flight
+/// together); with gains, one at a time (the sum of squares, then the values again from
+/// L1), which keeps the normalizing kernels' registers down.
+///
+/// # Safety
+/// As [`stage`].
+#[cfg(target_arch = "nvptx64")]
+#[inline(always)]
+unsafe fn stage_from<const S: usize>(
+    get: impl Fn(usize) -> Option<[u32; 4]>,
+    gains: Option<&[[u32; 4]; S]>,
+    k8: usize,
+) {
     let t = thread_idx().x as usize;
-    let mut scale = 1.0f32;
-    if gains.is_some() {
+    let base = proj_smem().as_mut_ptr().cast::<[f32; 8]>();
+    let piece = |i: usize| t + BLOCK as usize * i;
+    if let Some(g) = gains {
         let mut ss = 0.0f32;
         unroll::<S>(|i| {
-            if let Some(v) = x.get8_f32(t + BLOCK as usize * i) {
-                unroll::<8>(|e| ss += v[e] * v[e]);
+            if let Some(w) = get(piece(i)) {
+                let f = unpack8(w);
+                unroll::<8>(|e| ss += f[e] * f[e]);
             }
         });
         // SAFETY: the caller's promise: the whole CTA, together.
         let total = unsafe { block_sum_f32(ss, norm_scratch()) };
-        scale = rsqrt_approx(total / (8 * k8) as f32 + RMS_EPS);
-    }
-    let base = proj_smem().as_mut_ptr().cast::<[f32; 8]>();
-    unroll::<S>(|i| {
-        let piece = t + BLOCK as usize * i;
-        if piece < k8 {
-            let mut v = x.get8_f32(piece).unwrap_or([0.0; 8]);
-            if let Some(g) = gains {
+        let scale = rsqrt_approx(total / (8 * k8) as f32 + RMS_EPS);
+        unroll::<S>(|i| {
+            if piece(i) < k8 {
+                let mut f = unpack8(get(piece(i)).unwrap_or([0; 4]));
                 let g = unpack8(g[i]);
-                unroll::<8>(|e| v[e] = v[e] * scale * g[e]);
+                unroll::<8>(|e| f[e] = f[e] * scale * g[e]);
+                // The bfloat16 value, kept as `f32`.
+                // SAFETY: `piece < k8`, inside the dynamic shared memory (the caller's
+                // promise).
+                unsafe { base.add(piece(i)).write(unpack8(pack8(f))) };
             }
-            // The bfloat16 value, kept as `f32`.
-            let v = unpack8(pack8(v));
-            // SAFETY: `piece < k8`, inside the dynamic shared memory (the caller's
-            // promise).
-            unsafe { base.add(piece).write(v) };
-        }
-    });
+        });
+    } else {
+        let mut v = [[0u32; 4]; S];
+        unroll::<S>(|i| {
+            if let Some(w) = get(piece(i)) {
+                v[i] = w;
+            }
+        });
+        unroll::<S>(|i| {
+            if piece(i) < k8 {
+                // SAFETY: as above (bfloat16 values already: no rounding).
+                unsafe { base.add(piece(i)).write(unpack8(v[i])) };
+            }
+        });
+    }
     // SAFETY: every thread of the CTA reaches it (the caller's promise).
     unsafe { sync_threads() };
 }
@@ -857,8 +889,13 @@ cudadrv::kernel! {
 
         // q, k and v of this head (16 bytes a lane of each), all loads in flight at once
         // (every half-warp loads k and v; the one that owns position `p` uses them).
-        let ld = |base: usize| qkv.get_vec16(base / 8 + h * 16 + l).unwrap_or([0; 4]);
-        let (qw, kw, vw) = (ld(0), ld(d), ld(2 * d));
+        let at = |base: usize| base / 8 + h * 16 + l;
+        let (qw, kw, vw) = match qkv.chunks16() {
+            Some(c) => (c.get(at(0)), c.get(at(d)), c.get(at(2 * d))),
+            None => (qkv.get_vec16(at(0)), qkv.get_vec16(at(d)), qkv.get_vec16(at(2 * d))),
+        };
+        let z = [0u32; 4];
+        let (qw, kw, vw) = (qw.unwrap_or(z), kw.unwrap_or(z), vw.unwrap_or(z));
         // The 8 elements each lane's pair with: lane `l ^ 8` of the half-warp holds them.
         let partner = |w: [u32; 4]| {
             let mut o = [0u32; 4];
