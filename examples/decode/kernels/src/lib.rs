@@ -61,8 +61,8 @@ use cudadrv::device::{
     MBarrier, PdlPlan, RemoteShared, Scope, block_dim, block_idx, block_sum_f32,
     cluster_arrive_relaxed, cluster_cta_count, cluster_cta_rank, cluster_wait, exp_approx,
     fence_mbarrier_init, fma, globaltimer, grid_dim, lane_id, map_shared_rank, pack_bf16x2,
-    pdl_auto, rsqrt_approx, sync_threads, thread_idx, to_bf16, warp_argmax_f32, warp_group_sum_f32,
-    warp_sum_f32, warp_xor_f32, warp_xor_u32,
+    pdl_auto, rsqrt_approx, sync_threads, sync_warp, thread_idx, to_bf16, warp_argmax_f32,
+    warp_group_sum_f32, warp_sum_f32, warp_xor_f32, warp_xor_u32,
 };
 #[cfg(target_arch = "nvptx64")]
 use cudadrv::device::{cp_async_cg, cp_async_commit, cp_async_wait, cp_async_wait_all};
@@ -840,14 +840,22 @@ cudadrv::kernel! {
         // below, which every thread of every CTA arrives at here and waits on before any
         // other use of the barrier.
         let bar = unsafe { MBarrier::from_ptr(inbox_bar().as_mut_ptr()) };
-        if rank == 0 && tid == 0 {
-            // SAFETY: one thread, before any other use. Its one phase expects this
-            // thread's arrival and the bytes of every CTA's result (`INBOX_BYTES` each,
-            // written below), which no CTA writes before the cluster barrier.
+        if rank == 0 && tid < 32 {
+            // SAFETY: thread 0, before any other use; then (after the first warp's
+            // barrier, which orders the two for the whole warp: the compiler may issue
+            // the initialization once for the warp) the phase's one expected arrival,
+            // with the bytes of every CTA's result (`INBOX_BYTES` each, written below),
+            // which no CTA writes before the cluster barrier. The warp is whole and
+            // converged here.
             unsafe {
-                bar.init(1);
-                fence_mbarrier_init();
-                let _ = bar.arrive_expect_tx(Scope::Cluster, (splits * INBOX_BYTES) as u32);
+                if tid == 0 {
+                    bar.init(1);
+                    fence_mbarrier_init();
+                }
+                sync_warp(u32::MAX);
+                if tid == 0 {
+                    let _ = bar.arrive_expect_tx(Scope::Cluster, (splits * INBOX_BYTES) as u32);
+                }
             }
         }
         // SAFETY: every thread of every CTA of the cluster arrives here once (the shape
