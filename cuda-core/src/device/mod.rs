@@ -20,14 +20,16 @@
 //!   ([`RemoteShared`]: `st.async`, `red.async`, `cp.reduce.async.bulk`; PTX 8.1).
 //! - Device slices: [`DeviceSlice`] / [`DeviceSliceMut`] kernel parameters with
 //!   bounds-checked element access, and 16-byte loads ([`DeviceSlice::get_vec16`],
-//!   [`DeviceSlice::get8_f32`] for bfloat16 weights).
+//!   [`DeviceSlice::get8_f32`] for bfloat16 weights; [`DeviceSlice::chunks16`] tests the
+//!   alignment once, then [`Chunks16`] reads each chunk with one load).
 //! - Reductions: [`warp_sum_f32`], [`warp_max_f32`], [`warp_sum_u32`],
 //!   [`warp_argmax_f32`], [`warp_group_sum_f32`] (groups of 2 to 32 lanes),
 //!   [`block_sum_f32`] (the whole CTA); lane exchanges [`warp_xor_u32`],
 //!   [`warp_xor_f32`]; global atomics on slice elements
 //!   ([`DeviceSliceMut::fetch_add`], [`fetch_min`](DeviceSliceMut::fetch_min),
 //!   [`fetch_max`](DeviceSliceMut::fetch_max)).
-//! - `f32` math: [`exp2_approx`], [`exp_approx`], [`rsqrt_approx`], [`fma`].
+//! - `f32` math: [`exp2_approx`], [`exp_approx`], [`rsqrt_approx`], [`fma`]; the
+//!   rounding to bfloat16 in one instruction ([`to_bf16`], [`pack_bf16x2`], sm_80).
 //! - [`fence_sc`], [`fence_acq_rel`], [`fence_mbarrier_init`], [`fence_proxy_async`].
 //! - Special registers: [`globaltimer`], [`smid`], [`cluster_id`], [`cluster_cta_rank`],
 //!   ...; thread indices ([`thread_idx`], ...) and barriers ([`sync_threads`],

@@ -46,6 +46,11 @@
 //! once against both slices before its plain 16-byte loads; the launches are `unsafe`
 //! because the warp exchanges and CTA barriers need whole warps reaching them together,
 //! which a `safe` kernel cannot use.
+//!
+//! # Target
+//! sm_90 and PTX ISA 8.1 (`host/build.rs`): the attention's `st.async` needs 8.1, so a
+//! driver for CUDA 12.1 or later loads the module (an older one refuses it with its JIT
+//! log). The bfloat16 roundings are `cvt.rn.bf16x2.f32` (`to_bf16`, `pack_bf16x2`).
 #![no_std]
 #![cfg_attr(target_arch = "nvptx64", feature(abi_ptx, asm_experimental_arch))]
 
@@ -60,9 +65,9 @@ use cudadrv::device::ptx_asm::ld_v4_u32;
 use cudadrv::device::{
     MBarrier, PdlPlan, RemoteShared, Scope, block_dim, block_idx, block_sum_f32,
     cluster_arrive_relaxed, cluster_cta_count, cluster_cta_rank, cluster_wait, exp_approx,
-    fence_mbarrier_init, fma, globaltimer, grid_dim, lane_id, map_shared_rank, pack_bf16x2,
-    pdl_auto, rsqrt_approx, sync_threads, sync_warp, thread_idx, to_bf16, warp_argmax_f32,
-    warp_group_sum_f32, warp_sum_f32, warp_xor_f32, warp_xor_u32,
+    fence_mbarrier_init, fma, globaltimer, grid_dim, lane_id, pack_bf16x2, pdl_auto, rsqrt_approx,
+    sync_threads, sync_warp, thread_idx, to_bf16, warp_argmax_f32, warp_group_sum_f32,
+    warp_sum_f32, warp_xor_f32, warp_xor_u32,
 };
 #[cfg(target_arch = "nvptx64")]
 use cudadrv::device::{cp_async_cg, cp_async_commit, cp_async_wait, cp_async_wait_all};
@@ -283,9 +288,10 @@ fn gains_of<const S: usize>(gamma: &DeviceSlice<Bf16>, k8: usize) -> [[u32; 4]; 
 /// Stages the input vector `x` (`k8` pieces) in shared memory for the whole CTA, RMS
 /// normalized with the gains when given (`bf16(x rsqrt(mean(x^2) + eps) g)`; `gains[i]`
 /// is this thread's piece `i`, see [`gains_of`]),
-/// and waits for the whole CTA. Thread `t` handles pieces `t + BLOCK i`, `i < S`, reading
-/// them twice when normalizing (the sum of squares, then the scaled values; the second
-/// read hits L1), so it holds one piece at a time.
+/// and waits for the whole CTA. Thread `t` handles pieces `t + BLOCK i`, `i < S`, read
+/// through [`chunks16`](DeviceSlice::chunks16) (one 16-byte load each) when `x` is
+/// 16-byte aligned: without gains all loaded before any is used, with gains read twice
+/// (the sum of squares, then the scaled values; the second read hits L1), one at a time.
 ///
 /// # Safety
 /// Every thread of a [`BLOCK`]-thread CTA calls it together; `k8 <= S x BLOCK`, and the
@@ -797,9 +803,11 @@ cudadrv::kernel! {
     /// Grid `(cache / SPLIT, heads)` in clusters of `cache / SPLIT` CTAs (one cluster per
     /// head, at most [`MAX_SPLITS`]), [`ATTN_THREADS`] threads: CTA `(s, h)` covers
     /// positions `s SPLIT .. (s + 1) SPLIT` of head `h`, its half-warps one position
-    /// each in turn with an online softmax; it leaves its maximum, sum and weighted sums
-    /// in its shared memory, and the cluster's first CTA combines them through
-    /// distributed shared memory after a cluster barrier.
+    /// each in turn with an online softmax; it writes its maximum, sum and weighted sums
+    /// into the shared memory of the cluster's first CTA with `st.async` (distributed
+    /// shared memory, counted in bytes on that CTA's mbarrier, so no fence and no
+    /// cluster barrier after them), and the first CTA combines them once its barrier's
+    /// phase completes.
     ///
     /// # Safety
     /// None beyond the module's: see the crate docs.
