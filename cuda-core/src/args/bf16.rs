@@ -65,6 +65,18 @@ impl Bf16 {
             f32::from_bits(word & 0xffff_0000),
         ]
     }
+
+    /// The eight bfloat16 numbers of four packed words (16 bytes, as they are in memory:
+    /// each word's lower half first), as `f32`s: [`unpack2`](Self::unpack2) of each.
+    #[inline(always)]
+    #[must_use]
+    pub const fn unpack8(words: [u32; 4]) -> [f32; 8] {
+        let [a, b] = Self::unpack2(words[0]);
+        let [c, d] = Self::unpack2(words[1]);
+        let [e, f] = Self::unpack2(words[2]);
+        let [g, h] = Self::unpack2(words[3]);
+        [a, b, c, d, e, f, g, h]
+    }
 }
 
 impl core::fmt::Debug for Bf16 {
@@ -165,5 +177,18 @@ mod tests {
             assert_eq!(Bf16::from_f32(b.to_f32()), b, "{bits:#06x}");
         }
         assert_eq!(Bf16::unpack2(0x4000_3f80), [1.0, 2.0]);
+        assert_eq!(
+            Bf16::unpack8([0x4000_3f80, 0xc000_bf80, 0x0000_3f00, 0x7f80_ff80]),
+            [
+                1.0,
+                2.0,
+                -1.0,
+                -2.0,
+                0.5,
+                0.0,
+                f32::NEG_INFINITY,
+                f32::INFINITY
+            ]
+        );
     }
 }

@@ -145,9 +145,7 @@ impl<T: Element> DeviceSlice<T> {
         }
         Some(words)
     }
-}
 
-impl<T: Element> DeviceSlice<T> {
     /// The slice's whole 16-byte chunks, when its data is 16-byte aligned (every buffer
     /// this crate allocates is), else `None`: the alignment tested once, where
     /// [`get_vec16`](Self::get_vec16) tests it at each load and keeps an element-wise
@@ -224,18 +222,8 @@ impl Chunks16<crate::args::Bf16> {
     #[inline(always)]
     #[must_use]
     pub fn get8_f32(&self, chunk: usize) -> Option<[f32; 8]> {
-        self.get(chunk).map(unpack8)
+        self.get(chunk).map(crate::args::Bf16::unpack8)
     }
-}
-
-/// Eight bfloat16 numbers (four packed words, the lower half first) as `f32`s.
-#[inline(always)]
-fn unpack8(w: [u32; 4]) -> [f32; 8] {
-    let [a, b] = crate::args::Bf16::unpack2(w[0]);
-    let [c, d] = crate::args::Bf16::unpack2(w[1]);
-    let [e, f] = crate::args::Bf16::unpack2(w[2]);
-    let [g, h] = crate::args::Bf16::unpack2(w[3]);
-    [a, b, c, d, e, f, g, h]
 }
 
 impl DeviceSlice<crate::args::Bf16> {
@@ -245,7 +233,7 @@ impl DeviceSlice<crate::args::Bf16> {
     #[inline(always)]
     #[must_use]
     pub fn get8_f32(&self, chunk: usize) -> Option<[f32; 8]> {
-        self.get_vec16(chunk).map(unpack8)
+        self.get_vec16(chunk).map(crate::args::Bf16::unpack8)
     }
 }
 

@@ -1,6 +1,6 @@
 //! The special-function unit's approximations (`ex2.approx`, `rsqrt.approx`), the fused
-//! multiply-add (`fma.rn`) and the bfloat16 rounding (`cvt.rn.bf16x2.f32`), which `core` has no nvptx lowering for without `std`; and
-//! global atomics (`atom`) on 32- and 64-bit
+//! multiply-add (`fma.rn`) and the bfloat16 rounding (`cvt.rn.bf16x2.f32`), which `core`
+//! has no nvptx lowering for without `std`; and global atomics (`atom`) on 32- and 64-bit
 //! words, relaxed at GPU scope.
 
 /// Writes the one-operand `f32` forms, `fn name(a: f32) -> f32 = "template";`: registers
