@@ -221,6 +221,8 @@ pub struct Model {
     pub attn: DeviceBuffer<Bf16>,
     pub h: DeviceBuffer<Bf16>,
     pub logits: DeviceBuffer<f32>,
+    /// The step's arg-max key (`decode_kernels::argmax_key`), 0 between steps.
+    pub best: DeviceBuffer<u64>,
     pub token: DeviceBuffer<u32>,
     pub pos: DeviceBuffer<u32>,
     /// The token decoded at each position.
@@ -284,6 +286,7 @@ impl Model {
             attn: DeviceBuffer::zeroed(ctx, shape.d)?,
             h: DeviceBuffer::zeroed(ctx, shape.ffn)?,
             logits: DeviceBuffer::zeroed(ctx, shape.vocab)?,
+            best: DeviceBuffer::zeroed(ctx, 1)?,
             token: DeviceBuffer::from_slice(ctx, &[first_token(&shape, seed)])?,
             pos: DeviceBuffer::zeroed(ctx, 1)?,
             tokens: DeviceBuffer::zeroed(ctx, shape.cache)?,
@@ -295,6 +298,7 @@ impl Model {
     pub fn reset(&mut self, token: u32, pos: usize) -> Result<()> {
         self.token.copy_from_host(&[token])?;
         self.pos.copy_from_host(&[pos as u32])?;
+        self.best.copy_from_host(&[0])?;
         self.tokens.memset_d32(u32::MAX)
     }
 
@@ -345,8 +349,8 @@ impl Model {
         let attnm = self.attn.view_mut().kernel_slice_mut();
         let h = self.h.view().kernel_slice();
         let hm = self.h.view_mut().kernel_slice_mut();
-        let logits = self.logits.view().kernel_slice();
         let logitsm = self.logits.view_mut().kernel_slice_mut();
+        let bestm = self.best.view_mut().kernel_slice_mut();
         let rope = self.rope.view().kernel_slice();
         let pos = self.pos.view().kernel_slice();
         let posm = self.pos.view_mut().kernel_slice_mut();
@@ -425,6 +429,7 @@ impl Model {
                     self.part(FINAL_NORM, 0)?,
                     self.part(LM_HEAD, 0)?,
                     logitsm,
+                    bestm,
                     p[6],
                     trace,
                     slot(last),
@@ -433,7 +438,7 @@ impl Model {
             on.launch(
                 &ks.argmax,
                 &c[7],
-                &(logits, tokenm, posm, tokens, p[7], trace, slot(last + 1)),
+                &(bestm, tokenm, posm, tokens, p[7], trace, slot(last + 1)),
             )?;
         }
         Ok(())

@@ -516,6 +516,51 @@ mod tests {
         assert_eq!(argmax(&[f32::NEG_INFINITY, -1e30]), 1);
     }
 
+    /// The GPU's arg-max (the largest [`decode_kernels::argmax_key`] over the logits, as
+    /// `rms_logits` reduces them with atomic maxima) picks what [`argmax`] picks.
+    #[test]
+    fn argmax_keys_pick_the_first_largest() {
+        use decode_kernels::{argmax_index, argmax_key};
+        let by_keys = |v: &[f32]| {
+            let k = v
+                .iter()
+                .enumerate()
+                .map(|(i, &x)| argmax_key(x, i as u32))
+                .max()
+                .unwrap_or(0);
+            argmax_index(k)
+        };
+        let inf = f32::INFINITY;
+        let cases: [&[f32]; 10] = [
+            &[1.0, 3.0, 3.0, -1.0],
+            &[f32::NAN, 0.5, 0.25],
+            &[f32::NEG_INFINITY, -1e30],
+            &[-0.0, 0.0, -1.0],
+            &[0.0, -0.0],
+            &[-3.0, -2.0, -2.0, -5.0],
+            &[f32::NEG_INFINITY, f32::NAN],
+            &[1e-45, -1e-45, 0.0],
+            &[inf, 1.0, inf],
+            &[],
+        ];
+        for v in cases {
+            assert_eq!(by_keys(v), argmax(v), "{v:?}");
+        }
+        // Seeded random logits, with ties from a coarse grid.
+        let mut z = 0x1234_5678_9abc_def0u64;
+        for _ in 0..200 {
+            let v: Vec<f32> = (0..257)
+                .map(|_| {
+                    z = z
+                        .wrapping_mul(6364136223846793005)
+                        .wrapping_add(1442695040888963407);
+                    ((z >> 40) % 64) as f32 / 8.0 - 4.0
+                })
+                .collect();
+            assert_eq!(by_keys(&v), argmax(&v));
+        }
+    }
+
     #[test]
     fn rope_rotates_by_the_position() {
         let s = Shape::TINY;

@@ -53,7 +53,8 @@ fn kernel_bytes(s: &Shape, j: usize, pos: usize) -> f64 {
     } else if j == last {
         2.0 * v * d
     } else if j == last + 1 {
-        4.0 * v
+        // The arg-max key.
+        8.0
     } else {
         match (j - 1) % 5 {
             0 => 2.0 * 3.0 * d * d,

@@ -12,8 +12,10 @@
 //! | [`down_proj`] | down projection, added to the residual | `W_down` (d x ffn) |
 //!
 //! and around the layers [`embed`] (the token's row of the embedding table),
-//! [`rms_logits`] (final RMSNorm and the LM head, `f32` logits) and [`argmax`] (the next
-//! token, written where the next step's [`embed`] reads it, and the position advanced), so
+//! [`rms_logits`] (final RMSNorm and the LM head, `f32` logits, and the arg-max over them
+//! as one atomic maximum of [`argmax_key`]s a CTA) and [`argmax`] (the next token, read
+//! from that key and written where the next step's [`embed`] reads it, and the position
+//! advanced), so
 //! a step reads nothing from the host and the same launches (or one graph) run every step.
 //!
 //! Numbers: bfloat16 weights, activations and cache, `f32` accumulation, rounded to
@@ -66,8 +68,8 @@ use cudadrv::device::{
     MBarrier, PdlPlan, RemoteShared, Scope, block_dim, block_idx, block_sum_f32,
     cluster_arrive_relaxed, cluster_cta_count, cluster_cta_rank, cluster_wait, exp_approx,
     fence_mbarrier_init, fma, globaltimer, grid_dim, lane_id, pack_bf16x2, pdl_auto, rsqrt_approx,
-    sync_threads, sync_warp, thread_idx, to_bf16, warp_argmax_f32, warp_group_sum_f32,
-    warp_sum_f32, warp_xor_f32, warp_xor_u32,
+    sync_threads, sync_warp, thread_idx, to_bf16, warp_group_sum_f32, warp_sum_f32, warp_xor_f32,
+    warp_xor_u32,
 };
 #[cfg(target_arch = "nvptx64")]
 use cudadrv::device::{cp_async_cg, cp_async_commit, cp_async_wait, cp_async_wait_all};
@@ -84,7 +86,7 @@ const HALVES: usize = ATTN_THREADS as usize / 16;
 #[cfg(target_arch = "nvptx64")]
 const ATTN_WARPS: usize = ATTN_THREADS as usize / 32;
 /// Threads of the [`argmax`] CTA.
-pub const ARGMAX_THREADS: u32 = 1024;
+pub const ARGMAX_THREADS: u32 = 32;
 /// Elements of one attention head.
 pub const HEAD_DIM: usize = 128;
 /// Cache positions one [`attention`] CTA covers.
@@ -122,6 +124,38 @@ pub fn gen_value(seed: u64, index: u64, scale: f32, offset: f32) -> Bf16 {
     Bf16::from_f32(u * scale + offset)
 }
 
+/// The arg-max's key of logit `v` at index `i`: larger keys win under `max`, the larger
+/// value first and, between equal values, the smaller index (the first one), as
+/// [`argmax_index`] reads back. NaN and minus infinity get 0, which never wins (the
+/// greedy choice's "the first index of the largest value, NaNs never win", where no
+/// value is above minus infinity), and `-0.0` counts as `+0.0`.
+#[inline(always)]
+#[must_use]
+pub fn argmax_key(v: f32, i: u32) -> u64 {
+    if v.is_nan() || v == f32::NEG_INFINITY {
+        return 0;
+    }
+    let b = if v == 0.0 { 0 } else { v.to_bits() };
+    // Order-preserving: negative values inverted, positive ones above them.
+    let ordered = if b & 0x8000_0000 != 0 {
+        !b
+    } else {
+        b | 0x8000_0000
+    };
+    (u64::from(ordered) << 32) | u64::from(u32::MAX - i)
+}
+
+/// The index a winning [`argmax_key`] names, or `u32::MAX` for the key 0 (no value won).
+#[inline(always)]
+#[must_use]
+pub fn argmax_index(key: u64) -> u32 {
+    if key == 0 {
+        u32::MAX
+    } else {
+        u32::MAX - key as u32
+    }
+}
+
 cudadrv::kernel! {
     /// `out[i] = gen_value(seed, i, scale, offset)` for every element (grid-stride).
     pub safe fn fill_uniform(out: DeviceSliceMut<Bf16>, seed: u64, scale: f32, offset: f32) {
@@ -151,7 +185,7 @@ cudadrv::shared_array! {
 
 #[cfg(target_arch = "nvptx64")]
 cudadrv::shared_array! {
-    /// The arg-max's per-warp winners (values then indices).
+    /// [`rms_logits`]' per-warp arg-max keys ([`argmax_key`]: low word, high word).
     fn handoff() -> [u32; 64];
 }
 
@@ -578,15 +612,44 @@ cudadrv::kernel! {
         gamma: DeviceSlice<Bf16>,
         w: DeviceSlice<Bf16>,
         logits: DeviceSliceMut<f32>,
+        best: DeviceSliceMut<u64>,
         plan: u32,
         trace: DeviceSliceMut<u64>,
         slot: u32,
     ) {
-        // SAFETY: every thread of the CTA runs the kernel's one statement.
+        // The largest key of this warp's rows (lane 0 stores them).
+        let mut key = 0u64;
+        // SAFETY: every thread of the CTA runs this call.
         unsafe {
             project::<1, PIECES, 4, { PRE[4] }>([&w], logits.len(), &x, Some(&gamma), plan, &trace, slot, |row, [v]| {
-                let _ = logits.try_write(row, v);
+                if logits.try_write(row, v).is_ok() {
+                    key = key.max(argmax_key(v, row as u32));
+                }
             });
+        }
+        // The CTA's largest key, then one atomic maximum a CTA into `best[0]`.
+        let words = handoff().as_mut_ptr();
+        let warp = thread_idx().x as usize / 32;
+        // SAFETY: every thread of the CTA reaches both barriers (straight-line code after
+        // the projection, which every thread returns from); slots `2 warp` and `2 warp +
+        // 1` (warp < 32) have one writer, lane 0 of their warp, and are read after the
+        // barrier.
+        unsafe {
+            if lane_id() == 0 && warp < 32 {
+                words.add(2 * warp).write(key as u32);
+                words.add(2 * warp + 1).write((key >> 32) as u32);
+            }
+            sync_threads();
+            if thread_idx().x == 0 {
+                let warps = (block_dim().x as usize).div_ceil(32).min(32);
+                let mut top = 0u64;
+                for w in 0..warps {
+                    top = top.max(u64::from(words.add(2 * w).read()) | (u64::from(words.add(2 * w + 1).read()) << 32));
+                }
+                if top != 0 {
+                    let _ = best.fetch_max(0, top);
+                }
+            }
         }
     }
 }
@@ -1084,14 +1147,16 @@ cudadrv::kernel! {
 }
 
 cudadrv::kernel! {
-    /// Greedy choice: the index of the largest of `logits` (the smallest such index on a
-    /// tie) goes to `token[0]` and to `tokens[p]` (`p = pos[0]`, the position this step
-    /// decoded), and `pos[0]` becomes `p + 1`. One CTA of [`ARGMAX_THREADS`] threads.
+    /// Greedy choice: the index of the largest logit (the smallest such index on a tie),
+    /// read from the key [`rms_logits`] left in `best[0]` ([`argmax_index`]), goes to
+    /// `token[0]` and to `tokens[p]` (`p = pos[0]`, the position this step decoded), and
+    /// `pos[0]` becomes `p + 1`; `best[0]` goes back to 0 for the next step. One CTA of
+    /// [`ARGMAX_THREADS`] threads.
     ///
     /// # Safety
     /// None beyond the module's: see the crate docs.
     pub unsafe dependent(manual) fn argmax(
-        logits: DeviceSlice<f32>,
+        best: DeviceSliceMut<u64>,
         token: DeviceSliceMut<u32>,
         pos: DeviceSliceMut<u32>,
         tokens: DeviceSliceMut<u32>,
@@ -1102,55 +1167,13 @@ cudadrv::kernel! {
         mark(&trace, slot, 0);
         pdl_auto(PdlPlan::from_bits(plan));
         mark(&trace, slot, 1);
-        if !shaped(ARGMAX_THREADS) {
-            mark(&trace, slot, 2);
-            return;
-        }
-        let tid = thread_idx().x as usize;
-        let mut best = f32::NEG_INFINITY;
-        let mut arg = u32::MAX;
-        // Eight independent loads in flight per thread, compared in index order (so the
-        // first of equal values wins).
-        let stride = ARGMAX_THREADS as usize;
-        let mut i = tid;
-        while i < logits.len() {
-            let mut v = [f32::NEG_INFINITY; 8];
-            unroll::<8>(|u| v[u] = logits.get(i + u * stride).unwrap_or(f32::NEG_INFINITY));
-            unroll::<8>(|u| {
-                if v[u] > best {
-                    best = v[u];
-                    arg = (i + u * stride) as u32;
-                }
-            });
-            i += 8 * stride;
-        }
-        let words = handoff().as_mut_ptr();
-        // SAFETY: every thread of the (checked) CTA runs this straight-line code: whole
-        // warps in the exchanges, everyone at the barrier; slots `warp` and `32 + warp`
-        // of the 64 are written by one lane each.
-        unsafe {
-            let (v, a) = warp_argmax_f32(best, arg);
-            let warp = tid / 32;
-            if lane_id() == 0 {
-                words.add(warp).write(v.to_bits());
-                words.add(32 + warp).write(a);
-            }
-            sync_threads();
-        }
-        if tid < 32 {
-            // SAFETY: written before the barrier; the first warp, whole, exchanges.
-            let (v, a) = unsafe {
-                let v = f32::from_bits(words.add(tid).read());
-                let a = words.add(32 + tid).read();
-                warp_argmax_f32(v, a)
-            };
-            let _ = v;
-            if tid == 0 {
-                let p = pos.get(0).unwrap_or(0);
-                let _ = token.try_write(0, a);
-                let _ = tokens.try_write(p as usize, a);
-                let _ = pos.try_write(0, p + 1);
-            }
+        if shaped(ARGMAX_THREADS) && thread_idx().x == 0 {
+            let a = argmax_index(best.get(0).unwrap_or(0));
+            let p = pos.get(0).unwrap_or(0);
+            let _ = token.try_write(0, a);
+            let _ = tokens.try_write(p as usize, a);
+            let _ = pos.try_write(0, p + 1);
+            let _ = best.try_write(0, 0);
         }
         mark(&trace, slot, 2);
     }
