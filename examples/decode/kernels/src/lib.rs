@@ -13,7 +13,7 @@
 //!
 //! and around the layers [`embed`] (the token's row of the embedding table),
 //! [`rms_logits`] (final RMSNorm and the LM head, `f32` logits, and the arg-max over them
-//! as one atomic maximum of [`argmax_key`]s a CTA) and [`argmax`] (the next token, read
+//! as one atomic maximum of [`argmax_key`]s a warp) and [`argmax`] (the next token, read
 //! from that key and written where the next step's [`embed`] reads it, and the position
 //! advanced), so
 //! a step reads nothing from the host and the same launches (or one graph) run every step.
@@ -181,12 +181,6 @@ cudadrv::shared_array! {
     /// The attention CTA's per-warp results (its two half-warps merged):
     /// `[warp][max, sum, -, -, acc[128]]`.
     fn attn_warps() -> [f32; ATTN_WARPS * PARTIAL];
-}
-
-#[cfg(target_arch = "nvptx64")]
-cudadrv::shared_array! {
-    /// [`rms_logits`]' per-warp arg-max keys ([`argmax_key`]: low word, high word).
-    fn handoff() -> [u32; 64];
 }
 
 #[cfg(target_arch = "nvptx64")]
@@ -619,7 +613,7 @@ cudadrv::kernel! {
     ) {
         // The largest key of this warp's rows (lane 0 stores them).
         let mut key = 0u64;
-        // SAFETY: every thread of the CTA runs this call.
+        // SAFETY: every thread of the CTA runs the kernel's one CTA-wide call.
         unsafe {
             project::<1, PIECES, 4, { PRE[4] }>([&w], logits.len(), &x, Some(&gamma), plan, &trace, slot, |row, [v]| {
                 if logits.try_write(row, v).is_ok() {
@@ -627,29 +621,9 @@ cudadrv::kernel! {
                 }
             });
         }
-        // The CTA's largest key, then one atomic maximum a CTA into `best[0]`.
-        let words = handoff().as_mut_ptr();
-        let warp = thread_idx().x as usize / 32;
-        // SAFETY: every thread of the CTA reaches both barriers (straight-line code after
-        // the projection, which every thread returns from); slots `2 warp` and `2 warp +
-        // 1` (warp < 32) have one writer, lane 0 of their warp, and are read after the
-        // barrier.
-        unsafe {
-            if lane_id() == 0 && warp < 32 {
-                words.add(2 * warp).write(key as u32);
-                words.add(2 * warp + 1).write((key >> 32) as u32);
-            }
-            sync_threads();
-            if thread_idx().x == 0 {
-                let warps = (block_dim().x as usize).div_ceil(32).min(32);
-                let mut top = 0u64;
-                for w in 0..warps {
-                    top = top.max(u64::from(words.add(2 * w).read()) | (u64::from(words.add(2 * w + 1).read()) << 32));
-                }
-                if top != 0 {
-                    let _ = best.fetch_max(0, top);
-                }
-            }
+        // One atomic maximum a warp into `best[0]`.
+        if lane_id() == 0 && key != 0 {
+            let _ = best.fetch_max(0, key);
         }
     }
 }
