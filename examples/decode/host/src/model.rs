@@ -561,6 +561,29 @@ mod tests {
         }
     }
 
+    /// The split of a range among a grid's warps (`o_proj`'s L2 requests): in order,
+    /// disjoint, covering it, parts within one item of each other.
+    #[test]
+    fn parts_cover_the_range() {
+        use decode_kernels::part_of;
+        for total in [0usize, 1, 7, 131_072, 1 << 20, 4_000_037] {
+            for n in [1usize, 3, 2112, 4224, 5000] {
+                let mut next = 0;
+                let (mut small, mut big) = (usize::MAX, 0);
+                for i in 0..n {
+                    let r = part_of(total, i, n);
+                    assert_eq!(r.start, next, "total {total}, {n} parts, part {i}");
+                    next = r.end;
+                    small = small.min(r.len());
+                    big = big.max(r.len());
+                }
+                assert_eq!(next, total, "total {total}, {n} parts");
+                assert!(big - small <= 1, "total {total}, {n} parts: {small}..{big}");
+                assert!(part_of(total, n, n).is_empty());
+            }
+        }
+    }
+
     #[test]
     fn rope_rotates_by_the_position() {
         let s = Shape::TINY;

@@ -64,6 +64,8 @@ use cudadrv::kernel::{DeviceSlice, DeviceSliceMut};
 #[cfg(target_arch = "nvptx64")]
 use cudadrv::device::ptx_asm::ld_v4_u32;
 #[cfg(target_arch = "nvptx64")]
+use cudadrv::device::{BulkBytes, bulk_prefetch_l2};
+#[cfg(target_arch = "nvptx64")]
 use cudadrv::device::{
     MBarrier, PdlPlan, RemoteShared, Scope, block_dim, block_idx, block_sum_f32,
     cluster_arrive_relaxed, cluster_cta_count, cluster_cta_rank, cluster_wait, exp_approx,
@@ -122,6 +124,19 @@ pub fn gen_value(seed: u64, index: u64, scale: f32, offset: f32) -> Bf16 {
     // 24 bits: exact in f32; u in [-1, 1).
     let u = (z >> 40) as f32 * (1.0 / 8_388_608.0) - 1.0;
     Bf16::from_f32(u * scale + offset)
+}
+
+/// Part `i` of `total` items split into `n` parts of equal size (to one item): the parts
+/// `0..n` cover `0..total` in order, without overlap; empty for `i >= n`.
+#[inline(always)]
+#[must_use]
+pub fn part_of(total: usize, i: usize, n: usize) -> core::ops::Range<usize> {
+    if i >= n {
+        return total..total;
+    }
+    // In u64: `total x (i + 1)` does not overflow for any length a slice can have.
+    let at = |j: usize| (total as u64 * j as u64 / n as u64) as usize;
+    at(i)..at(i + 1)
 }
 
 /// The arg-max's key of logit `v` at index `i`: larger keys win under `max`, the larger
@@ -226,6 +241,28 @@ fn mark(trace: &DeviceSliceMut<u64>, slot: u32, what: usize) {
 fn shaped(threads: u32) -> bool {
     let d = block_dim();
     d.x == threads && d.y == 1 && d.z == 1
+}
+
+/// Asks L2 for part `i` of `n` equal parts (in 16-byte pieces) of the first `len` values
+/// of `m` (`cp.async.bulk.prefetch.L2`, one request of at most [`BulkBytes::MAX`]
+/// bytes): a hint, which reads nothing into the program. Nothing for an empty part, or
+/// for a slice that is not 16-byte aligned.
+#[cfg(target_arch = "nvptx64")]
+#[inline(always)]
+fn prefetch_part(m: &DeviceSlice<Bf16>, len: usize, i: usize, n: usize) {
+    let core::ops::Range {
+        start: from,
+        end: to,
+    } = part_of(len.min(m.len()) / 8, i, n);
+    let base = m.as_ptr();
+    if to > from && base as usize % 16 == 0 {
+        let bytes = (16 * (to - from)).min(BulkBytes::MAX as usize) as u32;
+        if let Some(bytes) = BulkBytes::new(bytes) {
+            // SAFETY: pieces `from..to` of the first `len.min(m.len())` values lie inside
+            // `m`'s global memory, 16-byte aligned (the base is, checked above).
+            unsafe { bulk_prefetch_l2(base.wrapping_add(8 * from), bytes) }
+        }
+    }
 }
 
 /// `acc` plus the dot product of eight bfloat16 weights (four packed words) with eight
@@ -454,7 +491,7 @@ unsafe fn issue_chunk<const RW: usize, const P: usize>(
 /// memory [`STAGES`] - 1 chunks ahead (`cp.async`; a lane reads only its own pieces, so
 /// no barrier is needed); the first `PRE` chunks (at most [`STAGES`] - 1, the rest
 /// issued once the input is staged) and the RMSNorm gains are loaded before the PDL wait
-/// (`plan`).
+/// (`plan`), and `before_wait` runs then too.
 /// `store(row, sums)` runs in lane 0 for each row. Also the kernel's frame: it stamps the
 /// timeline, and a CTA of another shape, an input longer than the CTA stages or a launch
 /// with less dynamic shared memory than [`projection_smem`] only waits (nothing stored).
@@ -472,6 +509,7 @@ unsafe fn project<const RW: usize, const P: usize, const S: usize, const PRE: us
     plan: u32,
     trace: &DeviceSliceMut<u64>,
     slot: u32,
+    before_wait: impl FnOnce(),
     mut store: impl FnMut(usize, [f32; RW]),
 ) {
     mark(trace, slot, 0);
@@ -511,6 +549,7 @@ unsafe fn project<const RW: usize, const P: usize, const S: usize, const PRE: us
         issued = next(issued);
     });
     let gains = gamma.map(|g| gains_of::<S>(g, k8));
+    before_wait();
     pdl_auto(PdlPlan::from_bits(plan));
     mark(trace, slot, 1);
     // SAFETY: the whole CTA (the caller's promise); `k8` and the shared memory checked.
@@ -588,7 +627,7 @@ cudadrv::kernel! {
     ) {
         // SAFETY: every thread of the CTA runs the kernel's one statement.
         unsafe {
-            project::<1, PIECES, 4, { PRE[0] }>([&w], out.len(), &x, Some(&gamma), plan, &trace, slot, |row, [v]| {
+            project::<1, PIECES, 4, { PRE[0] }>([&w], out.len(), &x, Some(&gamma), plan, &trace, slot, || {}, |row, [v]| {
                 let _ = out.try_write(row, to_bf16(v));
             });
         }
@@ -615,7 +654,7 @@ cudadrv::kernel! {
         let mut key = 0u64;
         // SAFETY: every thread of the CTA runs the kernel's one CTA-wide call.
         unsafe {
-            project::<1, PIECES, 4, { PRE[4] }>([&w], logits.len(), &x, Some(&gamma), plan, &trace, slot, |row, [v]| {
+            project::<1, PIECES, 4, { PRE[4] }>([&w], logits.len(), &x, Some(&gamma), plan, &trace, slot, || {}, |row, [v]| {
                 if logits.try_write(row, v).is_ok() {
                     key = key.max(argmax_key(v, row as u32));
                 }
@@ -654,20 +693,36 @@ cudadrv::kernel! {
     /// `x = bf16(x + bf16(W_o attn))` (`x.len()` rows of `attn.len()` columns, up to
     /// 8192), one row per warp.
     ///
+    /// Before its wait it also asks L2 for the first `hint` values of each of the next
+    /// kernel's matrices `gate` and `up` (the grid's warps splitting them): this kernel
+    /// starts while the attention runs, which leaves the memory idle for a while, and
+    /// [`rms_gate_up`] then finds those rows in L2.
+    ///
     /// # Safety
     /// None beyond the module's: see the crate docs.
     pub unsafe dependent(manual) fn o_proj(
         attn: DeviceSlice<Bf16>,
         w: DeviceSlice<Bf16>,
         x: DeviceSliceMut<Bf16>,
+        gate: DeviceSlice<Bf16>,
+        up: DeviceSlice<Bf16>,
+        hint: u32,
         plan: u32,
         trace: DeviceSliceMut<u64>,
         slot: u32,
     ) {
         let (first, early) = early_residual(&x);
+        let prefetch = || {
+            if lane_id() == 0 {
+                let warps = grid_dim().x as usize * WARPS;
+                let warp = block_idx().x as usize * WARPS + thread_idx().x as usize / 32;
+                prefetch_part(&gate, hint as usize, warp, warps);
+                prefetch_part(&up, hint as usize, warp, warps);
+            }
+        };
         // SAFETY: every thread of the CTA runs this call.
         unsafe {
-            project::<1, PIECES, 4, { PRE[1] }>([&w], x.len(), &attn, None, plan, &trace, slot, |row, [v]| {
+            project::<1, PIECES, 4, { PRE[1] }>([&w], x.len(), &attn, None, plan, &trace, slot, prefetch, |row, [v]| {
                 add_residual(&x, row, v, if row == first { early } else { None })
             });
         }
@@ -692,7 +747,7 @@ cudadrv::kernel! {
         let (first, early) = early_residual(&x);
         // SAFETY: every thread of the CTA runs this call.
         unsafe {
-            project::<1, PIECES, MAX_PIECES, { PRE[3] }>([&w], x.len(), &h, None, plan, &trace, slot, |row, [v]| {
+            project::<1, PIECES, MAX_PIECES, { PRE[3] }>([&w], x.len(), &h, None, plan, &trace, slot, || {}, |row, [v]| {
                 add_residual(&x, row, v, if row == first { early } else { None })
             });
         }
@@ -718,7 +773,7 @@ cudadrv::kernel! {
     ) {
         // SAFETY: every thread of the CTA runs the kernel's one statement.
         unsafe {
-            project::<2, { PIECES / 2 }, 4, { PRE[2] }>([&w_gate, &w_up], h.len(), &x, Some(&gamma), plan, &trace, slot, |row, [g, u]| {
+            project::<2, { PIECES / 2 }, 4, { PRE[2] }>([&w_gate, &w_up], h.len(), &x, Some(&gamma), plan, &trace, slot, || {}, |row, [g, u]| {
                 let gate = to_bf16(g).to_f32();
                 let up = to_bf16(u).to_f32();
                 let silu = to_bf16(gate / (1.0 + exp_approx(-gate))).to_f32();
