@@ -43,29 +43,25 @@ cudadrv::kernel! {
     pub safe fn bf16_load8(w: DeviceSlice<Bf16>, out: DeviceSliceMut<f32>, out16: DeviceSliceMut<f32>, aligned: DeviceSliceMut<u32>) {
         let stride = cudadrv::device::global_dim_x() as usize;
         let first = cudadrv::device::global_idx_x() as usize;
-        let mut k = first;
-        while let Some(v) = w.get8_f32(k) {
-            let mut j = 0;
-            while j < 8 {
-                out.write(8 * k + j, v[j]);
-                j += 1;
+        // Chunk `k`, `k + stride`, ... of `get` into `dst`, until `get` has none.
+        let copy = |dst: &DeviceSliceMut<f32>, get: &dyn Fn(usize) -> Option<[f32; 8]>| {
+            let mut k = first;
+            while let Some(v) = get(k) {
+                let mut j = 0;
+                while j < 8 {
+                    dst.write(8 * k + j, v[j]);
+                    j += 1;
+                }
+                k += stride;
             }
-            k += stride;
-        }
+        };
+        copy(&out, &|k| w.get8_f32(k));
         let chunks = w.chunks16();
         if first == 0 {
             let _ = aligned.try_write(0, u32::from(chunks.is_some()));
         }
         if let Some(c) = chunks {
-            let mut k = first;
-            while let Some(v) = c.get8_f32(k) {
-                let mut j = 0;
-                while j < 8 {
-                    out16.write(8 * k + j, v[j]);
-                    j += 1;
-                }
-                k += stride;
-            }
+            copy(&out16, &|k| c.get8_f32(k));
         }
     }
 }
