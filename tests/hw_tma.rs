@@ -1,7 +1,7 @@
 //! Hardware tests of asynchronous data copies (Programming Guide 4.9.6, 4.11): `cp.async`
 //! (4/8/16 bytes, zero fill, commit/wait groups and the mbarrier-arrive form), bulk
 //! copies tracked by mbarrier transaction counts in a multi-stage producer/consumer
-//! ring, the bulk store path, tensor copies through `cuTensorMapEncodeTiled` maps
+//! ring, the bulk store path, bulk L2 prefetches, tensor copies through `cuTensorMapEncodeTiled` maps
 //! (out-of-bounds fill at every edge, a 2D transpose, a cluster multicast), im2col loads
 //! through a `cuTensorMapEncodeIm2col` map (a 1-D convolution's columns), the two ways
 //! a Rust kernel can be handed the map, and a wrong `expect_tx` count caught by a
@@ -39,6 +39,7 @@ fn main() {
             cp_async_arrive_raises_the_pending_count,
             bulk_pipeline_streams_every_byte,
             bulk_store_writes_back_from_shared,
+            bulk_prefetch_to_l2_leaves_the_data,
             tensor_map_rules_agree_with_the_driver,
             tensor_tile_out_of_bounds_fill,
             tensor_map_by_value_paths,
@@ -282,6 +283,38 @@ fn bulk_store_writes_back_from_shared() -> TestResult {
         |i| pattern(i).wrapping_mul(3).wrapping_add(1),
         "bulk store",
     )
+}
+
+/// `bulk_prefetch_l2` (`cp.async.bulk.prefetch.L2`): a request a block over 16 MiB
+/// plus 5 words (the last block's part not a whole number of 16-byte pieces), and one
+/// of the largest size, run without a fault, and the words read after them are the
+/// buffer's. The decode example's output projection relies on this helper.
+fn bulk_prefetch_to_l2_leaves_the_data() -> TestResult {
+    let g = gpu()?;
+    let f = g.f("acp_prefetch_l2")?;
+    let n = (1usize << 22) + 5;
+    let (src, dst) = stream_bufs(&g, n)?;
+    // `PREFETCH_BLOCK_WORDS` of ptx/src/async_copy.rs: the words a block covers.
+    let grid = (n as u32).div_ceil(8192);
+    // SAFETY: acp_prefetch_l2(src, dst, n): `src` readable and `dst` writable for `n`
+    // u32s, `src` from cuMemAlloc (256-byte aligned); any 1-D block.
+    unsafe {
+        launch(
+            &f,
+            &LaunchConfig::new(grid, 256).stream(&g.stream),
+            &(src.as_arg(), dst.as_arg(), n as u32),
+        )?;
+    }
+    g.stream.synchronize()?;
+    check_all(
+        &host(&dst)?,
+        |i| pattern(i).wrapping_add(1),
+        "after the L2 requests",
+    )?;
+    println!(
+        "    {grid} requests of 32 KiB and one of 1 MiB - 16 B over {n} words; every word read back"
+    );
+    Ok(())
 }
 
 /// `cuTensorMapEncodeTiled` called directly, without the crate's checks.

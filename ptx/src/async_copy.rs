@@ -11,11 +11,11 @@
 
 use cudadrv::device::{
     Align16, Align128, BulkBytes, BulkLoad, Dim3, DynamicShared, L2Policy, MBarrier, ProxySpace,
-    Ring, Scope, TensorMapRef, block_dim, block_idx, bulk_commit, bulk_load, bulk_store,
-    bulk_store_hint, bulk_wait, bulk_wait_read, cluster_cta_count, cluster_cta_rank, cluster_sync,
-    cp_async, cp_async_cg_zfill, cp_async_commit, cp_async_wait, elect_one, fence_mbarrier_init,
-    fence_proxy_async, from_shared_addr, globaltimer, grid_dim, store_global_hint, sync_threads,
-    sync_warp, thread_idx,
+    Ring, Scope, TensorMapRef, block_dim, block_idx, bulk_commit, bulk_load, bulk_prefetch_l2,
+    bulk_store, bulk_store_hint, bulk_wait, bulk_wait_read, cluster_cta_count, cluster_cta_rank,
+    cluster_sync, cp_async, cp_async_cg_zfill, cp_async_commit, cp_async_wait, elect_one,
+    fence_mbarrier_init, fence_proxy_async, from_shared_addr, globaltimer, grid_dim,
+    store_global_hint, sync_threads, sync_warp, thread_idx,
 };
 
 /// Threads per block of [`acp_cp_async`].
@@ -212,6 +212,57 @@ pub unsafe extern "ptx-kernel" fn acp_cp_async(src: *const u32, dst: *mut u32, n
                 dst.add(i as usize).write(v.wrapping_add(1));
             }
         }
+    }
+}
+
+/// `u32`s one block of [`acp_prefetch_l2`] covers (32 KiB).
+pub const PREFETCH_BLOCK_WORDS: u32 = 8192;
+
+/// `cp.async.bulk.prefetch.L2`: thread 0 of block `b` asks L2 for the block's
+/// [`PREFETCH_BLOCK_WORDS`] words of `src` (the whole 16-byte pieces of them below
+/// `n`), block 0 also for the largest request, [`BulkBytes::MAX`] bytes from `src`
+/// when `src` holds that many; then, after `__syncthreads`, every thread of the block
+/// reads the block's words (grid-stride within it) and writes `dst[i] = src[i] + 1`. A
+/// hint changes no value: the test checks that the requests run (no fault, the
+/// instruction assembles) and that the words read afterwards are the buffer's.
+///
+/// Launch: any grid and 1-D block.
+///
+/// # Safety
+/// `src` readable and `dst` writable for `n` `u32`s, `src` 16-byte aligned.
+#[unsafe(no_mangle)]
+pub unsafe extern "ptx-kernel" fn acp_prefetch_l2(src: *const u32, dst: *mut u32, n: u32) {
+    let n = u64::from(n);
+    let base = u64::from(block_idx().x) * u64::from(PREFETCH_BLOCK_WORDS);
+    let end = n.min(base + u64::from(PREFETCH_BLOCK_WORDS));
+    if thread_idx().x == 0 && base < end {
+        // Whole 16-byte pieces (4 words) of the block's part.
+        let bytes = ((end - base) / 4 * 16) as u32;
+        if let Some(b) = BulkBytes::new(bytes) {
+            // SAFETY: `src + base` is 16-byte aligned (`src` is, `base` is a multiple of
+            // 4 words) and `bytes` of it lie below `n` words, inside `src`.
+            unsafe { bulk_prefetch_l2(src.add(base as usize), b) }
+        }
+        if block_idx().x == 0 && n * 4 >= u64::from(BulkBytes::MAX) {
+            // SAFETY: `src` is 16-byte aligned and holds at least `BulkBytes::MAX` bytes.
+            unsafe {
+                bulk_prefetch_l2(
+                    src,
+                    BulkBytes::new(BulkBytes::MAX).unwrap_or(BulkBytes::of::<Vec4>()),
+                )
+            }
+        }
+    }
+    // SAFETY: every thread of the block reaches it (no thread returned).
+    unsafe { sync_threads() };
+    let mut i = base + u64::from(thread_idx().x);
+    while i < end {
+        // SAFETY: `i < n`: inside `src` and `dst`.
+        unsafe {
+            dst.add(i as usize)
+                .write(src.add(i as usize).read().wrapping_add(1))
+        };
+        i += u64::from(block_dim().x);
     }
 }
 
