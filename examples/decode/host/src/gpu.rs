@@ -235,7 +235,7 @@ pub struct Model {
 /// for before its wait (the first 2 MiB of each; see `o_proj`). Measured on an H200
 /// (graph + PDL, early trigger, each against no hint in one call): 1, 2 or 3 MiB of each
 /// gave 0.6122-0.6127, 0.6095-0.6107 and 0.6098-0.6103 ms against 0.6149-0.6160 ms;
-/// 4 to 12.5 MiB of each 0.6143-0.6347 ms.
+/// 4 to 12.4 MiB of each 0.6138-0.6347 ms against 0.6164-0.6194 ms.
 const GATE_UP_HINT: usize = 2 << 20;
 
 /// Tensor indexes in [`tensors`]' order.
