@@ -1,7 +1,8 @@
 //! Hardware tests of asynchronous data copies (Programming Guide 4.9.6, 4.11): `cp.async`
 //! (4/8/16 bytes, zero fill, commit/wait groups and the mbarrier-arrive form), bulk
 //! copies tracked by mbarrier transaction counts in a multi-stage producer/consumer
-//! ring, the bulk store path, bulk L2 prefetches, tensor copies through `cuTensorMapEncodeTiled` maps
+//! ring, the bulk store path, bulk L2 prefetches, tensor copies through
+//! `cuTensorMapEncodeTiled` maps
 //! (out-of-bounds fill at every edge, a 2D transpose, a cluster multicast), im2col loads
 //! through a `cuTensorMapEncodeIm2col` map (a 1-D convolution's columns), the two ways
 //! a Rust kernel can be handed the map, and a wrong `expect_tx` count caught by a

@@ -221,8 +221,8 @@ pub const PREFETCH_BLOCK_WORDS: u32 = 8192;
 /// `cp.async.bulk.prefetch.L2`: thread 0 of block `b` asks L2 for the block's
 /// [`PREFETCH_BLOCK_WORDS`] words of `src` (the whole 16-byte pieces of them below
 /// `n`), block 0 also for the largest request, [`BulkBytes::MAX`] bytes from `src`
-/// when `src` holds that many; then, after `__syncthreads`, every thread of the block
-/// reads the block's words (grid-stride within it) and writes `dst[i] = src[i] + 1`. A
+/// when `src` holds that many; then, after `__syncthreads`, the block's threads read its
+/// words (a block-stride loop) and write `dst[i] = src[i] + 1`. A
 /// hint changes no value: the test checks that the requests run (no fault, the
 /// instruction assembles) and that the words read afterwards are the buffer's.
 ///
