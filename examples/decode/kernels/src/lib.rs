@@ -856,7 +856,7 @@ fn rotate(own: [f32; 8], other: [f32; 8], l: usize, cs: &[[f32; 2]; 8]) -> [f32;
     out
 }
 
-/// Two online-softmax partials `(max, sum, weighted sums)` merged (a partial with a zero
+/// Two softmax partials `(max, sum, weighted sums)` merged (a partial with a zero
 /// sum saw no position and counts for nothing).
 #[cfg(target_arch = "nvptx64")]
 #[inline(always)]
@@ -902,8 +902,9 @@ cudadrv::kernel! {
     ///
     /// Grid `(cache / SPLIT, heads)` in clusters of `cache / SPLIT` CTAs (one cluster per
     /// head, at most [`MAX_SPLITS`]), [`ATTN_THREADS`] threads: CTA `(s, h)` covers
-    /// positions `s SPLIT .. (s + 1) SPLIT` of head `h`, its half-warps one position
-    /// each in turn with an online softmax; it writes its maximum, sum and weighted sums
+    /// positions `s SPLIT .. (s + 1) SPLIT` of head `h`, each half-warp `SPLIT / 16` of
+    /// them (all their scores, then one softmax over them); it writes its maximum, sum
+    /// and weighted sums
     /// into the shared memory of the cluster's first CTA with `st.async` (distributed
     /// shared memory, counted in bytes on that CTA's mbarrier, so no fence and no
     /// cluster barrier after them), and the first CTA combines them once its barrier's
@@ -1029,27 +1030,6 @@ cudadrv::kernel! {
         let k_new = rotate(unpack8(kw), unpack8(kp), l, &cs);
         let v_new = unpack8(vw);
 
-        // Online softmax over this half-warp's positions before `p` (their cache rows),
-        // then `p` itself (the new k and v) in the half-warp that owns it.
-        let mut m = f32::NEG_INFINITY;
-        let mut sum = 0.0f32;
-        let mut acc = [0.0f32; 8];
-        // Without a branch (selects only), so that the compiler can overlap one
-        // position's exchanges with the next one's: a position that does not count
-        // (`counts` false) leaves `m`, `sum` and `acc` as they were.
-        let mut attend = |counts: bool, s: f32, vv: [f32; 8]| {
-            let m_new = if counts && s > m { s } else { m };
-            // Both exponentials always (a NaN from `-inf - -inf` is not selected).
-            let (to_new, of_s) = (exp_approx(m - m_new), exp_approx(s - m_new));
-            let corr = if m_new == m { 1.0 } else { to_new };
-            let e_s = if counts { of_s } else { 0.0 };
-            sum = fma(sum, corr, e_s);
-            unroll::<8>(|e| {
-                let v = if counts { vv[e] } else { 0.0 };
-                acc[e] = fma(e_s, v, acc[e] * corr);
-            });
-            m = m_new;
-        };
         // Every lane of the warp takes part in each score's exchanges, whether its
         // position counts or not.
         let score = |kk: [f32; 8]| {
@@ -1058,12 +1038,38 @@ cudadrv::kernel! {
             // SAFETY: the CTA's threads all run these the same number of times.
             unsafe { warp_group_sum_f32::<16>(part) }
         };
-        unroll::<PER_HALF>(|j| {
-            let s = score(unpack8(kv[j][0]));
-            attend(first + half + HALVES * j < p, s, unpack8(kv[j][1]));
+        // This half-warp's scores first, its positions before `p` (their cache rows) and
+        // then `p` itself (the new k, counted by the half-warp that owns it): the sums
+        // are independent, so their exchanges overlap. Then one softmax over them: the
+        // largest counted score, and each counted position's weight against it (no
+        // running maximum, so no rescaling chain from one position to the next).
+        let mut s = [0.0f32; PER_HALF + 1];
+        unroll::<PER_HALF>(|j| s[j] = score(unpack8(kv[j][0])));
+        s[PER_HALF] = score(k_new);
+        let counts = |j: usize| {
+            if j < PER_HALF {
+                first + half + HALVES * j < p
+            } else {
+                owns_p
+            }
+        };
+        let mut m = f32::NEG_INFINITY;
+        unroll::<{ PER_HALF + 1 }>(|j| {
+            if counts(j) && s[j] > m {
+                m = s[j];
+            }
         });
-        let s = score(k_new);
-        attend(owns_p, s, v_new);
+        let mut sum = 0.0f32;
+        let mut acc = [0.0f32; 8];
+        unroll::<{ PER_HALF + 1 }>(|j| {
+            // Selects, no branch (an uncounted position's exponential, even of
+            // `s - -inf`, is not used).
+            let w = exp_approx(s[j] - m);
+            let w = if counts(j) { w } else { 0.0 };
+            let vv = if j < PER_HALF { unpack8(kv[j][1]) } else { v_new };
+            sum += w;
+            unroll::<8>(|e| acc[e] = fma(w, vv[e], acc[e]));
+        });
 
         // The warp's two half-warps merged through exchanges (lane `l` and `l + 16` hold
         // the same elements), then the CTA's warps through shared memory.
