@@ -314,14 +314,18 @@ pub const MAX_STAGED: usize = 1536;
 pub const STAGES: usize = 4;
 
 /// Chunks a warp of each projection copies before the PDL wait (the rest of the first
-/// [`STAGES`] - 1 once its input is staged): `[rms_qkv, o_proj, rms_gate_up, down_proj,
-/// rms_logits]`. A normalizing kernel's residual read queues behind the copies it issued
-/// before its wait, and every kernel's early copies share the memory with its
-/// predecessor's last loads and stores, so fewer than the ring holds pays where the
-/// input is on the chain's critical path. Fitted on an H200 (graph + PDL, early trigger,
-/// each against the previous choice in one call): `[2, 3, 3, 3, 2]` 0.638 ms, down 2
-/// 0.635, gate and up 2 0.632, QKV 1 0.620; QKV 0 0.636, logits 1 0.622, output 2 0.621,
-/// gate and up 1 0.648, down 1 0.639.
+/// [`STAGES`] - 1 right after the input's loads, behind them): `[rms_qkv, o_proj,
+/// rms_gate_up, down_proj, rms_logits]`. A normalizing kernel's residual read queues
+/// behind the copies in flight at its wait, and every kernel's early copies share the
+/// memory with its predecessor's last loads and stores, so fewer than the ring holds pays
+/// where the input is on the chain's critical path. Fitted on an H200 (graph + PDL, early
+/// trigger, each against the previous choice in one call): `[2, 3, 3, 3, 2]` 0.638 ms,
+/// down 2 0.635, gate and up 2 0.632, QKV 1 0.620; QKV 0 0.636, logits 1 0.622, output 2
+/// 0.621, gate and up 1 0.648, down 1 0.639. Checked again once the rest of the ring was
+/// issued behind the input's loads instead of after the staging (0.5886-0.5891 ms):
+/// `[2, 3, 2, 2, 2]` 0.609, `[1, 3, 3, 3, 3]` 0.607, all 3 0.621, and one kernel changed
+/// at a time, gate and up 1 0.597, down 1 0.591, logits 1 0.589-0.590, logits 3 0.590,
+/// output 2 0.589 ms.
 #[cfg(target_arch = "nvptx64")]
 const PRE: [usize; 5] = [1, 3, 2, 2, 2];
 
@@ -354,39 +358,44 @@ fn gains_of<const S: usize>(gamma: &DeviceSlice<Bf16>, k8: usize) -> [[u32; 4]; 
     g
 }
 
-/// Stages the input vector `x` (`k8` pieces) in shared memory for the whole CTA, RMS
-/// normalized with the gains when given (`bf16(x rsqrt(mean(x^2) + eps) g)`; `gains[i]`
-/// is this thread's piece `i`, see [`gains_of`]),
-/// and waits for the whole CTA. Thread `t` handles pieces `t + BLOCK i`, `i < S`, read
-/// through [`chunks16`](DeviceSlice::chunks16) (one 16-byte load each) when `x` is
-/// 16-byte aligned: without gains all loaded before any is used, with gains read twice
-/// (the sum of squares, then the scaled values; the second read hits L1), one at a time.
+/// Loads this thread's pieces `t + BLOCK i`, `i < S`, of the input `x` (`k8` pieces)
+/// into registers for [`stage_store`] (`None` past the input), through
+/// [`chunks16`](DeviceSlice::chunks16) when `x` is 16-byte aligned: the loads are in
+/// flight together, and nothing waits for them here.
+#[cfg(target_arch = "nvptx64")]
+#[inline(always)]
+fn stage_load<const S: usize>(x: &DeviceSlice<Bf16>, k8: usize) -> [Option<[u32; 4]>; S] {
+    let t = thread_idx().x as usize;
+    let mut v = [None; S];
+    match x.chunks16() {
+        Some(c) => unroll::<S>(|i| {
+            let piece = t + BLOCK as usize * i;
+            if piece < k8 {
+                v[i] = c.get(piece);
+            }
+        }),
+        None => unroll::<S>(|i| {
+            let piece = t + BLOCK as usize * i;
+            if piece < k8 {
+                v[i] = x.get_vec16(piece);
+            }
+        }),
+    }
+    v
+}
+
+/// Stages the input `v` ([`stage_load`]'s pieces, `k8` in all) in shared memory for the
+/// whole CTA, RMS normalized with the gains when given (`bf16(x rsqrt(mean(x^2) + eps)
+/// g)`; `gains[i]` is this thread's piece `i`, see [`gains_of`]), and waits for the
+/// whole CTA.
 ///
 /// # Safety
 /// Every thread of a [`BLOCK`]-thread CTA calls it together; `k8 <= S x BLOCK`, and the
 /// dynamic shared memory holds `k8` pieces.
 #[cfg(target_arch = "nvptx64")]
 #[inline(always)]
-unsafe fn stage<const S: usize>(x: &DeviceSlice<Bf16>, gains: Option<&[[u32; 4]; S]>, k8: usize) {
-    match x.chunks16() {
-        // SAFETY: forwarded (the caller's promise).
-        Some(c) => unsafe { stage_from::<S>(|i| c.get(i), gains, k8) },
-        // SAFETY: as above.
-        None => unsafe { stage_from::<S>(|i| x.get_vec16(i), gains, k8) },
-    }
-}
-
-/// [`stage`] with the pieces read through `get` (`None` past the input). Without gains,
-/// a thread's pieces are all loaded before any is used (their loads in flight
-/// together); with gains, one at a time (the sum of squares, then the values again from
-/// L1), which keeps the normalizing kernels' registers down.
-///
-/// # Safety
-/// As [`stage`].
-#[cfg(target_arch = "nvptx64")]
-#[inline(always)]
-unsafe fn stage_from<const S: usize>(
-    get: impl Fn(usize) -> Option<[u32; 4]>,
+unsafe fn stage_store<const S: usize>(
+    v: [Option<[u32; 4]>; S],
     gains: Option<&[[u32; 4]; S]>,
     k8: usize,
 ) {
@@ -396,7 +405,7 @@ unsafe fn stage_from<const S: usize>(
     if let Some(g) = gains {
         let mut ss = 0.0f32;
         unroll::<S>(|i| {
-            if let Some(w) = get(piece(i)) {
+            if let Some(w) = v[i] {
                 let f = unpack8(w);
                 unroll::<8>(|e| ss += f[e] * f[e]);
             }
@@ -406,7 +415,7 @@ unsafe fn stage_from<const S: usize>(
         let scale = rsqrt_approx(total / (8 * k8) as f32 + RMS_EPS);
         unroll::<S>(|i| {
             if piece(i) < k8 {
-                let mut f = unpack8(get(piece(i)).unwrap_or([0; 4]));
+                let mut f = unpack8(v[i].unwrap_or([0; 4]));
                 let g = unpack8(g[i]);
                 unroll::<8>(|e| f[e] = f[e] * scale * g[e]);
                 // The bfloat16 value, kept as `f32`.
@@ -416,16 +425,10 @@ unsafe fn stage_from<const S: usize>(
             }
         });
     } else {
-        let mut v = [[0u32; 4]; S];
-        unroll::<S>(|i| {
-            if let Some(w) = get(piece(i)) {
-                v[i] = w;
-            }
-        });
         unroll::<S>(|i| {
             if piece(i) < k8 {
                 // SAFETY: as above (bfloat16 values already: no rounding).
-                unsafe { base.add(piece(i)).write(unpack8(v[i])) };
+                unsafe { base.add(piece(i)).write(unpack8(v[i].unwrap_or([0; 4]))) };
             }
         });
     }
@@ -489,9 +492,12 @@ unsafe fn issue_chunk<const RW: usize, const P: usize>(
 /// staged input, RMS normalized when `gamma` is given. A warp's rows are one stream of
 /// chunks (`P` pieces per lane), copied by each lane into the warp's ring in shared
 /// memory [`STAGES`] - 1 chunks ahead (`cp.async`; a lane reads only its own pieces, so
-/// no barrier is needed); the first `PRE` chunks (at most [`STAGES`] - 1, the rest
-/// issued once the input is staged) and the RMSNorm gains are loaded before the PDL wait
-/// (`plan`), and `before_wait` runs then too.
+/// no barrier is needed); the first `PRE` chunks (at most [`STAGES`] - 1) and the
+/// RMSNorm gains are loaded before the PDL wait (`plan`), and `before_wait` runs then
+/// too. After the wait the input's loads go first, then the rest of the first chunks
+/// (issued before the input's loads, they would delay them; issued after the staging, the
+/// memory would idle while the CTA reduces and scales the input), then the input is
+/// staged.
 /// `store(row, sums)` runs in lane 0 for each row. Also the kernel's frame: it stamps the
 /// timeline, and a CTA of another shape, an input longer than the CTA stages or a launch
 /// with less dynamic shared memory than [`projection_smem`] only waits (nothing stored).
@@ -552,9 +558,9 @@ unsafe fn project<const RW: usize, const P: usize, const S: usize, const PRE: us
     before_wait();
     pdl_auto(PdlPlan::from_bits(plan));
     mark(trace, slot, 1);
-    // SAFETY: the whole CTA (the caller's promise); `k8` and the shared memory checked.
-    unsafe { stage::<S>(x, gains.as_ref(), k8) };
-    // The rest of the first STAGES - 1 chunks, once the input is staged.
+    // The input's loads first, then the rest of the first STAGES - 1 chunks behind them
+    // (copies issued before the input's loads would delay them), then the input staged.
+    let input = stage_load::<S>(x, k8);
     unroll::<{ STAGES - 1 }>(|st| {
         if st >= PRE {
             // SAFETY: this warp's ring; nothing reads these stages yet.
@@ -562,6 +568,8 @@ unsafe fn project<const RW: usize, const P: usize, const S: usize, const PRE: us
             issued = next(issued);
         }
     });
+    // SAFETY: the whole CTA (the caller's promise); `k8` and the shared memory checked.
+    unsafe { stage_store::<S>(input, gains.as_ref(), k8) };
     let (mut row, mut batch) = (first, 0);
     let mut chunk = 0usize;
     // One accumulator per piece: independent chains of fused multiply-adds.
