@@ -912,11 +912,10 @@ cudadrv::kernel! {
     /// head, at most [`MAX_SPLITS`]), [`ATTN_THREADS`] threads: CTA `(s, h)` covers
     /// positions `s SPLIT .. (s + 1) SPLIT` of head `h`, each half-warp `SPLIT / 16` of
     /// them (all their scores, then one softmax over them); it writes its maximum, sum
-    /// and weighted sums
-    /// into the shared memory of the cluster's first CTA with `st.async` (distributed
-    /// shared memory, counted in bytes on that CTA's mbarrier, so no fence and no
-    /// cluster barrier after them), and the first CTA combines them once its barrier's
-    /// phase completes.
+    /// and weighted sums into the shared memory of the cluster's first CTA with
+    /// `st.async` (distributed shared memory, counted in bytes on that CTA's mbarrier, so
+    /// no fence and no cluster barrier after them), and the first CTA combines them once
+    /// its barrier's phase completes.
     ///
     /// # Safety
     /// None beyond the module's: see the crate docs.
