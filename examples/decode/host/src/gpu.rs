@@ -61,7 +61,11 @@ impl Kernels {
         // The projections keep their input and weight rings in dynamic shared memory:
         // room for the longest input, and the carveout that lets as many CTAs reside as
         // that memory and their registers allow.
-        let most = k::projection_smem(k::MAX_STAGED, 2).max(k::projection_smem(k::MAX_STAGED, 1));
+        let most = k::projection_smem(k::MAX_STAGED, 2, k::STAGES).max(k::projection_smem(
+            k::MAX_STAGED,
+            1,
+            k::STAGES,
+        ));
         for f in [
             ks.rms_qkv.function(),
             ks.o_proj.function(),
@@ -128,6 +132,9 @@ impl<'a> On<'_, '_, 'a> {
 /// The step's launch configurations and PDL plans, per kernel kind.
 pub struct Launches {
     pub cfg: [LaunchConfig<'static>; 8],
+    /// Ring slots per warp of each projection kind (0 for the others): see
+    /// `decode_kernels::STAGES`.
+    pub slots: [u32; 8],
     pub plan: [u32; 8],
 }
 
@@ -163,25 +170,47 @@ impl Launches {
             .multiprocessor_count()?;
         // A projection with fewer rows than those CTAs have warps gets only the CTAs its
         // rows fill (one row a warp at least), leaving the SMs' room to the next kernel.
-        let proj = |k: usize, rw: usize, rows: usize| {
+        // Its rings get STAGES slots, or one fewer where only that lets more of those
+        // CTAs reside at once (the same chunks in flight in less shared memory: at width
+        // 4096 three CTAs an SM of the normalizing projections fit only so).
+        let proj = |f: &cudadrv::Function, k: usize, rw: usize, rows: usize| {
             let warps_per_sm = sms as usize * k::WARPS;
             let per_sm = (rows.div_ceil(warps_per_sm) as u32).clamp(1, ctas);
-            LaunchConfig::new(sms * per_sm, k::BLOCK)
-                .shared_mem(k::projection_smem(k / 8, rw) as u32)
+            let resident = |slots: usize| {
+                f.max_active_blocks_per_sm(k::BLOCK, k::projection_smem(k / 8, rw, slots))
+                    .map(|n| n.min(per_sm))
+            };
+            let slots = if resident(k::STAGES - 1)? > resident(k::STAGES)? {
+                k::STAGES - 1
+            } else {
+                k::STAGES
+            };
+            let cfg = LaunchConfig::new(sms * per_sm, k::BLOCK).shared_mem(k::projection_smem(
+                k / 8,
+                rw,
+                slots,
+            ) as u32);
+            Ok::<_, cudadrv::Error>((cfg, slots as u32))
         };
+        let qkv = proj(ks.rms_qkv.function(), s.d, 1, 3 * s.d)?;
+        let o = proj(ks.o_proj.function(), s.d, 1, s.d)?;
+        let gate_up = proj(ks.rms_gate_up.function(), s.d, 2, s.ffn)?;
+        let down = proj(ks.down_proj.function(), s.ffn, 1, s.d)?;
+        let logits = proj(ks.rms_logits.function(), s.d, 1, s.vocab)?;
+        let slots = [0, qkv.1, 0, o.1, gate_up.1, down.1, logits.1, 0];
         let shapes = [
             LaunchConfig::new(1, k::BLOCK),
-            proj(s.d, 1, 3 * s.d),
+            qkv.0,
             // One cluster of the cache's splits per head.
             LaunchConfig::new(
                 ((s.cache / k::SPLIT) as u32, s.heads as u32, 1),
                 k::ATTN_THREADS,
             )
             .cluster_dim((s.cache / k::SPLIT) as u32)?,
-            proj(s.d, 1, s.d),
-            proj(s.d, 2, s.ffn),
-            proj(s.ffn, 1, s.d),
-            proj(s.d, 1, s.vocab),
+            o.0,
+            gate_up.0,
+            down.0,
+            logits.0,
             LaunchConfig::new(1, k::ARGMAX_THREADS),
         ];
         let mut plan = [0u32; 8];
@@ -197,7 +226,7 @@ impl Launches {
                 cfg[i] = shapes[i].clone().programmatic_stream_serialization()?;
             }
         }
-        Ok(Launches { cfg, plan })
+        Ok(Launches { cfg, slots, plan })
     }
 }
 
@@ -364,7 +393,7 @@ impl Model {
         let token = self.token.view().kernel_slice();
         let tokenm = self.token.view_mut().kernel_slice_mut();
         let tokens = self.tokens.view_mut().kernel_slice_mut();
-        let (c, p) = (&l.cfg, &l.plan);
+        let (c, p, sl) = (&l.cfg, &l.plan, &l.slots);
         // SAFETY (every launch below): each slice names a buffer of this model, which
         // outlives the step's work (the caller synchronizes, or drops the graph, before
         // the model), with the lengths the kernels' docs ask for (the shape's); the
@@ -392,6 +421,7 @@ impl Model {
                         self.part(ATTN_NORM, layer)?,
                         self.part(W_QKV, layer)?,
                         qkvm,
+                        sl[1],
                         p[1],
                         trace,
                         slot(at),
@@ -412,6 +442,7 @@ impl Model {
                         self.part(W_GATE, layer)?,
                         self.part(W_UP, layer)?,
                         (GATE_UP_HINT / 2) as u32,
+                        sl[3],
                         p[3],
                         trace,
                         slot(at + 2),
@@ -426,6 +457,7 @@ impl Model {
                         self.part(W_GATE, layer)?,
                         self.part(W_UP, layer)?,
                         hm,
+                        sl[4],
                         p[4],
                         trace,
                         slot(at + 3),
@@ -434,7 +466,15 @@ impl Model {
                 on.launch(
                     &ks.down_proj,
                     &c[5],
-                    &(h, self.part(W_DOWN, layer)?, xm, p[5], trace, slot(at + 4)),
+                    &(
+                        h,
+                        self.part(W_DOWN, layer)?,
+                        xm,
+                        sl[5],
+                        p[5],
+                        trace,
+                        slot(at + 4),
+                    ),
                 )?;
             }
             let last = 1 + 5 * s.layers;
@@ -447,6 +487,7 @@ impl Model {
                     self.part(LM_HEAD, 0)?,
                     logitsm,
                     bestm,
+                    sl[6],
                     p[6],
                     trace,
                     slot(last),

@@ -561,6 +561,26 @@ mod tests {
         }
     }
 
+    /// A ring slot fewer takes one chunk a warp (2 KiB: 32 lanes x 4 pieces of 16 bytes)
+    /// off a projection CTA's shared memory, and at width 4096 that is what lets three
+    /// normalizing CTAs share an SM's 228 KiB (each CTA also keeps 1 KiB); at width 2048
+    /// three fit with the full ring.
+    #[test]
+    fn a_slot_fewer_fits_three_wide_ctas() {
+        use decode_kernels::{STAGES, WARPS, projection_smem};
+        let sm = 228 * 1024;
+        let three = |bytes: usize| 3 * (bytes + 1024) <= sm;
+        for (k8, rw) in [(256, 1), (256, 2), (512, 1), (512, 2), (1376, 1)] {
+            let full = projection_smem(k8, rw, STAGES);
+            assert_eq!(full - projection_smem(k8, rw, STAGES - 1), WARPS * 2048);
+        }
+        for rw in [1, 2] {
+            assert!(three(projection_smem(256, rw, STAGES)));
+            assert!(!three(projection_smem(512, rw, STAGES)));
+            assert!(three(projection_smem(512, rw, STAGES - 1)));
+        }
+    }
+
     /// The split of a range among a grid's warps (`o_proj`'s L2 requests): in order,
     /// disjoint, covering it, parts within one item of each other.
     #[test]

@@ -309,8 +309,11 @@ cudadrv::dynamic_shared! {
 /// (the reduction length of every projection).
 pub const MAX_STAGED: usize = 1536;
 
-/// Chunks in flight per warp of a projection: each lane copies its pieces of the next
-/// chunks into shared memory with `cp.async` while it reduces the current one.
+/// Ring slots per warp of a projection, at most: each lane copies its pieces of the
+/// next [`STAGES`] - 1 chunks into shared memory with `cp.async` while it reduces the
+/// current one. The host may launch a projection with one slot fewer (`slots`), the
+/// chunk ahead then refilling the slot just reduced: the same chunks in flight in a
+/// quarter less shared memory, which keeps three CTAs an SM at width 4096.
 pub const STAGES: usize = 4;
 
 /// Chunks a warp of each projection copies before the PDL wait (the rest of the first
@@ -330,17 +333,23 @@ pub const STAGES: usize = 4;
 const PRE: [usize; 5] = [1, 3, 2, 2, 2];
 
 /// Dynamic shared memory a projection CTA needs for an input of `k8` 16-byte pieces
-/// (staged as `f32`, 32 bytes a piece) and `rw` matrices: the staged input, then
-/// [`WARPS`] rings of [`STAGES`] chunks of `rw x PIECES` 16-byte pieces per lane (the gate
-/// and up projection: `rw = 2`, half the pieces).
+/// (staged as `f32`, 32 bytes a piece) and `rw` matrices with rings of `slots` chunks
+/// ([`STAGES`] or one fewer): the staged input, then [`WARPS`] rings of `slots` chunks of
+/// `rw x PIECES` 16-byte pieces per lane (the gate and up projection: `rw = 2`, half the
+/// pieces).
 #[must_use]
-pub const fn projection_smem(k8: usize, rw: usize) -> usize {
-    projection_smem_for(k8, rw, if rw == 2 { PIECES / 2 } else { rw * PIECES })
+pub const fn projection_smem(k8: usize, rw: usize, slots: usize) -> usize {
+    projection_smem_for(
+        k8,
+        rw,
+        if rw == 2 { PIECES / 2 } else { rw * PIECES },
+        slots,
+    )
 }
 
 /// [`projection_smem`] for `p` 16-byte pieces per lane of each of `rw` matrices.
-const fn projection_smem_for(k8: usize, rw: usize, p: usize) -> usize {
-    32 * k8 + 16 * WARPS * STAGES * rw * p * 32
+const fn projection_smem_for(k8: usize, rw: usize, p: usize, slots: usize) -> usize {
+    32 * k8 + 16 * WARPS * slots * rw * p * 32
 }
 /// This thread's pieces `t + BLOCK i`, `i < S`, of the RMSNorm gains `gamma` (zeros past
 /// `k8` pieces): loaded before the PDL wait, since no kernel writes them.
@@ -445,7 +454,7 @@ fn ring_slot<const RW: usize, const P: usize>(
     r: usize,
     j: usize,
 ) -> *mut [u32; 4] {
-    // The caller's ring has STAGES x RW x P x 32 pieces.
+    // The caller's ring has its slots x RW x P x 32 pieces.
     ring.wrapping_add(((stage * RW + r) * P + j) * 32 + lane_id() as usize)
 }
 
@@ -454,7 +463,7 @@ fn ring_slot<const RW: usize, const P: usize>(
 /// group (empty past the last row, so every lane counts the same groups).
 ///
 /// # Safety
-/// `ring` is this warp's ring in shared memory ([`STAGES`] x `RW` x `P` x 32 pieces),
+/// `ring` is this warp's ring in shared memory (its slots x `RW` x `P` x 32 pieces),
 /// and nothing reads stage `stage` until the group has been waited for.
 #[cfg(target_arch = "nvptx64")]
 #[inline(always)]
@@ -492,7 +501,8 @@ unsafe fn issue_chunk<const RW: usize, const P: usize>(
 /// staged input, RMS normalized when `gamma` is given. A warp's rows are one stream of
 /// chunks (`P` pieces per lane), copied by each lane into the warp's ring in shared
 /// memory [`STAGES`] - 1 chunks ahead (`cp.async`; a lane reads only its own pieces, so
-/// no barrier is needed); the first `PRE` chunks (at most [`STAGES`] - 1) and the
+/// no barrier is needed), in `slots` slots ([`STAGES`], or one fewer when `slots` says
+/// so); the first `PRE` chunks (at most [`STAGES`] - 1) and the
 /// RMSNorm gains are loaded before the PDL wait (`plan`), and `before_wait` runs then
 /// too. After the wait the input's loads go first, then the rest of the first chunks
 /// (issued before the input's loads, they would delay them; issued after the staging, the
@@ -500,7 +510,8 @@ unsafe fn issue_chunk<const RW: usize, const P: usize>(
 /// staged.
 /// `store(row, sums)` runs in lane 0 for each row. Also the kernel's frame: it stamps the
 /// timeline, and a CTA of another shape, an input longer than the CTA stages or a launch
-/// with less dynamic shared memory than [`projection_smem`] only waits (nothing stored).
+/// with less dynamic shared memory than [`projection_smem`] (for its slots) only waits
+/// (nothing stored).
 ///
 /// # Safety
 /// Every thread of the CTA calls it, converged (the body of a projection kernel).
@@ -512,6 +523,7 @@ unsafe fn project<const RW: usize, const P: usize, const S: usize, const PRE: us
     rows: usize,
     x: &DeviceSlice<Bf16>,
     gamma: Option<&DeviceSlice<Bf16>>,
+    slots: u32,
     plan: u32,
     trace: &DeviceSliceMut<u64>,
     slot: u32,
@@ -524,10 +536,16 @@ unsafe fn project<const RW: usize, const P: usize, const S: usize, const PRE: us
     let warps = grid_dim().x as usize * WARPS;
     let warp = thread_idx().x as usize / 32;
     let smem = proj_smem();
-    let ring_pieces = STAGES * RW * P * 32;
+    // Ring slots: STAGES, or one fewer when asked.
+    let sl = if slots as usize == STAGES - 1 {
+        STAGES - 1
+    } else {
+        STAGES
+    };
+    let ring_pieces = sl * RW * P * 32;
     if !shaped(BLOCK)
         || k8 > S * BLOCK as usize
-        || (smem.len() as usize) < projection_smem_for(k8, RW, P)
+        || (smem.len() as usize) < projection_smem_for(k8, RW, P, sl)
     {
         pdl_auto(PdlPlan::from_bits(plan));
         mark(trace, slot, 2);
@@ -571,13 +589,13 @@ unsafe fn project<const RW: usize, const P: usize, const S: usize, const PRE: us
     // SAFETY: the whole CTA (the caller's promise); `k8` and the shared memory checked.
     unsafe { stage_store::<S>(input, gains.as_ref(), k8) };
     let (mut row, mut batch) = (first, 0);
-    let mut chunk = 0usize;
+    // This chunk's ring slot (chunk `c` is in slot `c % sl`).
+    let mut st = 0usize;
     // One accumulator per piece: independent chains of fused multiply-adds.
     let mut acc = [[0.0f32; P]; RW];
     // `row` and `batch` are the same in every lane: the warp stays converged.
     while row < rows {
         cp_async_wait::<{ STAGES as u32 - 2 }>();
-        let st = chunk % STAGES;
         unroll::<P>(|j| {
             let piece = 32 * P * batch + lane + 32 * j;
             if piece < k8 {
@@ -591,11 +609,16 @@ unsafe fn project<const RW: usize, const P: usize, const S: usize, const PRE: us
                 });
             }
         });
-        // The stage consumed last iteration is free: refill it STAGES - 1 chunks ahead.
-        // SAFETY: this lane read that stage before (the values are in registers, used).
-        unsafe {
-            issue_chunk::<RW, P>(mats, rows, k8, ring, (chunk + STAGES - 1) % STAGES, issued)
+        // The chunk STAGES - 1 ahead goes into its slot: the one reduced last iteration,
+        // or with one slot fewer this one.
+        let fill = if sl == STAGES {
+            (st + STAGES - 1) % STAGES
+        } else {
+            st
         };
+        // SAFETY: this lane read that slot before (the values are used; the copy, an
+        // `asm` block that may touch memory, is not moved before those reads).
+        unsafe { issue_chunk::<RW, P>(mats, rows, k8, ring, fill, issued) };
         issued = next(issued);
         if batch + 1 == batches {
             let mut sums = [0.0f32; RW];
@@ -611,7 +634,7 @@ unsafe fn project<const RW: usize, const P: usize, const S: usize, const PRE: us
             acc = [[0.0f32; P]; RW];
         }
         (row, batch) = next((row, batch));
-        chunk += 1;
+        st = if st + 1 == sl { 0 } else { st + 1 };
     }
     cp_async_wait_all();
     mark(trace, slot, 2);
@@ -629,13 +652,14 @@ cudadrv::kernel! {
         gamma: DeviceSlice<Bf16>,
         w: DeviceSlice<Bf16>,
         out: DeviceSliceMut<Bf16>,
+        slots: u32,
         plan: u32,
         trace: DeviceSliceMut<u64>,
         slot: u32,
     ) {
         // SAFETY: every thread of the CTA runs the kernel's one statement.
         unsafe {
-            project::<1, PIECES, 4, { PRE[0] }>([&w], out.len(), &x, Some(&gamma), plan, &trace, slot, || {}, |row, [v]| {
+            project::<1, PIECES, 4, { PRE[0] }>([&w], out.len(), &x, Some(&gamma), slots, plan, &trace, slot, || {}, |row, [v]| {
                 let _ = out.try_write(row, to_bf16(v));
             });
         }
@@ -654,6 +678,7 @@ cudadrv::kernel! {
         w: DeviceSlice<Bf16>,
         logits: DeviceSliceMut<f32>,
         best: DeviceSliceMut<u64>,
+        slots: u32,
         plan: u32,
         trace: DeviceSliceMut<u64>,
         slot: u32,
@@ -662,7 +687,7 @@ cudadrv::kernel! {
         let mut key = 0u64;
         // SAFETY: every thread of the CTA runs the kernel's one CTA-wide call.
         unsafe {
-            project::<1, PIECES, 4, { PRE[4] }>([&w], logits.len(), &x, Some(&gamma), plan, &trace, slot, || {}, |row, [v]| {
+            project::<1, PIECES, 4, { PRE[4] }>([&w], logits.len(), &x, Some(&gamma), slots, plan, &trace, slot, || {}, |row, [v]| {
                 if logits.try_write(row, v).is_ok() {
                     key = key.max(argmax_key(v, row as u32));
                 }
@@ -715,6 +740,7 @@ cudadrv::kernel! {
         gate: DeviceSlice<Bf16>,
         up: DeviceSlice<Bf16>,
         hint: u32,
+        slots: u32,
         plan: u32,
         trace: DeviceSliceMut<u64>,
         slot: u32,
@@ -730,7 +756,7 @@ cudadrv::kernel! {
         };
         // SAFETY: every thread of the CTA runs this call.
         unsafe {
-            project::<1, PIECES, 4, { PRE[1] }>([&w], x.len(), &attn, None, plan, &trace, slot, prefetch, |row, [v]| {
+            project::<1, PIECES, 4, { PRE[1] }>([&w], x.len(), &attn, None, slots, plan, &trace, slot, prefetch, |row, [v]| {
                 add_residual(&x, row, v, if row == first { early } else { None })
             });
         }
@@ -748,6 +774,7 @@ cudadrv::kernel! {
         h: DeviceSlice<Bf16>,
         w: DeviceSlice<Bf16>,
         x: DeviceSliceMut<Bf16>,
+        slots: u32,
         plan: u32,
         trace: DeviceSliceMut<u64>,
         slot: u32,
@@ -755,7 +782,7 @@ cudadrv::kernel! {
         let (first, early) = early_residual(&x);
         // SAFETY: every thread of the CTA runs this call.
         unsafe {
-            project::<1, PIECES, MAX_PIECES, { PRE[3] }>([&w], x.len(), &h, None, plan, &trace, slot, || {}, |row, [v]| {
+            project::<1, PIECES, MAX_PIECES, { PRE[3] }>([&w], x.len(), &h, None, slots, plan, &trace, slot, || {}, |row, [v]| {
                 add_residual(&x, row, v, if row == first { early } else { None })
             });
         }
@@ -775,13 +802,14 @@ cudadrv::kernel! {
         w_gate: DeviceSlice<Bf16>,
         w_up: DeviceSlice<Bf16>,
         h: DeviceSliceMut<Bf16>,
+        slots: u32,
         plan: u32,
         trace: DeviceSliceMut<u64>,
         slot: u32,
     ) {
         // SAFETY: every thread of the CTA runs the kernel's one statement.
         unsafe {
-            project::<2, { PIECES / 2 }, 4, { PRE[2] }>([&w_gate, &w_up], h.len(), &x, Some(&gamma), plan, &trace, slot, || {}, |row, [g, u]| {
+            project::<2, { PIECES / 2 }, 4, { PRE[2] }>([&w_gate, &w_up], h.len(), &x, Some(&gamma), slots, plan, &trace, slot, || {}, |row, [g, u]| {
                 let gate = to_bf16(g).to_f32();
                 let up = to_bf16(u).to_f32();
                 let silu = to_bf16(gate / (1.0 + exp_approx(-gate))).to_f32();
