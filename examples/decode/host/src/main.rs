@@ -147,6 +147,18 @@ fn run(ctx: &Context, o: &Opts) -> Res {
         (s.weight_bytes() + s.cache_bytes(s.cache - 1)) as f64 / 1e9,
         t.elapsed().as_secs_f64()
     );
+    let slots = gpu::Launches::new(&s, &ks, false, Trigger::Exit, model.ctas)?.slots;
+    let rings: Vec<String> = gpu::KINDS
+        .iter()
+        .zip(slots)
+        .filter(|(_, n)| *n > 0)
+        .map(|(k, n)| format!("{k} {n}"))
+        .collect();
+    println!(
+        "decode: {} projection CTAs an SM; ring slots per warp: {}",
+        model.ctas,
+        rings.join(", ")
+    );
     let run = (first_token(&s, o.seed), s.start(o.steps), o.steps);
 
     // The checked run: plain launches, the logits of every step copied back.

@@ -7,7 +7,7 @@ use std::path::Path as FsPath;
 
 use cudadrv::{Context, Stream};
 
-use crate::gpu::{KINDS, Kernels, Launches, Model, Trigger, kernels_per_step};
+use crate::gpu::{KINDS, Kernels, Model, Trigger, kernels_per_step};
 use crate::model::{Shape, rope, tensors};
 use crate::paths::{PathRun, copy_bandwidth, traced};
 use crate::{Opts, Res};
@@ -164,14 +164,6 @@ pub fn bench(
             100.0 * roofline_ms / ms
         );
     }
-    let slots = Launches::new(&s, ks, false, Trigger::Exit, model.ctas)?.slots;
-    let rings: Vec<String> = KINDS
-        .iter()
-        .zip(slots)
-        .filter(|(_, n)| *n > 0)
-        .map(|(k, n)| format!("{k} {n}"))
-        .collect();
-    println!("decode: ring slots per warp: {}", rings.join(", "));
     println!(
         "decode: {:<12} {:>10} {:>12} {:>8} {:>12} {:>8} {:>8} {:>8}",
         "kernel", "MB/launch", "us (PDL)", "of bw", "us (plain)", "of bw", "start", "wait"
